@@ -1,0 +1,31 @@
+# paddock build, setup and test entry points.
+GO ?= go
+BIN := bin/paddock
+
+.PHONY: build setup test proto bench lint
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
+
+# setup installs what the tests need on a fresh Debian machine.
+setup:
+	./scripts/setup.sh
+
+test:
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 40m ./...
+
+bench:
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 200x ./internal/backend/bwrap/
+
+# proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I proto \
+		--go_out=. --go_opt=module=github.com/paddockhq/paddock \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/paddockhq/paddock \
+		proto/paddock/agent/v1/agent.proto
+
+lint:
+	gofmt -l . | (! grep .)
+	$(GO) vet ./...

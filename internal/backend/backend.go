@@ -1,0 +1,162 @@
+// Package backend defines what a sandbox backend must do and keeps the registry of
+// backends by name.
+//
+// A backend's whole job is the sandbox's lifecycle and one byte stream to the guest
+// agent inside it. Everything else (exec, files, PTYs, tunnels, events) goes through the
+// agent, so it works the same on every backend.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+)
+
+// ErrNotSupported is returned by an operation a backend cannot perform.
+var ErrNotSupported = errors.New("not supported by this backend")
+
+// ErrNotFound is returned when the backend has no sandbox with the given ID.
+var ErrNotFound = errors.New("no such sandbox in the backend")
+
+// ID identifies a sandbox within one backend. The daemon chooses it (short, [a-z0-9]).
+type ID string
+
+// State is a sandbox's lifecycle state as the backend sees it.
+type State string
+
+// The states a backend reports.
+const (
+	StateCreated State = "created" // exists, never started or not yet running
+	StateRunning State = "running" // the resident agent is up
+	StateStopped State = "stopped" // exists, nothing runs; the workspace is kept
+	StateMissing State = "missing" // the backend has no trace of it
+	StateError   State = "error"   // exists but broken; Detail says why
+)
+
+// Features says what a backend can do, as data.
+type Features struct {
+	// CanSuspend is true when Suspend/Resume keep processes frozen in memory.
+	CanSuspend bool
+	// NetworkIsolation is true when the sandbox has no network but loopback.
+	NetworkIsolation bool
+	// PersistentWorkspace is true when /workspace survives Stop and Start.
+	PersistentWorkspace bool
+}
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	// ID is chosen by the daemon and names the sandbox in the backend.
+	ID ID
+	// Name is the user-facing name, for labels and hostnames.
+	Name string
+	// AgentBinary is the host path of a static linux paddock binary to inject as the
+	// guest agent at /opt/paddock/bin/paddock.
+	AgentBinary string
+	// AgentSHA256 is the hex sha256 of AgentBinary; the backend verifies the copy.
+	AgentSHA256 string
+	// Rootfs, when set, is a directory used as the sandbox's root filesystem instead of
+	// the host's /usr, /etc and friends (backends that use host directories only).
+	Rootfs string
+	// Env is the base environment of every process in the sandbox, KEY=VALUE.
+	Env []string
+}
+
+// Status is what State reports.
+type Status struct {
+	State State
+	// Detail explains StateError, or anything unusual, in words for the user.
+	Detail string
+}
+
+// Backend runs sandboxes. Implementations must be safe for concurrent use on different
+// IDs; the daemon never runs two lifecycle calls on the same ID at once.
+type Backend interface {
+	// Name is the registry name ("bwrap", "docker").
+	Name() string
+	// Features reports capabilities.
+	Features() Features
+	// Available reports whether the backend can run sandboxes on this machine; a non-nil
+	// error is an *UnavailableError saying why and how to fix it.
+	Available(ctx context.Context) error
+	// Create prepares a sandbox without starting it. Create on an existing ID with the same
+	// spec returns nil and changes nothing.
+	Create(ctx context.Context, spec Spec) error
+	// Start runs the sandbox and its resident guest agent. Start on a running sandbox
+	// returns nil. It returns once the agent accepts connections.
+	Start(ctx context.Context, id ID) error
+	// Stop ends every process in the sandbox and keeps its workspace. Stop on a stopped
+	// sandbox returns nil.
+	Stop(ctx context.Context, id ID) error
+	// Destroy stops the sandbox and removes everything the backend made for it: processes,
+	// mounts, directories. Destroy of a missing ID returns nil.
+	Destroy(ctx context.Context, id ID) error
+	// State reports the sandbox's state; StateMissing (not an error) when it does not exist.
+	State(ctx context.Context, id ID) (Status, error)
+	// Dial opens a new byte stream to the resident guest agent of a running sandbox. Each
+	// call gives an independent connection; the agent keeps running when it closes.
+	Dial(ctx context.Context, id ID) (net.Conn, error)
+}
+
+// UnavailableError says why a backend cannot run here and what to do about it.
+type UnavailableError struct {
+	Backend string
+	Reason  string
+	Fix     string
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("backend %s is not available: %s", e.Backend, e.Reason)
+}
+
+// Env is what a backend is given when the daemon constructs it.
+type Env struct {
+	// Dir is a directory the backend owns for its own files (under PADDOCK_HOME).
+	Dir string
+	// Options are the backend's own settings from the config file's [backends.NAME] table.
+	Options map[string]any
+}
+
+// Factory constructs a backend.
+type Factory func(env Env) (Backend, error)
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Factory{}
+)
+
+// Register adds a backend factory under a name. It panics on a duplicate name: two
+// backends with one name is a programming error caught at start-up.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("backend: duplicate registration of " + name)
+	}
+	registry[name] = f
+}
+
+// New constructs the backend registered under name.
+func New(name string, env Env) (Backend, error) {
+	mu.RLock()
+	f, ok := registry[name]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Names())
+	}
+	return f(env)
+}
+
+// Names lists registered backends, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
