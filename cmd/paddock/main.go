@@ -1,0 +1,12 @@
+// Command paddock runs AI coding agents inside isolated sandboxes. One binary is the CLI,
+// the daemon (`paddock serve`) and the guest agent injected into every sandbox
+// (`paddock agent serve`).
+package main
+
+import (
+	"os"
+
+	"github.com/paddockhq/paddock/internal/cli"
+)
+
+func main() { os.Exit(cli.Main()) }

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentproto"
+	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+)
+
+// heartbeatInterval is how often Events.Subscribe sends a heartbeat.
+const heartbeatInterval = 5 * time.Second
+
+type infoService struct {
+	agentpb.UnimplementedAgentServer
+	s *Server
+}
+
+// Info reports who and where the agent is.
+func (i infoService) Info(_ context.Context, _ *agentpb.InfoRequest) (*agentpb.InfoResponse, error) {
+	host, _ := os.Hostname()
+	rss, err := readRSS("/proc/self/status")
+	if err != nil {
+		i.s.log.Debug("agent info: rss unavailable", "err", err)
+	}
+	return &agentpb.InfoResponse{
+		Version:     i.s.opts.Version,
+		Protocol:    agentproto.Protocol,
+		Pid:         int32(os.Getpid()),
+		Uid:         int32(os.Getuid()),
+		Hostname:    host,
+		StartedUnix: i.s.started.Unix(),
+		RssBytes:    rss,
+		Sandbox:     i.s.opts.Sandbox,
+	}, nil
+}
+
+// readRSS returns the VmRSS line of a /proc/<pid>/status file, in bytes.
+func readRSS(statusPath string) (int64, error) {
+	data, err := os.ReadFile(statusPath)
+	if err != nil {
+		return 0, fmt.Errorf("read rss: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:"))
+		if !ok {
+			continue
+		}
+		fields := bytes.Fields(rest)
+		if len(fields) == 0 {
+			break
+		}
+		n, err := strconv.ParseInt(string(fields[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read rss: parse %q: %w", rest, err)
+		}
+		if len(fields) > 1 && string(fields[1]) == "kB" {
+			n *= 1024
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("read rss: no VmRSS line in %s", statusPath)
+}
+
+type eventsService struct {
+	agentpb.UnimplementedEventsServer
+	s *Server
+}
+
+// Subscribe sends a heartbeat at once and then every heartbeatInterval until the call
+// ends.
+func (e eventsService) Subscribe(_ *agentpb.SubscribeRequest, stream agentpb.Events_SubscribeServer) error {
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		ev := &agentpb.Event{TimeUnixNano: time.Now().UnixNano(), Kind: "heartbeat"}
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+)
+
+// tunnelBufferSize is the largest data message a tunnel sends.
+const tunnelBufferSize = 32 << 10
+
+// tunnelStream is the client side of Tunnels.Forward and Tunnels.Accept.
+type tunnelStream = grpc.BidiStreamingClient[agentpb.TunnelData, agentpb.TunnelData]
+
+// tunnelConn is a net.Conn carried by a Forward or Accept call. CloseWrite half-closes
+// it. Read deadlines are exact; a write deadline is checked before each message, so a
+// write blocked by a peer that does not read is ended by Close, not by the deadline.
+type tunnelConn struct {
+	stream tunnelStream
+	cancel context.CancelFunc
+	local  tunnelAddr
+	remote tunnelAddr
+
+	// recv delivers the data the agent sends; it is closed at the agent's close_write or
+	// at the end of the call, after recvErr is set.
+	recv    chan []byte
+	recvErr error
+	readMu  sync.Mutex
+	pending []byte
+
+	sendMu      sync.Mutex
+	writeClosed bool
+
+	readDeadline, writeDeadline deadline
+	closeOnce                   sync.Once
+	closed                      chan struct{}
+}
+
+var _ net.Conn = (*tunnelConn)(nil)
+
+// newTunnelConn starts reading stream. cancel ends the call.
+func newTunnelConn(stream tunnelStream, cancel context.CancelFunc, remote string) *tunnelConn {
+	c := &tunnelConn{
+		stream:        stream,
+		cancel:        cancel,
+		local:         tunnelAddr("daemon"),
+		remote:        tunnelAddr(remote),
+		recv:          make(chan []byte, 4),
+		readDeadline:  makeDeadline(),
+		writeDeadline: makeDeadline(),
+		closed:        make(chan struct{}),
+	}
+	go c.receive()
+	return c
+}
+
+func (c *tunnelConn) receive() {
+	defer close(c.recv)
+	for {
+		m, err := c.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.EOF
+			} else {
+				err = translate(context.Background(), "tunnel "+string(c.remote), err)
+			}
+			c.recvErr = err
+			return
+		}
+		switch msg := m.GetMsg().(type) {
+		case *agentpb.TunnelData_Data:
+			select {
+			case c.recv <- msg.Data:
+			case <-c.closed:
+				c.recvErr = net.ErrClosed
+				return
+			}
+		case *agentpb.TunnelData_CloseWrite:
+			if msg.CloseWrite {
+				c.recvErr = io.EOF
+				// Keep reading so that the call's end is noticed, but deliver nothing.
+				go c.drain()
+				return
+			}
+		}
+	}
+}
+
+// drain receives until the call ends.
+func (c *tunnelConn) drain() {
+	for {
+		if _, err := c.stream.Recv(); err != nil {
+			return
+		}
+	}
+}
+
+// Read reads data the agent's side sent.
+func (c *tunnelConn) Read(p []byte) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if len(c.pending) == 0 {
+		select {
+		case <-c.closed:
+			return 0, net.ErrClosed
+		default:
+		}
+		select {
+		case b, ok := <-c.recv:
+			if !ok {
+				return 0, c.recvErr
+			}
+			c.pending = b
+		case <-c.closed:
+			return 0, net.ErrClosed
+		case <-c.readDeadline.wait():
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// Write sends p to the agent's side.
+func (c *tunnelConn) Write(p []byte) (int, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	n := 0
+	for len(p) > 0 {
+		select {
+		case <-c.closed:
+			return n, net.ErrClosed
+		case <-c.writeDeadline.wait():
+			return n, os.ErrDeadlineExceeded
+		default:
+		}
+		if c.writeClosed {
+			return n, errors.New("tunnel: write after CloseWrite")
+		}
+		k := min(len(p), tunnelBufferSize)
+		if err := c.stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_Data{Data: p[:k]}}); err != nil {
+			return n, c.sendError(err)
+		}
+		n += k
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// sendError explains a failed send: when the agent has ended the call, its status.
+func (c *tunnelConn) sendError(err error) error {
+	if errors.Is(err, io.EOF) {
+		if _, rerr := c.stream.Header(); rerr != nil {
+			return translate(context.Background(), "tunnel "+string(c.remote), rerr)
+		}
+		return io.ErrClosedPipe
+	}
+	return translate(context.Background(), "tunnel "+string(c.remote), err)
+}
+
+// CloseWrite tells the agent's side that no more data will come (a TCP half-close).
+func (c *tunnelConn) CloseWrite() error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.writeClosed {
+		return nil
+	}
+	c.writeClosed = true
+	if err := c.stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_CloseWrite{CloseWrite: true}}); err != nil {
+		return c.sendError(err)
+	}
+	return c.stream.CloseSend()
+}
+
+// Close ends the call; both directions stop at once.
+func (c *tunnelConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.cancel()
+	})
+	return nil
+}
+
+func (c *tunnelConn) LocalAddr() net.Addr  { return c.local }
+func (c *tunnelConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *tunnelConn) SetDeadline(t time.Time) error {
+	c.readDeadline.set(t)
+	c.writeDeadline.set(t)
+	return nil
+}
+
+func (c *tunnelConn) SetReadDeadline(t time.Time) error {
+	c.readDeadline.set(t)
+	return nil
+}
+
+func (c *tunnelConn) SetWriteDeadline(t time.Time) error {
+	c.writeDeadline.set(t)
+	return nil
+}
+
+// tunnelAddr names one end of a tunnel.
+type tunnelAddr string
+
+func (a tunnelAddr) Network() string { return "paddock-agent" }
+func (a tunnelAddr) String() string  { return string(a) }
+
+// deadline is a settable point in time whose wait channel is closed once it has passed.
+type deadline struct {
+	mu    *sync.Mutex
+	timer **time.Timer
+	ch    *chan struct{}
+}
+
+func makeDeadline() deadline {
+	ch := make(chan struct{})
+	var t *time.Timer
+	return deadline{mu: new(sync.Mutex), timer: &t, ch: &ch}
+}
+
+// set moves the deadline to t; the zero time means none.
+func (d deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if *d.timer != nil && !(*d.timer).Stop() {
+		<-*d.ch // the timer fired; wait until it has closed the channel
+	}
+	*d.timer = nil
+	closed := false
+	select {
+	case <-*d.ch:
+		closed = true
+	default:
+	}
+	if t.IsZero() {
+		if closed {
+			*d.ch = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			*d.ch = make(chan struct{})
+		}
+		ch := *d.ch
+		*d.timer = time.AfterFunc(dur, func() { close(ch) })
+		return
+	}
+	if !closed {
+		close(*d.ch)
+	}
+}
+
+// wait returns a channel that is closed when the deadline passes.
+func (d deadline) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return *d.ch
+}

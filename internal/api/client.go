@@ -1,0 +1,314 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/coder/websocket"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+// Client talks to a daemon over its unix socket.
+type Client struct {
+	http *http.Client
+}
+
+// NewClient returns a client for the daemon listening on socket.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns: 4,
+	}
+	return &Client{http: &http.Client{Transport: tr}}
+}
+
+const base = "http://paddock"
+
+func sandboxPath(name string, rest ...string) string {
+	return "/v1/sandboxes/" + url.PathEscape(name) + strings.Join(rest, "")
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil). An error
+// response becomes an *apperr.Error with the daemon's kind, message and hint.
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return decodeError(resp)
+	}
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func decodeError(resp *http.Response) error {
+	var b ErrorBody
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(data, &b) != nil || b.Error.Message == "" {
+		return fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(data)))
+	}
+	return fromBody(b)
+}
+
+func fromBody(b ErrorBody) error {
+	return &apperr.Error{Kind: b.Error.Kind, Message: b.Error.Message, Hint: b.Error.Hint}
+}
+
+// Version asks the daemon who it is; it fails fast when no daemon listens.
+func (c *Client) Version(ctx context.Context) (Version, error) {
+	var v Version
+	err := c.do(ctx, http.MethodGet, "/v1/version", nil, &v)
+	return v, err
+}
+
+// StopDaemon asks the daemon to exit, leaving sandboxes running.
+func (c *Client) StopDaemon(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/daemon/stop", nil, nil)
+}
+
+// Doctor reports which backends work.
+func (c *Client) Doctor(ctx context.Context) ([]sandbox.BackendReport, error) {
+	var out []sandbox.BackendReport
+	err := c.do(ctx, http.MethodGet, "/v1/doctor", nil, &out)
+	return out, err
+}
+
+// List lists sandboxes.
+func (c *Client) List(ctx context.Context) ([]sandbox.Info, error) {
+	var out []sandbox.Info
+	err := c.do(ctx, http.MethodGet, "/v1/sandboxes", nil, &out)
+	return out, err
+}
+
+// Get returns one sandbox.
+func (c *Client) Get(ctx context.Context, name string) (sandbox.Info, error) {
+	var out sandbox.Info
+	err := c.do(ctx, http.MethodGet, sandboxPath(name), nil, &out)
+	return out, err
+}
+
+// Start starts a sandbox.
+func (c *Client) Start(ctx context.Context, name string) (sandbox.Info, error) {
+	var out sandbox.Info
+	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/start"), nil, &out)
+	return out, err
+}
+
+// Stop stops a sandbox.
+func (c *Client) Stop(ctx context.Context, name string) (sandbox.Info, error) {
+	var out sandbox.Info
+	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/stop"), nil, &out)
+	return out, err
+}
+
+// Remove destroys a sandbox.
+func (c *Client) Remove(ctx context.Context, name string, force bool) error {
+	return c.do(ctx, http.MethodDelete, sandboxPath(name)+"?force="+strconv.FormatBool(force), nil, nil)
+}
+
+// Create makes a sandbox seeded from bundle, reporting progress as it goes.
+func (c *Client) Create(ctx context.Context, req sandbox.CreateRequest, bundle io.Reader, progress func(string)) (sandbox.Info, error) {
+	hdr, _ := json.Marshal(req)
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sandboxes", bundle)
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	r.Header.Set("X-Paddock-Request", string(hdr))
+	r.Header.Set("Content-Type", "application/x-git-bundle")
+	resp, err := c.http.Do(r)
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return sandbox.Info{}, decodeError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev ProgressEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return sandbox.Info{}, fmt.Errorf("bad progress line from the daemon: %q", sc.Text())
+		}
+		switch {
+		case ev.Done && ev.Error != nil:
+			return sandbox.Info{}, fromBody(*ev.Error)
+		case ev.Done && ev.Sandbox != nil:
+			return *ev.Sandbox, nil
+		case ev.Step != "" && progress != nil:
+			progress(ev.Step)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return sandbox.Info{}, err
+	}
+	return sandbox.Info{}, errors.New("the daemon ended the response before saying whether the sandbox was made: see its log")
+}
+
+func fileQuery(p string) string { return "?path=" + url.QueryEscape(p) }
+
+// ReadFile copies a sandbox file to w.
+func (c *Client) ReadFile(ctx context.Context, name, p string, w io.Writer) (int64, error) {
+	resp, err := c.stream(ctx, http.MethodGet, sandboxPath(name, "/files")+fileQuery(p), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("read %s: got %d of %d bytes", p, n, resp.ContentLength)
+	}
+	return n, err
+}
+
+// WriteFile writes r to a sandbox file atomically, creating parent directories.
+func (c *Client) WriteFile(ctx context.Context, name, p string, mode uint32, r io.Reader) error {
+	q := fileQuery(p) + "&parents=true&mode=" + strconv.FormatUint(uint64(mode&0o7777), 8)
+	return c.do(ctx, http.MethodPut, sandboxPath(name, "/files")+q, r, nil)
+}
+
+// Stat describes a sandbox path without following a final symlink.
+func (c *Client) Stat(ctx context.Context, name, p string) (FileInfo, error) {
+	var fi FileInfo
+	err := c.do(ctx, http.MethodGet, sandboxPath(name, "/stat")+fileQuery(p), nil, &fi)
+	return fi, err
+}
+
+// TarOut streams a tar of a sandbox path.
+func (c *Client) TarOut(ctx context.Context, name, p string) (io.ReadCloser, error) {
+	resp, err := c.stream(ctx, http.MethodGet, sandboxPath(name, "/tar")+fileQuery(p), nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// TarIn extracts a tar stream into a sandbox directory.
+func (c *Client) TarIn(ctx context.Context, name, dir string, r io.Reader) error {
+	return c.do(ctx, http.MethodPut, sandboxPath(name, "/tar")+fileQuery(dir), r, nil)
+}
+
+func (c *Client) stream(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// ExecIO wires an exec's streams. Resize and Signal are optional.
+type ExecIO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Resize         <-chan [2]uint16 // rows, cols
+	Signal         <-chan syscall.Signal
+}
+
+// Exec runs a process in a sandbox and returns its exit code.
+func (c *Client) Exec(ctx context.Context, name string, req ExecRequest, eio ExecIO) (int, error) {
+	ws, resp, err := websocket.Dial(ctx, "ws://paddock"+sandboxPath(name, "/exec"), &websocket.DialOptions{HTTPClient: c.http})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			return 0, decodeError(resp)
+		}
+		return 0, err
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(16 << 20)
+	first, _ := json.Marshal(req)
+	if err := ws.Write(ctx, websocket.MessageText, first); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	send := func(ctl Control) {
+		msg, _ := json.Marshal(ctl)
+		ws.Write(ctx, websocket.MessageText, msg)
+	}
+	if eio.Stdin != nil {
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := eio.Stdin.Read(buf)
+				if n > 0 {
+					msg := append([]byte{streamStdin}, buf[:n]...)
+					if ws.Write(ctx, websocket.MessageBinary, msg) != nil {
+						return
+					}
+				}
+				if err != nil {
+					send(Control{Type: "eof"})
+					return
+				}
+			}
+		}()
+	} else {
+		send(Control{Type: "eof"})
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sz := <-eio.Resize:
+				send(Control{Type: "resize", Rows: sz[0], Cols: sz[1]})
+			case sig := <-eio.Signal:
+				send(Control{Type: "signal", Signal: int(sig)})
+			}
+		}
+	}()
+	for {
+		typ, msg, err := ws.Read(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("exec stream ended before the process exited: %w", err)
+		}
+		if typ == websocket.MessageBinary && len(msg) > 0 {
+			w := eio.Stdout
+			if msg[0] == streamStderr {
+				w = eio.Stderr
+			}
+			if w != nil {
+				w.Write(msg[1:])
+			}
+			continue
+		}
+		var ctl Control
+		if json.Unmarshal(msg, &ctl) == nil && ctl.Type == "exit" {
+			if ctl.Error != "" {
+				return ctl.Code, errors.New(ctl.Error)
+			}
+			return ctl.Code, nil
+		}
+	}
+}

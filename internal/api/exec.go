@@ -1,0 +1,148 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"syscall"
+
+	"github.com/coder/websocket"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+)
+
+// ExecRequest is the first (text) message on an exec WebSocket.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	TTY  bool     `json:"tty,omitempty"`
+	Rows uint16   `json:"rows,omitempty"`
+	Cols uint16   `json:"cols,omitempty"`
+}
+
+// Control is a text message on an exec WebSocket after the first. The client sends
+// "resize" (Rows, Cols), "eof" (stdin is closed) and "signal" (Signal); the server sends
+// "exit" (Code, Error) once, last.
+type Control struct {
+	Type   string `json:"type"`
+	Rows   uint16 `json:"rows,omitempty"`
+	Cols   uint16 `json:"cols,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	Code   int    `json:"code"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Binary messages carry stream data: the first byte names the stream.
+const (
+	streamStdin  byte = 0
+	streamStdout byte = 1
+	streamStderr byte = 2
+)
+
+// exec runs a process in the sandbox, streaming it over a WebSocket.
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(4 << 20)
+	ctx := r.Context()
+
+	typ, first, err := ws.Read(ctx)
+	var req ExecRequest
+	if err == nil && typ == websocket.MessageText {
+		err = json.Unmarshal(first, &req)
+	}
+	if err != nil || len(req.Argv) == 0 {
+		ws.Close(websocket.StatusPolicyViolation, "the first message must be an ExecRequest with argv")
+		return
+	}
+
+	stdinR, stdinW := io.Pipe()
+	resize := make(chan agentclient.Size, 4)
+	signals := make(chan syscall.Signal, 4)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer stdinW.Close()
+		for {
+			typ, msg, err := ws.Read(ctx)
+			if err != nil {
+				cancel() // the client is gone: end the process
+				return
+			}
+			if typ == websocket.MessageBinary {
+				if len(msg) > 1 && msg[0] == streamStdin {
+					if _, err := stdinW.Write(msg[1:]); err != nil {
+						return
+					}
+				}
+				continue
+			}
+			var ctl Control
+			if json.Unmarshal(msg, &ctl) != nil {
+				continue
+			}
+			switch ctl.Type {
+			case "eof":
+				stdinW.Close()
+			case "resize":
+				select {
+				case resize <- agentclient.Size{Rows: ctl.Rows, Cols: ctl.Cols}:
+				default:
+				}
+			case "signal":
+				signals <- syscall.Signal(ctl.Signal)
+			}
+		}
+	}()
+
+	code, err := c.Exec(ctx, agentclient.ExecOptions{
+		Argv: req.Argv, Env: req.Env, Dir: req.Dir, TTY: req.TTY,
+		Size:  agentclient.Size{Rows: req.Rows, Cols: req.Cols},
+		Stdin: stdinR, Stdout: &streamWriter{ws, streamStdout}, Stderr: &streamWriter{ws, streamStderr},
+		Resize: resize, Signal: signals,
+	})
+	exit := Control{Type: "exit", Code: code}
+	if err != nil {
+		exit.Error = err.Error()
+		var se *agentclient.ExecStartError
+		if !errors.As(err, &se) && exit.Code == 0 {
+			exit.Code = 125
+		}
+	}
+	msg, _ := json.Marshal(exit)
+	if ws.Write(context.WithoutCancel(ctx), websocket.MessageText, msg) == nil {
+		ws.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// streamWriter sends writes as binary messages tagged with a stream byte.
+type streamWriter struct {
+	ws     *websocket.Conn
+	stream byte
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	msg := make([]byte, 1+len(p))
+	msg[0] = w.stream
+	copy(msg[1:], p)
+	if err := w.ws.Write(context.Background(), websocket.MessageBinary, msg); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+func isEscape(err error) bool { return errors.Is(err, agentclient.ErrPathEscapes) }

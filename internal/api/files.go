@@ -1,0 +1,165 @@
+package api
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// FileInfo is what GET /v1/sandboxes/{name}/stat returns.
+type FileInfo struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+	Mode uint32 `json:"mode"`
+	// Type is one of "file", "dir", "symlink", "other".
+	Type string `json:"type"`
+	Link string `json:"link,omitempty"`
+}
+
+// filePath reads the path and root query parameters. Paths are absolute sandbox paths;
+// the root, "/" unless given, is the directory no resolution may leave.
+func filePath(r *http.Request) (root, p string, err error) {
+	q := r.URL.Query()
+	root, p = q.Get("root"), q.Get("path")
+	if root == "" {
+		root = "/"
+	}
+	if p == "" || !path.IsAbs(p) || !path.IsAbs(root) {
+		return "", "", apperr.Invalid("", "path and root must be absolute sandbox paths, got path %q root %q", p, root)
+	}
+	return root, p, nil
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	root, p, err := filePath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Stat first so that a missing file is a clean 404 rather than a broken body.
+	fi, err := c.Stat(r.Context(), root, p)
+	if err != nil {
+		s.writeError(w, r, fileError(p, err))
+		return
+	}
+	if fi.Type == "dir" {
+		s.writeError(w, r, apperr.Invalid("copy a directory with the tar route", "%s is a directory", p))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size, 10))
+	if _, err := c.ReadFile(r.Context(), root, p, w); err != nil {
+		s.log.Warn("read file", "path", p, "err", err)
+	}
+}
+
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
+	root, p, err := filePath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mode := fs.FileMode(0o644)
+	if m := r.URL.Query().Get("mode"); m != "" {
+		v, err := strconv.ParseUint(m, 8, 32)
+		if err != nil {
+			s.writeError(w, r, apperr.Invalid("", "bad mode %q: give octal permission bits like 644", m))
+			return
+		}
+		mode = fs.FileMode(v).Perm()
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, err := c.WriteFile(r.Context(), root, p, mode, r.URL.Query().Get("parents") == "true", r.Body)
+	if err != nil {
+		s.writeError(w, r, fileError(p, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"size": n})
+}
+
+func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
+	root, p, err := filePath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fi, err := c.Stat(r.Context(), root, p)
+	if err != nil {
+		s.writeError(w, r, fileError(p, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, FileInfo{Name: fi.Name, Size: fi.Size, Mode: fi.Mode, Type: fi.Type, Link: fi.Link})
+}
+
+func (s *Server) tarOut(w http.ResponseWriter, r *http.Request) {
+	root, p, err := filePath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := c.Stat(r.Context(), root, p); err != nil {
+		s.writeError(w, r, fileError(p, err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	if err := c.TarOut(r.Context(), root, p, w); err != nil {
+		// Headers are gone; cutting the stream short makes the client's tar reader fail.
+		s.log.Warn("tar out", "path", p, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func (s *Server) tarIn(w http.ResponseWriter, r *http.Request) {
+	root, p, err := filePath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	files, n, err := c.TarIn(r.Context(), root, p, io.Reader(r.Body))
+	if err != nil {
+		s.writeError(w, r, fileError(p, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"files": files, "bytes": n})
+}
+
+// fileError gives a file error a kind the CLI can explain.
+func fileError(p string, err error) error {
+	switch {
+	case apperr.KindOf(err) != apperr.KindInternal:
+		return err
+	case isNotExist(err):
+		return apperr.NotFound("", "%s: no such file or directory in the sandbox", p)
+	case isEscape(err):
+		return apperr.Invalid("", "%s: %v", p, err)
+	}
+	return err
+}

@@ -1,0 +1,222 @@
+// Package api is the daemon's HTTP API: JSON over a unix socket (and, later, HTTPS), an
+// NDJSON progress stream for long operations, and WebSockets for exec. The CLI, the TUI
+// and the web UI use it through Client. docs/api.md documents every route.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+// Version is the daemon's identity, from GET /v1/version.
+type Version struct {
+	Version  string `json:"version"`
+	Protocol int    `json:"protocol"`
+	PID      int    `json:"pid"`
+	// Agent is the sha256 of the guest agent binary the daemon injects.
+	Agent string `json:"agent_sha256"`
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error struct {
+		Kind    apperr.Kind `json:"kind"`
+		Message string      `json:"message"`
+		Hint    string      `json:"hint,omitempty"`
+	} `json:"error"`
+}
+
+// Server serves the API.
+type Server struct {
+	svc     *sandbox.Service
+	log     *slog.Logger
+	version Version
+	// shutdown is called by POST /v1/daemon/stop.
+	shutdown func()
+}
+
+// NewServer builds the API handler.
+func NewServer(svc *sandbox.Service, version Version, log *slog.Logger, shutdown func()) *Server {
+	return &Server{svc: svc, log: log, version: version, shutdown: shutdown}
+}
+
+// Handler returns the HTTP handler with every route.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/version", s.getVersion)
+	mux.HandleFunc("POST /v1/daemon/stop", s.stopDaemon)
+	mux.HandleFunc("GET /v1/doctor", s.doctor)
+	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
+	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
+	mux.HandleFunc("GET /v1/sandboxes/{name}", s.getSandbox)
+	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.startSandbox)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.stopSandbox)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.exec)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/files", s.readFile)
+	mux.HandleFunc("PUT /v1/sandboxes/{name}/files", s.writeFile)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/stat", s.statFile)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/tar", s.tarOut)
+	mux.HandleFunc("PUT /v1/sandboxes/{name}/tar", s.tarIn)
+	return s.logged(mux)
+}
+
+func (s *Server) logged(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		s.log.Debug("api", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// statusOf maps an error kind to an HTTP status.
+func statusOf(kind apperr.Kind) int {
+	switch kind {
+	case apperr.KindInvalid:
+		return http.StatusBadRequest
+	case apperr.KindNotFound:
+		return http.StatusNotFound
+	case apperr.KindConflict:
+		return http.StatusConflict
+	case apperr.KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func errorBody(err error) ErrorBody {
+	var b ErrorBody
+	b.Error.Kind = apperr.KindOf(err)
+	b.Error.Message = err.Error()
+	b.Error.Hint = apperr.HintOf(err)
+	if b.Error.Kind == apperr.KindInternal && errors.Is(err, os.ErrNotExist) {
+		b.Error.Kind = apperr.KindNotFound
+	}
+	return b
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	b := errorBody(err)
+	if b.Error.Kind == apperr.KindInternal {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, statusOf(b.Error.Kind), b)
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.version)
+}
+
+func (s *Server) stopDaemon(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "stopping"})
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	go s.shutdown()
+}
+
+func (s *Server) doctor(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.svc.Doctor(r.Context()))
+}
+
+func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.List(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	info, err := s.svc.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {
+	info, err := s.svc.Start(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
+	info, err := s.svc.Stop(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) removeSandbox(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Remove(r.Context(), r.PathValue("name"), r.URL.Query().Get("force") == "true"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ProgressEvent is one line of an NDJSON progress stream. The last line has Done set,
+// with Sandbox on success or Error on failure.
+type ProgressEvent struct {
+	Step    string        `json:"step,omitempty"`
+	Done    bool          `json:"done,omitempty"`
+	Sandbox *sandbox.Info `json:"sandbox,omitempty"`
+	Error   *ErrorBody    `json:"error,omitempty"`
+}
+
+// createSandbox takes the CreateRequest as JSON in the X-Paddock-Request header and the
+// git bundle as the body, and answers with an NDJSON progress stream.
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var req sandbox.CreateRequest
+	if err := json.Unmarshal([]byte(r.Header.Get("X-Paddock-Request")), &req); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad X-Paddock-Request header: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	send := func(ev ProgressEvent) {
+		enc.Encode(ev)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	// The body is read while the response streams: allow both at once.
+	http.NewResponseController(w).EnableFullDuplex()
+	// The client going away must not leave a half-made sandbox: Create cleans up on
+	// error, and runs to the end otherwise.
+	ctx := context.WithoutCancel(r.Context())
+	info, err := s.svc.Create(ctx, req, r.Body, func(step string) { send(ProgressEvent{Step: step}) })
+	if err != nil {
+		b := errorBody(err)
+		if b.Error.Kind == apperr.KindInternal {
+			s.log.Error("create sandbox", "name", req.Name, "err", err)
+		}
+		send(ProgressEvent{Done: true, Error: &b})
+		return
+	}
+	send(ProgressEvent{Done: true, Sandbox: &info})
+}

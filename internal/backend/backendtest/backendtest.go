@@ -1,0 +1,132 @@
+// Package backendtest is the conformance suite every backend must pass. A backend's test
+// calls Run with a Harness; the suite drives the backend through its lifecycle and checks,
+// through the real guest agent, exec, PTYs, files, tunnels and isolation.
+package backendtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// Harness is what the suite needs from a backend's test.
+type Harness struct {
+	// Backend under test.
+	Backend backend.Backend
+	// Spec returns a spec for a new sandbox with the given ID; the suite sets nothing
+	// else, so the harness fills AgentBinary, AgentSHA256 and anything backend-specific.
+	Spec func(id backend.ID) backend.Spec
+	// Leftovers, when set, lists what a destroyed sandbox left on the host (processes,
+	// mounts, directories, containers, volumes); the suite requires it to be empty.
+	Leftovers func(id backend.ID) []string
+}
+
+// Run runs the whole suite. Subtests share one sandbox where that is safe, so the suite
+// stays fast; the lifecycle test uses its own.
+func Run(t *testing.T, h Harness) {
+	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, h) })
+
+	ctx := context.Background()
+	id := newID()
+	sb := start(t, h, id)
+	t.Run("Exec", func(t *testing.T) { testExec(t, sb) })
+	t.Run("Environment", func(t *testing.T) { testEnvironment(t, sb) })
+	t.Run("PTY", func(t *testing.T) { testPTY(t, sb) })
+	t.Run("Files", func(t *testing.T) { testFiles(t, sb) })
+	t.Run("Tar", func(t *testing.T) { testTar(t, sb) })
+	t.Run("SymlinkEscape", func(t *testing.T) { testSymlinkEscape(t, sb) })
+	t.Run("Tunnels", func(t *testing.T) { testTunnels(t, sb) })
+	t.Run("Network", func(t *testing.T) { testNetwork(t, sb) })
+	t.Run("Reconnect", func(t *testing.T) { testReconnect(t, sb) })
+	if err := h.Backend.Destroy(ctx, id); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+}
+
+// sandbox is a running sandbox with a connected client.
+type sandbox struct {
+	h      Harness
+	id     backend.ID
+	client *agentclient.Client
+}
+
+func newID() backend.ID {
+	b := make([]byte, 5)
+	rand.Read(b)
+	return backend.ID("t" + hex.EncodeToString(b))
+}
+
+func start(t *testing.T, h Harness, id backend.ID) *sandbox {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := h.Backend.Create(ctx, h.Spec(id)); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { h.Backend.Destroy(context.Background(), id) })
+	if err := h.Backend.Start(ctx, id); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return &sandbox{h: h, id: id, client: connect(t, h, id)}
+}
+
+func connect(t *testing.T, h Harness, id backend.ID) *agentclient.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) {
+		return h.Backend.Dial(ctx, id)
+	}, "conformance")
+	if err != nil {
+		t.Fatalf("connect to agent: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// run executes a shell command in the sandbox and returns its exit code and output.
+func (sb *sandbox) run(t *testing.T, script string) (int, string, string) {
+	t.Helper()
+	return runWith(t, sb.client, agentclient.ExecOptions{Argv: []string{"sh", "-c", script}})
+}
+
+func runWith(t *testing.T, c *agentclient.Client, opts agentclient.ExecOptions) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	opts.Stdout, opts.Stderr = &stdout, &stderr
+	code, err := c.Exec(ctx, opts)
+	if err != nil {
+		t.Fatalf("exec %q: %v", opts.Argv, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// mustRun runs a script that must succeed and returns its trimmed stdout.
+func (sb *sandbox) mustRun(t *testing.T, script string) string {
+	t.Helper()
+	code, out, errOut := sb.run(t, script)
+	if code != 0 {
+		t.Fatalf("%q exited %d: %s%s", script, code, out, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+func wantState(t *testing.T, h Harness, id backend.ID, want backend.State) {
+	t.Helper()
+	st, err := h.Backend.State(context.Background(), id)
+	if err != nil {
+		t.Fatalf("State: %v", err)
+	}
+	if st.State != want {
+		t.Fatalf("State = %s (%s), want %s", st.State, st.Detail, want)
+	}
+}

@@ -1,0 +1,141 @@
+package backendtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+)
+
+func testExec(t *testing.T, sb *sandbox) {
+	for _, tc := range []struct {
+		name           string
+		script         string
+		code           int
+		stdout, stderr string
+	}{
+		{"success", "echo out", 0, "out\n", ""},
+		{"exit code", "echo err >&2; exit 7", 7, "", "err\n"},
+		{"both streams", "echo a; echo b >&2; echo c", 0, "a\nc\n", "b\n"},
+		{"killed by signal", "kill -9 $$", 137, "", ""},
+		{"working directory", "pwd", 0, "/workspace\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := sb.run(t, tc.script)
+			if code != tc.code || out != tc.stdout || errOut != tc.stderr {
+				t.Fatalf("got code %d stdout %q stderr %q; want %d %q %q", code, out, errOut, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	t.Run("stdin", func(t *testing.T) {
+		in := strings.Repeat("line of input\n", 10000)
+		code, out, _ := runWith(t, sb.client, agentclient.ExecOptions{Argv: []string{"cat"}, Stdin: strings.NewReader(in)})
+		if code != 0 || out != in {
+			t.Fatalf("cat echoed %d bytes (code %d), want %d", len(out), code, len(in))
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"/no/such/program"}})
+		if code != 127 || err == nil {
+			t.Fatalf("exec of a missing program: code %d, err %v; want 127 and an error", code, err)
+		}
+	})
+	t.Run("env and dir", func(t *testing.T) {
+		code, out, _ := runWith(t, sb.client, agentclient.ExecOptions{
+			Argv: []string{"sh", "-c", "echo $GREETING; pwd"}, Env: []string{"GREETING=hello"}, Dir: "/tmp"})
+		if code != 0 || out != "hello\n/tmp\n" {
+			t.Fatalf("got %q", out)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		errs := make(chan error, 8)
+		for i := range 8 {
+			go func() {
+				var out strings.Builder
+				code, err := sb.client.Exec(context.Background(), agentclient.ExecOptions{
+					Argv: []string{"sh", "-c", fmt.Sprintf("sleep 0.2; echo %d", i)}, Stdout: &out})
+				if err == nil && (code != 0 || out.String() != fmt.Sprintf("%d\n", i)) {
+					err = fmt.Errorf("exec %d: code %d output %q", i, code, out.String())
+				}
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// testEnvironment checks the sandbox carries nothing of the host's environment and runs
+// as the non-root user agent.
+func testEnvironment(t *testing.T, sb *sandbox) {
+	t.Setenv("PADDOCK_CONFORMANCE_SECRET", "host-secret-value")
+	if got := sb.mustRun(t, "id -u; id -un; echo $HOME"); got != "1000\nagent\n/home/agent" {
+		t.Fatalf("user: got %q, want uid 1000 named agent with home /home/agent", got)
+	}
+	env := sb.mustRun(t, "env")
+	for _, leak := range []string{"PADDOCK_CONFORMANCE_SECRET", "host-secret-value", "SSH_AUTH_SOCK", "DOCKER_HOST"} {
+		if strings.Contains(env, leak) {
+			t.Errorf("sandbox environment carries %s:\n%s", leak, env)
+		}
+	}
+	if home, _ := os.UserHomeDir(); home != "" && home != "/" {
+		if code, _, _ := sb.run(t, "test -e "+home+"/."); code == 0 && home != "/home/agent" {
+			t.Errorf("the host home %s is visible in the sandbox", home)
+		}
+	}
+	for _, sock := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
+		if code, _, _ := sb.run(t, "test -e "+sock); code == 0 {
+			t.Errorf("%s is visible in the sandbox", sock)
+		}
+	}
+	if n, _ := strconv.Atoi(sb.mustRun(t, "ls /proc | grep -c '^[0-9]'")); n > 10 {
+		t.Errorf("the sandbox sees %d processes: it has no pid namespace of its own", n)
+	}
+	if code, _, _ := sb.run(t, "echo x > /usr/paddock-write-test"); code == 0 {
+		t.Error("/usr is writable from the sandbox")
+	}
+}
+
+func testPTY(t *testing.T, sb *sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stdinR, stdinW := ioPipe()
+	out := &syncBuffer{}
+	resize := make(chan agentclient.Size, 1)
+	done := make(chan struct{})
+	var code int
+	var err error
+	go func() {
+		defer close(done)
+		code, err = sb.client.Exec(ctx, agentclient.ExecOptions{
+			Argv: []string{"sh", "-c", "stty size; test -t 0 && echo tty; read x; stty size"},
+			TTY:  true, Size: agentclient.Size{Rows: 24, Cols: 80},
+			Stdin: stdinR, Stdout: out, Resize: resize,
+		})
+	}()
+	waitFor(t, out, "tty")
+	if !strings.Contains(out.String(), "24 80") {
+		t.Fatalf("initial size: output %q, want 24 80", out.String())
+	}
+	resize <- agentclient.Size{Rows: 50, Cols: 132}
+	time.Sleep(100 * time.Millisecond) // the resize and the line travel on one ordered stream
+	stdinW.Write([]byte("go\n"))
+	<-done
+	stdinW.Close()
+	if err != nil || code != 0 {
+		t.Fatalf("pty exec: code %d err %v output %q", code, err, out.String())
+	}
+	if !strings.Contains(out.String(), "50 132") {
+		t.Fatalf("after resize: output %q, want 50 132", out.String())
+	}
+}

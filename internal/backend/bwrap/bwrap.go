@@ -1,0 +1,317 @@
+// Package bwrap runs sandboxes as bubblewrap namespaces: the host's /usr (or a rootfs
+// directory) read-only, a writable /workspace and a private home for the non-root user
+// agent (uid 1000 inside), and their own pid, ipc, uts, cgroup and network namespaces
+// with loopback only.
+//
+// The resident guest agent is the sandbox's only long-lived process at start. It serves a
+// unix listener that the backend creates on the host, beneath the backend's own
+// directory, and hands to bwrap as an inherited file descriptor: the sandbox never sees
+// the socket's path, so nothing planted inside can redirect the daemon's connections. The
+// bwrap process runs in its own session, detached from the daemon, so sandboxes outlive
+// a daemon restart.
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentproto"
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// Name is the registry name.
+const Name = "bwrap"
+
+func init() {
+	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+}
+
+// rootHostID is the host uid and gid that the sandbox user maps to when the daemon runs
+// as root. Mapping to root itself would let the sandbox read root-owned files in the
+// read-only host directories (/etc/shadow, host keys): a uid that owns nothing prevents it.
+const rootHostID = 2_000_000_000
+
+// Bwrap is the bubblewrap backend.
+type Bwrap struct {
+	dir    string // one subdirectory per sandbox
+	rootfs string // default rootfs; empty means host directories
+	bwrap  string // path of the bwrap binary; empty when not installed
+	hostID int    // host uid/gid of the sandbox user when running as root; 0 otherwise
+
+	mu    sync.Mutex
+	procs map[backend.ID]*exec.Cmd // bwrap processes this process started, to reap them
+}
+
+var _ backend.Backend = (*Bwrap)(nil)
+
+// New constructs the backend. Options: rootfs (a directory used as / instead of host dirs).
+func New(env backend.Env) (*Bwrap, error) {
+	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}}
+	if v, ok := env.Options["rootfs"]; ok {
+		s, ok := v.(string)
+		if !ok || !filepath.IsAbs(s) {
+			return nil, fmt.Errorf("backends.bwrap.rootfs must be an absolute path, got %v", v)
+		}
+		b.rootfs = s
+	}
+	if p, err := exec.LookPath("bwrap"); err == nil {
+		b.bwrap = p
+	}
+	if os.Geteuid() == 0 {
+		b.hostID = rootHostID
+	}
+	return b, nil
+}
+
+// Name implements backend.Backend.
+func (b *Bwrap) Name() string { return Name }
+
+// Features implements backend.Backend.
+func (b *Bwrap) Features() backend.Features {
+	return backend.Features{NetworkIsolation: true, PersistentWorkspace: true}
+}
+
+// Available runs a trivial sandbox to prove bubblewrap and user namespaces work here.
+func (b *Bwrap) Available(ctx context.Context) error {
+	if b.bwrap == "" {
+		return &backend.UnavailableError{Backend: Name, Reason: "bubblewrap is not installed (no bwrap on PATH)",
+			Fix: "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := b.command(ctx, []string{"--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return &backend.UnavailableError{Backend: Name,
+			Reason: fmt.Sprintf("bwrap cannot create namespaces here: %v: %s", err, trimOutput(out)),
+			Fix:    "enable unprivileged user namespaces: sudo sysctl -w kernel.unprivileged_userns_clone=1 (and on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0)"}
+	}
+	return nil
+}
+
+// paths of one sandbox's host-side files.
+type paths struct{ root string }
+
+func (b *Bwrap) paths(id backend.ID) paths { return paths{filepath.Join(b.dir, string(id))} }
+func (p paths) spec() string               { return filepath.Join(p.root, "spec.json") }
+func (p paths) run() string                { return filepath.Join(p.root, "run.json") }
+func (p paths) socket() string             { return filepath.Join(p.root, "agent.sock") }
+func (p paths) log() string                { return filepath.Join(p.root, "agent.log") }
+func (p paths) workspace() string          { return filepath.Join(p.root, "workspace") }
+func (p paths) home() string               { return filepath.Join(p.root, "home") }
+func (p paths) etc() string                { return filepath.Join(p.root, "etc") }
+
+func validID(id backend.ID) error {
+	if id == "" || len(id) > 32 {
+		return fmt.Errorf("invalid sandbox id %q", id)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("invalid sandbox id %q", id)
+		}
+	}
+	return nil
+}
+
+// Create makes the sandbox's directories and records its spec.
+func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
+	if err := validID(spec.ID); err != nil {
+		return err
+	}
+	if spec.AgentBinary == "" {
+		return errors.New("create sandbox: no agent binary given")
+	}
+	if spec.Rootfs == "" {
+		spec.Rootfs = b.rootfs
+	}
+	if spec.Rootfs != "" {
+		if fi, err := os.Stat(filepath.Join(spec.Rootfs, "bin", "sh")); err != nil || fi.IsDir() {
+			return fmt.Errorf("rootfs %s has no /bin/sh: give a directory holding a Linux root filesystem (e.g. made by mmdebstrap)", spec.Rootfs)
+		}
+	}
+	p := b.paths(spec.ID)
+	if _, err := os.Stat(p.spec()); err == nil {
+		return nil // idempotent: the sandbox exists
+	}
+	if err := os.MkdirAll(p.root, 0o700); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	for _, d := range []string{p.workspace(), p.home(), p.etc()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create sandbox dir: %w", err)
+		}
+		if err := b.chownSandboxUser(d); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(p.home(), 0o700); err != nil {
+		return err
+	}
+	if err := writeIdentity(p.etc(), spec.Name); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return err
+	}
+	// The spec is written last, atomically: its presence means Create completed.
+	return writeFileAtomic(p.spec(), data, 0o600)
+}
+
+func (b *Bwrap) chownSandboxUser(path string) error {
+	if b.hostID == 0 {
+		return nil
+	}
+	if err := os.Lchown(path, b.hostID, b.hostID); err != nil {
+		return fmt.Errorf("give %s to the sandbox user: %w", path, err)
+	}
+	return nil
+}
+
+// writeIdentity writes the passwd, group and hostname files bound over the sandbox's
+// /etc, so that uid 1000 is the user "agent" whatever the host's /etc says.
+func writeIdentity(etc, hostname string) error {
+	files := map[string]string{
+		"passwd":   "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:paddock agent:/home/agent:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":    "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n",
+		"hostname": hostname + "\n",
+		"hosts":    "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+	}
+	for name, content := range files {
+		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Bwrap) readSpec(id backend.ID) (backend.Spec, error) {
+	var spec backend.Spec
+	data, err := os.ReadFile(b.paths(id).spec())
+	if errors.Is(err, os.ErrNotExist) {
+		return spec, fmt.Errorf("sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	if err != nil {
+		return spec, err
+	}
+	return spec, json.Unmarshal(data, &spec)
+}
+
+// runInfo identifies the running sandbox's processes. StartTime (from /proc/PID/stat)
+// guards against a recycled pid.
+type runInfo struct {
+	BwrapPID   int    `json:"bwrap_pid"`
+	BwrapStart uint64 `json:"bwrap_start_time"`
+	ChildPID   int    `json:"child_pid"`
+	StartTime  uint64 `json:"child_start_time"`
+}
+
+func (b *Bwrap) readRun(id backend.ID) (runInfo, bool) {
+	var ri runInfo
+	data, err := os.ReadFile(b.paths(id).run())
+	if err != nil || json.Unmarshal(data, &ri) != nil || ri.ChildPID <= 0 {
+		return ri, false
+	}
+	return ri, true
+}
+
+// alive reports whether the sandbox's init process still runs.
+func (ri runInfo) alive() bool {
+	st, err := procStartTime(ri.ChildPID)
+	return err == nil && st == ri.StartTime
+}
+
+// State implements backend.Backend.
+func (b *Bwrap) State(ctx context.Context, id backend.ID) (backend.Status, error) {
+	if _, err := b.readSpec(id); errors.Is(err, backend.ErrNotFound) {
+		return backend.Status{State: backend.StateMissing}, nil
+	} else if err != nil {
+		return backend.Status{State: backend.StateError, Detail: err.Error()}, nil
+	}
+	ri, ok := b.readRun(id)
+	if !ok {
+		if _, err := os.Stat(b.paths(id).log()); err == nil {
+			return backend.Status{State: backend.StateStopped}, nil
+		}
+		return backend.Status{State: backend.StateCreated}, nil
+	}
+	if ri.alive() {
+		return backend.Status{State: backend.StateRunning}, nil
+	}
+	return backend.Status{State: backend.StateStopped, Detail: "the sandbox's processes ended"}, nil
+}
+
+// Dial implements backend.Backend.
+func (b *Bwrap) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", b.paths(id).socket())
+	if err != nil {
+		return nil, fmt.Errorf("dial agent of sandbox %s: %w", id, err)
+	}
+	return conn, nil
+}
+
+func procStartTime(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name ends at the last ')'; field 3 (state) follows, and the start
+	// time is field 22.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat")
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return 0, errors.New("malformed stat")
+	}
+	if fields[0] == "Z" || fields[0] == "X" {
+		return 0, errors.New("process is a zombie")
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func trimOutput(b []byte) string {
+	if len(b) > 400 {
+		b = b[len(b)-400:]
+	}
+	return string(b)
+}
+
+// handshake checks that the agent answers on its socket.
+func (b *Bwrap) handshake(ctx context.Context, id backend.ID) error {
+	conn, err := b.Dial(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d)
+	}
+	_, err = agentproto.ClientHandshake(conn, "probe")
+	return err
+}

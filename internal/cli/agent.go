@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/agent"
+)
+
+// newCmdAgent holds the guest side: what runs inside a sandbox.
+func newCmdAgent(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "agent",
+		Short:  "The guest agent that runs inside every sandbox",
+		Hidden: true,
+	}
+	var listenFD int
+	var socket, name string
+	var stdio bool
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agent protocol (--listen-fd N, --socket PATH or --stdio)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The agent never logs to stdout: with --stdio it is the protocol channel.
+			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
+			srv := agent.NewServer(agent.Options{Sandbox: name, Version: Version, Logger: log})
+			ctx := cmd.Context()
+			switch {
+			case stdio:
+				return srv.ServeConn(ctx, stdioConn(f.IO))
+			case listenFD > 0:
+				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "agent-listener"))
+				if err != nil {
+					return fmt.Errorf("listen fd %d: %w", listenFD, err)
+				}
+				return srv.Serve(ctx, ln)
+			case socket != "":
+				os.Remove(socket)
+				ln, err := net.Listen("unix", socket)
+				if err != nil {
+					return err
+				}
+				return srv.Serve(ctx, ln)
+			}
+			return usagef("agent serve needs one of --stdio, --listen-fd or --socket")
+		},
+	}
+	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
+	serve.Flags().StringVar(&socket, "socket", "", "listen on this unix socket")
+	serve.Flags().BoolVar(&stdio, "stdio", false, "serve one connection on stdin and stdout")
+	serve.Flags().StringVar(&name, "sandbox", "", "the sandbox's name, for Info")
+
+	connect := &cobra.Command{
+		Use:   "connect",
+		Short: "Bridge stdin and stdout to a resident agent's unix socket",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := net.Dial("unix", socket)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			errc := make(chan error, 2)
+			go func() {
+				_, err := io.Copy(conn, f.IO.In)
+				conn.(*net.UnixConn).CloseWrite()
+				errc <- err
+			}()
+			go func() { _, err := io.Copy(f.IO.Out, conn); errc <- err }()
+			return errors.Join(<-errc)
+		},
+	}
+	connect.Flags().StringVar(&socket, "socket", "/run/paddock/agent.sock", "the resident agent's socket")
+	cmd.AddCommand(serve, connect)
+	return cmd
+}

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/archive"
+)
+
+type cpOptions struct {
+	src, dst string
+}
+
+func newCmdCp(f *Factory, runF func(context.Context, *cpOptions) error) *cobra.Command {
+	opts := &cpOptions{}
+	return &cobra.Command{
+		Use:   "cp SRC DST",
+		Short: "Copy files and directories between the host and a sandbox",
+		Long: `Copy files and directories between the host and a sandbox. One side is NAME:PATH;
+a relative sandbox PATH is taken under /workspace.
+
+  paddock cp ./notes.txt myrepo:/workspace/     into the sandbox
+  paddock cp myrepo:out.bin .                    out of it
+  paddock cp -- ./dist myrepo:build/             directories copy recursively
+
+Symlinks are copied as links, never followed.`,
+		Args: exactArgs(2, "a source and a destination"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.src, opts.dst = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runCp(cmd.Context(), f, opts)
+		},
+	}
+}
+
+// sandboxRef splits NAME:PATH. A host path with a slash before any colon is not a ref.
+func sandboxRef(arg string) (name, p string, ok bool) {
+	i := strings.IndexByte(arg, ':')
+	if i <= 0 || strings.ContainsRune(arg[:i], '/') {
+		return "", "", false
+	}
+	name, p = arg[:i], arg[i+1:]
+	trailing := strings.HasSuffix(p, "/")
+	if !path.IsAbs(p) {
+		p = path.Join("/workspace", p)
+	}
+	p = path.Clean(p)
+	if trailing && p != "/" {
+		p += "/"
+	}
+	return name, p, true
+}
+
+func runCp(ctx context.Context, f *Factory, opts *cpOptions) error {
+	srcName, srcPath, srcIn := sandboxRef(opts.src)
+	dstName, dstPath, dstIn := sandboxRef(opts.dst)
+	if srcIn == dstIn {
+		return usagef("cp copies between the host and a sandbox: exactly one of SRC and DST must be NAME:PATH")
+	}
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if dstIn {
+		return copyIn(ctx, f, c, opts.src, dstName, dstPath)
+	}
+	return copyOut(ctx, f, c, srcName, srcPath, opts.dst)
+}
+
+func copyIn(ctx context.Context, f *Factory, c *api.Client, src, name, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return apperr.NotFound("", "%s: no such file or directory", src)
+	}
+	dstIsDir := strings.HasSuffix(dst, "/")
+	if st, err := c.Stat(ctx, name, strings.TrimSuffix(dst, "/")); err == nil && st.Type == "dir" {
+		dstIsDir = true
+	} else if err != nil && apperr.KindOf(err) != apperr.KindNotFound {
+		return err
+	}
+	dst = strings.TrimSuffix(dst, "/")
+	if dst == "" {
+		dst = "/"
+	}
+	if fi.Mode().IsRegular() {
+		target := dst
+		if dstIsDir {
+			target = path.Join(dst, filepath.Base(src))
+		}
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if err := c.WriteFile(ctx, name, target, uint32(fi.Mode().Perm()), in); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s (%d bytes) to %s:%s\n", src, fi.Size(), name, target)
+		return nil
+	}
+	// A directory or symlink goes as a tar stream. Into an existing directory it keeps
+	// its own name (cp -r semantics); otherwise it becomes dst.
+	prefix := ""
+	if dstIsDir {
+		prefix = filepath.Base(src)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 && !dstIsDir {
+		return usagef("%s is a symlink: copy it into an existing sandbox directory (DST ending in /)", src)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(archive.Pack(pw, src, prefix)) }()
+	if err := c.TarIn(ctx, name, dst, pr); err != nil {
+		pr.CloseWithError(err)
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s to %s:%s\n", src, name, path.Join(dst, prefix))
+	return nil
+}
+
+func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst string) error {
+	src = strings.TrimSuffix(src, "/")
+	if src == "" {
+		src = "/"
+	}
+	st, err := c.Stat(ctx, name, src)
+	if err != nil {
+		return err
+	}
+	hostDir := strings.HasSuffix(dst, string(filepath.Separator)) || dst == "."
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		hostDir = true
+	}
+	if st.Type == "file" {
+		target := dst
+		if hostDir {
+			target = filepath.Join(dst, path.Base(src))
+		}
+		n, err := readToFile(ctx, c, name, src, target, os.FileMode(st.Mode).Perm())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s:%s (%d bytes) to %s\n", name, src, n, target)
+		return nil
+	}
+	// Directories and symlinks come as a tar whose entries start with src's base name.
+	strip := 1
+	target := dst
+	if hostDir {
+		strip = 0
+	} else if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	body, err := c.TarOut(ctx, name, src)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	stats, err := archive.Unpack(body, target, archive.Options{StripComponents: strip})
+	if err != nil {
+		return fmt.Errorf("copy %s:%s to %s: %w", name, src, dst, err)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s:%s (%d files, %d bytes) to %s\n", name, src, stats.Files, stats.Bytes, dst)
+	return nil
+}
+
+// readToFile writes a sandbox file to a host file atomically: a temporary file beside it,
+// renamed into place once complete.
+func readToFile(ctx context.Context, c *api.Client, name, src, target string, mode os.FileMode) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".paddock-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	n, err := c.ReadFile(ctx, name, src, tmp)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, err
+	}
+	return n, os.Rename(tmp.Name(), target)
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/config"
+)
+
+// Factory gives commands what they share: streams, paths and a daemon client.
+type Factory struct {
+	IO IOStreams
+	// Paths resolves paddock's files.
+	Paths func() (config.Paths, error)
+	// Executable is the binary to start the daemon from.
+	Executable func() (string, error)
+}
+
+// NewFactory returns the factory used by Main.
+func NewFactory(io IOStreams) *Factory {
+	return &Factory{IO: io, Paths: config.Resolve, Executable: os.Executable}
+}
+
+// Client returns a client of a running daemon, starting one in the background (and
+// saying so on stderr) when none answers.
+func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return nil, err
+	}
+	c := api.NewClient(p.Socket)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = c.Version(pctx)
+	cancel()
+	if err == nil {
+		return c, nil
+	}
+	if !daemonAbsent(err) {
+		return nil, fmt.Errorf("the daemon at %s does not answer: %w", p.Socket, err)
+	}
+	pid, err := f.startDaemon(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: started the daemon in the background (pid %d, log %s)\n", pid, p.DaemonLog())
+	return c, nil
+}
+
+// daemonAbsent tells "nobody listens" from other failures.
+func daemonAbsent(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// startDaemon runs `paddock serve --foreground` detached, in its own session, and waits
+// until it answers. A daemon that exits at once (a bad config file) has its log shown.
+func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) {
+	if err := p.MkdirAll(); err != nil {
+		return 0, err
+	}
+	exe, err := f.Executable()
+	if err != nil {
+		return 0, err
+	}
+	logf, err := os.OpenFile(p.DaemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	start, _ := logf.Seek(0, 2)
+	cmd := exec.Command(exe, "serve", "--foreground")
+	cmd.Args[0] = "paddock"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start the daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	c := api.NewClient(p.Socket)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			// Another daemon may have won the race for the lock: use it.
+			if v, err := c.Version(ctx); err == nil {
+				return v.PID, nil
+			}
+			return 0, apperr.Unavailable("fix the problem above and run the command again; `paddock serve --foreground` shows the daemon's output",
+				"the daemon failed to start: %s", logSince(p.DaemonLog(), start))
+		case <-deadline:
+			return 0, fmt.Errorf("the daemon did not answer within 30 s: see %s", p.DaemonLog())
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+			if _, err := c.Version(ctx); err == nil {
+				return cmd.Process.Pid, nil
+			}
+		}
+	}
+}
+
+func logSince(path string, off int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) < off {
+		return "(no log)"
+	}
+	return strings.TrimSpace(string(data[off:]))
+}

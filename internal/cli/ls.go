@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+type lsOptions struct {
+	json bool
+}
+
+func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.Command {
+	opts := &lsOptions{}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List sandboxes: NAME BACKEND STATE AGE",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runLs(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	return cmd
+}
+
+func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := c.List(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		if list == nil {
+			list = []sandbox.Info{}
+		}
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "no sandboxes yet: create one with `paddock up PATH`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tAGE")
+	for _, sb := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sb.Name, sb.Backend, sb.State, age(time.Since(sb.CreatedAt)))
+	}
+	return tw.Flush()
+}
+
+// age formats a duration the way people read ages: 45s, 12m, 3h, 5d.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// apiClient is a client that does not start a daemon.
+func apiClient(p config.Paths) *api.Client { return api.NewClient(p.Socket) }

@@ -1,0 +1,133 @@
+// Package cli holds paddock's commands. Each verb is one file with an options struct and
+// a run function; commands talk to the daemon through the API client and print to the
+// command's streams.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// Version is paddock's version, set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// IOStreams are a command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// exitError carries an exit code chosen by a command (exec passes the remote one through).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the CLI with the process's arguments and streams and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := NewFactory(IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run runs one command line and maps its error to an exit code and a message: the one
+// place where errors meet the user.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %v\n", err)
+	if hint := apperr.HintOf(err); hint != "" {
+		fmt.Fprintf(f.IO.ErrOut, "hint: %s\n", hint)
+	}
+	var xe *execError
+	if errors.As(err, &xe) {
+		return execFailed
+	}
+	return ExitCode(err)
+}
+
+// Exit codes: 0 success, 1 failure, 2 bad usage or input, 3 not found, 4 conflict with
+// the current state, 5 unavailable here. `exec` passes the process's own code through
+// and uses 125 for its own failures, as docker exec does.
+func ExitCode(err error) int {
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	switch apperr.KindOf(err) {
+	case apperr.KindInvalid:
+		return 2
+	case apperr.KindNotFound:
+		return 3
+	case apperr.KindConflict:
+		return 4
+	case apperr.KindUnavailable:
+		return 5
+	}
+	return 1
+}
+
+// usageError is a command line that cobra accepted but the command did not.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "paddock",
+		Short:         "Run AI coding agents with every permission, inside isolated sandboxes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(
+		newCmdUp(f, nil),
+		newCmdLs(f, nil),
+		newCmdExec(f, nil),
+		newCmdShell(f, nil),
+		newCmdCp(f, nil),
+		newCmdStart(f, nil),
+		newCmdStop(f, nil),
+		newCmdRm(f, nil),
+		newCmdDoctor(f, nil),
+		newCmdServe(f),
+		newCmdDaemon(f),
+		newCmdAgent(f),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with an error the exit-code mapping knows as usage.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s (see `paddock %s --help`)", cmd.Name(), what, cmd.Name())
+		}
+		return nil
+	}
+}

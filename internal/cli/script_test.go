@@ -1,0 +1,108 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/cli"
+)
+
+// TestMain makes this test binary the paddock command for the scripts: as "paddock" on
+// PATH, as the daemon it starts, and as the guest agent it injects into sandboxes.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"paddock": func() { os.Exit(cli.Main()) }})
+}
+
+// TestScripts runs testdata/script/*.txtar: every command line a user types, against a
+// real daemon and real bubblewrap sandboxes, one isolated PADDOCK_HOME per script.
+func TestScripts(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") == "" {
+		t.Skip("bubblewrap is not installed; run `make setup`")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup:               setup,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"killdaemon": killDaemon,
+			"waitfor":    waitFor,
+		},
+	})
+}
+
+func setup(env *testscript.Env) error {
+	// A short home keeps unix socket paths within their 107-byte limit.
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		return err
+	}
+	env.Setenv("PADDOCK_HOME", home)
+	env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+	env.Setenv("GIT_AUTHOR_NAME", "Test Author")
+	env.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+	env.Setenv("GIT_COMMITTER_NAME", "Test Author")
+	env.Setenv("GIT_COMMITTER_EMAIL", "author@example.com")
+	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	env.Setenv("SSH_AUTH_SOCK", "/tmp/host-agent.sock")
+	env.Setenv("HOST_SECRET", "s3cret-host-value")
+	env.Defer(func() { teardown(home) })
+	return nil
+}
+
+// teardown removes every sandbox the script left and stops its daemon.
+func teardown(home string) {
+	defer os.RemoveAll(home)
+	c := api.NewClient(filepath.Join(home, "paddock.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if list, err := c.List(ctx); err == nil {
+		for _, sb := range list {
+			c.Remove(ctx, sb.Name, true)
+		}
+	}
+	c.StopDaemon(ctx)
+	for i := 0; i < 100; i++ {
+		if _, err := c.Version(ctx); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// killDaemon sends SIGKILL to the script's daemon, as a crash would.
+func killDaemon(ts *testscript.TestScript, neg bool, args []string) {
+	data, err := os.ReadFile(filepath.Join(ts.Getenv("PADDOCK_HOME"), "state", "daemon.lock"))
+	ts.Check(err)
+	pid := strings.TrimSpace(string(data))
+	ts.Check(exec.Command("kill", "-9", pid).Run())
+	for i := 0; i < 200; i++ {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return // gone, or a zombie waiting for init
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("daemon %s did not die", pid)
+}
+
+// waitFor waits until a file exists: waitfor PATH.
+func waitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitfor PATH")
+	}
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear", args[0])
+}

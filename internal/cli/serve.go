@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/daemon"
+)
+
+type serveOptions struct {
+	foreground bool
+	debug      bool
+}
+
+func newCmdServe(f *Factory) *cobra.Command {
+	opts := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon (in the background; --foreground for service managers)",
+		Long: `Run the paddock daemon. Every other command starts it on demand, so this is
+needed only to start it ahead of time or under a service manager (--foreground).`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.foreground {
+				return runServe(cmd.Context(), f, opts)
+			}
+			_, err := f.Client(cmd.Context())
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&opts.foreground, "foreground", false, "run in the foreground, logging to stderr")
+	cmd.Flags().BoolVar(&opts.debug, "debug", false, "log every API request")
+	return cmd
+}
+
+func runServe(ctx context.Context, f *Factory, opts *serveOptions) error {
+	p, err := f.Paths()
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if opts.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	err = daemon.Run(ctx, daemon.Options{Paths: p, Version: Version, Logger: log})
+	if errors.Is(err, daemon.ErrAlreadyRunning) {
+		return fmt.Errorf("%w (socket %s); stop it with `paddock daemon stop`", err, p.Socket)
+	}
+	return err
+}
+
+func newCmdDaemon(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "daemon", Short: "Control the background daemon"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "stop",
+		Short: "Stop the daemon; sandboxes keep running",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDaemonStop(cmd.Context(), f)
+		},
+	}, &cobra.Command{
+		Use:   "status",
+		Short: "Say whether the daemon runs, and its pid and version",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.Paths()
+			if err != nil {
+				return err
+			}
+			v, err := apiClient(p).Version(cmd.Context())
+			if daemonAbsent(err) {
+				fmt.Fprintf(f.IO.Out, "not running (socket %s)\n", p.Socket)
+				return &exitError{3}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "running: pid %d, version %s, socket %s\n", v.PID, v.Version, p.Socket)
+			return nil
+		},
+	})
+	return cmd
+}
+
+func runDaemonStop(ctx context.Context, f *Factory) error {
+	p, err := f.Paths()
+	if err != nil {
+		return err
+	}
+	c := apiClient(p)
+	v, err := c.Version(ctx)
+	if daemonAbsent(err) {
+		fmt.Fprintln(f.IO.ErrOut, "paddock: the daemon is not running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.StopDaemon(ctx); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := c.Version(ctx); daemonAbsent(err) {
+			fmt.Fprintf(f.IO.ErrOut, "paddock: stopped the daemon (pid %d); sandboxes keep running\n", v.PID)
+			return nil
+		}
+	}
+	return fmt.Errorf("the daemon (pid %d) did not stop within 15 s", v.PID)
+}

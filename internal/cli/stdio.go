@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"io"
+	"net"
+	"time"
+)
+
+// stdioConn makes stdin and stdout one net.Conn, for `agent serve --stdio`.
+func stdioConn(s IOStreams) net.Conn { return &pipeConn{r: s.In, w: s.Out} }
+
+type pipeConn struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (c *pipeConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *pipeConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+func (c *pipeConn) Close() error {
+	if cl, ok := c.w.(io.Closer); ok {
+		cl.Close()
+	}
+	if cl, ok := c.r.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+func (c *pipeConn) LocalAddr() net.Addr                { return stdioAddr{} }
+func (c *pipeConn) RemoteAddr() net.Addr               { return stdioAddr{} }
+func (c *pipeConn) SetDeadline(t time.Time) error      { return nil }
+func (c *pipeConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *pipeConn) SetWriteDeadline(t time.Time) error { return nil }
+
+type stdioAddr struct{}
+
+func (stdioAddr) Network() string { return "stdio" }
+func (stdioAddr) String() string  { return "stdio" }

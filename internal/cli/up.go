@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+type upOptions struct {
+	target  string
+	name    string
+	backend string
+	rootfs  string
+}
+
+func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
+	opts := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up PATH | GIT-URL | NAME",
+		Short: "Create a sandbox from a git repo (or start an existing one)",
+		Long: `Create a sandbox holding a clone of a git repository's committed state at /workspace.
+
+  paddock up ~/src/myrepo        a sandbox named after the repo, on the default backend
+  paddock up file:///srv/x.git   clone the URL on the host first, then as above
+  paddock up myrepo              start the existing sandbox myrepo again
+
+Uncommitted changes in the host repo are not copied; paddock lists them.`,
+		Args: exactArgs(1, "one path, git URL or sandbox name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.target = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runUp(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.name, "name", "", "the sandbox's name (default: the repo's directory name)")
+	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
+	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
+	return cmd
+}
+
+// gitURL matches what git itself takes as a remote URL: scheme://... or user@host:path.
+var gitURL = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://|[^/@:\s]+@[^/:\s]+:)`)
+
+func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
+	if opts.name != "" {
+		if err := sandbox.ValidateName(opts.name); err != nil {
+			return err
+		}
+	}
+	if opts.rootfs != "" {
+		abs, err := filepath.Abs(opts.rootfs)
+		if err != nil {
+			return err
+		}
+		opts.rootfs = abs
+	}
+	isURL := gitURL.MatchString(opts.target)
+	_, statErr := os.Stat(opts.target)
+	if !isURL && statErr != nil {
+		// Not a path: perhaps the name of an existing sandbox to start again.
+		if err := sandbox.ValidateName(opts.target); err == nil {
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Get(ctx, opts.target); err == nil {
+				return startExisting(ctx, f, c, opts.target)
+			}
+		}
+		return apperr.NotFound("give the path of a git repository, a git URL, or the name of a sandbox (`paddock ls`)",
+			"%s is neither a path nor a sandbox", opts.target)
+	}
+
+	var repo, url string
+	var err error
+	if isURL {
+		url = opts.target
+		if opts.name == "" {
+			opts.name = sandbox.NameFor(url)
+		}
+		repo, err = cloneURL(ctx, f, url, opts.name)
+	} else {
+		repo, err = repoRoot(ctx, opts.target)
+		if opts.name == "" && err == nil {
+			opts.name = sandbox.NameFor(filepath.Base(repo))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	src, err := describeRepo(ctx, repo)
+	if err != nil {
+		return err
+	}
+
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if existing, err := c.Get(ctx, opts.name); err == nil {
+		if existing.SourcePath == repo {
+			return startExisting(ctx, f, c, opts.name)
+		}
+		return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
+			"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
+	} else if apperr.KindOf(err) != apperr.KindNotFound {
+		return err
+	}
+
+	if len(src.dirty) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s has uncommitted changes that will not be in the sandbox:\n", repo)
+		for _, line := range src.dirty {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", line)
+		}
+	}
+	bundle, wait, err := gitBundle(ctx, repo)
+	if err != nil {
+		return err
+	}
+	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, SourcePath: repo,
+		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
+	if url != "" {
+		req.Origin = url
+	}
+	info, err := c.Create(ctx, req, bundle, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
+	bundle.Close()
+	if werr := wait(); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, info.Backend, short(src.commit))
+	fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
+	fmt.Fprintln(f.IO.Out, info.Name)
+	return nil
+}
+
+func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) error {
+	info, err := c.Start(ctx, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
+	fmt.Fprintln(f.IO.Out, info.Name)
+	return nil
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// git runs a host git command on the user's own repository.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimRight(string(out), "\n"), nil
+}
+
+func repoRoot(ctx context.Context, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", apperr.Invalid("give the directory of a git repository", "%s is not a directory", path)
+	}
+	top, err := git(ctx, abs, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", apperr.Invalid("run `git init` there and commit, or give another path", "%s is not a git repository", path)
+	}
+	return top, nil
+}
+
+// source is what `up` learns of the host repo.
+type source struct {
+	commit, branch, origin, gitName, gitEmail string
+	dirty                                     []string
+}
+
+func describeRepo(ctx context.Context, repo string) (source, error) {
+	var s source
+	var err error
+	if s.commit, err = git(ctx, repo, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+		return s, apperr.Invalid("commit something first (git commit), then run `paddock up` again",
+			"the repository %s has no commits", repo)
+	}
+	s.branch, _ = git(ctx, repo, "symbolic-ref", "--short", "-q", "HEAD")
+	s.origin, _ = git(ctx, repo, "remote", "get-url", "origin")
+	s.gitName, _ = git(ctx, repo, "config", "user.name")
+	s.gitEmail, _ = git(ctx, repo, "config", "user.email")
+	status, err := git(ctx, repo, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return s, err
+	}
+	if status != "" {
+		s.dirty = strings.Split(status, "\n")
+		if len(s.dirty) > 20 {
+			s.dirty = append(s.dirty[:20], fmt.Sprintf("... and %d more", len(s.dirty)-20))
+		}
+	}
+	return s, nil
+}
+
+// gitBundle streams a bundle of HEAD, every branch and every tag.
+func gitBundle(ctx context.Context, repo string) (io.ReadCloser, func() error, error) {
+	cmd := exec.CommandContext(ctx, "git", "-C", repo, "bundle", "create", "-q", "-", "HEAD", "--branches", "--tags")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("git bundle: %w", err)
+	}
+	wait := func() error {
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("git bundle: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+	return out, wait, nil
+}
+
+// cloneURL clones a git URL into paddock's cache on the host, or reuses an earlier clone
+// of the same URL, fetching what is new.
+func cloneURL(ctx context.Context, f *Factory, url, name string) (string, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(p.Cache, "repos", name)
+	if existing, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil {
+		if existing != url {
+			return "", apperr.Conflict("choose another name with --name",
+				"%s already holds a clone of %s, not %s", dir, existing, url)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: fetching %s into %s\n", url, dir)
+		if _, err := git(ctx, dir, "pull", "-q", "--ff-only"); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: cloning %s into %s\n", url, dir)
+	cmd := exec.CommandContext(ctx, "git", "clone", "-q", "--", url, dir)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", apperr.Invalid("check the URL and that you can `git clone` it", "cannot clone %s: %s", url, strings.TrimSpace(string(out)))
+	}
+	return dir, nil
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is the daemon's configuration, read from one TOML file. Every field has a
+// working default, so an absent file is fine; a file that does not parse is an error.
+type Config struct {
+	// DefaultBackend names the backend `paddock up` uses without --backend. Empty means
+	// the first available of bwrap, docker.
+	DefaultBackend string `toml:"default_backend"`
+	// AgentBinary is a static linux paddock binary to inject as the guest agent. Empty
+	// means this executable, which must then be static (it is, as released).
+	AgentBinary string `toml:"agent_binary"`
+	// Backends holds each backend's own settings, e.g. [backends.bwrap] rootfs = "/srv/rootfs".
+	Backends map[string]map[string]any `toml:"backends"`
+}
+
+// Load reads the config file at path. A missing file gives the defaults; a file that
+// does not parse, or that names an unknown key, is an error naming the line.
+func Load(path string) (Config, error) {
+	var c Config
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read config: %w", err)
+	}
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, describe(path, err)
+	}
+	return c, c.validate(path)
+}
+
+func describe(path string, err error) error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		return fmt.Errorf("config %s:%d:%d: %s", path, row, col, de.Error())
+	}
+	var se *toml.StrictMissingError
+	if errors.As(err, &se) && len(se.Errors) > 0 {
+		var parts []string
+		for _, e := range se.Errors {
+			row, _ := e.Position()
+			parts = append(parts, fmt.Sprintf("config %s:%d: unknown key %q", path, row, strings.Join(e.Key(), ".")))
+		}
+		return errors.New(strings.Join(parts, "\n"))
+	}
+	return fmt.Errorf("config %s: %w", path, err)
+}
+
+func (c Config) validate(path string) error {
+	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
+		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package config finds paddock's files and reads its one configuration file.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Paths are the places paddock reads and writes. With PADDOCK_HOME set, everything lives
+// beneath it, so several isolated instances can run side by side; without it, the XDG
+// base directories are used.
+type Paths struct {
+	// Config is the TOML configuration file.
+	Config string
+	// State is the directory of the SQLite database and daemon log.
+	State string
+	// Sandboxes is where backends keep per-sandbox files.
+	Sandboxes string
+	// Cache holds content-addressed agent binaries and host-side clones of git URLs.
+	Cache string
+	// Socket is the daemon's unix socket.
+	Socket string
+}
+
+// DB is the SQLite database path.
+func (p Paths) DB() string { return filepath.Join(p.State, "paddock.db") }
+
+// DaemonLog is where a background daemon writes its log.
+func (p Paths) DaemonLog() string { return filepath.Join(p.State, "daemon.log") }
+
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path minus the NUL).
+const maxSocketPath = 107
+
+// Resolve computes Paths from the environment.
+func Resolve() (Paths, error) {
+	if home := os.Getenv("PADDOCK_HOME"); home != "" {
+		abs, err := filepath.Abs(home)
+		if err != nil {
+			return Paths{}, fmt.Errorf("PADDOCK_HOME: %w", err)
+		}
+		return checked(Paths{
+			Config:    filepath.Join(abs, "config.toml"),
+			State:     filepath.Join(abs, "state"),
+			Sandboxes: filepath.Join(abs, "sandboxes"),
+			Cache:     filepath.Join(abs, "cache"),
+			Socket:    filepath.Join(abs, "paddock.sock"),
+		})
+	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		return Paths{}, errors.New("cannot find a home directory: set HOME or PADDOCK_HOME")
+	}
+	xdg := func(env, fallback string) string {
+		if v := os.Getenv(env); v != "" && filepath.IsAbs(v) {
+			return filepath.Join(v, "paddock")
+		}
+		return filepath.Join(userHome, fallback, "paddock")
+	}
+	state := xdg("XDG_STATE_HOME", ".local/state")
+	socket := filepath.Join(state, "paddock.sock")
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+		socket = filepath.Join(rt, "paddock", "paddock.sock")
+	}
+	return checked(Paths{
+		Config:    filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "config.toml"),
+		State:     state,
+		Sandboxes: filepath.Join(state, "sandboxes"),
+		Cache:     xdg("XDG_CACHE_HOME", ".cache"),
+		Socket:    socket,
+	})
+}
+
+func checked(p Paths) (Paths, error) {
+	if len(p.Socket) > maxSocketPath {
+		return p, fmt.Errorf("the daemon socket path %s is %d bytes, longer than the %d a unix socket allows: set PADDOCK_HOME to a shorter directory",
+			p.Socket, len(p.Socket), maxSocketPath)
+	}
+	return p, nil
+}
+
+// MkdirAll creates the directories paddock writes to, private to the user.
+func (p Paths) MkdirAll() error {
+	for _, d := range []string{p.State, p.Sandboxes, p.Cache, filepath.Dir(p.Socket)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}

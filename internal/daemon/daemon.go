@@ -1,0 +1,165 @@
+// Package daemon wires the long-lived process behind `paddock serve`: it reads the
+// config, opens the state, constructs the backends, reconnects to the sandboxes that
+// are still running, and serves the API on a unix socket until told to stop.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentproto"
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/store"
+
+	_ "github.com/paddockhq/paddock/internal/backend/bwrap" // registers the bwrap backend
+)
+
+// ErrAlreadyRunning is returned when another daemon holds this PADDOCK_HOME.
+var ErrAlreadyRunning = errors.New("a paddock daemon is already running for this PADDOCK_HOME")
+
+// Options configure Run.
+type Options struct {
+	Paths   config.Paths
+	Version string
+	Logger  *slog.Logger
+	// Ready, when set, is called once the socket accepts connections.
+	Ready func()
+}
+
+// Run runs the daemon until ctx is done or a client asks it to stop. Sandboxes keep
+// running after it returns.
+func Run(ctx context.Context, opts Options) error {
+	log := opts.Logger
+	p := opts.Paths
+	if err := p.MkdirAll(); err != nil {
+		return err
+	}
+	unlock, err := lockFile(filepath.Join(p.State, "daemon.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	cfg, err := config.Load(p.Config)
+	if err != nil {
+		return err
+	}
+	agentSrc := cfg.AgentBinary
+	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
+		agentSrc = env
+	}
+	if agentSrc == "" {
+		if agentSrc, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this executable to inject as the guest agent: %w", err)
+		}
+	}
+	agent, err := sandbox.InstallAgent(agentSrc, filepath.Join(p.Cache, "agent"))
+	if err != nil {
+		return err
+	}
+
+	st, err := store.Open(ctx, p.DB())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	backends := map[string]backend.Backend{}
+	for _, name := range backend.Names() {
+		b, err := backend.New(name, backend.Env{Dir: filepath.Join(p.Sandboxes, name), Options: cfg.Backends[name]})
+		if err != nil {
+			return fmt.Errorf("backend %s: %w", name, err)
+		}
+		backends[name] = b
+	}
+	for name := range cfg.Backends {
+		if _, ok := backends[name]; !ok {
+			return fmt.Errorf("config %s: [backends.%s]: no such backend (known: %v)", p.Config, name, backend.Names())
+		}
+	}
+
+	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
+		Agent: agent, Version: opts.Version, Logger: log})
+	defer svc.Close()
+	svc.Reconcile(ctx)
+
+	ln, err := listen(p.Socket)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var once sync.Once
+	srv := &http.Server{
+		Handler: api.NewServer(svc, api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
+			PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) }).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	log.Info("daemon listening", "socket", p.Socket, "pid", os.Getpid(), "version", opts.Version, "backends", backend.Names())
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	log.Info("daemon stopping; sandboxes keep running")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	os.Remove(p.Socket)
+	return nil
+}
+
+// listen opens the API socket, private to the user. Holding the daemon lock means any
+// socket file left behind is stale.
+func listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// lockFile takes an exclusive lock that the kernel drops when the process dies, so a
+// daemon killed with -9 never blocks the next.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrAlreadyRunning
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}

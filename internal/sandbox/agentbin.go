@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// AgentBinary is a verified copy of the guest agent in the daemon's cache.
+type AgentBinary struct {
+	Path   string
+	SHA256 string
+}
+
+// InstallAgent copies src into dir under a name made of its sha256, verifies the copy's
+// sha256, and makes it read-only. An existing verified copy is reused.
+func InstallAgent(src, dir string) (AgentBinary, error) {
+	sum, err := fileSHA256(src)
+	if err != nil {
+		return AgentBinary{}, fmt.Errorf("agent binary %s: %w", src, err)
+	}
+	dst := filepath.Join(dir, "paddock-"+sum[:16])
+	if got, err := fileSHA256(dst); err == nil && got == sum {
+		return AgentBinary{Path: dst, SHA256: sum}, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return AgentBinary{}, err
+	}
+	tmp, err := os.CreateTemp(dir, ".agent-*")
+	if err != nil {
+		return AgentBinary{}, err
+	}
+	defer os.Remove(tmp.Name())
+	in, err := os.Open(src)
+	if err != nil {
+		tmp.Close()
+		return AgentBinary{}, err
+	}
+	_, err = io.Copy(tmp, in)
+	in.Close()
+	if err == nil {
+		err = tmp.Chmod(0o555)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return AgentBinary{}, fmt.Errorf("copy agent binary: %w", err)
+	}
+	if got, err := fileSHA256(tmp.Name()); err != nil || got != sum {
+		return AgentBinary{}, fmt.Errorf("copy agent binary: the copy's sha256 %s differs from the source's %s", got, sum)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return AgentBinary{}, err
+	}
+	return AgentBinary{Path: dst, SHA256: sum}, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,155 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// CreateRequest describes a new sandbox and the repository state to seed it with.
+type CreateRequest struct {
+	Name    string `json:"name"`
+	Backend string `json:"backend,omitempty"`
+	Rootfs  string `json:"rootfs,omitempty"`
+	// SourcePath is the host repo the workspace is cloned from (recorded for sync).
+	SourcePath string `json:"source_path"`
+	// SourceURL is the git URL the user gave, when the host repo is a clone of it.
+	SourceURL string `json:"source_url,omitempty"`
+	// Origin becomes the workspace's origin remote, when set.
+	Origin string `json:"origin,omitempty"`
+	// Branch is checked out in the workspace; empty means a detached Commit.
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit"`
+	// GitName and GitEmail become the workspace repo's user.name and user.email.
+	GitName  string `json:"git_name,omitempty"`
+	GitEmail string `json:"git_email,omitempty"`
+}
+
+// Progress receives human-readable steps of a long operation.
+type Progress func(step string)
+
+// Create makes, starts and seeds a new sandbox from a git bundle of the host repo. On
+// any failure it removes what it made: the sandbox either exists whole or not at all.
+func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reader, progress Progress) (Info, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if err := ValidateName(req.Name); err != nil {
+		return Info{}, err
+	}
+	if req.Commit == "" {
+		return Info{}, apperr.Invalid("", "no commit to seed the workspace with")
+	}
+	if existing, err := s.opts.Store.GetSandbox(ctx, req.Name); err == nil {
+		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
+			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
+	}
+	b, err := s.PickBackend(ctx, req.Backend)
+	if err != nil {
+		return Info{}, err
+	}
+	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating",
+		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs}
+	if err := s.opts.Store.CreateSandbox(ctx, sb); err != nil {
+		if errors.Is(err, store.ErrNameTaken) {
+			return Info{}, apperr.Conflict("choose another name with --name", "a sandbox named %q already exists", req.Name)
+		}
+		return Info{}, err
+	}
+	defer s.lock(sb.ID)()
+
+	info, err := s.create(ctx, b, sb, req, bundle, progress)
+	if err != nil {
+		cleanup := context.WithoutCancel(ctx)
+		s.dropClient(sb.ID)
+		if derr := b.Destroy(cleanup, backend.ID(sb.ID)); derr != nil {
+			s.log.Error("remove a sandbox whose creation failed", "sandbox", sb.Name, "err", derr)
+		}
+		s.opts.Store.DeleteSandbox(cleanup, sb.ID)
+		return Info{}, err
+	}
+	return info, nil
+}
+
+func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbox, req CreateRequest, bundle io.Reader, progress Progress) (Info, error) {
+	id := backend.ID(sb.ID)
+	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
+	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256, Rootfs: req.Rootfs}
+	if err := b.Create(ctx, spec); err != nil {
+		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
+	}
+	progress("starting sandbox and guest agent")
+	if err := b.Start(ctx, id); err != nil {
+		return Info{}, fmt.Errorf("start sandbox %q: %w", sb.Name, err)
+	}
+	c, err := s.client(ctx, sb)
+	if err != nil {
+		return Info{}, err
+	}
+	progress("copying the repository into /workspace")
+	if err := seed(ctx, c, req, bundle); err != nil {
+		return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
+	}
+	sb.State = "running"
+	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
+		return Info{}, err
+	}
+	s.opts.Store.AddEvent(ctx, sb.ID, "created", "from "+orNone(req.SourcePath))
+	return s.info(ctx, sb), nil
+}
+
+const seedBundle = "paddock-seed.bundle"
+
+// seedScript clones the bundle into /workspace. Every value arrives in the environment,
+// never spliced into the script.
+const seedScript = `set -e
+cd /workspace
+trap 'rm -f /tmp/` + seedBundle + `' EXIT
+git init -q -b "${PADDOCK_BRANCH:-main}" .
+if [ -n "$PADDOCK_BRANCH" ]; then
+  git fetch -q --update-head-ok /tmp/` + seedBundle + ` '+refs/heads/*:refs/heads/*' '+refs/tags/*:refs/tags/*'
+  git reset -q --hard "refs/heads/$PADDOCK_BRANCH"
+else
+  git fetch -q /tmp/` + seedBundle + ` '+refs/heads/*:refs/heads/*' '+refs/tags/*:refs/tags/*' HEAD
+  git checkout -q --detach "$PADDOCK_COMMIT"
+fi
+test "$(git rev-parse HEAD)" = "$PADDOCK_COMMIT"
+if [ -n "$PADDOCK_ORIGIN" ]; then git remote add origin "$PADDOCK_ORIGIN"; fi
+if [ -n "$PADDOCK_GIT_NAME" ]; then git config user.name "$PADDOCK_GIT_NAME"; fi
+if [ -n "$PADDOCK_GIT_EMAIL" ]; then git config user.email "$PADDOCK_GIT_EMAIL"; fi
+mkdir -p /workspace/deliverables
+`
+
+func seed(ctx context.Context, c *agentclient.Client, req CreateRequest, bundle io.Reader) error {
+	if _, err := c.WriteFile(ctx, "/tmp", seedBundle, 0o600, false, bundle); err != nil {
+		return fmt.Errorf("copy the git bundle in: %w", err)
+	}
+	var out strings.Builder
+	code, err := c.Exec(ctx, agentclient.ExecOptions{
+		Argv: []string{"sh", "-c", seedScript},
+		Env: []string{"PADDOCK_BRANCH=" + req.Branch, "PADDOCK_COMMIT=" + req.Commit, "PADDOCK_ORIGIN=" + req.Origin,
+			"PADDOCK_GIT_NAME=" + req.GitName, "PADDOCK_GIT_EMAIL=" + req.GitEmail},
+		Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("git in the sandbox failed (exit %d): %s", code, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no source"
+	}
+	return s
+}

@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// BackendReport says whether a backend works here, and if not, why and how to fix it.
+type BackendReport struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Default   bool   `json:"default"`
+	Reason    string `json:"reason,omitempty"`
+	Fix       string `json:"fix,omitempty"`
+}
+
+// Doctor checks every backend this daemon has.
+func (s *Service) Doctor(ctx context.Context) []BackendReport {
+	var out []BackendReport
+	def, _ := s.PickBackend(ctx, "")
+	for name, b := range s.opts.Backends {
+		r := BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name}
+		if err := b.Available(ctx); err != nil {
+			r.Available = false
+			r.Reason = err.Error()
+			var ue *backend.UnavailableError
+			if errors.As(err, &ue) {
+				r.Reason, r.Fix = ue.Reason, ue.Fix
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

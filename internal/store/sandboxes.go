@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sandbox is a sandbox's row.
+type Sandbox struct {
+	ID         string
+	Name       string
+	Backend    string
+	State      string
+	SourcePath string
+	SourceURL  string
+	BaseCommit string
+	Rootfs     string
+	Detail     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, created_at, updated_at"
+
+func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
+	var sb Sandbox
+	var created, updated int64
+	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
+		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &created, &updated)
+	sb.CreatedAt = time.Unix(0, created)
+	sb.UpdatedAt = time.Unix(0, updated)
+	return sb, err
+}
+
+// CreateSandbox inserts a new sandbox; ErrNameTaken if the name is in use.
+func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
+	t := now()
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, t, t)
+	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
+		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("insert sandbox %q: %w", sb.Name, err)
+	}
+	return nil
+}
+
+// GetSandbox finds a sandbox by name.
+func (s *Store) GetSandbox(ctx context.Context, name string) (Sandbox, error) {
+	sb, err := scanSandbox(s.db.QueryRowContext(ctx, "SELECT "+sandboxCols+" FROM sandboxes WHERE name = ?", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sb, fmt.Errorf("sandbox %q: %w", name, ErrNotFound)
+	}
+	return sb, err
+}
+
+// ListSandboxes returns every sandbox, oldest first.
+func (s *Store) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+sandboxCols+" FROM sandboxes ORDER BY created_at, name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sb)
+	}
+	return out, rows.Err()
+}
+
+// UpdateSandbox writes every mutable field of sb (found by ID).
+func (s *Store) UpdateSandbox(ctx context.Context, sb Sandbox) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE sandboxes SET state = ?, source_path = ?, source_url = ?,
+		base_commit = ?, rootfs = ?, detail = ?, updated_at = ? WHERE id = ?`,
+		sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, now(), sb.ID)
+	if err != nil {
+		return fmt.Errorf("update sandbox %q: %w", sb.Name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteSandbox removes a sandbox and its events.
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM sandboxes WHERE id = ?", id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Event is one recorded happening.
+type Event struct {
+	Seq       int64
+	SandboxID string
+	Time      time.Time
+	Kind      string
+	Message   string
+}
+
+// AddEvent records an event for a sandbox.
+func (s *Store) AddEvent(ctx context.Context, sandboxID, kind, message string) error {
+	_, err := s.db.ExecContext(ctx, "INSERT INTO events (sandbox_id, time, kind, message) VALUES (?,?,?,?)",
+		sandboxID, now(), kind, message)
+	return err
+}
+
+// Events lists a sandbox's events, oldest first.
+func (s *Store) Events(ctx context.Context, sandboxID string) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT seq, sandbox_id, time, kind, message FROM events WHERE sandbox_id = ? ORDER BY seq", sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var t int64
+		if err := rows.Scan(&e.Seq, &e.SandboxID, &t, &e.Kind, &e.Message); err != nil {
+			return nil, err
+		}
+		e.Time = time.Unix(0, t)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
