@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
@@ -117,6 +118,10 @@ func (t tunnelsService) Accept(stream tunnelStream) error {
 // is sent as close_write.
 func pipeTunnel(stream tunnelStream, conn net.Conn) error {
 	defer conn.Close()
+	// Headers tell the client that the connection is up (Forward) or claimed (Accept).
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 	stop := context.AfterFunc(stream.Context(), func() { conn.Close() })
 	defer stop()
 	up := make(chan error, 1)

@@ -39,7 +39,7 @@ type tunnelConn struct {
 	sendMu      sync.Mutex
 	writeClosed bool
 
-	readDeadline, writeDeadline deadline
+	readDeadline, writeDeadline *deadline
 	closeOnce                   sync.Once
 	closed                      chan struct{}
 }
@@ -54,8 +54,8 @@ func newTunnelConn(stream tunnelStream, cancel context.CancelFunc, remote string
 		local:         tunnelAddr("daemon"),
 		remote:        tunnelAddr(remote),
 		recv:          make(chan []byte, 4),
-		readDeadline:  makeDeadline(),
-		writeDeadline: makeDeadline(),
+		readDeadline:  newDeadline(),
+		writeDeadline: newDeadline(),
 		closed:        make(chan struct{}),
 	}
 	go c.receive()
@@ -190,20 +190,26 @@ func (c *tunnelConn) Close() error {
 	return nil
 }
 
-func (c *tunnelConn) LocalAddr() net.Addr  { return c.local }
+// LocalAddr names the daemon's end.
+func (c *tunnelConn) LocalAddr() net.Addr { return c.local }
+
+// RemoteAddr names the sandbox's end.
 func (c *tunnelConn) RemoteAddr() net.Addr { return c.remote }
 
+// SetDeadline sets both deadlines.
 func (c *tunnelConn) SetDeadline(t time.Time) error {
 	c.readDeadline.set(t)
 	c.writeDeadline.set(t)
 	return nil
 }
 
+// SetReadDeadline bounds pending and future Reads.
 func (c *tunnelConn) SetReadDeadline(t time.Time) error {
 	c.readDeadline.set(t)
 	return nil
 }
 
+// SetWriteDeadline bounds future Writes (checked before each message).
 func (c *tunnelConn) SetWriteDeadline(t time.Time) error {
 	c.writeDeadline.set(t)
 	return nil
@@ -212,58 +218,59 @@ func (c *tunnelConn) SetWriteDeadline(t time.Time) error {
 // tunnelAddr names one end of a tunnel.
 type tunnelAddr string
 
+// Network names the transport.
 func (a tunnelAddr) Network() string { return "paddock-agent" }
-func (a tunnelAddr) String() string  { return string(a) }
+
+// String names the end.
+func (a tunnelAddr) String() string { return string(a) }
 
 // deadline is a settable point in time whose wait channel is closed once it has passed.
 type deadline struct {
-	mu    *sync.Mutex
-	timer **time.Timer
-	ch    *chan struct{}
+	mu    sync.Mutex
+	timer *time.Timer
+	ch    chan struct{}
 }
 
-func makeDeadline() deadline {
-	ch := make(chan struct{})
-	var t *time.Timer
-	return deadline{mu: new(sync.Mutex), timer: &t, ch: &ch}
+func newDeadline() *deadline {
+	return &deadline{ch: make(chan struct{})}
 }
 
 // set moves the deadline to t; the zero time means none.
-func (d deadline) set(t time.Time) {
+func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if *d.timer != nil && !(*d.timer).Stop() {
-		<-*d.ch // the timer fired; wait until it has closed the channel
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.ch // the timer fired; wait until it has closed the channel
 	}
-	*d.timer = nil
+	d.timer = nil
 	closed := false
 	select {
-	case <-*d.ch:
+	case <-d.ch:
 		closed = true
 	default:
 	}
 	if t.IsZero() {
 		if closed {
-			*d.ch = make(chan struct{})
+			d.ch = make(chan struct{})
 		}
 		return
 	}
 	if dur := time.Until(t); dur > 0 {
 		if closed {
-			*d.ch = make(chan struct{})
+			d.ch = make(chan struct{})
 		}
-		ch := *d.ch
-		*d.timer = time.AfterFunc(dur, func() { close(ch) })
+		ch := d.ch
+		d.timer = time.AfterFunc(dur, func() { close(ch) })
 		return
 	}
 	if !closed {
-		close(*d.ch)
+		close(d.ch)
 	}
 }
 
 // wait returns a channel that is closed when the deadline passes.
-func (d deadline) wait() <-chan struct{} {
+func (d *deadline) wait() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return *d.ch
+	return d.ch
 }

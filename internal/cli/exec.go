@@ -37,6 +37,12 @@ func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cob
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.name, opts.argv = args[0], args[1:]
+			if len(opts.argv) > 0 && opts.argv[0] == "--" {
+				opts.argv = opts.argv[1:]
+			}
+			if len(opts.argv) == 0 {
+				return usagef("exec takes a command after the sandbox name: paddock exec NAME -- COMMAND [ARG...]")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

@@ -44,6 +44,10 @@ func setup(env *testscript.Env) error {
 	if err != nil {
 		return err
 	}
+	// As root, sandboxes run as an unprivileged uid that must reach their directories.
+	if err := os.Chmod(home, 0o711); err != nil {
+		return err
+	}
 	env.Setenv("PADDOCK_HOME", home)
 	env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 	env.Setenv("GIT_AUTHOR_NAME", "Test Author")

@@ -42,11 +42,6 @@ func Load(path string) (Config, error) {
 }
 
 func describe(path string, err error) error {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return fmt.Errorf("config %s:%d:%d: %s", path, row, col, de.Error())
-	}
 	var se *toml.StrictMissingError
 	if errors.As(err, &se) && len(se.Errors) > 0 {
 		var parts []string
@@ -55,6 +50,11 @@ func describe(path string, err error) error {
 			parts = append(parts, fmt.Sprintf("config %s:%d: unknown key %q", path, row, strings.Join(e.Key(), ".")))
 		}
 		return errors.New(strings.Join(parts, "\n"))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		return fmt.Errorf("config %s:%d:%d: %s", path, row, col, de.Error())
 	}
 	return fmt.Errorf("config %s: %w", path, err)
 }

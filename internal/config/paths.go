@@ -33,7 +33,8 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.State, "daemon.log") 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path minus the NUL).
 const maxSocketPath = 107
 
-// Resolve computes Paths from the environment.
+// Resolve computes Paths from the environment: PADDOCK_HOME, else the XDG base
+// directories, else (for root) the system directories /etc, /var/lib, /var/cache, /run.
 func Resolve() (Paths, error) {
 	if home := os.Getenv("PADDOCK_HOME"); home != "" {
 		abs, err := filepath.Abs(home)
@@ -46,6 +47,17 @@ func Resolve() (Paths, error) {
 			Sandboxes: filepath.Join(abs, "sandboxes"),
 			Cache:     filepath.Join(abs, "cache"),
 			Socket:    filepath.Join(abs, "paddock.sock"),
+		})
+	}
+	if os.Geteuid() == 0 {
+		// A daemon run by root keeps its files where system services do. The sandbox user
+		// must be able to reach the sandbox directories, and /root is not searchable.
+		return checked(Paths{
+			Config:    "/etc/paddock/config.toml",
+			State:     "/var/lib/paddock",
+			Sandboxes: "/var/lib/paddock/sandboxes",
+			Cache:     "/var/cache/paddock",
+			Socket:    "/run/paddock/paddock.sock",
 		})
 	}
 	userHome, err := os.UserHomeDir()
@@ -80,11 +92,24 @@ func checked(p Paths) (Paths, error) {
 	return p, nil
 }
 
-// MkdirAll creates the directories paddock writes to, private to the user.
+// MkdirAll creates the directories paddock writes to, private to the user. As root
+// they are searchable but not listable by others (0711): sandboxes run as an
+// unprivileged uid that must reach its own directories by path.
 func (p Paths) MkdirAll() error {
+	mode := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		mode = 0o711
+	}
 	for _, d := range []string{p.State, p.Sandboxes, p.Cache, filepath.Dir(p.Socket)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := os.MkdirAll(d, mode); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if home := os.Getenv("PADDOCK_HOME"); home != "" && os.Geteuid() == 0 {
+		for _, d := range []string{home, p.State, p.Sandboxes, p.Cache} {
+			if err := os.Chmod(d, mode); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -26,7 +26,11 @@ func InstallAgent(src, dir string) (AgentBinary, error) {
 	if got, err := fileSHA256(dst); err == nil && got == sum {
 		return AgentBinary{Path: dst, SHA256: sum}, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Searchable by others: as root, the sandbox's uid must reach the binary by path.
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return AgentBinary{}, err
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return AgentBinary{}, err
 	}
 	tmp, err := os.CreateTemp(dir, ".agent-*")

@@ -167,7 +167,7 @@ func testTar(t *testing.T, sb *sandbox) {
 			t.Errorf("tar entry %q = %q, want %q (all: %v)", name, got[name], want, got)
 		}
 	}
-	if _, err := c.TarIn(ctx, ws, "copy", bytes.NewReader(archive.Bytes())); err != nil {
+	if _, _, err := c.TarIn(ctx, ws, "copy", bytes.NewReader(archive.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	out := sb.mustRun(t, `cd /workspace && for f in 'name with spaces' sub/bin ünïcode run.sh; do cmp tree/"$f" copy/tree/"$f" || echo DIFF "$f"; done;
@@ -203,7 +203,7 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 			tw.WriteHeader(&tar.Header{Name: "root/tmp/escaped-tar", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
 			tw.Write([]byte("x"))
 			tw.Close()
-			_, err := c.TarIn(ctx, ws, "box", &buf)
+			_, _, err := c.TarIn(ctx, ws, "box", &buf)
 			return err
 		}},
 		{"tar in with dotdot", func() error {
@@ -212,7 +212,7 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 			tw.WriteHeader(&tar.Header{Name: "../../tmp/escaped-dotdot", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
 			tw.Write([]byte("x"))
 			tw.Close()
-			_, err := c.TarIn(ctx, ws, "box", &buf)
+			_, _, err := c.TarIn(ctx, ws, "box", &buf)
 			return err
 		}},
 		{"tar in link then write", func() error {
@@ -222,7 +222,7 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 			tw.WriteHeader(&tar.Header{Name: "l/escaped-two-step", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
 			tw.Write([]byte("x"))
 			tw.Close()
-			_, err := c.TarIn(ctx, ws, "box2", &buf)
+			_, _, err := c.TarIn(ctx, ws, "box2", &buf)
 			return err
 		}},
 	}

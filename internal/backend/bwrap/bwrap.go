@@ -88,6 +88,13 @@ func (b *Bwrap) Available(ctx context.Context) error {
 		return &backend.UnavailableError{Backend: Name, Reason: "bubblewrap is not installed (no bwrap on PATH)",
 			Fix: "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"}
 	}
+	if b.hostID != 0 {
+		if err := searchable(filepath.Dir(b.dir)); err != nil {
+			return &backend.UnavailableError{Backend: Name,
+				Reason: "running as root, sandboxes run as an unprivileged uid that cannot reach " + b.dir + ": " + err.Error(),
+				Fix:    "set PADDOCK_HOME to a directory whose parents are searchable (chmod o+x), e.g. /var/lib/paddock"}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := b.command(ctx, []string{"--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"})
@@ -144,19 +151,24 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 	if _, err := os.Stat(p.spec()); err == nil {
 		return nil // idempotent: the sandbox exists
 	}
-	if err := os.MkdirAll(p.root, 0o700); err != nil {
+	// As root, bwrap runs as the unprivileged sandbox uid and must be able to reach
+	// these directories by path: they are searchable (0711), but not listable, by others.
+	if err := mkdirMode(b.dir, b.dirMode()); err != nil {
 		return fmt.Errorf("create sandbox dir: %w", err)
 	}
-	for _, d := range []string{p.workspace(), p.home(), p.etc()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := mkdirMode(p.root, b.dirMode()); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	if err := mkdirMode(p.etc(), b.dirMode()); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	for _, d := range []string{p.workspace(), p.home()} {
+		if err := mkdirMode(d, 0o700); err != nil {
 			return fmt.Errorf("create sandbox dir: %w", err)
 		}
 		if err := b.chownSandboxUser(d); err != nil {
 			return err
 		}
-	}
-	if err := os.Chmod(p.home(), 0o700); err != nil {
-		return err
 	}
 	if err := writeIdentity(p.etc(), spec.Name); err != nil {
 		return err
@@ -167,6 +179,34 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	// The spec is written last, atomically: its presence means Create completed.
 	return writeFileAtomic(p.spec(), data, 0o600)
+}
+
+func (b *Bwrap) dirMode() os.FileMode {
+	if b.hostID != 0 {
+		return 0o711
+	}
+	return 0o700
+}
+
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// searchable checks that the sandbox uid can reach path: every directory on the way
+// must be searchable by others, since that uid owns none of them.
+func searchable(path string) error {
+	for dir := path; ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s (mode %04o) is not searchable by others", dir, fi.Mode().Perm())
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
 }
 
 func (b *Bwrap) chownSandboxUser(path string) error {

@@ -1,0 +1,158 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+)
+
+// Forward connects to 127.0.0.1:port inside the sandbox and returns the connection. It
+// fails (an *Error with code Unavailable) when nothing listens there. ctx bounds the
+// connection's setup only; Close ends it. The connection also has CloseWrite() error,
+// a TCP half-close.
+func (c *Client) Forward(ctx context.Context, port uint32) (net.Conn, error) {
+	op := fmt.Sprintf("forward to sandbox port %d", port)
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	stream, err := c.tunnels.Forward(callCtx)
+	if err == nil {
+		err = stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_Open{Open: &agentpb.TunnelOpen{Port: port}}})
+		// The agent sends its headers once it has connected, or ends the call when it
+		// could not.
+		_, herr := stream.Header()
+		if err == nil || errors.Is(err, io.EOF) {
+			err = herr
+		}
+	}
+	if !stop() {
+		cancel()
+		return nil, fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	if err != nil {
+		cancel()
+		return nil, translate(ctx, op, err)
+	}
+	return newTunnelConn(stream, cancel, fmt.Sprintf("127.0.0.1:%d", port)), nil
+}
+
+// ReverseTunnel is a listener inside the sandbox whose connections are bridged to the
+// daemon side (see Client.Reverse).
+type ReverseTunnel struct {
+	port    uint32
+	cancel  context.CancelFunc
+	done    chan struct{}
+	bridges sync.WaitGroup
+}
+
+// Reverse makes the agent listen on 127.0.0.1:port inside the sandbox (0 picks a free
+// port, see Port) and bridges every connection accepted there to a new connection from
+// dial, with half-closes passed on. A connection whose dial fails is closed. ctx bounds
+// the setup only; the tunnel lives until Close or until the client's connection dies.
+func (c *Client) Reverse(ctx context.Context, port uint32, dial func(ctx context.Context) (net.Conn, error)) (*ReverseTunnel, error) {
+	op := fmt.Sprintf("reverse tunnel from sandbox port %d", port)
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	stream, err := c.tunnels.Listen(callCtx, &agentpb.ListenRequest{Port: port})
+	var ev *agentpb.ListenEvent
+	if err == nil {
+		ev, err = stream.Recv()
+	}
+	if !stop() {
+		cancel()
+		return nil, fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	if err != nil {
+		cancel()
+		return nil, translate(ctx, op, err)
+	}
+	ready, ok := ev.GetMsg().(*agentpb.ListenEvent_ReadyPort)
+	if !ok {
+		cancel()
+		return nil, fmt.Errorf("%s: the agent did not announce its port", op)
+	}
+	t := &ReverseTunnel{port: ready.ReadyPort, cancel: cancel, done: make(chan struct{})}
+	go t.serve(callCtx, c, stream, dial)
+	return t, nil
+}
+
+// Port is the port the agent listens on inside the sandbox.
+func (t *ReverseTunnel) Port() uint32 { return t.port }
+
+// Done is closed when the agent's listener has stopped: after Close, or when the call
+// failed (for example because the connection to the agent died).
+func (t *ReverseTunnel) Done() <-chan struct{} { return t.done }
+
+// Close stops the listener and every bridged connection, and waits for them.
+func (t *ReverseTunnel) Close() error {
+	t.cancel()
+	<-t.done
+	t.bridges.Wait()
+	return nil
+}
+
+func (t *ReverseTunnel) serve(ctx context.Context, c *Client, stream agentpb.Tunnels_ListenClient, dial func(context.Context) (net.Conn, error)) {
+	defer close(t.done)
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return
+		}
+		if id := ev.GetAccepted(); id != "" {
+			t.bridges.Go(func() { c.bridge(ctx, id, dial) })
+		}
+	}
+}
+
+// bridge claims the announced connection id and joins it with a connection from dial.
+func (c *Client) bridge(ctx context.Context, id string, dial func(context.Context) (net.Conn, error)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.tunnels.Accept(ctx)
+	if err != nil {
+		return
+	}
+	if err := stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_ConnId{ConnId: id}}); err != nil {
+		return
+	}
+	// Headers mean the agent has claimed the connection; cancelling from here on
+	// closes it.
+	if _, err := stream.Header(); err != nil {
+		return
+	}
+	local, err := dial(ctx)
+	if err != nil {
+		return
+	}
+	join(local, newTunnelConn(stream, cancel, "agent:"+id))
+}
+
+// join copies between a and b both ways. The end of one direction half-closes its
+// destination (or closes it, when it cannot half-close); an error in either direction
+// closes both.
+func join(a, b net.Conn) {
+	defer a.Close()
+	defer b.Close()
+	done := make(chan struct{}, 2)
+	half := func(dst, src net.Conn) {
+		defer func() { done <- struct{}{} }()
+		if _, err := io.Copy(dst, src); err != nil {
+			a.Close()
+			b.Close()
+			return
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	go half(a, b)
+	go half(b, a)
+	<-done
+	<-done
+}
