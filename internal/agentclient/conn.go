@@ -156,13 +156,10 @@ func (c *tunnelConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// sendError explains a failed send: when the agent has ended the call, its status.
+// sendError explains a failed send.
 func (c *tunnelConn) sendError(err error) error {
 	if errors.Is(err, io.EOF) {
-		if _, rerr := c.stream.Header(); rerr != nil {
-			return translate(context.Background(), "tunnel "+string(c.remote), rerr)
-		}
-		return io.ErrClosedPipe
+		return io.ErrClosedPipe // the agent ended the call; Read reports why
 	}
 	return translate(context.Background(), "tunnel "+string(c.remote), err)
 }

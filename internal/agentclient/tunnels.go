@@ -22,11 +22,8 @@ func (c *Client) Forward(ctx context.Context, port uint32) (net.Conn, error) {
 	stream, err := c.tunnels.Forward(callCtx)
 	if err == nil {
 		err = stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_Open{Open: &agentpb.TunnelOpen{Port: port}}})
-		// The agent sends its headers once it has connected, or ends the call when it
-		// could not.
-		_, herr := stream.Header()
 		if err == nil || errors.Is(err, io.EOF) {
-			err = herr
+			err = awaitHeader(stream)
 		}
 	}
 	if !stop() {
@@ -38,6 +35,20 @@ func (c *Client) Forward(ctx context.Context, port uint32) (net.Conn, error) {
 		return nil, translate(ctx, op, err)
 	}
 	return newTunnelConn(stream, cancel, fmt.Sprintf("127.0.0.1:%d", port)), nil
+}
+
+// awaitHeader waits for the agent's response headers, which Forward and Accept send once
+// the connection is up, and returns the call's error when it ended instead.
+func awaitHeader(stream tunnelStream) error {
+	md, err := stream.Header()
+	if err == nil && md == nil {
+		// The call ended without headers; Recv returns its status.
+		_, err = stream.Recv()
+		if err == nil || errors.Is(err, io.EOF) {
+			err = errors.New("the agent ended the call")
+		}
+	}
+	return err
 }
 
 // ReverseTunnel is a listener inside the sandbox whose connections are bridged to the
@@ -87,7 +98,8 @@ func (t *ReverseTunnel) Port() uint32 { return t.port }
 // failed (for example because the connection to the agent died).
 func (t *ReverseTunnel) Done() <-chan struct{} { return t.done }
 
-// Close stops the listener and every bridged connection, and waits for them.
+// Close stops the listener and every bridged connection, and waits for the daemon side
+// of them to end. The agent closes its listener as soon as the cancellation reaches it.
 func (t *ReverseTunnel) Close() error {
 	t.cancel()
 	<-t.done
@@ -119,9 +131,8 @@ func (c *Client) bridge(ctx context.Context, id string, dial func(context.Contex
 	if err := stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_ConnId{ConnId: id}}); err != nil {
 		return
 	}
-	// Headers mean the agent has claimed the connection; cancelling from here on
-	// closes it.
-	if _, err := stream.Header(); err != nil {
+	// Once the agent has claimed the connection, cancelling closes it.
+	if err := awaitHeader(stream); err != nil {
 		return
 	}
 	local, err := dial(ctx)

@@ -83,7 +83,9 @@ func testTunnels(t *testing.T, sb *sandbox) {
 			t.Skip("no python3 in the sandbox image to run a listener")
 		}
 		port := freeLoopbackPort(t, sb)
-		go runWith(t, sb.client, execOpts("python3", "-c", fmt.Sprintf(`
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go sb.client.Exec(lctx, execOpts("python3", "-c", fmt.Sprintf(`
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", %d)); s.listen(1)

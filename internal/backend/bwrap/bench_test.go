@@ -1,0 +1,199 @@
+package bwrap_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// Each benchmark runs paddock's operation b.N times and the baseline b.N times in the same
+// run, and reports both and their ratio: absolute times on a shared machine drift, the
+// ratio much less.
+
+func reportRatio(b *testing.B, ours, baseline time.Duration) {
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/op")
+	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
+}
+
+func connectBench(b *testing.B, be backend.Backend, id backend.ID) *agentclient.Client {
+	c, err := agentclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) {
+		return be.Dial(ctx, id)
+	}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkCreateToFirstExec: Create, Start, connect and run `true`, against running
+// `bwrap ... true` with the same namespaces.
+func BenchmarkCreateToFirstExec(b *testing.B) {
+	be, agent := newBackend(b)
+	ctx := context.Background()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		id := backend.ID(fmt.Sprintf("bench%d", i))
+		start := time.Now()
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Start(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		c := connectBench(b, be, id)
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatalf("exec: %d %v", code, err)
+		}
+		ours += time.Since(start)
+		c.Close()
+		be.Destroy(ctx, id)
+
+		start = time.Now()
+		if out, err := be.BaselineCommand(ctx).CombinedOutput(); err != nil {
+			b.Fatalf("baseline: %v %s", err, out)
+		}
+		base += time.Since(start)
+	}
+	reportRatio(b, ours, base)
+}
+
+func runningSandbox(b *testing.B) (*agentclient.Client, backend.Backend, backend.ID) {
+	be, agent := newBackend(b)
+	ctx := context.Background()
+	id := backend.ID("benchrun")
+	if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Destroy(context.Background(), id) })
+	if err := be.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	c := connectBench(b, be, id)
+	b.Cleanup(func() { c.Close() })
+	return c, be, id
+}
+
+// BenchmarkExecRoundTrip: `true` through the agent against fork+exec of `true` on the host.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	c, _, _ := runningSandbox(b)
+	ctx := context.Background()
+	c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}) // warm up
+	b.ResetTimer()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatalf("exec: %d %v", code, err)
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		base += time.Since(start)
+	}
+	reportRatio(b, ours, base)
+}
+
+// BenchmarkFileWriteRead: 64 MiB written into and read back from the sandbox through the
+// agent, against the same bytes through a local pipe.
+func BenchmarkFileWriteRead(b *testing.B) {
+	c, _, _ := runningSandbox(b)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("paddock-benchmark-data-0123456789abcdef"), (64<<20)/39)
+	b.SetBytes(int64(2 * len(data)))
+	b.ResetTimer()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := c.WriteFile(ctx, "/workspace", "bench.bin", 0o644, false, bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := c.ReadFile(ctx, "/workspace", "bench.bin", io.Discard); err != nil || n != int64(len(data)) {
+			b.Fatalf("read %d: %v", n, err)
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		for range 2 {
+			r, w, _ := os.Pipe()
+			go func() { w.Write(data); w.Close() }()
+			io.Copy(io.Discard, r)
+			r.Close()
+		}
+		base += time.Since(start)
+	}
+	reportRatio(b, ours, base)
+	mib := float64(2*len(data)*b.N) / (1 << 20)
+	b.ReportMetric(mib/ours.Seconds(), "MiB/s")
+	b.ReportMetric(mib/base.Seconds(), "baseline-MiB/s")
+}
+
+// BenchmarkIdleMemory reports the resident memory of one idle sandbox: its processes
+// (bwrap, the namespace init, the agent) and the daemon-side heap of one agent connection.
+func BenchmarkIdleMemory(b *testing.B) {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c, _, id := runningSandbox(b)
+	info, err := c.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	daemonShare := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+	rss, anon := processesRSS(string(id))
+	sandboxRSS, sandboxAnon := float64(rss)/(1<<20), float64(anon)/(1<<20)
+	for i := 0; i < b.N; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	b.ReportMetric(float64(info.RssBytes)/(1<<20), "agent-MiB")
+	b.ReportMetric(sandboxRSS, "sandbox-processes-MiB")
+	b.ReportMetric(daemonShare, "daemon-share-MiB")
+	b.ReportMetric(sandboxRSS+daemonShare, "total-MiB")
+	// Private memory: what each further sandbox adds. The agent's code pages are one
+	// file shared by every sandbox's agent, so they count once, not per sandbox.
+	b.ReportMetric(sandboxAnon, "sandbox-private-MiB")
+	b.ReportMetric(sandboxAnon+daemonShare, "total-private-MiB")
+}
+
+// processesRSS sums VmRSS and RssAnon of every host process of the sandbox.
+func processesRSS(id string) (rss, anon int64) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !(strings.Contains(string(environ), "PADDOCK_SANDBOX_ID="+id) || strings.Contains(string(cmdline), "/"+id+"/")) {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "VmRSS:":
+				rss += kb << 10
+			case "RssAnon:":
+				anon += kb << 10
+			}
+		}
+	}
+	return rss, anon
+}

@@ -1,0 +1,18 @@
+package bwrap
+
+import (
+	"context"
+	"os/exec"
+)
+
+// BaselineCommand is `bwrap ... true` with the namespaces and host directories a sandbox
+// gets, but no agent: the floor a sandbox start is measured against.
+func (b *Bwrap) BaselineCommand(ctx context.Context) *exec.Cmd {
+	args := []string{"--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns",
+		"--new-session", "--clearenv"}
+	for _, d := range hostDirs {
+		args = append(args, "--ro-bind-try", "/"+d, "/"+d)
+	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true")
+	return b.command(ctx, args)
+}
