@@ -23,7 +23,10 @@ type infoService struct {
 
 // Info reports who and where the agent is.
 func (i infoService) Info(_ context.Context, _ *agentpb.InfoRequest) (*agentpb.InfoResponse, error) {
-	host, _ := os.Hostname()
+	host, err := os.Hostname()
+	if err != nil {
+		i.s.log.Debug("agent info: hostname unavailable", "err", err)
+	}
 	rss, err := readRSS("/proc/self/status")
 	if err != nil {
 		i.s.log.Debug("agent info: rss unavailable", "err", err)

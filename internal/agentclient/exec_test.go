@@ -278,8 +278,8 @@ func TestExecTTY(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			code, err := c.Exec(t.Context(), agentclient.ExecOptions{
-				Argv:  []string{"sh", "-c", "stty size; while read x; do stty size; done; exit 4"},
-				TTY:   true, Size: agentclient.Size{Rows: 24, Cols: 80},
+				Argv: []string{"sh", "-c", "stty size; while read x; do stty size; done; exit 4"},
+				TTY:  true, Size: agentclient.Size{Rows: 24, Cols: 80},
 				Stdin: inR, Stdout: out, Resize: resize,
 			})
 			if err == nil && code != 4 {

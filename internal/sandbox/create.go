@@ -110,6 +110,7 @@ const seedBundle = "paddock-seed.bundle"
 // seedScript clones the bundle into /workspace. Every value arrives in the environment,
 // never spliced into the script.
 const seedScript = `set -e
+command -v git >/dev/null || { echo "the sandbox has no git: use a root filesystem with git installed" >&2; exit 127; }
 cd /workspace
 trap 'rm -f /tmp/` + seedBundle + `' EXIT
 git init -q -b "${PADDOCK_BRANCH:-main}" .

@@ -143,6 +143,9 @@ func (s *Service) PickBackend(ctx context.Context, name string) (backend.Backend
 			reasons = append(reasons, err)
 		}
 	}
+	if len(reasons) == 1 {
+		return nil, unavailable(reasons[0])
+	}
 	return nil, apperr.Unavailable("run `paddock doctor` for how to fix it", "no backend is available here: %v", errors.Join(reasons...))
 }
 

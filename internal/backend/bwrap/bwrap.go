@@ -47,6 +47,7 @@ type Bwrap struct {
 	dir    string // one subdirectory per sandbox
 	rootfs string // default rootfs; empty means host directories
 	bwrap  string // path of the bwrap binary; empty when not installed
+	wanted string // the bwrap binary asked for, for messages
 	hostID int    // host uid/gid of the sandbox user when running as root; 0 otherwise
 
 	mu    sync.Mutex
@@ -55,23 +56,47 @@ type Bwrap struct {
 
 var _ backend.Backend = (*Bwrap)(nil)
 
-// New constructs the backend. Options: rootfs (a directory used as / instead of host dirs).
+// New constructs the backend. Options: rootfs (a directory used as / instead of the
+// host's directories) and bwrap (the bubblewrap binary, when not "bwrap" on PATH).
 func New(env backend.Env) (*Bwrap, error) {
 	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}}
-	if v, ok := env.Options["rootfs"]; ok {
-		s, ok := v.(string)
-		if !ok || !filepath.IsAbs(s) {
-			return nil, fmt.Errorf("backends.bwrap.rootfs must be an absolute path, got %v", v)
+	for key := range env.Options {
+		if key != "rootfs" && key != "bwrap" {
+			return nil, fmt.Errorf("backends.bwrap: unknown option %q (known: rootfs, bwrap)", key)
 		}
-		b.rootfs = s
 	}
-	if p, err := exec.LookPath("bwrap"); err == nil {
+	rootfs, err := absOption(env.Options, "rootfs")
+	if err != nil {
+		return nil, err
+	}
+	b.rootfs = rootfs
+	bin, err := absOption(env.Options, "bwrap")
+	if err != nil {
+		return nil, err
+	}
+	if bin == "" {
+		bin = "bwrap"
+	}
+	if p, err := exec.LookPath(bin); err == nil {
 		b.bwrap = p
 	}
+	b.wanted = bin
 	if os.Geteuid() == 0 {
 		b.hostID = rootHostID
 	}
 	return b, nil
+}
+
+func absOption(opts map[string]any, key string) (string, error) {
+	v, ok := opts[key]
+	if !ok {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok || !filepath.IsAbs(s) {
+		return "", fmt.Errorf("backends.bwrap.%s must be an absolute path, got %v", key, v)
+	}
+	return s, nil
 }
 
 // Name implements backend.Backend.
@@ -85,7 +110,7 @@ func (b *Bwrap) Features() backend.Features {
 // Available runs a trivial sandbox to prove bubblewrap and user namespaces work here.
 func (b *Bwrap) Available(ctx context.Context) error {
 	if b.bwrap == "" {
-		return &backend.UnavailableError{Backend: Name, Reason: "bubblewrap is not installed (no bwrap on PATH)",
+		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("bubblewrap is not installed (no %s found)", b.wanted),
 			Fix: "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"}
 	}
 	if b.hostID != 0 {
@@ -145,6 +170,11 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 	if spec.Rootfs != "" {
 		if fi, err := os.Stat(filepath.Join(spec.Rootfs, "bin", "sh")); err != nil || fi.IsDir() {
 			return fmt.Errorf("rootfs %s has no /bin/sh: give a directory holding a Linux root filesystem (e.g. made by mmdebstrap)", spec.Rootfs)
+		}
+		if b.hostID != 0 {
+			if err := searchable(spec.Rootfs); err != nil {
+				return fmt.Errorf("rootfs %s: the sandbox runs as an unprivileged uid that cannot reach it: %v", spec.Rootfs, err)
+			}
 		}
 	}
 	p := b.paths(spec.ID)

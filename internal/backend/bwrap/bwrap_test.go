@@ -2,10 +2,15 @@ package bwrap_test
 
 import (
 	"context"
+	"debug/elf"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
@@ -70,4 +75,86 @@ func TestConformance(t *testing.T) {
 		},
 		Leftovers: b.Leftovers,
 	})
+}
+
+// TestRootfs runs a sandbox on a root filesystem directory instead of the host's: a
+// busybox one made here, which the sandbox must see in place of the host's /usr and /etc.
+func TestRootfs(t *testing.T) {
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("busybox-static must be installed in CI")
+		}
+		t.Skip("busybox is not installed (apt-get install busybox-static)")
+	}
+	if !isStatic(t, busybox) {
+		t.Skip("busybox is not static (install busybox-static)")
+	}
+	self, _ := os.Executable()
+	if !isStatic(t, self) {
+		t.Skip("the test binary is not static: run with CGO_ENABLED=0 (make test does)")
+	}
+	b, agent := newBackend(t)
+	rootfs := filepath.Join(shortTempDir(t), "rootfs")
+	for _, d := range []string{"bin", "etc", "usr/share/marker"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "bin", "busybox"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, applet := range []string{"sh", "cat", "ls", "id"} {
+		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{"os-release": "ID=paddock-test-rootfs\n", "passwd": "", "group": ""} {
+		if err := os.WriteFile(filepath.Join(rootfs, "etc", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx := context.Background()
+	id := backend.ID("rootfs1")
+	spec := backend.Spec{ID: id, Name: "rootfs", AgentBinary: agent.Path, AgentSHA256: agent.SHA256, Rootfs: rootfs}
+	if err := b.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out strings.Builder
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "cat /etc/os-release; ls /usr; id -u; ls /etc"}, Stdout: &out, Stderr: &out})
+	if err != nil || code != 0 {
+		t.Fatalf("exec: %d %v %s", code, err, out.String())
+	}
+	want := "ID=paddock-test-rootfs\nshare\n1000\ngroup\nos-release\npasswd\n"
+	if out.String() != want {
+		t.Fatalf("inside the rootfs sandbox:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func isStatic(t *testing.T, path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
 }

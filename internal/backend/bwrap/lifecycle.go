@@ -72,7 +72,7 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 	if err != nil {
 		return fmt.Errorf("start sandbox %s: run bwrap: %w", id, err)
 	}
-	b.reap(id, cmd)
+	exited := b.reap(id, cmd)
 
 	var info struct {
 		ChildPID int `json:"child-pid"`
@@ -102,8 +102,16 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 		return err
 	}
 
+	// Wait for the agent's answer, or for bwrap to give up (a mount it could not make).
 	hctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-hctx.Done():
+		}
+	}()
 	if err := b.handshake(hctx, id); err != nil {
 		b.Stop(context.Background(), id)
 		return fmt.Errorf("start sandbox %s: the guest agent did not answer: %v: %s", id, err, tail(p.log()))
@@ -134,12 +142,15 @@ func listen(path string) (*net.UnixListener, *os.File, error) {
 	return ln, f, nil
 }
 
-// reap waits for a bwrap process this daemon started, so it leaves no zombie.
-func (b *Bwrap) reap(id backend.ID, cmd *exec.Cmd) {
+// reap waits for a bwrap process this daemon started, so it leaves no zombie. The
+// returned channel closes when it exits.
+func (b *Bwrap) reap(id backend.ID, cmd *exec.Cmd) <-chan struct{} {
 	b.mu.Lock()
 	b.procs[id] = cmd
 	b.mu.Unlock()
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		cmd.Wait()
 		b.mu.Lock()
 		if b.procs[id] == cmd {
@@ -147,6 +158,7 @@ func (b *Bwrap) reap(id backend.ID, cmd *exec.Cmd) {
 		}
 		b.mu.Unlock()
 	}()
+	return exited
 }
 
 // command builds a bwrap invocation. As root, bwrap runs inside a user namespace that
@@ -223,6 +235,12 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 		a = append(a, "--ro-bind", src, "/"+d)
 	}
 	for _, f := range []string{"passwd", "group", "hostname", "hosts"} {
+		if spec.Rootfs != "" {
+			// A read-only /etc cannot take a new mount point: cover only what exists.
+			if _, err := os.Lstat(filepath.Join(spec.Rootfs, "etc", f)); err != nil {
+				continue
+			}
+		}
 		a = append(a, "--ro-bind", filepath.Join(p.etc(), f), "/etc/"+f)
 	}
 	a = append(a,
