@@ -1,0 +1,119 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+type entry struct {
+	name, link, body string
+	typ              byte
+	mode             int64
+}
+
+func tarOf(t *testing.T, entries ...entry) *bytes.Buffer {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		mode := e.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		hdr := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: mode, Size: int64(len(e.body))}
+		if e.typ != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e.body))
+	}
+	tw.Close()
+	return &buf
+}
+
+// TestUnpackNeverWritesOutside feeds archives a hostile sandbox could send.
+func TestUnpackNeverWritesOutside(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+	}{
+		{"dotdot", []entry{{name: "../escaped", body: "x", typ: tar.TypeReg}}},
+		{"absolute", []entry{{name: "/tmp/escaped-abs", body: "x", typ: tar.TypeReg}}},
+		{"through a symlink to outside", []entry{
+			{name: "link", link: "OUTSIDE", typ: tar.TypeSymlink},
+			{name: "link/escaped", body: "x", typ: tar.TypeReg},
+		}},
+		{"through a relative symlink", []entry{
+			{name: "up", link: "..", typ: tar.TypeSymlink},
+			{name: "up/escaped", body: "x", typ: tar.TypeReg},
+		}},
+		{"overwrite a symlink's target", []entry{
+			{name: "f", link: "OUTSIDE/victim", typ: tar.TypeSymlink},
+			{name: "f", body: "overwritten", typ: tar.TypeReg},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			outside := filepath.Join(base, "outside")
+			dst := filepath.Join(base, "dst")
+			os.Mkdir(outside, 0o755)
+			os.Mkdir(dst, 0o755)
+			os.WriteFile(filepath.Join(outside, "victim"), []byte("original"), 0o644)
+			for i := range tc.entries {
+				if tc.entries[i].link != "" {
+					tc.entries[i].link = replaceOutside(tc.entries[i].link, outside)
+				}
+			}
+			Unpack(tarOf(t, tc.entries...), dst, Options{}) // an error is fine; an escape is not
+			if _, err := os.Stat(filepath.Join(base, "escaped")); err == nil {
+				t.Fatal("wrote beside the destination")
+			}
+			if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+				t.Fatal("wrote through a symlink")
+			}
+			if data, _ := os.ReadFile(filepath.Join(outside, "victim")); string(data) != "original" {
+				t.Fatal("overwrote a file outside through a symlink")
+			}
+		})
+	}
+}
+
+func replaceOutside(s, outside string) string {
+	if len(s) >= 7 && s[:7] == "OUTSIDE" {
+		return outside + s[7:]
+	}
+	return s
+}
+
+func TestPackUnpackRoundTrip(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "sub"), 0o750)
+	os.WriteFile(filepath.Join(src, "sub", "bin"), []byte{0, 1, 2, 255}, 0o600)
+	os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink("run.sh", filepath.Join(src, "link"))
+	var buf bytes.Buffer
+	if err := Pack(&buf, src, "top"); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	st, err := Unpack(&buf, dst, Options{StripComponents: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 3 {
+		t.Fatalf("unpacked %d files, want 3", st.Files)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dst, "sub", "bin")); !bytes.Equal(data, []byte{0, 1, 2, 255}) {
+		t.Fatalf("binary content %v", data)
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "run.sh")); fi.Mode().Perm() != 0o755 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	if l, _ := os.Readlink(filepath.Join(dst, "link")); l != "run.sh" {
+		t.Fatalf("link %q", l)
+	}
+}

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, wantErr string
+		want                   Config
+	}{
+		{name: "empty", content: ""},
+		{name: "full", content: "default_backend = \"bwrap\"\nagent_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
+			want: Config{DefaultBackend: "bwrap", AgentBinary: "/opt/p", Backends: map[string]map[string]any{"bwrap": {"rootfs": "/srv/r"}}}},
+		{name: "syntax error names the line", content: "default_backend = \"bwrap\"\n\nagent_binary = = 1\n", wantErr: "config.toml:3:"},
+		{name: "unknown key names the line", content: "# comment\ndefault_backendd = \"x\"\n", wantErr: `config.toml:2: unknown key "default_backendd"`},
+		{name: "wrong type", content: "default_backend = 3\n", wantErr: "config.toml:1:"},
+		{name: "relative agent binary", content: "agent_binary = \"paddock\"\n", wantErr: "must be an absolute path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.toml")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Load(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.DefaultBackend != tc.want.DefaultBackend || got.AgentBinary != tc.want.AgentBinary ||
+				len(got.Backends) != len(tc.want.Backends) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFileGivesDefaults(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "absent.toml"))
+	if err != nil || c.DefaultBackend != "" {
+		t.Fatalf("got %+v, %v", c, err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", "/srv/ph")
+	p, err := Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []string{p.Config, p.State, p.Sandboxes, p.Cache, p.Socket, p.DB()} {
+		if !strings.HasPrefix(got, "/srv/ph/") {
+			t.Errorf("%s is not under PADDOCK_HOME", got)
+		}
+	}
+	t.Setenv("PADDOCK_HOME", "/"+strings.Repeat("x", 100))
+	if _, err := Resolve(); err == nil || !strings.Contains(err.Error(), "shorter directory") {
+		t.Fatalf("a socket path over the limit: %v", err)
+	}
+}

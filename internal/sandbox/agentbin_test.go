@@ -1,0 +1,33 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "paddock")
+	os.WriteFile(src, []byte("agent binary v1"), 0o755)
+	a, err := InstallAgent(src, filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fileSHA256(a.Path); got != a.SHA256 {
+		t.Fatalf("installed copy has sha256 %s, want %s", got, a.SHA256)
+	}
+	if fi, _ := os.Stat(a.Path); fi.Mode().Perm() != 0o555 {
+		t.Fatalf("installed copy mode %v, want read-only 0555", fi.Mode())
+	}
+	// A cached copy that no longer matches its name is replaced, not trusted.
+	os.Chmod(a.Path, 0o755)
+	os.WriteFile(a.Path, []byte("tampered"), 0o755)
+	b, err := InstallAgent(src, filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fileSHA256(b.Path); got != a.SHA256 {
+		t.Fatal("a tampered cached agent was reused")
+	}
+}
