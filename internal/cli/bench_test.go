@@ -1,0 +1,58 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/cli"
+)
+
+// BenchmarkCLIExec measures what a user waits for: `paddock exec NAME -- true` through
+// the daemon's API and the guest agent (the CLI runs in-process, the daemon is real),
+// against fork+exec of `true` on the host, in the same run.
+func BenchmarkCLIExec(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap is not installed")
+	}
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.Chmod(home, 0o711)
+	b.Setenv("PADDOCK_HOME", home)
+	defer teardown(home)
+	repo := filepath.Join(home, "benchrepo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	var errOut strings.Builder
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
+	f.Executable = func() (string, error) { return os.Executable() }
+	if code := cli.Run(ctx, f, []string{"up", repo}); code != 0 {
+		b.Fatalf("up: %d %s", code, errOut.String())
+	}
+	b.ResetTimer()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if code := cli.Run(ctx, f, []string{"exec", "benchrepo", "--", "true"}); code != 0 {
+			b.Fatalf("exec: %d %s", code, errOut.String())
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		exec.Command("true").Run()
+		base += time.Since(start)
+	}
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "baseline-ns/op")
+	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
+}
