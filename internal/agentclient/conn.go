@@ -14,8 +14,13 @@ import (
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
-// tunnelBufferSize is the largest data message a tunnel sends.
-const tunnelBufferSize = 32 << 10
+const (
+	// tunnelBufferSize is the largest data message a tunnel sends.
+	tunnelBufferSize = 32 << 10
+	// lingerTimeout bounds how long a closed tunnel connection waits for the agent to
+	// end the call before it is cancelled.
+	lingerTimeout = 5 * time.Second
+)
 
 // tunnelStream is the client side of Tunnels.Forward and Tunnels.Accept.
 type tunnelStream = grpc.BidiStreamingClient[agentpb.TunnelData, agentpb.TunnelData]
@@ -42,6 +47,8 @@ type tunnelConn struct {
 	readDeadline, writeDeadline *deadline
 	closeOnce                   sync.Once
 	closed                      chan struct{}
+	// ended is closed when the call has ended.
+	ended chan struct{}
 }
 
 var _ net.Conn = (*tunnelConn)(nil)
@@ -57,48 +64,47 @@ func newTunnelConn(stream tunnelStream, cancel context.CancelFunc, remote string
 		readDeadline:  newDeadline(),
 		writeDeadline: newDeadline(),
 		closed:        make(chan struct{}),
+		ended:         make(chan struct{}),
 	}
 	go c.receive()
 	return c
 }
 
 func (c *tunnelConn) receive() {
-	defer close(c.recv)
+	defer close(c.ended)
+	delivering := true
+	stopDelivering := func(err error) {
+		if delivering {
+			delivering = false
+			c.recvErr = err
+			close(c.recv)
+		}
+	}
+	// Receive until the call ends, so that its end is noticed; after the agent's
+	// close_write or after Close, what arrives is dropped.
 	for {
 		m, err := c.stream.Recv()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.EOF
-			} else {
+			if !errors.Is(err, io.EOF) {
 				err = translate(context.Background(), "tunnel "+string(c.remote), err)
 			}
-			c.recvErr = err
+			stopDelivering(err)
 			return
+		}
+		if !delivering {
+			continue
 		}
 		switch msg := m.GetMsg().(type) {
 		case *agentpb.TunnelData_Data:
 			select {
 			case c.recv <- msg.Data:
 			case <-c.closed:
-				c.recvErr = net.ErrClosed
-				return
+				stopDelivering(net.ErrClosed)
 			}
 		case *agentpb.TunnelData_CloseWrite:
 			if msg.CloseWrite {
-				c.recvErr = io.EOF
-				// Keep reading so that the call's end is noticed, but deliver nothing.
-				go c.drain()
-				return
+				stopDelivering(io.EOF)
 			}
-		}
-	}
-}
-
-// drain receives until the call ends.
-func (c *tunnelConn) drain() {
-	for {
-		if _, err := c.stream.Recv(); err != nil {
-			return
 		}
 	}
 }
@@ -178,13 +184,27 @@ func (c *tunnelConn) CloseWrite() error {
 	return c.stream.CloseSend()
 }
 
-// Close ends the call; both directions stop at once.
+// Close closes the connection: Read and Write fail from now on, data already written is
+// still delivered (see linger).
 func (c *tunnelConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.cancel()
+		go c.linger()
 	})
 	return nil
+}
+
+// linger ends the call like a TCP close: it half-closes, so that everything written so
+// far reaches the agent's side, and waits (up to lingerTimeout) for the agent to end the
+// call before cancelling it. Cancelling at once could make the agent drop data it has
+// received but not yet written.
+func (c *tunnelConn) linger() {
+	t := time.AfterFunc(lingerTimeout, c.cancel)
+	defer t.Stop()
+	if c.CloseWrite() == nil {
+		<-c.ended
+	}
+	c.cancel()
 }
 
 // LocalAddr names the daemon's end.

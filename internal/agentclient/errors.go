@@ -26,7 +26,8 @@ const (
 // fs.ErrExist and ErrPathEscapes with errors.Is, according to its code.
 type Error struct {
 	// Code is the gRPC status code the agent answered with.
-	Code    codes.Code
+	Code codes.Code
+	// Message is the agent's explanation.
 	Message string
 	escapes bool
 }

@@ -123,22 +123,26 @@ func (t *ReverseTunnel) serve(ctx context.Context, c *Client, stream agentpb.Tun
 // bridge claims the announced connection id and joins it with a connection from dial.
 func (c *Client) bridge(ctx context.Context, id string, dial func(context.Context) (net.Conn, error)) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stream, err := c.tunnels.Accept(ctx)
 	if err != nil {
+		cancel()
 		return
 	}
 	if err := stream.Send(&agentpb.TunnelData{Msg: &agentpb.TunnelData_ConnId{ConnId: id}}); err != nil {
+		cancel()
 		return
 	}
 	// Once the agent has claimed the connection, cancelling closes it.
 	if err := awaitHeader(stream); err != nil {
+		cancel()
 		return
 	}
 	local, err := dial(ctx)
 	if err != nil {
+		cancel()
 		return
 	}
+	// From here the tunnel connection owns the call: its Close ends it gracefully.
 	join(local, newTunnelConn(stream, cancel, "agent:"+id))
 }
 

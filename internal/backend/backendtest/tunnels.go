@@ -25,9 +25,13 @@ func echoServer(t *testing.T) net.Listener {
 			}
 			go func() {
 				defer conn.Close()
-				sc := bufio.NewScanner(conn)
-				for sc.Scan() {
-					fmt.Fprintf(conn, "echo: %s\n", sc.Text())
+				r := bufio.NewReader(conn)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					fmt.Fprintf(conn, "echo: %s", line)
 				}
 			}()
 		}
