@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"context"
+	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup:               setup,
+		Condition:           condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"killdaemon": killDaemon,
 			"waitfor":    waitFor,
@@ -79,6 +82,29 @@ func teardown(home string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// condition adds [static]: this binary is statically linked, so it can serve as the
+// guest agent in a root filesystem without a C library (CGO_ENABLED=0, as make test does).
+func condition(cond string) (bool, error) {
+	if cond != "static" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return false, err
+	}
+	f, err := elf.Open(self)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // killDaemon sends SIGKILL to the script's daemon, as a crash would.
