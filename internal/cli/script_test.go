@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/config"
 )
 
 // TestMain makes this test binary the paddock command for the scripts: as "paddock" on
@@ -64,15 +65,25 @@ func setup(env *testscript.Env) error {
 	return nil
 }
 
-// teardown removes every sandbox the script left and stops its daemon.
+// teardown removes every sandbox the script left and stops its daemon, starting one
+// first if the script ended with none running: nothing may outlive the test.
 func teardown(home string) {
 	defer os.RemoveAll(home)
-	c := api.NewClient(filepath.Join(home, "paddock.sock"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	os.Remove(filepath.Join(home, "config.toml")) // a script may have left a broken one
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	f.Paths = func() (config.Paths, error) { return config.ForHome(home) }
+	c, err := f.Client(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "teardown of %s: %v\n", home, err)
+		return
+	}
 	if list, err := c.List(ctx); err == nil {
 		for _, sb := range list {
-			c.Remove(ctx, sb.Name, true)
+			if err := c.Remove(ctx, sb.Name, true); err != nil {
+				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
+			}
 		}
 	}
 	c.StopDaemon(ctx)

@@ -37,17 +37,7 @@ const maxSocketPath = 107
 // directories, else (for root) the system directories /etc, /var/lib, /var/cache, /run.
 func Resolve() (Paths, error) {
 	if home := os.Getenv("PADDOCK_HOME"); home != "" {
-		abs, err := filepath.Abs(home)
-		if err != nil {
-			return Paths{}, fmt.Errorf("PADDOCK_HOME: %w", err)
-		}
-		return checked(Paths{
-			Config:    filepath.Join(abs, "config.toml"),
-			State:     filepath.Join(abs, "state"),
-			Sandboxes: filepath.Join(abs, "sandboxes"),
-			Cache:     filepath.Join(abs, "cache"),
-			Socket:    filepath.Join(abs, "paddock.sock"),
-		})
+		return ForHome(home)
 	}
 	if os.Geteuid() == 0 {
 		// A daemon run by root keeps its files where system services do. The sandbox user
@@ -81,6 +71,21 @@ func Resolve() (Paths, error) {
 		Sandboxes: filepath.Join(state, "sandboxes"),
 		Cache:     xdg("XDG_CACHE_HOME", ".cache"),
 		Socket:    socket,
+	})
+}
+
+// ForHome returns the paths beneath one PADDOCK_HOME directory.
+func ForHome(home string) (Paths, error) {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return Paths{}, fmt.Errorf("PADDOCK_HOME: %w", err)
+	}
+	return checked(Paths{
+		Config:    filepath.Join(abs, "config.toml"),
+		State:     filepath.Join(abs, "state"),
+		Sandboxes: filepath.Join(abs, "sandboxes"),
+		Cache:     filepath.Join(abs, "cache"),
+		Socket:    filepath.Join(abs, "paddock.sock"),
 	})
 }
 
