@@ -9,12 +9,15 @@
 //     the agent answers with one JSON line of its own, and both sides refuse a different
 //     protocol major version.
 //  2. The stream then carries a yamux session. The daemon is the yamux client; the agent is
-//     the yamux server and serves gRPC on the streams the daemon opens. Every gRPC call
-//     below is one yamux stream, so calls never block one another.
+//     the yamux server and serves gRPC on the yamux streams the daemon opens. The daemon's
+//     gRPC client uses one yamux stream, on which HTTP/2 multiplexes every call, so calls
+//     never block one another; further yamux streams are free for other byte channels.
 //  3. The daemon may open any number of connections over time, one after another or at
 //     once (a restarted daemon simply dials again): the agent is resident and serves each
-//     connection independently. Processes, listeners and files outlive a connection;
-//     only the streams of a call die with it.
+//     connection independently. A call ends when its connection ends, and with it the
+//     process an Exec.Run started (its process group is killed) and the listener a
+//     Tunnels.Listen opened. Files, and processes started detached from their call
+//     (`nohup cmd &`, tmux sessions), outlive every connection.
 //
 // Concurrency rules
 //
