@@ -66,6 +66,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sandboxes/{name}/stat", s.statFile)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/tar", s.tarOut)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/tar", s.tarIn)
+	s.netRoutes(mux)
 	return s.logged(mux)
 }
 

@@ -62,6 +62,8 @@ type Spec struct {
 	Rootfs string
 	// Env is the base environment of every process in the sandbox, KEY=VALUE.
 	Env []string
+	// OpenNetwork gives the sandbox the backend's normal network instead of loopback only.
+	OpenNetwork bool
 }
 
 // Status is what State reports.

@@ -77,6 +77,9 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	start, _ := logf.Seek(0, 2)
 	cmd := exec.Command(exe, "serve", "--foreground")
 	cmd.Args[0] = "paddock"
+	if p.Home != "" {
+		cmd.Env = append(os.Environ(), "PADDOCK_HOME="+p.Home)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -23,7 +22,7 @@ func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.C
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: NAME BACKEND STATE AGE",
+		Short:   "List sandboxes: NAME BACKEND STATE NETWORK AGE",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -49,18 +48,16 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 		if list == nil {
 			list = []sandbox.Info{}
 		}
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return writeJSON(f, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no sandboxes yet: create one with `paddock up PATH`")
 		return nil
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tAGE")
+	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tNETWORK\tAGE")
 	for _, sb := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sb.Name, sb.Backend, sb.State, age(time.Since(sb.CreatedAt)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, sb.Backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
 	}
 	return tw.Flush()
 }

@@ -115,6 +115,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdStop(f, nil),
 		newCmdRm(f, nil),
 		newCmdDoctor(f, nil),
+		newCmdNet(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),

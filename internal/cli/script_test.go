@@ -5,10 +5,13 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +41,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"killdaemon": killDaemon,
 			"waitfor":    waitFor,
+			"upstream":   startUpstream,
 		},
 	})
 }
@@ -132,6 +136,32 @@ func killDaemon(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("daemon %s did not die", pid)
+}
+
+// startUpstream starts an HTTP server on the host's loopback standing in for a model
+// provider and for host services: it records every request's method, path and
+// credential headers in $WORK/upstream.log, and sets UPSTREAM_URL and UPSTREAM_PORT.
+func startUpstream(ts *testscript.TestScript, neg bool, args []string) {
+	logPath := ts.MkAbs("upstream.log")
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%s %s x-api-key=%q authorization=%q\n", r.Method, r.URL.Path, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))
+			f.Close()
+		}
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/v1/messages") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message_start\ndata: {}\n\nevent: message_stop\ndata: {}\n\n")
+			return
+		}
+		fmt.Fprintf(w, "hello from the host at %s\n", r.URL.Path)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("UPSTREAM_URL", srv.URL)
+	ts.Setenv("UPSTREAM_PORT", strings.TrimPrefix(srv.URL, "http://127.0.0.1:"))
 }
 
 // waitFor waits until a file exists: waitfor PATH.

@@ -22,6 +22,8 @@ type upOptions struct {
 	name    string
 	backend string
 	rootfs  string
+	network string
+	agents  []string
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -48,6 +50,8 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.name, "name", "", "the sandbox's name (default: the repo's directory name)")
 	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
+	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
+	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...); their service hosts are allowed")
 	return cmd
 }
 
@@ -55,6 +59,9 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 var gitURL = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://|[^/@:\s]+@[^/:\s]+:)`)
 
 func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
+	if opts.network != "closed" && opts.network != "open" {
+		return usagef("--network is closed or open, not %q", opts.network)
+	}
 	if opts.name != "" {
 		if err := sandbox.ValidateName(opts.name); err != nil {
 			return err
@@ -130,7 +137,8 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
-	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, SourcePath: repo,
+	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
+		Agents: opts.agents, SourcePath: repo,
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
 		req.Origin = url

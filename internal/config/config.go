@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
 // Config is the daemon's configuration, read from one TOML file. Every field has a
@@ -21,6 +23,27 @@ type Config struct {
 	AgentBinary string `toml:"agent_binary"`
 	// Backends holds each backend's own settings, e.g. [backends.bwrap] rootfs = "/srv/rootfs".
 	Backends map[string]map[string]any `toml:"backends"`
+	// Providers configures the credential proxy: [providers.anthropic] key_command = "...".
+	// Names other than anthropic, openai and gemini declare OpenAI-compatible endpoints.
+	Providers map[string]creds.Settings `toml:"providers"`
+	// MCP declares MCP servers made available in every sandbox: [mcp.NAME].
+	MCP map[string]MCPServer `toml:"mcp"`
+}
+
+// MCPServer is one MCP server of the config file.
+type MCPServer struct {
+	// Transport is "stdio" (a command run inside the sandbox) or "http".
+	Transport string `toml:"transport"`
+	// Command, Args and Env start a stdio server inside the sandbox.
+	Command string            `toml:"command"`
+	Args    []string          `toml:"args"`
+	Env     map[string]string `toml:"env"`
+	// URL is an http server's address. One on the host's loopback is reached from the
+	// sandbox on the same 127.0.0.1 port, so the URL needs no rewriting.
+	URL string `toml:"url"`
+	// Headers are sent to an http server by the daemon's credential proxy, never by the
+	// sandbox: "${NAME}" in a value is the daemon's environment variable NAME.
+	Headers map[string]string `toml:"headers"`
 }
 
 // Load reads the config file at path. A missing file gives the defaults; a file that
@@ -62,6 +85,20 @@ func describe(path string, err error) error {
 func (c Config) validate(path string) error {
 	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
 		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)
+	}
+	for name, m := range c.MCP {
+		switch m.Transport {
+		case "stdio":
+			if m.Command == "" {
+				return fmt.Errorf("config %s: [mcp.%s]: a stdio server needs a command", path, name)
+			}
+		case "http":
+			if !strings.HasPrefix(m.URL, "http://") && !strings.HasPrefix(m.URL, "https://") {
+				return fmt.Errorf("config %s: [mcp.%s]: an http server needs url = \"http(s)://...\"", path, name)
+			}
+		default:
+			return fmt.Errorf("config %s: [mcp.%s]: transport must be \"stdio\" or \"http\", got %q", path, name, m.Transport)
+		}
 	}
 	return nil
 }

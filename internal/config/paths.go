@@ -12,6 +12,8 @@ import (
 // beneath it, so several isolated instances can run side by side; without it, the XDG
 // base directories are used.
 type Paths struct {
+	// Home is PADDOCK_HOME when paths come from it, else empty.
+	Home string
 	// Config is the TOML configuration file.
 	Config string
 	// State is the directory of the SQLite database and daemon log.
@@ -81,6 +83,7 @@ func ForHome(home string) (Paths, error) {
 		return Paths{}, fmt.Errorf("PADDOCK_HOME: %w", err)
 	}
 	return checked(Paths{
+		Home:      abs,
 		Config:    filepath.Join(abs, "config.toml"),
 		State:     filepath.Join(abs, "state"),
 		Sandboxes: filepath.Join(abs, "sandboxes"),

@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 
@@ -90,8 +91,12 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
+	credsProxy, err := credentialProxy(cfg, log)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", p.Config, err)
+	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
-		Agent: agent, Version: opts.Version, Logger: log})
+		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP})
 	defer svc.Close()
 	svc.Reconcile(ctx)
 
@@ -124,6 +129,26 @@ func Run(ctx context.Context, opts Options) error {
 	srv.Shutdown(sctx)
 	os.Remove(p.Socket)
 	return nil
+}
+
+// credentialProxy builds the credential proxy from the config's providers and the
+// daemon's environment, with a route for each http MCP server that needs headers.
+func credentialProxy(cfg config.Config, log *slog.Logger) (*creds.Proxy, error) {
+	providers, err := creds.Providers(cfg.Providers, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	for name, m := range cfg.MCP {
+		if m.Transport != "http" || len(m.Headers) == 0 {
+			continue
+		}
+		pr, err := creds.MCPProvider(name, m.URL, m.Headers, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		providers[pr.Name] = pr
+	}
+	return creds.New(providers, nil, log), nil
 }
 
 // listen opens the API socket, private to the user. Holding the daemon lock means any

@@ -30,6 +30,12 @@ type CreateRequest struct {
 	// GitName and GitEmail become the workspace repo's user.name and user.email.
 	GitName  string `json:"git_name,omitempty"`
 	GitEmail string `json:"git_email,omitempty"`
+	// Network is "closed" (the default: loopback only, egress through the allowlist
+	// proxy) or "open" (the backend's normal network).
+	Network string `json:"network,omitempty"`
+	// Agents are the agent kinds the sandbox is for; their service hosts join its
+	// default allowlist.
+	Agents []string `json:"agents,omitempty"`
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -47,6 +53,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if req.Commit == "" {
 		return Info{}, apperr.Invalid("", "no commit to seed the workspace with")
 	}
+	if req.Network != "" && req.Network != "closed" && req.Network != "open" {
+		return Info{}, apperr.Invalid("use --network closed (the default) or --network open", "unknown network mode %q", req.Network)
+	}
 	if existing, err := s.opts.Store.GetSandbox(ctx, req.Name); err == nil {
 		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
 			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
@@ -56,7 +65,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 		return Info{}, err
 	}
 	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating",
-		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs}
+		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
+		Agents: strings.Join(req.Agents, ",")}
+	if err := assignNetwork(&sb, req.Network == "open"); err != nil {
+		return Info{}, err
+	}
 	if err := s.opts.Store.CreateSandbox(ctx, sb); err != nil {
 		if errors.Is(err, store.ErrNameTaken) {
 			return Info{}, apperr.Conflict("choose another name with --name", "a sandbox named %q already exists", req.Name)
@@ -81,7 +94,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbox, req CreateRequest, bundle io.Reader, progress Progress) (Info, error) {
 	id := backend.ID(sb.ID)
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
-	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256, Rootfs: req.Rootfs}
+	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
+		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open"}
 	if err := b.Create(ctx, spec); err != nil {
 		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
 	}
@@ -96,6 +110,13 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress("copying the repository into /workspace")
 	if err := seed(ctx, c, req, bundle); err != nil {
 		return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
+	}
+	warnings, err := s.writeMCP(ctx, c, sb)
+	if err != nil {
+		return Info{}, fmt.Errorf("configure MCP servers in %q: %w", sb.Name, err)
+	}
+	for _, w := range warnings {
+		progress("warning: " + w)
 	}
 	sb.State = "running"
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {

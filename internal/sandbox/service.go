@@ -17,19 +17,24 @@ import (
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
+	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
 // Info is a sandbox as the user sees it.
 type Info struct {
-	Name       string    `json:"name"`
-	Backend    string    `json:"backend"`
-	State      string    `json:"state"`
-	Detail     string    `json:"detail,omitempty"`
-	SourcePath string    `json:"source_path,omitempty"`
-	SourceURL  string    `json:"source_url,omitempty"`
-	BaseCommit string    `json:"base_commit,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	Name       string `json:"name"`
+	Backend    string `json:"backend"`
+	State      string `json:"state"`
+	Detail     string `json:"detail,omitempty"`
+	SourcePath string `json:"source_path,omitempty"`
+	SourceURL  string `json:"source_url,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	// Network is "closed" (loopback only, egress through the allowlist proxy) or "open".
+	Network   string    `json:"network"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Options configure a Service.
@@ -43,6 +48,10 @@ type Options struct {
 	Agent          AgentBinary
 	Version        string
 	Logger         *slog.Logger
+	// Creds is the credential proxy every sandbox reaches through a tunnel.
+	Creds *creds.Proxy
+	// MCP are the MCP servers declared in the config.
+	MCP map[string]config.MCPServer
 }
 
 // Preference is the order in which backends are tried when none is configured.
@@ -54,9 +63,23 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 
+	egress *egress.Proxy
+
 	mu      sync.Mutex
+	closed  bool
 	locks   map[string]*sync.Mutex // by sandbox ID
-	clients map[string]*agentclient.Client
+	clients map[string]*conn       // by sandbox ID
+}
+
+// conn is a live agent connection and the network tunnels it carries.
+type conn struct {
+	client *agentclient.Client
+	att    *attachment
+}
+
+func (c *conn) close() {
+	c.att.close()
+	c.client.Close()
 }
 
 // New constructs a Service.
@@ -65,15 +88,19 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: log, locks: map[string]*sync.Mutex{}, clients: map[string]*agentclient.Client{}}
+	s := &Service{opts: opts, log: log, locks: map[string]*sync.Mutex{}, clients: map[string]*conn{}}
+	s.egress = egress.New(egress.Options{Policy: s.egressPolicy, OnDenial: s.recordDenial, Logger: log})
+	return s
 }
 
-// Close drops every agent connection; sandboxes keep running.
+// Close drops every agent connection; sandboxes keep running (with no network until a
+// daemon connects again).
 func (s *Service) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for id, c := range s.clients {
-		c.Close()
+		c.close()
 		delete(s.clients, id)
 	}
 }
@@ -182,7 +209,8 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 // info combines the record with what the backend reports now.
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
-		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, CreatedAt: sb.CreatedAt}
+		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network,
+		CreatedAt: sb.CreatedAt}
 	if sb.State == "creating" {
 		return in
 	}
@@ -292,15 +320,12 @@ func (s *Service) Client(ctx context.Context, name string) (*agentclient.Client,
 }
 
 func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Client, error) {
-	s.mu.Lock()
-	c, ok := s.clients[sb.ID]
-	s.mu.Unlock()
-	if ok {
-		select {
-		case <-c.Done():
-		default:
-			return c, nil
-		}
+	if c := s.live(sb.ID); c != nil {
+		return c, nil
+	}
+	defer s.lock("dial:" + sb.ID)() // one dial at a time per sandbox
+	if c := s.live(sb.ID); c != nil {
+		return c, nil
 	}
 	b, err := s.backendOf(sb)
 	if err != nil {
@@ -315,27 +340,90 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	c, err = agentclient.New(dctx, func(ctx context.Context) (net.Conn, error) {
+	client, err := agentclient.New(dctx, func(ctx context.Context) (net.Conn, error) {
 		return b.Dial(ctx, backend.ID(sb.ID))
 	}, s.opts.Version)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the agent of sandbox %q: %w", sb.Name, err)
 	}
+	att, err := s.attach(dctx, sb, client)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("sandbox %q: %w", sb.Name, err)
+	}
+	c := &conn{client: client, att: att}
 	s.mu.Lock()
-	if old, ok := s.clients[sb.ID]; ok && old != c {
-		old.Close()
+	if s.closed {
+		s.mu.Unlock()
+		c.close()
+		return nil, errors.New("the daemon is stopping")
+	}
+	if old, ok := s.clients[sb.ID]; ok {
+		old.close()
 	}
 	s.clients[sb.ID] = c
 	s.mu.Unlock()
-	return c, nil
+	go s.keep(sb, c)
+	return client, nil
+}
+
+// keep reconnects when a sandbox's agent connection dies while the sandbox runs, so
+// its network tunnels come back without waiting for a command.
+func (s *Service) keep(sb store.Sandbox, c *conn) {
+	<-c.client.Done()
+	c.att.close()
+	for delay := 100 * time.Millisecond; ; delay = min(delay*2, 10*time.Second) {
+		s.mu.Lock()
+		current, ok := s.clients[sb.ID]
+		stop := s.closed || !ok || current != c
+		s.mu.Unlock()
+		if stop {
+			return // closed on purpose, or replaced
+		}
+		b, err := s.backendOf(sb)
+		if err != nil {
+			return
+		}
+		if st, err := b.State(context.Background(), backend.ID(sb.ID)); err != nil || st.State != backend.StateRunning {
+			s.mu.Lock()
+			if s.clients[sb.ID] == c {
+				delete(s.clients, sb.ID)
+			}
+			s.mu.Unlock()
+			return
+		}
+		_, err = s.client(context.Background(), sb)
+		if err == nil {
+			s.log.Info("reconnected to the agent", "sandbox", sb.Name)
+			return
+		}
+		s.log.Warn("reconnect to the agent", "sandbox", sb.Name, "err", err, "retry_in", delay)
+		time.Sleep(delay)
+	}
+}
+
+// live returns the cached client of a sandbox if its connection is up.
+func (s *Service) live(id string) *agentclient.Client {
+	s.mu.Lock()
+	c, ok := s.clients[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	select {
+	case <-c.client.Done():
+		return nil
+	default:
+		return c.client
+	}
 }
 
 func (s *Service) dropClient(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.clients[id]; ok {
-		c.Close()
 		delete(s.clients, id)
+		c.close()
 	}
 }
 
@@ -361,6 +449,12 @@ func (s *Service) Reconcile(ctx context.Context) {
 		if in.State != sb.State && (in.State == "running" || in.State == "stopped") {
 			sb.State = in.State
 			s.opts.Store.UpdateSandbox(ctx, sb)
+		}
+		if in.State == "running" {
+			// Reconnect now: the sandbox's network tunnels ride on the connection.
+			if _, err := s.client(ctx, sb); err != nil {
+				s.log.Error("reconnect to a running sandbox", "sandbox", sb.Name, "err", err)
+			}
 		}
 	}
 }

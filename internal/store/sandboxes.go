@@ -20,17 +20,27 @@ type Sandbox struct {
 	BaseCommit string
 	Rootfs     string
 	Detail     string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Network is "closed" (loopback only, egress through the proxy) or "open".
+	Network    string
+	CredsPort  int
+	EgressPort int
+	// CredsToken is the placeholder API key the sandbox holds; the credential proxy
+	// accepts requests only with it.
+	CredsToken string
+	// Agents lists the agent kinds the sandbox was made for, comma-separated.
+	Agents    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
-const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, created_at, updated_at"
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, created_at, updated_at"
 
 func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 	var sb Sandbox
 	var created, updated int64
 	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
-		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &created, &updated)
+		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &sb.Network, &sb.CredsPort, &sb.EgressPort, &sb.CredsToken, &sb.Agents,
+		&created, &updated)
 	sb.CreatedAt = time.Unix(0, created)
 	sb.UpdatedAt = time.Unix(0, updated)
 	return sb, err
@@ -39,8 +49,12 @@ func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 // CreateSandbox inserts a new sandbox; ErrNameTaken if the name is in use.
 func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	t := now()
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, t, t)
+	if sb.Network == "" {
+		sb.Network = "closed"
+	}
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail,
+		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
 		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
 	}
@@ -99,6 +113,12 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM net_rules WHERE scope = ?", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM net_denials WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM sandboxes WHERE id = ?", id); err != nil {

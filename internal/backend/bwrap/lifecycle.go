@@ -193,10 +193,13 @@ var rootfsSkip = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": 
 	"root": true, "run": true, "workspace": true, "opt": true, "mnt": true, "media": true, "lost+found": true}
 
 func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
-	a := []string{
-		"--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns",
-		"--new-session", "--hostname", spec.Name, "--clearenv",
+	a := []string{"--unshare-all"}
+	if spec.OpenNetwork {
+		// Everything --unshare-all does but the network namespace.
+		a = []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
 	}
+	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns",
+		"--new-session", "--hostname", spec.Name, "--clearenv")
 	for _, kv := range append(baseEnv(spec), spec.Env...) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+// NetRuleRequest is the body of POST /v1/net/rules.
+type NetRuleRequest struct {
+	// Sandbox scopes the rule to one sandbox; empty means every sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
+	Pattern string `json:"pattern"`
+	Action  string `json:"action"`
+}
+
+func (s *Server) netRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/net/rules", s.listNetRules)
+	mux.HandleFunc("POST /v1/net/rules", s.setNetRule)
+	mux.HandleFunc("DELETE /v1/net/rules", s.removeNetRule)
+	mux.HandleFunc("GET /v1/net/denials", s.listDenials)
+	mux.HandleFunc("POST /v1/net/denials/{id}/allow", s.allowDenial)
+}
+
+func (s *Server) listNetRules(w http.ResponseWriter, r *http.Request) {
+	rules, err := s.svc.NetRules(r.Context(), r.URL.Query().Get("sandbox"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rules == nil {
+		rules = []sandbox.NetRule{}
+	}
+	writeJSON(w, http.StatusOK, rules)
+}
+
+func (s *Server) setNetRule(w http.ResponseWriter, r *http.Request) {
+	var req NetRuleRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+		return
+	}
+	rule, err := s.svc.SetNetRule(r.Context(), req.Sandbox, req.Pattern, req.Action)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rule)
+}
+
+func (s *Server) removeNetRule(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := s.svc.RemoveNetRule(r.Context(), q.Get("sandbox"), q.Get("pattern")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listDenials(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	list, err := s.svc.Denials(r.Context(), r.URL.Query().Get("sandbox"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) allowDenial(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad denial id %q", r.PathValue("id")))
+		return
+	}
+	rule, err := s.svc.AllowDenial(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rule)
+}

@@ -1,0 +1,217 @@
+// Package creds is the credential proxy: the daemon holds the real API keys of the model
+// providers, and a sandbox reaches a provider only through this proxy, presenting a
+// placeholder key. The proxy checks the placeholder, strips every credential the sandbox
+// sent, injects the real one for the provider's own API paths only, and streams the
+// answer back unbuffered. The real key never enters a sandbox.
+package creds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Provider is one model provider the proxy serves under /NAME/ (or its Route).
+type Provider struct {
+	// Name is the provider's name: anthropic, openai, gemini, or one the user declared.
+	Name string
+	// Route is the path prefix inside the proxy, e.g. "/anthropic" or "/openai/v1".
+	Route string
+	// Upstream is the provider's base URL; the path after Route is appended to it.
+	Upstream *url.URL
+	// Paths are the path prefixes (after Route) the key is injected for; empty means all.
+	Paths []string
+	// inject sets the real credential on an outgoing request.
+	inject func(h http.Header, q url.Values, key string)
+	// Key returns the real key.
+	key *keySource
+	// SandboxEnv maps environment variables for the sandbox to values, where {base} is
+	// the proxy URL of this provider and {token} the sandbox's placeholder key.
+	SandboxEnv map[string]string
+}
+
+// Settings are one provider's entry of the config file ([providers.NAME]).
+type Settings struct {
+	// BaseURL is the upstream base URL.
+	BaseURL string `toml:"base_url"`
+	// Key is the key itself (prefer KeyCommand or KeyEnv: config files get shared).
+	Key string `toml:"key"`
+	// KeyCommand is run with sh -c; its output, trimmed, is the key (a password manager).
+	KeyCommand string `toml:"key_command"`
+	// KeyEnv names the daemon's environment variable holding the key.
+	KeyEnv string `toml:"key_env"`
+}
+
+// builtin describes the providers paddock knows.
+var builtin = map[string]struct {
+	route, base, baseEnv, keyEnv string
+	paths                        []string
+	inject                       func(h http.Header, q url.Values, key string)
+	env                          map[string]string
+}{
+	"anthropic": {
+		route: "/anthropic", base: "https://api.anthropic.com", baseEnv: "ANTHROPIC_BASE_URL", keyEnv: "ANTHROPIC_API_KEY",
+		paths:  []string{"/v1/"},
+		inject: func(h http.Header, _ url.Values, key string) { h.Set("X-Api-Key", key) },
+		env:    map[string]string{"ANTHROPIC_BASE_URL": "{base}", "ANTHROPIC_API_KEY": "{token}"},
+	},
+	"openai": {
+		route: "/openai/v1", base: "https://api.openai.com/v1", baseEnv: "OPENAI_BASE_URL", keyEnv: "OPENAI_API_KEY",
+		inject: bearer,
+		env:    map[string]string{"OPENAI_BASE_URL": "{base}", "OPENAI_API_KEY": "{token}"},
+	},
+	"gemini": {
+		route: "/gemini", base: "https://generativelanguage.googleapis.com", baseEnv: "GOOGLE_GEMINI_BASE_URL", keyEnv: "GEMINI_API_KEY",
+		paths:  []string{"/v1beta/", "/v1/", "/upload/"},
+		inject: func(h http.Header, _ url.Values, key string) { h.Set("X-Goog-Api-Key", key) },
+		env:    map[string]string{"GOOGLE_GEMINI_BASE_URL": "{base}", "GEMINI_API_KEY": "{token}", "GOOGLE_API_KEY": "{token}"},
+	},
+}
+
+func bearer(h http.Header, _ url.Values, key string) { h.Set("Authorization", "Bearer "+key) }
+
+// Providers builds the provider set from the config's [providers.NAME] tables and the
+// daemon's environment. The built-in providers are always present (a request to one
+// without a key gets a clear error); any other name is an OpenAI-compatible endpoint and
+// needs a base_url.
+func Providers(settings map[string]Settings, getenv func(string) string) (map[string]*Provider, error) {
+	out := map[string]*Provider{}
+	for name, b := range builtin {
+		s := settings[name]
+		base := s.BaseURL
+		if base == "" {
+			base = getenv(b.baseEnv)
+		}
+		if base == "" {
+			base = b.base
+		}
+		keyEnv := s.KeyEnv
+		if keyEnv == "" {
+			keyEnv = b.keyEnv
+		}
+		p, err := newProvider(name, b.route, base, b.paths, b.inject, b.env, s, keyEnv, getenv)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = p
+	}
+	for name, s := range settings {
+		if _, ok := builtin[name]; ok {
+			continue
+		}
+		if !validName(name) {
+			return nil, fmt.Errorf("providers.%s: a provider name is lowercase letters, digits and '-'", name)
+		}
+		if s.BaseURL == "" {
+			return nil, fmt.Errorf("providers.%s: base_url is required for an OpenAI-compatible provider", name)
+		}
+		upper := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		keyEnv := s.KeyEnv
+		if keyEnv == "" {
+			keyEnv = upper + "_API_KEY"
+		}
+		env := map[string]string{"PADDOCK_" + upper + "_BASE_URL": "{base}", "PADDOCK_" + upper + "_API_KEY": "{token}"}
+		p, err := newProvider(name, "/"+name, s.BaseURL, nil, bearer, env, s, keyEnv, getenv)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func newProvider(name, route, base string, paths []string, inject func(http.Header, url.Values, string),
+	env map[string]string, s Settings, keyEnv string, getenv func(string) string) (*Provider, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("providers.%s: base URL %q must be http(s)://host[/path]", name, base)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &Provider{Name: name, Route: route, Upstream: u, Paths: paths, inject: inject, SandboxEnv: env,
+		key: &keySource{literal: s.Key, command: s.KeyCommand, env: keyEnv, getenv: getenv}}, nil
+}
+
+// ErrNoKey is returned when a provider has no credential configured.
+var ErrNoKey = errors.New("no credential")
+
+// keySource finds a provider's key: the literal key, else the command, else the
+// environment variable. A command's answer is kept for keyTTL.
+type keySource struct {
+	literal, command, env string
+	getenv                func(string) string
+
+	mu      sync.Mutex
+	cached  string
+	fetched time.Time
+}
+
+const keyTTL = 10 * time.Minute
+
+func (k *keySource) get(ctx context.Context, provider string) (string, error) {
+	if k.literal != "" {
+		return k.literal, nil
+	}
+	if k.command != "" {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.cached != "" && time.Since(k.fetched) < keyTTL {
+			return k.cached, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", k.command)
+		cmd.Env = os.Environ()
+		out, err := cmd.Output()
+		key := strings.TrimSpace(string(out))
+		if err != nil || key == "" {
+			return "", fmt.Errorf("provider %s: key_command failed (%v): %w", provider, err, ErrNoKey)
+		}
+		k.cached, k.fetched = key, time.Now()
+		return key, nil
+	}
+	if v := k.getenv(k.env); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("provider %s: set %s in the daemon's environment or key_command in [providers.%s]: %w",
+		provider, k.env, provider, ErrNoKey)
+}
+
+// MCPRoute is the proxy path prefix of a declared MCP server.
+func MCPRoute(name string) string { return "/mcp/" + name }
+
+// MCPProvider routes a declared http MCP server through the proxy, so that the headers
+// it needs (tokens) are added by the daemon and never enter the sandbox. In a header
+// value, ${NAME} is the daemon's environment variable NAME, read at each request.
+func MCPProvider(name, rawURL string, headers map[string]string, getenv func(string) string) (*Provider, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcp.%s: url %q must be http(s)://host[/path]", name, rawURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	inject := func(h http.Header, _ url.Values, _ string) {
+		for k, v := range headers {
+			h.Set(k, os.Expand(v, getenv))
+		}
+	}
+	return &Provider{Name: "mcp-" + name, Route: MCPRoute(name), Upstream: u, inject: inject,
+		key: &keySource{literal: "-"}}, nil
+}

@@ -1,0 +1,233 @@
+package creds
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Proxy serves every provider to every sandbox; Handler binds it to one sandbox.
+type Proxy struct {
+	providers map[string]*Provider
+	routes    []*Provider // longest route first
+	transport http.RoundTripper
+	log       *slog.Logger
+}
+
+// New builds a proxy over the given providers. transport nil means a clone of
+// http.DefaultTransport (which honours the daemon's own HTTPS_PROXY).
+func New(providers map[string]*Provider, transport http.RoundTripper, log *slog.Logger) *Proxy {
+	if transport == nil {
+		transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{providers: providers, transport: transport, log: log}
+	for _, pr := range providers {
+		p.routes = append(p.routes, pr)
+	}
+	sort.Slice(p.routes, func(i, j int) bool { return len(p.routes[i].Route) > len(p.routes[j].Route) })
+	return p
+}
+
+// SandboxEnv returns the environment that points a sandbox's agent CLIs at the proxy
+// listening on base (e.g. "http://127.0.0.1:4180"), holding token as their key.
+func (p *Proxy) SandboxEnv(base, token string) []string {
+	var env []string
+	for _, pr := range p.providers {
+		for k, v := range pr.SandboxEnv {
+			v = strings.ReplaceAll(v, "{base}", base+pr.Route)
+			env = append(env, k+"="+strings.ReplaceAll(v, "{token}", token))
+		}
+	}
+	sort.Strings(env)
+	return env
+}
+
+// credentialHeaders are stripped from every request: the sandbox's placeholder must
+// never reach a provider, nor a credential it made up reach another one.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
+
+// Handler serves one sandbox, which must present token as its key (in any of the
+// provider's usual places). Requests are logged with method, path, status, bytes and
+// duration: never a header, never a key.
+func (p *Proxy) Handler(sandbox, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		pr, rest := p.route(r.URL.Path)
+		cw := &countingWriter{ResponseWriter: w}
+		cr := &countingReader{r: r.Body}
+		r.Body = cr
+		status := p.serve(cw, r, sandbox, token, pr, rest)
+		if status == 0 {
+			status = cw.status
+		}
+		name := "-"
+		if pr != nil {
+			name = pr.Name
+		}
+		p.log.Info("credential proxy", "sandbox", sandbox, "provider", name, "method", r.Method, "path", r.URL.Path,
+			"status", status, "bytes_in", cr.n.Load(), "bytes_out", cw.n, "duration", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+// serve handles one request; it returns the status it wrote itself, or 0 when the
+// reverse proxy answered.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token string, pr *Provider, rest string) int {
+	if pr == nil {
+		return fail(w, http.StatusNotFound, "paddock: no provider at %s; the credential proxy serves %s", r.URL.Path, p.routeList())
+	}
+	if !presented(r, token) {
+		return fail(w, http.StatusUnauthorized, "paddock: this request does not carry the sandbox's placeholder key; use the key paddock set in the sandbox's environment")
+	}
+	if !allowedPath(pr, rest) {
+		return fail(w, http.StatusForbidden, "paddock: %s is not an API path of %s; the credential proxy forwards only %v", rest, pr.Name, pr.Paths)
+	}
+	key, err := pr.key.get(r.Context(), pr.Name)
+	if err != nil {
+		return fail(w, http.StatusBadGateway, "paddock: %v", err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr2 *httputil.ProxyRequest) {
+			out := pr2.Out
+			out.URL.Scheme, out.URL.Host = pr.Upstream.Scheme, pr.Upstream.Host
+			out.URL.Path = pr.Upstream.Path + rest
+			out.URL.RawPath = ""
+			out.Host = pr.Upstream.Host
+			q := out.URL.Query()
+			q.Del("key")
+			for _, h := range credentialHeaders {
+				out.Header.Del(h)
+			}
+			pr.inject(out.Header, q, key)
+			out.URL.RawQuery = q.Encode()
+			out.Header.Del("X-Forwarded-For")
+		},
+		Transport:     p.transport,
+		FlushInterval: -1, // Server-Sent Events pass through as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			p.log.Warn("credential proxy upstream", "sandbox", sandbox, "provider", pr.Name, "err", err)
+			fail(w, http.StatusBadGateway, "paddock: %s upstream %s: %v", pr.Name, pr.Upstream.Host, scrub(err, key))
+		},
+	}
+	rp.ServeHTTP(w, r)
+	return 0
+}
+
+func (p *Proxy) route(path string) (*Provider, string) {
+	for _, pr := range p.routes {
+		if path == pr.Route || strings.HasPrefix(path, pr.Route+"/") {
+			rest := strings.TrimPrefix(path, pr.Route)
+			if rest == "" {
+				rest = "/"
+			}
+			return pr, rest
+		}
+	}
+	return nil, ""
+}
+
+func (p *Proxy) routeList() string {
+	var rs []string
+	for _, pr := range p.routes {
+		rs = append(rs, pr.Route+"/")
+	}
+	sort.Strings(rs)
+	return strings.Join(rs, ", ")
+}
+
+func allowedPath(pr *Provider, rest string) bool {
+	if strings.Contains(rest, "..") {
+		return false
+	}
+	if len(pr.Paths) == 0 {
+		return true
+	}
+	for _, prefix := range pr.Paths {
+		if strings.HasPrefix(rest, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// presented reports whether the request carries the sandbox's placeholder key, in a
+// header or (Gemini's way) the key query parameter.
+func presented(r *http.Request, token string) bool {
+	candidates := []string{r.Header.Get("X-Api-Key"), r.Header.Get("X-Goog-Api-Key"), r.Header.Get("Api-Key"),
+		strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.URL.Query().Get("key")}
+	for _, c := range candidates {
+		if c != "" && subtle.ConstantTimeCompare([]byte(c), []byte(token)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func fail(w http.ResponseWriter, status int, format string, args ...any) int {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, format+"\n", args...)
+	return status
+}
+
+// scrub removes the key from an error message, should a transport ever quote it.
+func scrub(err error, key string) string {
+	msg := err.Error()
+	if key != "" {
+		msg = strings.ReplaceAll(msg, key, "[key]")
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && key != "" {
+		msg = strings.ReplaceAll(msg, url.QueryEscape(key), "[key]")
+	}
+	return msg
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer's Flush.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type countingReader struct {
+	r io.ReadCloser
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }

@@ -1,0 +1,143 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// onHostLoopback reports the port of an http MCP server that listens on the host's
+// loopback and needs no headers: the sandbox reaches it on the same port through a
+// reverse tunnel, so its URL needs no rewriting.
+func onHostLoopback(m config.MCPServer) (int, bool) {
+	if m.Transport != "http" || len(m.Headers) > 0 {
+		return 0, false
+	}
+	u, err := url.Parse(m.URL)
+	if err != nil || u.Scheme != "http" {
+		return 0, false
+	}
+	switch u.Hostname() {
+	case "127.0.0.1", "localhost", "::1":
+	default:
+		return 0, false
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		port = 80
+	}
+	return port, true
+}
+
+func (s *Service) mcpHostPorts() []int {
+	var ports []int
+	for _, m := range s.opts.MCP {
+		if port, ok := onHostLoopback(m); ok {
+			ports = append(ports, port)
+		}
+	}
+	sort.Ints(ports)
+	return ports
+}
+
+// mcpServers is the "mcpServers" object of Claude Code's configuration for a sandbox.
+func (s *Service) mcpServers(sb store.Sandbox) map[string]any {
+	servers := map[string]any{}
+	for name, m := range s.opts.MCP {
+		switch {
+		case m.Transport == "stdio":
+			env := m.Env
+			if env == nil {
+				env = map[string]string{}
+			}
+			args := m.Args
+			if args == nil {
+				args = []string{}
+			}
+			servers[name] = map[string]any{"type": "stdio", "command": m.Command, "args": args, "env": env}
+		case len(m.Headers) > 0:
+			// The daemon adds the headers: the sandbox talks to its credential proxy.
+			u, _ := url.Parse(m.URL)
+			servers[name] = map[string]any{"type": "http",
+				"url":     fmt.Sprintf("http://127.0.0.1:%d%s%s", sb.CredsPort, creds.MCPRoute(name), u.EscapedPath()),
+				"headers": map[string]string{"Authorization": "Bearer " + sb.CredsToken}}
+		default:
+			servers[name] = map[string]any{"type": "http", "url": m.URL}
+		}
+	}
+	return servers
+}
+
+// writeMCP writes the declared MCP servers where the agents look for them: .mcp.json in
+// the workspace (kept out of git through .git/info/exclude) and the user-scope
+// ~/.claude.json. It returns warnings for stdio servers whose command the sandbox lacks.
+func (s *Service) writeMCP(ctx context.Context, c *agentclient.Client, sb store.Sandbox) ([]string, error) {
+	if len(s.opts.MCP) == 0 {
+		return nil, nil
+	}
+	servers := s.mcpServers(sb)
+	project, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if _, err := c.WriteFile(ctx, "/workspace", ".mcp.json", 0o644, false, bytes.NewReader(project)); err != nil {
+		return nil, fmt.Errorf("write .mcp.json: %w", err)
+	}
+	if err := appendLine(ctx, c, "/workspace", ".git/info/exclude", ".mcp.json"); err != nil {
+		return nil, err
+	}
+	user := map[string]any{}
+	var buf bytes.Buffer
+	if _, err := c.ReadFile(ctx, "/home/agent", ".claude.json", &buf); err == nil {
+		json.Unmarshal(buf.Bytes(), &user)
+	}
+	user["mcpServers"] = servers
+	data, _ := json.MarshalIndent(user, "", "  ")
+	if _, err := c.WriteFile(ctx, "/home/agent", ".claude.json", 0o600, false, bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("write ~/.claude.json: %w", err)
+	}
+	var warnings []string
+	names := make([]string, 0, len(s.opts.MCP))
+	for name := range s.opts.MCP {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := s.opts.MCP[name]
+		if m.Transport != "stdio" {
+			continue
+		}
+		code, _ := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", m.Command}})
+		if code != 0 {
+			warnings = append(warnings, fmt.Sprintf("MCP server %s: command %q is not installed in the sandbox; it will fail until it is (install it in the image, or use a rootfs that has it)", name, m.Command))
+		}
+	}
+	return warnings, nil
+}
+
+// appendLine adds a line to a file beneath root unless it is there already.
+func appendLine(ctx context.Context, c *agentclient.Client, root, path, line string) error {
+	var buf bytes.Buffer
+	if _, err := c.ReadFile(ctx, root, path, &buf); err != nil && !isNotExist(err) {
+		return err
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if l == line {
+			return nil
+		}
+	}
+	if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+		buf.WriteByte('\n')
+	}
+	buf.WriteString(line + "\n")
+	_, err := c.WriteFile(ctx, root, path, 0o644, true, io.Reader(&buf))
+	return err
+}
