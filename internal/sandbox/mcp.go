@@ -67,10 +67,10 @@ func (s *Service) mcpServers(sb store.Sandbox) map[string]any {
 			}
 			servers[name] = map[string]any{"type": "stdio", "command": m.Command, "args": args, "env": env}
 		case len(m.Headers) > 0:
-			// The daemon adds the headers: the sandbox talks to its credential proxy.
-			u, _ := url.Parse(m.URL)
+			// The daemon adds the headers: the sandbox talks to its credential proxy, whose
+			// route for this server leads to the server's URL.
 			servers[name] = map[string]any{"type": "http",
-				"url":     fmt.Sprintf("http://127.0.0.1:%d%s%s", sb.CredsPort, creds.MCPRoute(name), u.EscapedPath()),
+				"url":     fmt.Sprintf("http://127.0.0.1:%d%s", sb.CredsPort, creds.MCPRoute(name)),
 				"headers": map[string]string{"Authorization": "Bearer " + sb.CredsToken}}
 		default:
 			servers[name] = map[string]any{"type": "http", "url": m.URL}

@@ -127,11 +127,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token str
 func (p *Proxy) route(path string) (*Provider, string) {
 	for _, pr := range p.routes {
 		if path == pr.Route || strings.HasPrefix(path, pr.Route+"/") {
-			rest := strings.TrimPrefix(path, pr.Route)
-			if rest == "" {
-				rest = "/"
-			}
-			return pr, rest
+			// The route itself maps to the upstream URL itself: /mcp/x to https://h/mcp.
+			return pr, strings.TrimPrefix(path, pr.Route)
 		}
 	}
 	return nil, ""

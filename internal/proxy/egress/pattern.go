@@ -183,8 +183,10 @@ func checkHostname(h string) error {
 	if len(h) > 253 {
 		return fmt.Errorf("host name %.20q... is longer than 253 characters", h)
 	}
-	labels := strings.Split(h, ".")
-	for _, l := range labels {
+	var last string
+	for rest := h; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, ".")
 		if l == "" || len(l) > 63 {
 			return fmt.Errorf("host name %q has an empty or over-long label", h)
 		}
@@ -197,8 +199,12 @@ func checkHostname(h string) error {
 				return fmt.Errorf("host name %q contains %q", h, rune(c))
 			}
 		}
+		last = l
 	}
-	if last := labels[len(labels)-1]; '0' <= last[0] && last[0] <= '9' {
+	if strings.HasSuffix(h, ".") {
+		return fmt.Errorf("host name %q has an empty or over-long label", h)
+	}
+	if '0' <= last[0] && last[0] <= '9' {
 		return fmt.Errorf("host %q looks numeric but is not a valid IP address", h)
 	}
 	return nil
