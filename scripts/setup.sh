@@ -2,7 +2,7 @@
 # Installs what paddock's tests need on a fresh Debian machine, then builds paddock.
 set -euo pipefail
 
-need=(bubblewrap git tmux ca-certificates procps python3 busybox-static)
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

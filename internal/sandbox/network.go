@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
@@ -133,7 +135,7 @@ func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *agentclient.C
 }
 
 // connListener is a net.Listener fed by tunnels: each tunnelled connection becomes one
-// end of an in-memory pipe whose other end an http.Server accepts.
+// end of a socket pair whose other end an http.Server accepts.
 type connListener struct {
 	conns chan net.Conn
 	done  chan struct{}
@@ -161,15 +163,45 @@ func (l *connListener) Close() error {
 func (l *connListener) Addr() net.Addr { return pipeAddr{} }
 
 func (l *connListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
+	client, server, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case l.conns <- server:
 		return client, nil
 	case <-l.done:
+		client.Close()
+		server.Close()
 		return nil, net.ErrClosed
 	case <-ctx.Done():
+		client.Close()
+		server.Close()
 		return nil, ctx.Err()
 	}
+}
+
+// socketPair returns the two ends of a connected unix socket pair: unlike net.Pipe, it
+// buffers in the kernel and supports half-close, as a TCP connection does.
+func socketPair() (net.Conn, net.Conn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "tunnel")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			if i == 1 {
+				conns[0].Close()
+			}
+			return nil, nil, err
+		}
+		conns[i] = c
+	}
+	return conns[0], conns[1], nil
 }
 
 type pipeAddr struct{}

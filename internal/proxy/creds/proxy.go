@@ -120,6 +120,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token str
 			fail(w, http.StatusBadGateway, "paddock: %s upstream %s: %v", pr.Name, pr.Upstream.Host, scrub(err, key))
 		},
 	}
+	// The upstream may answer before the transport has read the end of the request body;
+	// by default net/http then closes that body, the transport's write fails, and it drops
+	// the upstream connection mid-answer. Full duplex keeps the body readable.
+	http.NewResponseController(w).EnableFullDuplex()
 	rp.ServeHTTP(w, r)
 	return 0
 }

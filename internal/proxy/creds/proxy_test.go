@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -216,5 +218,40 @@ func TestSandboxEnv(t *testing.T) {
 		if !strings.Contains(env, want) {
 			t.Errorf("sandbox env lacks %s:\n%s", want, env)
 		}
+	}
+}
+
+// TestKeepAliveStreamsAreNotCutShort: many streamed answers on one keep-alive connection
+// (curl reuses it across URLs) all arrive whole. net/http can cancel a server request's
+// context on a keep-alive connection mid-answer; the proxy must not pass that on.
+func TestKeepAliveStreamsAreNotCutShort(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	var cancelled atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: start\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(10 * time.Millisecond)
+		if r.Context().Err() != nil {
+			cancelled.Add(1)
+		}
+		fmt.Fprint(w, "event: stop\n\n")
+	}))
+	defer up.Close()
+	p := proxyFor(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}, nil)
+	args := []string{"-sS", "-H", "x-api-key: " + token}
+	const n = 150
+	for range n {
+		args = append(args, "-d", "{}", p.URL+"/anthropic/v1/messages")
+	}
+	out, err := exec.Command("curl", args...).CombinedOutput()
+	if got := strings.Count(string(out), "event: stop"); err != nil || got != n {
+		t.Fatalf("%d of %d answers arrived whole (%v)", got, n, err)
+	}
+	if c := cancelled.Load(); c != 0 {
+		t.Fatalf("%d upstream requests were cancelled mid-answer", c)
 	}
 }

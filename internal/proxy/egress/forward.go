@@ -59,6 +59,10 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if !ok {
 		return
 	}
+	// The upstream may answer before the transport has read the end of the request body;
+	// by default net/http then closes that body, the transport's write fails, and it drops
+	// the upstream connection mid-answer. Full duplex keeps the body readable.
+	http.NewResponseController(w).EnableFullDuplex()
 	ctx := context.WithValue(r.Context(), targetKey{}, &target{host: host, addrs: addrs, port: x.port})
 	out := r.Clone(ctx)
 	out.RequestURI = ""

@@ -32,7 +32,8 @@ type Rule struct {
 	Pattern string
 	// Action says whether matching destinations are allowed or denied.
 	Action Action
-	// Scope is ScopeDefault, ScopeGlobal or a sandbox name; Decision.Scope reports it.
+	// Scope is ScopeDefault, ScopeGlobal or a sandbox name; Decision.Scope reports it. When empty,
+	// the scope the rule was found in is reported: ScopeGlobal, or "sandbox" for Policy.Sandbox.
 	Scope string
 }
 
