@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Client talks to a daemon over its unix socket.
@@ -344,5 +347,65 @@ func (c *Client) Denials(ctx context.Context, sandboxName string, limit int) ([]
 func (c *Client) AllowDenial(ctx context.Context, id int64) (sandbox.NetRule, error) {
 	var out sandbox.NetRule
 	err := c.do(ctx, http.MethodPost, "/v1/net/denials/"+strconv.FormatInt(id, 10)+"/allow", nil, &out)
+	return out, err
+}
+
+func sessionPath(sandboxName, name string, rest ...string) string {
+	return sandboxPath(sandboxName, "/sessions/"+url.PathEscape(name)) + strings.Join(rest, "")
+}
+
+func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
+	body, _ := json.Marshal(in)
+	return c.do(ctx, http.MethodPost, path, strings.NewReader(string(body)), out)
+}
+
+// Sessions lists a sandbox's sessions with their live status.
+func (c *Client) Sessions(ctx context.Context, sandboxName string) ([]session.Info, error) {
+	var out []session.Info
+	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxName, "/sessions"), nil, &out)
+	return out, err
+}
+
+// CreateSession starts a session, waiting up to wait for its agent's prompt.
+func (c *Client) CreateSession(ctx context.Context, sandboxName string, req session.CreateRequest, wait time.Duration) (session.Info, error) {
+	var out session.Info
+	path := sandboxPath(sandboxName, "/sessions") + "?wait=" + strconv.Itoa(int(wait.Seconds()))
+	err := c.postJSON(ctx, path, req, &out)
+	return out, err
+}
+
+// RestartSession brings back a session whose process exited.
+func (c *Client) RestartSession(ctx context.Context, sandboxName, name string) (session.Info, error) {
+	var out session.Info
+	err := c.postJSON(ctx, sessionPath(sandboxName, name, "/restart"), struct{}{}, &out)
+	return out, err
+}
+
+// RenameSession renames a session.
+func (c *Client) RenameSession(ctx context.Context, sandboxName, from, to string) error {
+	return c.postJSON(ctx, sessionPath(sandboxName, from, "/rename"), RenameRequest{To: to}, nil)
+}
+
+// SendToSession types text into a session's prompt.
+func (c *Client) SendToSession(ctx context.Context, sandboxName, name, text string) error {
+	return c.postJSON(ctx, sessionPath(sandboxName, name, "/send"), SessionText{Text: text}, nil)
+}
+
+// Ask sends one message non-interactively and returns the agent's final answer.
+func (c *Client) Ask(ctx context.Context, sandboxName, name, text string) (string, error) {
+	var out SessionText
+	err := c.postJSON(ctx, sessionPath(sandboxName, name, "/ask"), SessionText{Text: text}, &out)
+	return out.Text, err
+}
+
+// RemoveSession ends and forgets a session.
+func (c *Client) RemoveSession(ctx context.Context, sandboxName, name string) error {
+	return c.do(ctx, http.MethodDelete, sessionPath(sandboxName, name), nil, nil)
+}
+
+// Transcript returns a session's parsed conversation.
+func (c *Client) Transcript(ctx context.Context, sandboxName, name string) ([]transcript.Entry, error) {
+	var out []transcript.Entry
+	err := c.do(ctx, http.MethodGet, sessionPath(sandboxName, name, "/transcript"), nil, &out)
 	return out, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
 )
 
 // Version is the daemon's identity, from GET /v1/version.
@@ -36,16 +37,17 @@ type ErrorBody struct {
 
 // Server serves the API.
 type Server struct {
-	svc     *sandbox.Service
-	log     *slog.Logger
-	version Version
+	svc      *sandbox.Service
+	sessions *session.Service
+	log      *slog.Logger
+	version  Version
 	// shutdown is called by POST /v1/daemon/stop.
 	shutdown func()
 }
 
 // NewServer builds the API handler.
-func NewServer(svc *sandbox.Service, version Version, log *slog.Logger, shutdown func()) *Server {
-	return &Server{svc: svc, log: log, version: version, shutdown: shutdown}
+func NewServer(svc *sandbox.Service, sessions *session.Service, version Version, log *slog.Logger, shutdown func()) *Server {
+	return &Server{svc: svc, sessions: sessions, log: log, version: version, shutdown: shutdown}
 }
 
 // Handler returns the HTTP handler with every route.
@@ -67,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sandboxes/{name}/tar", s.tarOut)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/tar", s.tarIn)
 	s.netRoutes(mux)
+	s.sessionRoutes(mux)
 	return s.logged(mux)
 }
 

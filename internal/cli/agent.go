@@ -78,6 +78,6 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		},
 	}
 	connect.Flags().StringVar(&socket, "socket", "/run/paddock/agent.sock", "the resident agent's socket")
-	cmd.AddCommand(serve, connect)
+	cmd.AddCommand(serve, connect, newCmdAgentNotify(f))
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
 )
 
 type lsOptions struct {
@@ -44,11 +45,29 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		if list == nil {
-			list = []sandbox.Info{}
+	// Running sandboxes show their sessions.
+	sessions := map[string][]session.Info{}
+	for _, sb := range list {
+		if sb.State == "running" {
+			if s, err := c.Sessions(ctx, sb.Name); err == nil {
+				sessions[sb.Name] = s
+			}
 		}
-		return writeJSON(f, list)
+	}
+	if opts.json {
+		type entry struct {
+			sandbox.Info
+			Sessions []session.Info `json:"sessions"`
+		}
+		out := []entry{}
+		for _, sb := range list {
+			s := sessions[sb.Name]
+			if s == nil {
+				s = []session.Info{}
+			}
+			out = append(out, entry{sb, s})
+		}
+		return writeJSON(f, out)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no sandboxes yet: create one with `paddock up PATH`")
@@ -58,6 +77,9 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tNETWORK\tAGE")
 	for _, sb := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, sb.Backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
+		for _, s := range sessions[sb.Name] {
+			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\n", sb.Name, s.Name, s.Agent, s.Status)
+		}
 	}
 	return tw.Flush()
 }

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
 )
 
 type upOptions struct {
@@ -51,7 +53,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
-	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...); their service hosts are allowed")
+	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
 	return cmd
 }
 
@@ -152,7 +154,18 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, info.Backend, short(src.commit))
-	fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
+	if len(opts.agents) > 0 {
+		// The first agent gets a first session, ready at its prompt.
+		agent := opts.agents[0]
+		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", agent, info.Name, agent)
+		s, err := c.CreateSession(ctx, info.Name, session.CreateRequest{Name: agent, Agent: agent}, 60*time.Second)
+		if err != nil {
+			return fmt.Errorf("the sandbox is up, but its first session is not: %w", err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\nnext: paddock chat %s/%s\n", info.Name, s.Name, s.Status, info.Name, s.Name)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
+	}
 	fmt.Fprintln(f.IO.Out, info.Name)
 	return nil
 }

@@ -22,8 +22,10 @@ import (
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
 
+	_ "github.com/paddockhq/paddock/internal/agents/all"    // registers every agent adapter
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap" // registers the bwrap backend
 )
 
@@ -108,7 +110,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var once sync.Once
 	srv := &http.Server{
-		Handler: api.NewServer(svc, api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
+		Handler: api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
 			PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) }).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

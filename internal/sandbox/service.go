@@ -309,6 +309,14 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	return s.opts.Store.DeleteSandbox(ctx, sb.ID)
 }
 
+// Record returns a sandbox's stored record, or a not-found error that says what to run.
+func (s *Service) Record(ctx context.Context, name string) (store.Sandbox, error) {
+	return s.record(ctx, name)
+}
+
+// Store is the daemon's database, for the services built on this one.
+func (s *Service) Store() *store.Store { return s.opts.Store }
+
 // Client returns a connection to the sandbox's guest agent, dialling a new one when
 // there is none or the last one died.
 func (s *Service) Client(ctx context.Context, name string) (*agentclient.Client, error) {

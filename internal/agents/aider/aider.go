@@ -1,0 +1,67 @@
+// Package aider adapts Aider (PyPI aider-chat), which must be installed on the host
+// (bwrap) or in the image.
+package aider
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/agents"
+)
+
+func init() { agents.Register(Adapter{}) }
+
+// Adapter is Aider: it answers every question itself (--yes-always) and keeps its chat
+// history in the workspace, from which it resumes.
+type Adapter struct{}
+
+var _ agents.Adapter = Adapter{}
+
+// Name implements agents.Adapter.
+func (Adapter) Name() string { return "aider" }
+
+// Binary implements agents.Adapter.
+func (Adapter) Binary() string { return "aider" }
+
+// Install implements agents.Adapter.
+func (Adapter) Install() string { return "pipx install aider-chat (or pip install aider-chat)" }
+
+// StatusSource implements agents.Adapter.
+func (Adapter) StatusSource() string {
+	return "no hook: the session shows running until its process exits"
+}
+
+// Files implements agents.Adapter.
+func (Adapter) Files(agents.Session) []agents.File {
+	return []agents.File{{Path: "/home/agent/.paddock/CONVENTIONS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
+}
+
+func common() []string {
+	return []string{"aider", "--yes-always", "--no-check-update", "--no-show-release-notes", "--read", "/home/agent/.paddock/CONVENTIONS.md"}
+}
+
+// Launch implements agents.Adapter.
+func (Adapter) Launch(agents.Session) []string { return common() }
+
+// Resume implements agents.Adapter.
+func (Adapter) Resume(agents.Session) []string { return append(common(), "--restore-chat-history") }
+
+// Env implements agents.Adapter.
+func (Adapter) Env(agents.Session) []string { return nil }
+
+// Ask implements agents.Adapter.
+func (Adapter) Ask(_ agents.Session, prompt string) []string {
+	return append(common(), "--restore-chat-history", "--message", prompt)
+}
+
+// Answer returns aider's printed output.
+func (Adapter) Answer(output []byte) (string, string, error) {
+	text := strings.TrimSpace(string(output))
+	if text == "" {
+		return "", "", errors.New("aider printed nothing")
+	}
+	return text, "", nil
+}
+
+// Transcript implements agents.Adapter.
+func (Adapter) Transcript(agents.Session) string { return "/workspace/.aider.chat.history.md" }

@@ -1,0 +1,114 @@
+// Package codex adapts the Codex CLI (npm @openai/codex).
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/agents"
+)
+
+func init() { agents.Register(Adapter{}) }
+
+// Adapter is the Codex CLI. Codex ignores OPENAI_BASE_URL, so its provider is declared in
+// $CODEX_HOME/config.toml, pointing at the credential proxy; its own sandbox is bypassed
+// (paddock's is the sandbox).
+type Adapter struct{}
+
+var _ agents.Adapter = Adapter{}
+
+// Name implements agents.Adapter.
+func (Adapter) Name() string { return "codex" }
+
+// Binary implements agents.Adapter.
+func (Adapter) Binary() string { return "codex" }
+
+// Install implements agents.Adapter.
+func (Adapter) Install() string { return "npm install -g @openai/codex" }
+
+// StatusSource implements agents.Adapter.
+func (Adapter) StatusSource() string {
+	return "Codex's notify program at the end of each turn reports idle; working is assumed from the moment a prompt is sent"
+}
+
+// Files declare the provider, trust /workspace, skip the first-run screens, install the
+// notify program and add paddock's context as global instructions.
+func (Adapter) Files(s agents.Session) []agents.File {
+	config := `model_provider = "paddock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+notify = ["/opt/paddock/bin/paddock", "agent", "notify", "--status", "idle"]
+
+[model_providers.paddock]
+name = "paddock"
+base_url = "` + s.CredsBase + `/openai/v1"
+wire_api = "responses"
+env_key = "OPENAI_API_KEY"
+
+[projects."` + s.Dir + `"]
+trust_level = "trusted"
+
+[tui]
+screen_reader_detection_done = true
+`
+	return []agents.File{
+		{Path: "/home/agent/.codex/config.toml", Content: []byte(config), Mode: 0o600},
+		{Path: "/home/agent/.codex/AGENTS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
+	}
+}
+
+// Launch implements agents.Adapter.
+func (Adapter) Launch(s agents.Session) []string {
+	return []string{"codex", "--dangerously-bypass-approvals-and-sandbox", "--no-daemon"}
+}
+
+// Resume continues the latest conversation in the working directory.
+func (Adapter) Resume(s agents.Session) []string {
+	return []string{"codex", "resume", "--last", "--dangerously-bypass-approvals-and-sandbox", "--no-daemon"}
+}
+
+// Env implements agents.Adapter.
+func (Adapter) Env(s agents.Session) []string { return []string{"CODEX_HOME=/home/agent/.codex"} }
+
+// Ask resumes the latest conversation headless.
+func (Adapter) Ask(s agents.Session, prompt string) []string {
+	return []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--json",
+		"resume", "--last", prompt}
+}
+
+// Answer takes the last agent message of the JSONL events.
+func (Adapter) Answer(output []byte) (string, string, error) {
+	var answer, thread string
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+			Item     struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if ev.ThreadID != "" {
+			thread = ev.ThreadID
+		}
+		if ev.Item.Type == "agent_message" && ev.Item.Text != "" {
+			answer = ev.Item.Text
+		}
+	}
+	if answer == "" {
+		return "", thread, errors.New("codex printed no answer: " + strings.TrimSpace(string(output[max(0, len(output)-400):])))
+	}
+	return answer, thread, nil
+}
+
+// Transcript: Codex keeps rollouts by date under $CODEX_HOME/sessions; paddock finds the
+// newest one.
+func (Adapter) Transcript(s agents.Session) string { return "/home/agent/.codex/sessions" }

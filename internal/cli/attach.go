@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/session"
+)
+
+func newCmdAttach(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach [SANDBOX]",
+		Short: "Attach to a sandbox's sessions in tmux (Ctrl-b d detaches; they keep running)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			arg := ""
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			sb, name, err := resolveTarget(ctx, c, arg, false)
+			if err != nil {
+				return err
+			}
+			return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+		},
+	}
+}
+
+func newCmdRestart(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart SANDBOX/SESSION",
+		Short: "Bring back a session whose process exited, resuming its conversation",
+		Args:  exactArgs(1, "one SANDBOX/SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			sb, name, err := resolveTarget(ctx, c, args[0], true)
+			if err != nil {
+				return err
+			}
+			info, err := c.RestartSession(ctx, sb, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
+			return nil
+		},
+	}
+}
+
+func newCmdTranscript(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "transcript SANDBOX/SESSION",
+		Short: "Print a session's conversation: prompts, answers, tool calls and results",
+		Args:  exactArgs(1, "one SANDBOX/SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			sb, name, err := resolveTarget(ctx, c, args[0], true)
+			if err != nil {
+				return err
+			}
+			entries, err := c.Transcript(ctx, sb, name)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(f, entries)
+			}
+			for _, e := range entries {
+				text := e.Text
+				switch e.Kind {
+				case "tool_call":
+					text = e.Tool + " " + string(e.Input)
+				case "tool_result":
+					text = e.Output
+				case "file_change":
+					text = e.Path
+				}
+				fmt.Fprintf(f.IO.Out, "%-11s %s\n", e.Kind, strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n            "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/paddockhq/paddock/internal/session"
+)
+
+type chatOptions struct {
+	target         string
+	newName        string
+	agent          string
+	list           bool
+	json           bool
+	rename         []string
+	nonInteractive bool
+	message        string
+	command        string
+}
+
+func newCmdChat(f *Factory, runF func(context.Context, *chatOptions) error) *cobra.Command {
+	opts := &chatOptions{}
+	cmd := &cobra.Command{
+		Use:   "chat [SANDBOX[/SESSION]]",
+		Short: "Talk to an agent: attach to a session, start one, or ask it one question",
+		Long: `Talk to the agents in a sandbox. Each session is one conversation, in its own tmux
+session inside the sandbox; detaching (Ctrl-b d) leaves it running.
+
+  paddock chat myrepo/fix-auth-bug                     attach
+  paddock chat myrepo --new fix-auth-bug --agent codex start a session (and attach)
+  echo "go on" | paddock chat myrepo/fix-auth-bug      piped input becomes the next prompt
+  echo "status?" | paddock chat myrepo/fix-auth-bug --non-interactive   the final answer on stdout
+  paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY
+  paddock chat myrepo --rename fix-auth-bug auth-v2
+
+Without SANDBOX, the current directory's project must have exactly one sandbox; without
+/SESSION, the sandbox must have exactly one session.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.target = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runChat(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.newName, "new", "", "start a new session with this name")
+	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "the new session's agent: claude, codex, gemini, goose, aider, opencode, shell")
+	cmd.Flags().StringVar(&opts.command, "command", "", "the command a shell session runs (default: a login shell)")
+	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
+	cmd.Flags().StringSliceVar(&opts.rename, "rename", nil, "rename a session: --rename OLD NEW")
+	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "send stdin (or -m) as one message, print the final answer, exit")
+	cmd.Flags().StringVarP(&opts.message, "message", "m", "", "the message to send, instead of stdin")
+	return cmd
+}
+
+func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.list:
+		sb, _, err := resolveTarget(ctx, c, opts.target, false)
+		if err != nil {
+			return err
+		}
+		list, err := c.Sessions(ctx, sb)
+		if err != nil {
+			return err
+		}
+		if opts.json {
+			return writeJSON(f, list)
+		}
+		printSessions(f.IO.Out, list)
+		return nil
+	case len(opts.rename) > 0:
+		if len(opts.rename) != 2 {
+			return usagef("--rename takes OLD,NEW or --rename OLD --rename NEW")
+		}
+		sb, _, err := resolveTarget(ctx, c, opts.target, false)
+		if err != nil {
+			return err
+		}
+		if err := c.RenameSession(ctx, sb, opts.rename[0], opts.rename[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: renamed %s/%s to %s/%s\n", sb, opts.rename[0], sb, opts.rename[1])
+		return nil
+	}
+
+	var sb, name string
+	if opts.newName != "" {
+		if sb, _, err = resolveTarget(ctx, c, opts.target, false); err != nil {
+			return err
+		}
+		name = opts.newName
+		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", opts.agent, sb, name)
+		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command}, 60*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
+	} else if sb, name, err = resolveTarget(ctx, c, opts.target, true); err != nil {
+		return err
+	}
+
+	message := opts.message
+	interactive := isTerminal(f.IO.In)
+	if message == "" && !interactive {
+		data, err := io.ReadAll(f.IO.In)
+		if err != nil {
+			return err
+		}
+		message = strings.TrimSpace(string(data))
+	}
+	if opts.nonInteractive {
+		if message == "" {
+			return usagef("--non-interactive needs a message on stdin or with -m")
+		}
+		answer, err := c.Ask(ctx, sb, name, message)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(f.IO.Out, answer)
+		return nil
+	}
+	if message != "" {
+		if err := c.SendToSession(ctx, sb, name, message); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: sent to %s/%s\n", sb, name)
+	}
+	if !interactive {
+		if message == "" {
+			return usagef("chat attaches a terminal: run it in one, or pipe a message in")
+		}
+		return nil
+	}
+	return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+}
+
+func isTerminal(r io.Reader) bool {
+	file, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+func printSessions(w io.Writer, list []session.Info) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tAGENT\tSTATUS\tMESSAGES\tLAST ACTIVITY")
+	for _, s := range list {
+		last := "-"
+		if !s.LastActivity.IsZero() {
+			last = age(time.Since(s.LastActivity)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,171 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/modeltest"
+)
+
+// paddockRun runs the CLI in-process and returns its stdout, stderr and exit code.
+type paddockRun func(stdin string, args ...string) (string, string, int)
+
+func newPaddock(t *testing.T) paddockRun {
+	return func(stdin string, args ...string) (string, string, int) {
+		var out, errOut strings.Builder
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+		code := cli.Run(context.Background(), f, args)
+		return out.String(), errOut.String(), code
+	}
+}
+
+// e2eHome makes an isolated PADDOCK_HOME and a git repo, and removes every sandbox at
+// the end.
+func e2eHome(t *testing.T) (home, repo string) {
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o711)
+	t.Setenv("PADDOCK_HOME", home)
+	t.Cleanup(func() { teardown(home) })
+	repo = filepath.Join(home, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
+		{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return home, repo
+}
+
+// waitUntil polls cond every 200 ms for up to d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestClaudeEndToEnd runs the real Claude Code CLI in a sandbox against a scripted model
+// server reached through the credential proxy.
+func TestClaudeEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("claude"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("claude must be installed in CI (make setup)")
+		}
+		t.Skip("claude is not installed: npm install -g @anthropic-ai/claude-code")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	model := modeltest.NewAnthropic(t)
+	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	t.Setenv("ANTHROPIC_API_KEY", realKey)
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := paddock(stdin, args...)
+		if code != 0 {
+			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+
+	// up --agent claude: a sandbox and a first session, straight at Claude's prompt.
+	must("", "up", repo, "--agent", "claude")
+	pane := func() string {
+		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
+	}
+	waitUntil(t, 60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane(), "❯") })
+	screen := pane()
+	t.Logf("Claude's first screen:\n%s", screen)
+	for _, dialog := range []string{"Do you want to use this API key", "trust the files", "Bypass Permissions mode", "Choose the text style", "No, exit"} {
+		if strings.Contains(screen, dialog) {
+			t.Fatalf("Claude stopped at a dialog (%q):\n%s", dialog, screen)
+		}
+	}
+
+	// A prompt sent by chat makes the model call Bash, which Claude runs in /workspace as agent.
+	must("RUN: id -un > /workspace/whoami.txt && pwd >> /workspace/whoami.txt", "chat", "repo/claude")
+	waitUntil(t, 60*time.Second, "the tool's output file", func() bool {
+		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
+		return code == 0 && out == "agent\n/workspace\n"
+	})
+	waitUntil(t, 30*time.Second, "the session to go idle", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
+	})
+	if model.Key() != realKey {
+		t.Fatalf("the model server got key %q, want the real one", model.Key())
+	}
+
+	// The transcript, in paddock's schema.
+	var entries []struct {
+		Kind, Text, Tool, Output string
+		Input                    json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(must("", "transcript", "repo/claude", "--json")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	var sawPrompt, sawCall, sawResult, sawDone bool
+	for _, e := range entries {
+		sawPrompt = sawPrompt || e.Kind == "user" && strings.Contains(e.Text, "RUN: id -un")
+		sawCall = sawCall || e.Kind == "tool_call" && e.Tool == "Bash" && strings.Contains(string(e.Input), "whoami.txt")
+		sawResult = sawResult || e.Kind == "tool_result"
+		sawDone = sawDone || e.Kind == "assistant" && strings.HasPrefix(e.Text, "DONE:")
+	}
+	if !sawPrompt || !sawCall || !sawResult || !sawDone {
+		t.Fatalf("transcript: prompt %v, Bash call %v, result %v, final answer %v:\n%+v", sawPrompt, sawCall, sawResult, sawDone, entries)
+	}
+	list := must("", "chat", "repo", "--list", "--json")
+	if !strings.Contains(list, `"agent": "claude"`) || strings.Contains(list, `"messages": 0`) {
+		t.Fatalf("chat --list: %s", list)
+	}
+
+	// --non-interactive: the model's final text on stdout, the session left running.
+	answer := must("what is the status?", "chat", "repo/claude", "--non-interactive")
+	if strings.TrimSpace(answer) != "ECHO: what is the status?" {
+		t.Fatalf("--non-interactive answered %q", answer)
+	}
+
+	// Kill the agent's process: the session shows exited; restart resumes the conversation.
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -f '^[c]laude --dangerously-skip-permissions' || true")
+	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
+	})
+	must("", "restart", "repo/claude")
+	waitUntil(t, 60*time.Second, "Claude's prompt after restart", func() bool { return strings.Contains(pane(), "❯") })
+	before := len(model.Requests())
+	must("after the restart", "chat", "repo/claude")
+	waitUntil(t, 60*time.Second, "the resumed conversation's request", func() bool {
+		reqs := model.Requests()
+		for _, r := range reqs[before:] {
+			if r.Contains("after the restart") && r.Contains("whoami.txt") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The real key is nowhere in the sandbox.
+	leak := must("", "exec", "repo", "--", "sh", "-c",
+		"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'e2e-REA[L]' ; grep -rl 'e2e-REA[L]' /home/agent /workspace /tmp 2>/dev/null | wc -l")
+	if strings.Fields(leak)[0] != "0" || strings.Fields(leak)[1] != "0" {
+		t.Fatalf("the real key leaked into the sandbox: %q", leak)
+	}
+	_ = io.Discard
+}

@@ -1,0 +1,302 @@
+package modeltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Anthropic is a scripted Anthropic Messages API server: POST /v1/messages
+// (streamed as Server-Sent Events when the request says "stream": true, plain
+// JSON otherwise) and POST /v1/messages/count_tokens. It records every
+// request, including ones to paths it does not serve (answered 404).
+//
+// Claude Code, pointed at it with ANTHROPIC_BASE_URL, was seen sending
+// POST /v1/messages?beta=true with the key in x-api-key, streaming, with its
+// Bash/Write/Edit... tools; see the package documentation for the script.
+type Anthropic struct {
+	srv  *httptest.Server
+	log  log
+	next atomic.Int64 // for message and tool-use ids
+}
+
+// Fixed cache figures in every usage the Anthropic server reports, distinct
+// so that a reader of usage can tell the fields apart.
+const (
+	// AnthropicCacheRead is the cache_read_input_tokens of every answer.
+	AnthropicCacheRead = 64
+	// AnthropicCacheWrite is the cache_creation_input_tokens of every answer.
+	AnthropicCacheWrite = 16
+)
+
+// NewAnthropic starts a scripted Anthropic server on 127.0.0.1, closed when
+// the test ends.
+func NewAnthropic(tb testing.TB) *Anthropic {
+	tb.Helper()
+	s := &Anthropic{}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the server's base URL, to use as ANTHROPIC_BASE_URL.
+func (s *Anthropic) URL() string { return s.srv.URL }
+
+// Requests returns a copy of the requests received, in arrival order.
+func (s *Anthropic) Requests() []Request { return s.log.all() }
+
+// Key returns the x-api-key of the last request, so tests can check that the
+// real key arrived through a proxy.
+func (s *Anthropic) Key() string { return s.log.key() }
+
+// anthropicRequest is the part of a Messages API request the script reads.
+type anthropicRequest struct {
+	Model    string                  `json:"model"`
+	Stream   bool                    `json:"stream"`
+	System   json.RawMessage         `json:"system"`
+	Tools    []struct{ Name string } `json:"tools"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// anthropicBlock is one content block: text, tool_use, tool_result, and
+// others whose type the script ignores.
+type anthropicBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Name    string          `json:"name"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		anthropicError(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
+		return
+	}
+	rec := Request{Path: r.URL.Path, APIKey: r.Header.Get("X-Api-Key"), Header: r.Header.Clone(), Body: body}
+	var req anthropicRequest
+	parseErr := parseAnthropic(body, &req, &rec)
+	s.log.add(rec)
+
+	switch {
+	case r.Method != http.MethodPost || (r.URL.Path != "/v1/messages" && r.URL.Path != "/v1/messages/count_tokens"):
+		anthropicError(w, http.StatusNotFound, fmt.Sprintf("modeltest: no route for %s %s", r.Method, r.URL.Path))
+	case parseErr != nil:
+		anthropicError(w, http.StatusBadRequest, parseErr.Error())
+	case r.URL.Path == "/v1/messages/count_tokens":
+		writeJSON(w, map[string]int64{"input_tokens": tokens(string(body))})
+	default:
+		s.answer(w, rec, tokens(string(body)))
+	}
+}
+
+// parseAnthropic decodes body into req and flattens it into rec.
+func parseAnthropic(body []byte, req *anthropicRequest, rec *Request) error {
+	if len(body) == 0 {
+		return fmt.Errorf("empty request body")
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		return fmt.Errorf("decode request: %w", err)
+	}
+	rec.Model, rec.Stream = req.Model, req.Stream
+	for _, t := range req.Tools {
+		rec.Tools = append(rec.Tools, t.Name)
+	}
+	system, err := anthropicBlocks(req.System)
+	if err != nil {
+		return fmt.Errorf("decode system: %w", err)
+	}
+	var texts []string
+	for _, b := range system {
+		texts = append(texts, b.Text)
+	}
+	rec.System = strings.Join(texts, "\n")
+	for i, m := range req.Messages {
+		blocks, err := anthropicBlocks(m.Content)
+		if err != nil {
+			return fmt.Errorf("decode message %d: %w", i, err)
+		}
+		msg, err := flattenAnthropic(m.Role, blocks)
+		if err != nil {
+			return fmt.Errorf("decode message %d: %w", i, err)
+		}
+		rec.Messages = append(rec.Messages, msg)
+	}
+	return nil
+}
+
+// anthropicBlocks decodes content that is either a string or a list of
+// blocks.
+func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []anthropicBlock{{Type: "text", Text: s}}, nil
+	}
+	var blocks []anthropicBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
+// flattenAnthropic turns one message's blocks into a Message.
+func flattenAnthropic(role string, blocks []anthropicBlock) (Message, error) {
+	m := Message{Role: role}
+	var texts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "tool_use":
+			m.ToolUses = append(m.ToolUses, b.Name)
+		case "tool_result":
+			inner, err := anthropicBlocks(b.Content)
+			if err != nil {
+				return Message{}, fmt.Errorf("tool_result content: %w", err)
+			}
+			var out []string
+			for _, ib := range inner {
+				if ib.Type == "text" {
+					out = append(out, ib.Text)
+				}
+			}
+			m.ToolResults = append(m.ToolResults, strings.Join(out, "\n"))
+		}
+	}
+	m.Text = strings.Join(texts, "\n")
+	return m, nil
+}
+
+// anthropicBlockOut is a content block of an answer.
+type anthropicBlockOut struct {
+	Type  string         `json:"type"`
+	Text  *string        `json:"text,omitempty"`
+	ID    string         `json:"id,omitempty"`
+	Name  string         `json:"name,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
+}
+
+// answer replies to a Messages request by the script.
+func (s *Anthropic) answer(w http.ResponseWriter, rec Request, inTokens int64) {
+	text, tool, input := s.script(rec)
+	n := s.next.Add(1)
+	blocks := []anthropicBlockOut{{Type: "text", Text: &text}}
+	stop := "end_turn"
+	if tool != "" {
+		stop = "tool_use"
+		blocks = append(blocks, anthropicBlockOut{Type: "tool_use", ID: fmt.Sprintf("toolu_modeltest_%d", n), Name: tool, Input: input})
+	}
+	outTokens := tokens(text)
+	if input != nil {
+		raw, _ := json.Marshal(input)
+		outTokens += tokens(string(raw))
+	}
+	usage := map[string]int64{
+		"input_tokens":                inTokens,
+		"output_tokens":               outTokens,
+		"cache_read_input_tokens":     AnthropicCacheRead,
+		"cache_creation_input_tokens": AnthropicCacheWrite,
+	}
+	msg := map[string]any{
+		"id":            fmt.Sprintf("msg_modeltest_%d", n),
+		"type":          "message",
+		"role":          "assistant",
+		"model":         rec.Model,
+		"content":       blocks,
+		"stop_reason":   stop,
+		"stop_sequence": nil,
+		"usage":         usage,
+	}
+	if !rec.Stream {
+		writeJSON(w, msg)
+		return
+	}
+	streamAnthropic(w, msg, blocks, stop, usage)
+}
+
+// script picks the answer: text, and the tool to call with its input.
+func (s *Anthropic) script(rec Request) (text, tool string, input map[string]any) {
+	if len(rec.Tools) == 0 {
+		return SideReply, "", nil
+	}
+	last := lastTurn(rec.Messages)
+	t := decide(last)
+	switch {
+	case t.call == callRun && rec.HasTool("Bash"):
+		return t.text, "Bash", map[string]any{"command": t.arg, "description": "run it"}
+	case t.call == callWrite && rec.HasTool("Write"):
+		return t.text, "Write", map[string]any{"file_path": t.arg, "content": WriteContent}
+	case t.call != callNone:
+		return echo(last).text, "", nil
+	}
+	return t.text, "", nil
+}
+
+// streamAnthropic writes msg as the Messages API event stream.
+func streamAnthropic(w http.ResponseWriter, msg map[string]any, blocks []anthropicBlockOut, stop string, usage map[string]int64) {
+	sse := newSSE(w)
+	start := make(map[string]any, len(msg))
+	for k, v := range msg {
+		start[k] = v
+	}
+	start["content"] = []any{}
+	start["stop_reason"] = nil
+	start["usage"] = map[string]int64{
+		"input_tokens":                usage["input_tokens"],
+		"output_tokens":               1,
+		"cache_read_input_tokens":     usage["cache_read_input_tokens"],
+		"cache_creation_input_tokens": usage["cache_creation_input_tokens"],
+	}
+	sse.event("message_start", map[string]any{"type": "message_start", "message": start})
+	sse.event("ping", map[string]any{"type": "ping"})
+	for i, b := range blocks {
+		switch b.Type {
+		case "text":
+			empty := ""
+			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": anthropicBlockOut{Type: "text", Text: &empty}})
+			for _, c := range chunks(*b.Text, 16) {
+				sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+					"delta": map[string]string{"type": "text_delta", "text": c}})
+			}
+		case "tool_use":
+			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
+			raw, _ := json.Marshal(b.Input)
+			for _, c := range chunks(string(raw), 24) {
+				sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+					"delta": map[string]string{"type": "input_json_delta", "partial_json": c}})
+			}
+		}
+		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	sse.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": usage})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// anthropicError writes an error in the Messages API's error shape.
+func anthropicError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error",
+		"error": map[string]string{"type": "invalid_request_error", "message": msg}})
+}
+
+// writeJSON writes v as a 200 JSON answer.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,98 @@
+package modeltest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestKey is the API key the CLI helpers hand the agents.
+const TestKey = "test-key"
+
+// codexKeyEnv is the variable Codex reads its key from (config env_key).
+const codexKeyEnv = "MODELTEST_API_KEY"
+
+// RequireCLI returns the path of the agent CLI name, skipping the test when
+// it is not installed.
+func RequireCLI(tb testing.TB, name string) string {
+	tb.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		tb.Skipf("the real %s CLI is not installed (%v): install it to run this test", name, err)
+	}
+	return path
+}
+
+// baseEnv is the environment every agent starts from: PATH and HOME only,
+// so that nothing of the caller's (keys, proxies) leaks into the agent.
+func baseEnv(home string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}
+}
+
+// ClaudeCmd returns a command running the real claude CLI with args in dir,
+// HOME set to home, every model call sent to s with TestKey, and all
+// nonessential traffic (telemetry, updates) off so that it sends nothing but
+// model calls. IS_SANDBOX=1 lets --dangerously-skip-permissions run as
+// root. Transcripts land in home/.claude/projects.
+func (s *Anthropic) ClaudeCmd(ctx context.Context, home, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "claude", args...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(home),
+		"ANTHROPIC_BASE_URL="+s.URL(),
+		"ANTHROPIC_API_KEY="+TestKey,
+		"IS_SANDBOX=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+	return cmd
+}
+
+// CodexConfig is a $CODEX_HOME/config.toml that sends Codex's model calls to
+// s, trusts dir, never asks for approval, and turns off what was seen
+// reaching outside (update check, analytics, plugins and apps look up
+// api.github.com, chatgpt.com and ab.chatgpt.com otherwise).
+func (s *OpenAIResponses) CodexConfig(dir string) string {
+	return fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "local"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.local]
+name = "local"
+base_url = %q
+wire_api = "responses"
+env_key = %q
+
+[projects.%q]
+trust_level = "trusted"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[tui]
+screen_reader_detection_done = true
+`, s.URL()+"/v1", codexKeyEnv, dir)
+}
+
+// CodexCmd writes CodexConfig(dir) to codexHome/config.toml and returns a
+// command running the real codex CLI with args in dir, with CODEX_HOME and
+// HOME set to codexHome and TestKey as the provider's key. Its standard
+// input is empty, as `codex exec` otherwise waits to read more prompt.
+// Transcripts land in codexHome/sessions.
+func (s *OpenAIResponses) CodexCmd(ctx context.Context, codexHome, dir string, args ...string) (*exec.Cmd, error) {
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(s.CodexConfig(dir)), 0o600); err != nil {
+		return nil, fmt.Errorf("write codex config: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "codex", args...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(codexHome), "CODEX_HOME="+codexHome, codexKeyEnv+"="+TestKey)
+	return cmd, nil
+}

@@ -1,0 +1,169 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// AttachArgv is the command that attaches a terminal to a session (or, with name "",
+// to the sandbox's tmux server and its sessions). Detaching leaves everything running.
+func AttachArgv(name string) []string {
+	argv := []string{"tmux", "-S", Socket, "attach-session"}
+	if name != "" {
+		argv = append(argv, "-t", "="+name)
+	}
+	return argv
+}
+
+// Restart brings back a session whose process exited, resuming its conversation.
+func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, error) {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return Info{}, err
+	}
+	l, err := readLive(ctx, t.client)
+	if err != nil {
+		return Info{}, err
+	}
+	if p, ok := l.panes[name]; ok && !p.dead {
+		return Info{}, apperr.Conflict(fmt.Sprintf("attach to it with `paddock chat %s/%s`", sandboxName, name),
+			"session %q is still running", name)
+	}
+	// A dead pane is kept by remain-on-exit: clear it before starting again.
+	run(ctx, t.client, "tmux", "-S", Socket, "kill-session", "-t", "="+name)
+	sess := t.session()
+	argv := t.adapter.Resume(sess)
+	if tp := t.adapter.Transcript(sess); t.se.ResumeID != "" && strings.HasSuffix(tp, ".jsonl") {
+		// An agent that never got a prompt has no conversation to resume yet.
+		if _, err := t.client.Stat(ctx, "/", tp); errors.Is(err, fs.ErrNotExist) {
+			argv = t.adapter.Launch(sess)
+		}
+	}
+	if err := s.launch(ctx, t, argv); err != nil {
+		return Info{}, err
+	}
+	s.store.AddEvent(ctx, t.sb.ID, "session-restarted", name)
+	return s.info(ctx, t)
+}
+
+// Send types text into a session's prompt and presses Enter, as a person would.
+func (s *Service) Send(ctx context.Context, sandboxName, name, text string) error {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return err
+	}
+	l, err := readLive(ctx, t.client)
+	if err != nil {
+		return err
+	}
+	if st, _ := statusOf(l, name); st == "exited" {
+		return apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", sandboxName, name), "session %q has exited", name)
+	}
+	text = strings.TrimRight(text, "\n")
+	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil || code != 0 {
+		return fmt.Errorf("type into session %q: %v %s", name, err, out)
+	}
+	// Enter separately, after the text has been taken in: a paste and an Enter in one
+	// call may arrive as one bracketed paste.
+	time.Sleep(150 * time.Millisecond)
+	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
+		return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
+	}
+	return nil
+}
+
+// WaitReady waits (up to timeout) until a session's agent is at its prompt: its hooks
+// have reported idle or waiting, or (agents without hooks) its process runs.
+func (s *Service) WaitReady(ctx context.Context, sandboxName, name string, timeout time.Duration) (string, error) {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return "", err
+	}
+	st := waitStatus(ctx, t.client, name, timeout, func(st string) bool { return st != "starting" })
+	return st, nil
+}
+
+// Ask sends one message to a session's conversation with the agent's non-interactive
+// mode and returns the final answer. The interactive session keeps running; a busy one
+// is refused at once.
+func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (string, error) {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return "", err
+	}
+	sess := t.session()
+	argv := t.adapter.Ask(sess, text)
+	if argv == nil {
+		return "", apperr.Invalid("attach with `paddock chat "+sandboxName+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
+	}
+	l, err := readLive(ctx, t.client)
+	if err != nil {
+		return "", err
+	}
+	if st, _ := statusOf(l, name); st == "working" {
+		return "", apperr.Conflict(fmt.Sprintf("wait for it, or watch it with `paddock chat %s/%s`", sandboxName, name),
+			"session %q is busy: its agent is working", name)
+	}
+	var stdout, stderr strings.Builder
+	env := append([]string{"PADDOCK_SESSION=" + name}, t.adapter.Env(sess)...)
+	code, err := t.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		return "", err
+	}
+	answer, resumeID, aerr := t.adapter.Answer([]byte(stdout.String()))
+	if aerr != nil {
+		return "", fmt.Errorf("%s exited %d: %v %s", t.adapter.Name(), code, aerr, strings.TrimSpace(tailOf(stderr.String())))
+	}
+	if resumeID != "" && resumeID != t.se.ResumeID {
+		// The agent continued the conversation under a new id: follow it, so that a
+		// restart resumes what was said here too.
+		s.store.SetResumeID(ctx, t.sb.ID, name, resumeID)
+	}
+	return answer, nil
+}
+
+// Rename renames a session: its tmux session and its record.
+func (s *Service) Rename(ctx context.Context, sandboxName, from, to string) error {
+	if err := sandbox.ValidateName(to); err != nil {
+		return apperr.Invalid("", "session name: %v", err)
+	}
+	t, err := s.resolve(ctx, sandboxName, from)
+	if err != nil {
+		return err
+	}
+	if err := s.store.RenameSession(ctx, t.sb.ID, from, to); errors.Is(err, store.ErrNameTaken) {
+		return apperr.Conflict("choose another name", "sandbox %q already has a session named %q", sandboxName, to)
+	} else if err != nil {
+		return err
+	}
+	run(ctx, t.client, "tmux", "-S", Socket, "rename-session", "-t", "="+from, to)
+	run(ctx, t.client, "sh", "-c", `[ -f "$1/$2.json" ] && mv "$1/$2.json" "$1/$3.json" || true`, "sh", StatusDir, from, to)
+	return nil
+}
+
+// Remove ends a session's process and forgets it.
+func (s *Service) Remove(ctx context.Context, sandboxName, name string) error {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return err
+	}
+	run(ctx, t.client, "tmux", "-S", Socket, "kill-session", "-t", "="+name)
+	run(ctx, t.client, "rm", "-f", StatusDir+"/"+name+".json")
+	return s.store.DeleteSession(ctx, t.sb.ID, name)
+}
+
+func tailOf(s string) string {
+	if len(s) > 400 {
+		return s[len(s)-400:]
+	}
+	return s
+}

@@ -1,0 +1,61 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agents"
+)
+
+// writeFile writes an adapter's file into the sandbox; a Merge file is merged into the
+// JSON object already there, so settings the user or another session wrote survive.
+func writeFile(ctx context.Context, c *agentclient.Client, f agents.File) error {
+	content := f.Content
+	if f.Merge != nil {
+		existing := map[string]any{}
+		var buf bytes.Buffer
+		_, err := c.ReadFile(ctx, "/", f.Path, &buf)
+		switch {
+		case err == nil:
+			if jerr := json.Unmarshal(buf.Bytes(), &existing); jerr != nil {
+				return fmt.Errorf("%s holds invalid JSON, which paddock will not overwrite: %w", f.Path, jerr)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		merged, err := json.MarshalIndent(merge(existing, f.Merge), "", "  ")
+		if err != nil {
+			return err
+		}
+		content = merged
+	}
+	mode := fs.FileMode(f.Mode)
+	if mode == 0 {
+		mode = 0o644
+	}
+	if err := c.Mkdir(ctx, "/", path.Dir(f.Path), 0o755, true); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	_, err := c.WriteFile(ctx, "/", f.Path, mode, true, bytes.NewReader(content))
+	return err
+}
+
+// merge sets every key of src in dst, merging objects recursively.
+func merge(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if sv, ok := v.(map[string]any); ok {
+			if dv, ok := dst[k].(map[string]any); ok {
+				dst[k] = merge(dv, sv)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}

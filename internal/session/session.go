@@ -1,0 +1,221 @@
+// Package session runs agent conversations inside sandboxes: one tmux server per
+// sandbox, one tmux session per conversation, started through the guest agent with the
+// agent adapter's argv, files and environment. Sessions outlive the CLI, the daemon and
+// a detach; their list and resume ids live in the daemon's state, their live status in
+// the sandbox (the tmux pane, and the status files the agents' hooks write through
+// `paddock agent notify`).
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// Paths inside every sandbox.
+const (
+	// Socket is the sandbox's tmux server socket.
+	Socket = "/run/paddock/tmux.sock"
+	// StatusDir holds one status file per session, written by `paddock agent notify`.
+	StatusDir = "/run/paddock/sessions"
+	// tmuxConf is read when the tmux server starts.
+	tmuxConf = "/home/agent/.paddock/tmux.conf"
+	// Workdir is where sessions start.
+	Workdir = "/workspace"
+)
+
+// Info is a session as the user sees it.
+type Info struct {
+	Sandbox string `json:"sandbox"`
+	Name    string `json:"name"`
+	Agent   string `json:"agent"`
+	// Status is working, waiting (for the human), idle, running (no hook says more),
+	// starting, exited or error.
+	Status       string    `json:"status"`
+	Detail       string    `json:"detail,omitempty"`
+	ResumeID     string    `json:"resume_id,omitempty"`
+	Messages     int       `json:"messages"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Service manages sessions.
+type Service struct {
+	sandboxes *sandbox.Service
+	store     *store.Store
+	log       *slog.Logger
+}
+
+// New returns a Service over the sandbox service.
+func New(sandboxes *sandbox.Service, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{sandboxes: sandboxes, store: sandboxes.Store(), log: log}
+}
+
+// target is a resolved sandbox and session.
+type target struct {
+	sb      store.Sandbox
+	se      store.Session
+	adapter agents.Adapter
+	client  *agentclient.Client
+}
+
+func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*target, error) {
+	sb, err := s.sandboxes.Record(ctx, sandboxName)
+	if err != nil {
+		return nil, err
+	}
+	se, err := s.store.GetSession(ctx, sb.ID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apperr.NotFound(fmt.Sprintf("run `paddock chat %s --list` to see its sessions", sandboxName),
+			"sandbox %q has no session named %q", sandboxName, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := agents.Get(se.Agent)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.sandboxes.Client(ctx, sandboxName)
+	if err != nil {
+		return nil, err
+	}
+	return &target{sb: sb, se: se, adapter: a, client: c}, nil
+}
+
+func (t *target) session() agents.Session {
+	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: Workdir, Command: t.se.Command,
+		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort)}
+}
+
+// CreateRequest describes a new session.
+type CreateRequest struct {
+	Name  string `json:"name"`
+	Agent string `json:"agent"`
+	// Command is the command line of a shell session.
+	Command string `json:"command,omitempty"`
+}
+
+// Create starts a new session; its agent is at its prompt when Create returns (or, for
+// a slow agent, still starting: see its status).
+func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequest) (Info, error) {
+	if err := sandbox.ValidateName(req.Name); err != nil {
+		return Info{}, apperr.Invalid("", "session name: %v", err)
+	}
+	if req.Agent == "" {
+		req.Agent = "claude"
+	}
+	a, err := agents.Get(req.Agent)
+	if err != nil {
+		return Info{}, apperr.Invalid("run `paddock doctor` to see the agents", "%v", err)
+	}
+	sb, err := s.sandboxes.Record(ctx, sandboxName)
+	if err != nil {
+		return Info{}, err
+	}
+	c, err := s.sandboxes.Client(ctx, sandboxName)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := installed(ctx, c, a); err != nil {
+		return Info{}, err
+	}
+	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name(), Command: req.Command}
+	if a.Name() == "claude" {
+		se.ResumeID = newUUID() // Claude Code takes the conversation id paddock chooses
+	}
+	if err := s.store.CreateSession(ctx, se); errors.Is(err, store.ErrNameTaken) {
+		return Info{}, apperr.Conflict(fmt.Sprintf("attach to it with `paddock chat %s/%s`, or choose another name", sandboxName, req.Name),
+			"sandbox %q already has a session named %q", sandboxName, req.Name)
+	} else if err != nil {
+		return Info{}, err
+	}
+	t := &target{sb: sb, se: se, adapter: a, client: c}
+	if err := s.launch(ctx, t, a.Launch(t.session())); err != nil {
+		s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
+		return Info{}, err
+	}
+	s.store.AddEvent(ctx, sb.ID, "session-started", req.Name+" ("+a.Name()+")")
+	return s.info(ctx, t)
+}
+
+// installed checks the adapter's binary is on the sandbox's PATH.
+func installed(ctx context.Context, c *agentclient.Client, a agents.Adapter) error {
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", a.Binary()}})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		hint := "install it in the sandbox's image"
+		if a.Install() != "" {
+			hint = "install it: " + a.Install() + " (on the bwrap backend, on the host: the sandbox sees the host's /usr)"
+		}
+		return apperr.Unavailable(hint, "agent %s is not installed in the sandbox (no %q on its PATH)", a.Name(), a.Binary())
+	}
+	return nil
+}
+
+// launch writes the adapter's files and starts the tmux session running argv.
+func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
+	sess := t.session()
+	for _, f := range t.adapter.Files(sess) {
+		if err := writeFile(ctx, t.client, f); err != nil {
+			return fmt.Errorf("prepare %s: %w", t.adapter.Name(), err)
+		}
+	}
+	if err := writeFile(ctx, t.client, agents.File{Path: tmuxConf, Mode: 0o644, Content: []byte(tmuxConfig)}); err != nil {
+		return err
+	}
+	args := []string{"tmux", "-S", Socket, "-f", tmuxConf, "new-session", "-d", "-s", t.se.Name, "-x", "200", "-y", "50",
+		"-c", sess.Dir, "-e", "PADDOCK_SESSION=" + t.se.Name}
+	for _, kv := range t.adapter.Env(sess) {
+		args = append(args, "-e", kv)
+	}
+	args = append(args, "--")
+	args = append(args, argv...)
+	script := `mkdir -p "$(dirname "$1")" "$2" && printf '{"status":"starting"}' > "$2/$3.json" && shift 3 && exec "$@"`
+	out, code, err := run(ctx, t.client, append([]string{"sh", "-c", script, "sh", Socket, StatusDir, t.se.Name}, args...)...)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("start tmux session %q: %s", t.se.Name, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+// tmuxConfig keeps a pane whose process exited (so the exit shows, and restart knows),
+// a long scrollback, and the mouse.
+const tmuxConfig = `set -g remain-on-exit on
+set -g history-limit 50000
+set -g mouse on
+set -g status-left "[#S] "
+`
+
+// run executes argv in the sandbox and returns its combined output and exit code.
+func run(ctx context.Context, c *agentclient.Client, argv ...string) (string, int, error) {
+	var out strings.Builder
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: &out})
+	return out.String(), code, err
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,150 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// live is what the sandbox says about its sessions right now.
+type live struct {
+	panes  map[string]pane
+	status map[string]hookStatus
+}
+
+type pane struct {
+	dead       bool
+	exitStatus string
+}
+
+// hookStatus is a status file, as `paddock agent notify` writes it.
+type hookStatus struct {
+	Status string `json:"status"`
+	Time   int64  `json:"time"`
+	// AgentSession is the conversation id the agent's hook reported, if any.
+	AgentSession string `json:"agent_session,omitempty"`
+}
+
+// liveScript lists tmux panes and status files in one round trip.
+const liveScript = `tmux -S "$1" list-panes -a -F 'pane	#{session_name}	#{pane_dead}	#{pane_dead_status}' 2>/dev/null
+for f in "$2"/*.json; do [ -f "$f" ] || continue; printf 'status\t%s\t' "$(basename "$f" .json)"; tr -d '\n' < "$f"; echo; done
+`
+
+func readLive(ctx context.Context, c *agentclient.Client) (live, error) {
+	l := live{panes: map[string]pane{}, status: map[string]hookStatus{}}
+	out, _, err := run(ctx, c, "sh", "-c", liveScript, "sh", Socket, StatusDir)
+	if err != nil {
+		return l, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), "\t", 4)
+		switch {
+		case len(f) == 4 && f[0] == "pane":
+			l.panes[f[1]] = pane{dead: f[2] == "1", exitStatus: f[3]}
+		case len(f) >= 3 && f[0] == "status":
+			var hs hookStatus
+			if json.Unmarshal([]byte(f[2]), &hs) == nil {
+				l.status[f[1]] = hs
+			}
+		}
+	}
+	return l, nil
+}
+
+// statusOf derives a session's status from its pane and its hooks.
+func statusOf(l live, name string) (status, detail string) {
+	p, ok := l.panes[name]
+	switch {
+	case !ok:
+		return "exited", "no process: bring it back with `paddock restart`"
+	case p.dead:
+		return "exited", "exit status " + p.exitStatus
+	}
+	if hs, ok := l.status[name]; ok && hs.Status != "" {
+		return hs.Status, ""
+	}
+	return "running", ""
+}
+
+// List returns a sandbox's sessions with their live status.
+func (s *Service) List(ctx context.Context, sandboxName string) ([]Info, error) {
+	sb, err := s.sandboxes.Record(ctx, sandboxName)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ListSessions(ctx, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := []Info{}
+	if len(rows) == 0 {
+		return out, nil
+	}
+	c, cerr := s.sandboxes.Client(ctx, sandboxName)
+	var l live
+	if cerr == nil {
+		l, cerr = readLive(ctx, c)
+	}
+	for _, se := range rows {
+		in := Info{Sandbox: sb.Name, Name: se.Name, Agent: se.Agent, ResumeID: se.ResumeID, CreatedAt: se.CreatedAt}
+		if cerr != nil {
+			in.Status, in.Detail = "exited", "the sandbox is not running"
+		} else {
+			in.Status, in.Detail = statusOf(l, se.Name)
+			s.learnResumeID(ctx, sb, &se, l)
+			in.ResumeID = se.ResumeID
+			s.summarize(ctx, c, sb, se, &in)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// learnResumeID records a conversation id an agent's hook reported, for agents whose ids
+// paddock does not choose.
+func (s *Service) learnResumeID(ctx context.Context, sb store.Sandbox, se *store.Session, l live) {
+	hs, ok := l.status[se.Name]
+	if !ok || hs.AgentSession == "" || hs.AgentSession == se.ResumeID || se.ResumeID != "" {
+		return
+	}
+	if s.store.SetResumeID(ctx, sb.ID, se.Name, hs.AgentSession) == nil {
+		se.ResumeID = hs.AgentSession
+	}
+}
+
+func (s *Service) info(ctx context.Context, t *target) (Info, error) {
+	l, err := readLive(ctx, t.client)
+	if err != nil {
+		return Info{}, err
+	}
+	in := Info{Sandbox: t.sb.Name, Name: t.se.Name, Agent: t.se.Agent, ResumeID: t.se.ResumeID, CreatedAt: t.se.CreatedAt}
+	in.Status, in.Detail = statusOf(l, t.se.Name)
+	s.summarize(ctx, t.client, t.sb, t.se, &in)
+	return in, nil
+}
+
+// waitStatus polls until the session's status is not starting, or the timeout passes.
+func waitStatus(ctx context.Context, c *agentclient.Client, name string, timeout time.Duration, done func(string) bool) string {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := readLive(ctx, c)
+		if err != nil {
+			return "error"
+		}
+		st, _ := statusOf(l, name)
+		if done(st) || time.Now().After(deadline) {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			return st
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/transcript"
+)
+
+// parsers maps an agent to its transcript parser.
+var parsers = map[string]func([]byte) ([]transcript.Entry, error){
+	"claude": func(b []byte) ([]transcript.Entry, error) { return transcript.ParseClaude(bytes.NewReader(b)) },
+	// CODEX-PARSER
+}
+
+// readTranscript reads and parses a session's transcript; ok is false when the agent has
+// none paddock can read (yet).
+func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
+	parse, ok := parsers[se.Agent]
+	if !ok {
+		return nil, false, nil
+	}
+	t := &target{sb: sb, se: se}
+	p := ""
+	if a, err := agents.Get(se.Agent); err == nil {
+		p = a.Transcript(t.session())
+	}
+	if se.Agent == "codex" {
+		p = newestRollout(ctx, c, p)
+	}
+	if p == "" || !strings.HasSuffix(p, ".jsonl") {
+		return nil, false, nil
+	}
+	var buf bytes.Buffer
+	if _, err := c.ReadFile(ctx, "/", p, &buf); errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, err
+	}
+	entries, err := parse(buf.Bytes())
+	return entries, true, err
+}
+
+// newestRollout finds Codex's newest rollout file under dir.
+func newestRollout(ctx context.Context, c *agentclient.Client, dir string) string {
+	out, _, err := run(ctx, c, "sh", "-c", `ls -t $(find "$1" -name 'rollout-*.jsonl' 2>/dev/null) 2>/dev/null | head -1`, "sh", dir)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// summarize fills the message count and last activity from the transcript.
+func (s *Service) summarize(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session, in *Info) {
+	entries, ok, err := s.readTranscript(ctx, c, sb, se)
+	if err != nil {
+		s.log.Warn("read transcript", "sandbox", sb.Name, "session", se.Name, "err", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	sum := transcript.Summarize(entries)
+	in.Messages, in.LastActivity = sum.Messages, sum.LastActivity
+}
+
+// Transcript returns a session's conversation in paddock's schema.
+func (s *Service) Transcript(ctx context.Context, sandboxName, name string) ([]transcript.Entry, error) {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return nil, err
+	}
+	entries, ok, err := s.readTranscript(ctx, t.client, t.sb, t.se)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.NotFound("", "session %q has no transcript paddock can read (agent %s)", name, t.se.Agent)
+	}
+	return entries, nil
+}
