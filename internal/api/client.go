@@ -93,9 +93,9 @@ func (c *Client) StopDaemon(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/daemon/stop", nil, nil)
 }
 
-// Doctor reports which backends work.
-func (c *Client) Doctor(ctx context.Context) ([]sandbox.BackendReport, error) {
-	var out []sandbox.BackendReport
+// Doctor reports which backends and agents work here.
+func (c *Client) Doctor(ctx context.Context) (Doctor, error) {
+	var out Doctor
 	err := c.do(ctx, http.MethodGet, "/v1/doctor", nil, &out)
 	return out, err
 }

@@ -133,8 +133,14 @@ func (s *Server) stopDaemon(w http.ResponseWriter, r *http.Request) {
 	go s.shutdown()
 }
 
+// Doctor is what GET /v1/doctor reports.
+type Doctor struct {
+	Backends []sandbox.BackendReport `json:"backends"`
+	Agents   []sandbox.AgentReport   `json:"agents"`
+}
+
 func (s *Server) doctor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.svc.Doctor(r.Context()))
+	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents()})
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {

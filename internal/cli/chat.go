@@ -144,7 +144,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: sent to %s/%s\n", sb, name)
 	}
 	if !interactive {
-		if message == "" {
+		if message == "" && opts.newName == "" {
 			return usagef("chat attaches a terminal: run it in one, or pipe a message in")
 		}
 		return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,17 +33,16 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 	if err != nil {
 		return err
 	}
-	reports, err := c.Doctor(ctx)
+	doc, err := c.Doctor(ctx)
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(reports)
+		return writeJSON(f, doc)
 	}
 	anyOK := false
-	for _, r := range reports {
+	fmt.Fprintln(f.IO.Out, "backends:")
+	for _, r := range doc.Backends {
 		if r.Available {
 			anyOK = true
 			def := ""
@@ -57,6 +55,14 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 		fmt.Fprintf(f.IO.Out, "missing  %s: %s\n", r.Name, r.Reason)
 		if r.Fix != "" {
 			fmt.Fprintf(f.IO.Out, "         fix: %s\n", r.Fix)
+		}
+	}
+	fmt.Fprintln(f.IO.Out, "agents (in a sandbox that sees the host's /usr):")
+	for _, a := range doc.Agents {
+		if a.Available {
+			fmt.Fprintf(f.IO.Out, "ok       %s (%s)\n", a.Name, a.Path)
+		} else {
+			fmt.Fprintf(f.IO.Out, "missing  %s: install it: %s\n", a.Name, a.Install)
 		}
 	}
 	if !anyOK {

@@ -50,12 +50,21 @@ func resolveTarget(ctx context.Context, c *api.Client, arg string, needSession b
 	if err != nil {
 		return "", "", err
 	}
-	if sessName != "" || !needSession {
+	if !needSession {
 		return sbName, sessName, nil
 	}
 	list, err := c.Sessions(ctx, sbName)
 	if err != nil {
 		return "", "", err
+	}
+	if sessName != "" {
+		for _, s := range list {
+			if s.Name == sessName {
+				return sbName, sessName, nil
+			}
+		}
+		return "", "", apperr.NotFound(fmt.Sprintf("run `paddock chat %s --list` to see its sessions", sbName),
+			"sandbox %q has no session named %q", sbName, sessName)
 	}
 	switch len(list) {
 	case 0:

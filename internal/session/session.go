@@ -186,8 +186,14 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	}
 	args = append(args, "--")
 	args = append(args, argv...)
-	script := `mkdir -p "$(dirname "$1")" "$2" && printf '{"status":"starting"}' > "$2/$3.json" && shift 3 && exec "$@"`
-	out, code, err := run(ctx, t.client, append([]string{"sh", "-c", script, "sh", Socket, StatusDir, t.se.Name}, args...)...)
+	// An agent whose hooks report status starts as "starting" until its first report;
+	// for the others, the process is all there is to know.
+	initial := ""
+	if t.adapter.StatusSource() == "hooks" {
+		initial = `{"status":"starting"}`
+	}
+	script := `mkdir -p "$(dirname "$1")" "$2" && rm -f "$2/$3.json" && { [ -z "$4" ] || printf '%s' "$4" > "$2/$3.json"; } && shift 4 && exec "$@"`
+	out, code, err := run(ctx, t.client, append([]string{"sh", "-c", script, "sh", Socket, StatusDir, t.se.Name, initial}, args...)...)
 	if err != nil {
 		return err
 	}

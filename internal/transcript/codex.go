@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,11 +142,11 @@ func codexResponseItem(b *builder, t time.Time, it codexItem, cwd string) error 
 		if !json.Valid(input) {
 			input = jsonString(it.Arguments)
 		}
-		b.toolCall(t, it.Name, it.CallID, input, patchPaths(findPatch(it.Arguments), cwd))
+		b.toolCall(t, it.Name, it.CallID, input, patchPaths(argsPatch(input), cwd))
 	case "custom_tool_call":
 		b.toolCall(t, it.Name, it.CallID, jsonString(it.Input), patchPaths(findPatch(it.Input), cwd))
 	case "local_shell_call":
-		b.toolCall(t, "local_shell", it.CallID, it.Action, patchPaths(findPatch(string(it.Action)), cwd))
+		b.toolCall(t, "local_shell", it.CallID, it.Action, patchPaths(argsPatch(it.Action), cwd))
 	case "function_call_output", "custom_tool_call_output":
 		out, failed := codexOutput(it.Output)
 		b.toolResult(t, it.CallID, out, failed)
@@ -198,8 +199,8 @@ func codexOutput(raw json.RawMessage) (string, bool) {
 	return out, strings.Contains(out, "apply_patch verification failed")
 }
 
-// findPatch returns the apply_patch patch inside s (a patch, or a tool
-// input or command holding one, JSON-escaped or not), or "".
+// findPatch returns the apply_patch patch in s, or "": s is the patch
+// itself, or a command running apply_patch with a here-document.
 func findPatch(s string) string {
 	const begin, end = "*** Begin Patch", "*** End Patch"
 	i := strings.Index(s, begin)
@@ -210,13 +211,38 @@ func findPatch(s string) string {
 	if j := strings.Index(s, end); j >= 0 {
 		s = s[:j+len(end)]
 	}
-	if strings.Contains(s, `\n`) && !strings.Contains(s, "\n") {
-		// The patch sits JSON-escaped inside the arguments of a call.
-		if unq, err := strconv.Unquote(`"` + s + `"`); err == nil {
-			s = unq
-		}
-	}
 	return s
+}
+
+// argsPatch finds a patch among the string values of a call's JSON
+// arguments ({"input": patch}, {"cmd": "apply_patch <<EOF ..."},
+// {"command": ["apply_patch", patch]}).
+func argsPatch(args json.RawMessage) string {
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return findPatch(string(args))
+	}
+	var walk func(v any) string
+	walk = func(v any) string {
+		switch v := v.(type) {
+		case string:
+			return findPatch(v)
+		case []any:
+			for _, x := range v {
+				if p := walk(x); p != "" {
+					return p
+				}
+			}
+		case map[string]any:
+			for _, x := range v {
+				if p := walk(x); p != "" {
+					return p
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v)
 }
 
 // patchPaths lists the files a patch adds, updates, deletes or moves to,
@@ -233,20 +259,10 @@ func patchPaths(patch, cwd string) []string {
 			if !filepath.IsAbs(p) && cwd != "" {
 				p = filepath.Join(cwd, p)
 			}
-			if !contains(paths, p) {
+			if !slices.Contains(paths, p) {
 				paths = append(paths, p)
 			}
 		}
 	}
 	return paths
-}
-
-// contains reports whether s holds v.
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
