@@ -7,13 +7,28 @@ missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
 if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The agent CLIs the end-to-end tests run for real, at the versions they were written for.
+agents=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0")
+if ! command -v npm >/dev/null; then
+  echo "setup: installing nodejs and npm"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+for pkg in "${agents[@]}"; do
+  bin=claude; [[ $pkg == @openai/codex* ]] && bin=codex
+  if ! command -v "$bin" >/dev/null || ! "$bin" --version 2>/dev/null | grep -q "${pkg##*@}"; then
+    echo "setup: npm install -g $pkg"
+    $sudo npm install -g --no-fund --no-audit "$pkg" >/dev/null
+  fi
+done
 
 if ! command -v go >/dev/null; then
   [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH

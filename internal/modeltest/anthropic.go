@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,16 +51,30 @@ func (s *Anthropic) URL() string { return s.srv.URL }
 // Requests returns a copy of the requests received, in arrival order.
 func (s *Anthropic) Requests() []Request { return s.log.all() }
 
-// Key returns the x-api-key of the last request, so tests can check that the
-// real key arrived through a proxy.
+// Key returns the x-api-key of the last request (or its bearer token, when
+// it has no x-api-key), so tests can check that the real key arrived through
+// a proxy.
 func (s *Anthropic) Key() string { return s.log.key() }
 
 // anthropicRequest is the part of a Messages API request the script reads.
 type anthropicRequest struct {
-	Model    string                  `json:"model"`
-	Stream   bool                    `json:"stream"`
-	System   json.RawMessage         `json:"system"`
-	Tools    []struct{ Name string } `json:"tools"`
+	Model  string                  `json:"model"`
+	Stream bool                    `json:"stream"`
+	System json.RawMessage         `json:"system"`
+	Tools  []struct{ Name string } `json:"tools"`
+	// OutputConfig asks for structured output: Claude Code's title side
+	// call wants JSON matching a schema.
+	OutputConfig struct {
+		Format *struct {
+			Type   string `json:"type"`
+			Schema struct {
+				Properties map[string]struct {
+					Type string `json:"type"`
+				} `json:"properties"`
+				Required []string `json:"required"`
+			} `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -81,7 +96,11 @@ func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
 		return
 	}
-	rec := Request{Path: r.URL.Path, APIKey: r.Header.Get("X-Api-Key"), Header: r.Header.Clone(), Body: body}
+	key := r.Header.Get("X-Api-Key")
+	if key == "" { // ANTHROPIC_AUTH_TOKEN is sent as a bearer token
+		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	rec := Request{Path: r.URL.Path, APIKey: key, Header: r.Header.Clone(), Body: body}
 	var req anthropicRequest
 	parseErr := parseAnthropic(body, &req, &rec)
 	s.log.add(rec)
@@ -94,14 +113,14 @@ func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/messages/count_tokens":
 		writeJSON(w, map[string]int64{"input_tokens": tokens(string(body))})
 	default:
-		s.answer(w, rec, tokens(string(body)))
+		s.answer(w, rec, req, tokens(string(body)))
 	}
 }
 
 // parseAnthropic decodes body into req and flattens it into rec.
 func parseAnthropic(body []byte, req *anthropicRequest, rec *Request) error {
 	if len(body) == 0 {
-		return fmt.Errorf("empty request body")
+		return errors.New("empty request body")
 	}
 	if err := json.Unmarshal(body, req); err != nil {
 		return fmt.Errorf("decode request: %w", err)
@@ -176,115 +195,6 @@ func flattenAnthropic(role string, blocks []anthropicBlock) (Message, error) {
 	}
 	m.Text = strings.Join(texts, "\n")
 	return m, nil
-}
-
-// anthropicBlockOut is a content block of an answer.
-type anthropicBlockOut struct {
-	Type  string         `json:"type"`
-	Text  *string        `json:"text,omitempty"`
-	ID    string         `json:"id,omitempty"`
-	Name  string         `json:"name,omitempty"`
-	Input map[string]any `json:"input,omitempty"`
-}
-
-// answer replies to a Messages request by the script.
-func (s *Anthropic) answer(w http.ResponseWriter, rec Request, inTokens int64) {
-	text, tool, input := s.script(rec)
-	n := s.next.Add(1)
-	blocks := []anthropicBlockOut{{Type: "text", Text: &text}}
-	stop := "end_turn"
-	if tool != "" {
-		stop = "tool_use"
-		blocks = append(blocks, anthropicBlockOut{Type: "tool_use", ID: fmt.Sprintf("toolu_modeltest_%d", n), Name: tool, Input: input})
-	}
-	outTokens := tokens(text)
-	if input != nil {
-		raw, _ := json.Marshal(input)
-		outTokens += tokens(string(raw))
-	}
-	usage := map[string]int64{
-		"input_tokens":                inTokens,
-		"output_tokens":               outTokens,
-		"cache_read_input_tokens":     AnthropicCacheRead,
-		"cache_creation_input_tokens": AnthropicCacheWrite,
-	}
-	msg := map[string]any{
-		"id":            fmt.Sprintf("msg_modeltest_%d", n),
-		"type":          "message",
-		"role":          "assistant",
-		"model":         rec.Model,
-		"content":       blocks,
-		"stop_reason":   stop,
-		"stop_sequence": nil,
-		"usage":         usage,
-	}
-	if !rec.Stream {
-		writeJSON(w, msg)
-		return
-	}
-	streamAnthropic(w, msg, blocks, stop, usage)
-}
-
-// script picks the answer: text, and the tool to call with its input.
-func (s *Anthropic) script(rec Request) (text, tool string, input map[string]any) {
-	if len(rec.Tools) == 0 {
-		return SideReply, "", nil
-	}
-	last := lastTurn(rec.Messages)
-	t := decide(last)
-	switch {
-	case t.call == callRun && rec.HasTool("Bash"):
-		return t.text, "Bash", map[string]any{"command": t.arg, "description": "run it"}
-	case t.call == callWrite && rec.HasTool("Write"):
-		return t.text, "Write", map[string]any{"file_path": t.arg, "content": WriteContent}
-	case t.call != callNone:
-		return echo(last).text, "", nil
-	}
-	return t.text, "", nil
-}
-
-// streamAnthropic writes msg as the Messages API event stream.
-func streamAnthropic(w http.ResponseWriter, msg map[string]any, blocks []anthropicBlockOut, stop string, usage map[string]int64) {
-	sse := newSSE(w)
-	start := make(map[string]any, len(msg))
-	for k, v := range msg {
-		start[k] = v
-	}
-	start["content"] = []any{}
-	start["stop_reason"] = nil
-	start["usage"] = map[string]int64{
-		"input_tokens":                usage["input_tokens"],
-		"output_tokens":               1,
-		"cache_read_input_tokens":     usage["cache_read_input_tokens"],
-		"cache_creation_input_tokens": usage["cache_creation_input_tokens"],
-	}
-	sse.event("message_start", map[string]any{"type": "message_start", "message": start})
-	sse.event("ping", map[string]any{"type": "ping"})
-	for i, b := range blocks {
-		switch b.Type {
-		case "text":
-			empty := ""
-			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": anthropicBlockOut{Type: "text", Text: &empty}})
-			for _, c := range chunks(*b.Text, 16) {
-				sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-					"delta": map[string]string{"type": "text_delta", "text": c}})
-			}
-		case "tool_use":
-			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
-			raw, _ := json.Marshal(b.Input)
-			for _, c := range chunks(string(raw), 24) {
-				sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-					"delta": map[string]string{"type": "input_json_delta", "partial_json": c}})
-			}
-		}
-		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": usage})
-	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // anthropicError writes an error in the Messages API's error shape.

@@ -68,6 +68,7 @@ func TestAnthropicScript(t *testing.T) {
 		name      string
 		messages  []map[string]any
 		tools     []map[string]any
+		extra     map[string]any // more request fields
 		wantText  string
 		wantTool  string
 		wantInput map[string]any
@@ -139,6 +140,15 @@ func TestAnthropicScript(t *testing.T) {
 			wantStop: "end_turn",
 		},
 		{
+			name:     "title side call asking for JSON gets JSON",
+			messages: []map[string]any{{"role": "user", "content": "<session>\nRUN: ls\n</session>\n\nWrite the title"}},
+			tools:    []map[string]any{},
+			extra: map[string]any{"output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": map[string]any{
+				"type": "object", "properties": map[string]any{"title": map[string]any{"type": "string"}}, "required": []string{"title"}}}}},
+			wantText: `{"title":"` + SideReply + `"}`,
+			wantStop: "end_turn",
+		},
+		{
 			name:     "side call without tools gets a title",
 			messages: []map[string]any{{"role": "user", "content": "RUN: ls"}},
 			wantText: SideReply,
@@ -151,6 +161,9 @@ func TestAnthropicScript(t *testing.T) {
 			body := map[string]any{"model": "claude-test", "stream": true, "messages": tt.messages, "max_tokens": 100}
 			if tt.tools != nil {
 				body["tools"] = tt.tools
+			}
+			for k, v := range tt.extra {
+				body[k] = v
 			}
 			resp := post(t, s.URL()+"/v1/messages?beta=true", map[string]string{"x-api-key": "k1"}, body)
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {

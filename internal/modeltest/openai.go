@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,7 +98,7 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 // carrying ToolResults, as tool results are in the Messages API.
 func parseOpenAI(body []byte, req *openaiRequest, rec *Request) error {
 	if len(body) == 0 {
-		return fmt.Errorf("empty request body")
+		return errors.New("empty request body")
 	}
 	if err := json.Unmarshal(body, req); err != nil {
 		return fmt.Errorf("decode request: %w", err)

@@ -14,8 +14,8 @@ type Request struct {
 	Path string
 	// Model is the model the client asked for.
 	Model string
-	// APIKey is the key the client sent: x-api-key for Anthropic, the bearer
-	// token of the Authorization header for OpenAI.
+	// APIKey is the key the client sent: x-api-key for Anthropic (else its
+	// bearer token), the bearer token of the Authorization header for OpenAI.
 	APIKey string
 	// Stream reports whether the client asked for a streamed answer.
 	Stream bool

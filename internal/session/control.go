@@ -101,10 +101,6 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 		return "", err
 	}
 	sess := t.session()
-	argv := t.adapter.Ask(sess, text)
-	if argv == nil {
-		return "", apperr.Invalid("attach with `paddock chat "+sandboxName+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
-	}
 	l, err := readLive(ctx, t.client)
 	if err != nil {
 		return "", err
@@ -112,6 +108,10 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	if st, _ := statusOf(l, name); st == "working" {
 		return "", apperr.Conflict(fmt.Sprintf("wait for it, or watch it with `paddock chat %s/%s`", sandboxName, name),
 			"session %q is busy: its agent is working", name)
+	}
+	argv := t.adapter.Ask(sess, text)
+	if argv == nil {
+		return s.askThroughSession(ctx, t, l, text)
 	}
 	var stdout, stderr strings.Builder
 	env := append([]string{"PADDOCK_SESSION=" + name}, t.adapter.Env(sess)...)
@@ -127,6 +127,47 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 		// The agent continued the conversation under a new id: follow it, so that a
 		// restart resumes what was said here too.
 		s.store.SetResumeID(ctx, t.sb.ID, name, resumeID)
+	}
+	return answer, nil
+}
+
+// askThroughSession types the message into the running session, waits for the agent's
+// hook to report the turn done, and reads the answer from the transcript: for agents
+// whose non-interactive mode cannot share the conversation with the interactive one.
+func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text string) (string, error) {
+	name := t.se.Name
+	if _, ok := parsers[t.se.Agent]; !ok || t.adapter.StatusSource() == "" || strings.HasPrefix(t.adapter.StatusSource(), "no hook") ||
+		t.adapter.Name() == "shell" {
+		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
+	}
+	if st, _ := statusOf(l, name); st == "exited" {
+		return "", apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", t.sb.Name, name), "session %q has exited", name)
+	}
+	if _, code, err := run(ctx, t.client, "sh", "-c", `printf '{"status":"working"}' > "$1/$2.json"`, "sh", StatusDir, name); err != nil || code != 0 {
+		return "", fmt.Errorf("mark session %q busy: %v", name, err)
+	}
+	if err := s.Send(ctx, t.sb.Name, name, text); err != nil {
+		return "", err
+	}
+	if st := waitStatus(ctx, t.client, name, 30*time.Minute, func(st string) bool { return st != "working" }); st == "exited" {
+		return "", fmt.Errorf("session %q exited before answering", name)
+	}
+	entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se)
+	if err != nil {
+		return "", err
+	}
+	// The answer is the last assistant message after the message sent.
+	answer, seen := "", false
+	for _, e := range entries {
+		switch {
+		case e.Kind == "user" && strings.Contains(e.Text, strings.TrimSpace(text)):
+			seen, answer = true, ""
+		case seen && e.Kind == "assistant" && e.Text != "":
+			answer = e.Text
+		}
+	}
+	if answer == "" {
+		return "", fmt.Errorf("session %q answered nothing paddock could read in its transcript", name)
 	}
 	return answer, nil
 }

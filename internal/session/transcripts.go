@@ -17,7 +17,7 @@ import (
 // parsers maps an agent to its transcript parser.
 var parsers = map[string]func([]byte) ([]transcript.Entry, error){
 	"claude": func(b []byte) ([]transcript.Entry, error) { return transcript.ParseClaude(bytes.NewReader(b)) },
-	// CODEX-PARSER
+	"codex":  func(b []byte) ([]transcript.Entry, error) { return transcript.ParseCodex(bytes.NewReader(b)) },
 }
 
 // readTranscript reads and parses a session's transcript; ok is false when the agent has

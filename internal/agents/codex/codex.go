@@ -20,6 +20,13 @@ type Adapter struct{}
 
 var _ agents.Adapter = Adapter{}
 
+// Model is the model Codex asks for. Codex offers to move it to a newer model in a
+// screen before its prompt; the config marks that offer as seen (notice.model_migrations).
+const (
+	Model         = "gpt-5.5"
+	upgradeTarget = "gpt-6-sol"
+)
+
 // Name implements agents.Adapter.
 func (Adapter) Name() string { return "codex" }
 
@@ -37,9 +44,11 @@ func (Adapter) StatusSource() string {
 // Files declare the provider, trust /workspace, skip the first-run screens, install the
 // notify program and add paddock's context as global instructions.
 func (Adapter) Files(s agents.Session) []agents.File {
-	config := `model_provider = "paddock"
+	config := `model = "` + Model + `"
+model_provider = "paddock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
 notify = ["/opt/paddock/bin/paddock", "agent", "notify", "--status", "idle"]
 
 [model_providers.paddock]
@@ -50,6 +59,20 @@ env_key = "OPENAI_API_KEY"
 
 [projects."` + s.Dir + `"]
 trust_level = "trusted"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[notice]
+hide_full_access_warning = true
+hide_world_writable_warning = true
+hide_rate_limit_model_nudge = true
+model_migrations = { "` + Model + `" = "` + upgradeTarget + `" }
 
 [tui]
 screen_reader_detection_done = true
@@ -73,11 +96,10 @@ func (Adapter) Resume(s agents.Session) []string {
 // Env implements agents.Adapter.
 func (Adapter) Env(s agents.Session) []string { return []string{"CODEX_HOME=/home/agent/.codex"} }
 
-// Ask resumes the latest conversation headless.
-func (Adapter) Ask(s agents.Session, prompt string) []string {
-	return []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--json",
-		"resume", "--last", prompt}
-}
+// Ask returns nil: `codex exec resume` refuses a conversation the interactive session
+// holds ("already has an active writer"), so paddock types the message into the session
+// and reads the answer from the transcript instead.
+func (Adapter) Ask(s agents.Session, prompt string) []string { return nil }
 
 // Answer takes the last agent message of the JSONL events.
 func (Adapter) Answer(output []byte) (string, string, error) {

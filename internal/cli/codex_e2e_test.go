@@ -1,0 +1,91 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/modeltest"
+)
+
+// TestCodexEndToEnd runs the real Codex CLI in a sandbox against a scripted Responses
+// API server reached through the credential proxy.
+func TestCodexEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("codex"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("codex must be installed in CI (make setup)")
+		}
+		t.Skip("codex is not installed: npm install -g @openai/codex")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	model := modeltest.NewOpenAIResponses(t)
+	const realKey = "sk-openai-e2e-REAL-0123456789abcdef"
+	t.Setenv("OPENAI_BASE_URL", model.URL()+"/v1")
+	t.Setenv("OPENAI_API_KEY", realKey)
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := paddock(stdin, args...)
+		if code != 0 {
+			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+	must("", "up", repo, "--agent", "codex")
+	pane := func() string {
+		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "codex")
+	}
+	waitUntil(t, 60*time.Second, "Codex's prompt", func() bool { return strings.Contains(pane(), "›") })
+	t.Logf("Codex's first screen:\n%s", pane())
+
+	must("RUN: id -un > /workspace/codex.txt", "chat", "repo/codex")
+	defer func() {
+		if t.Failed() {
+			t.Logf("screen:\n%s\nmodel requests: %d", pane(), len(model.Requests()))
+			for _, r := range model.Requests() {
+				i := strings.Index(string(r.Body), `"tools"`)
+				t.Logf("request %s tools=%v toolsjson=%.800s", r.Path, r.Tools, string(r.Body)[max(i, 0):])
+			}
+		}
+	}()
+	waitUntil(t, 60*time.Second, "the command's output file", func() bool {
+		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/codex.txt")
+		return code == 0 && out == "agent\n"
+	})
+	if model.Key() != realKey {
+		t.Fatalf("the model server got key %q, want the real one", model.Key())
+	}
+	waitUntil(t, 30*time.Second, "the session to go idle", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
+	})
+	answer := must("", "chat", "repo/codex", "--non-interactive", "-m", "status please")
+	if strings.TrimSpace(answer) != "ECHO: status please" {
+		t.Fatalf("--non-interactive answered %q", answer)
+	}
+	transcript := must("", "transcript", "repo/codex", "--json")
+	if !strings.Contains(transcript, "codex.txt") {
+		t.Fatalf("the transcript lacks the command:\n%s", transcript)
+	}
+
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -f '[c]odex.*--dangerously-bypass' || true")
+	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
+	})
+	must("", "restart", "repo/codex")
+	waitUntil(t, 60*time.Second, "Codex's prompt after restart", func() bool { return strings.Contains(pane(), "›") })
+	before := len(model.Requests())
+	must("after the restart", "chat", "repo/codex")
+	waitUntil(t, 60*time.Second, "the resumed conversation's request", func() bool {
+		for _, r := range model.Requests()[before:] {
+			if r.Contains("after the restart") && r.Contains("codex.txt") {
+				return true
+			}
+		}
+		return false
+	})
+}
