@@ -30,6 +30,8 @@ type Session struct {
 	Token string
 	// CredsBase is the credential proxy's base URL inside the sandbox, e.g. http://127.0.0.1:4180.
 	CredsBase string
+	// Fresh is true when the conversation has no transcript yet (nothing to resume).
+	Fresh bool
 }
 
 // File is a file an adapter wants in the sandbox before its agent starts.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
@@ -42,17 +43,25 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	run(ctx, t.client, "tmux", "-S", Socket, "kill-session", "-t", "="+name)
 	sess := t.session()
 	argv := t.adapter.Resume(sess)
-	if tp := t.adapter.Transcript(sess); t.se.ResumeID != "" && strings.HasSuffix(tp, ".jsonl") {
+	if s.fresh(ctx, t, sess) {
 		// An agent that never got a prompt has no conversation to resume yet.
-		if _, err := t.client.Stat(ctx, "/", tp); errors.Is(err, fs.ErrNotExist) {
-			argv = t.adapter.Launch(sess)
-		}
+		argv = t.adapter.Launch(sess)
 	}
 	if err := s.launch(ctx, t, argv); err != nil {
 		return Info{}, err
 	}
 	s.store.AddEvent(ctx, t.sb.ID, "session-restarted", name)
 	return s.info(ctx, t)
+}
+
+// fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
+func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
+	tp := t.adapter.Transcript(sess)
+	if t.se.ResumeID == "" || !strings.HasSuffix(tp, ".jsonl") {
+		return false
+	}
+	_, err := t.client.Stat(ctx, "/", tp)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // Send types text into a session's prompt and presses Enter, as a person would.
@@ -101,6 +110,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 		return "", err
 	}
 	sess := t.session()
+	sess.Fresh = s.fresh(ctx, t, sess)
 	l, err := readLive(ctx, t.client)
 	if err != nil {
 		return "", err

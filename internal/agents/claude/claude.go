@@ -82,9 +82,13 @@ func (Adapter) Env(s agents.Session) []string {
 	return []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
 }
 
-// Ask resumes the conversation in print mode.
+// Ask resumes the conversation in print mode (or starts it, when it has no transcript yet).
 func (Adapter) Ask(s agents.Session, prompt string) []string {
-	return append(common(), "-p", prompt, "--resume", s.ResumeID, "--output-format", "stream-json", "--verbose")
+	id := []string{"--resume", s.ResumeID}
+	if s.Fresh {
+		id = []string{"--session-id", s.ResumeID}
+	}
+	return append(append(common(), "-p", prompt, "--output-format", "stream-json", "--verbose"), id...)
 }
 
 // Answer reads the stream-json output: the final "result" line holds the answer.
