@@ -73,7 +73,10 @@ func BenchmarkAttach(b *testing.B) {
 		f := cli.NewFactory(cli.IOStreams{In: inR, Out: w, ErrOut: io.Discard})
 		start := time.Now()
 		done := make(chan struct{})
-		go func() { cli.Run(actx, f, []string{"exec", "-t", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "attach", "-t", "=s"}); close(done) }()
+		go func() {
+			cli.Run(actx, f, []string{"exec", "-t", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "attach", "-t", "=s"})
+			close(done)
+		}()
 		select {
 		case <-w.ready:
 		case <-time.After(20 * time.Second):
