@@ -113,24 +113,26 @@ func TestClaudeEndToEnd(t *testing.T) {
 		t.Fatalf("the model server got key %q, want the real one", model.Key())
 	}
 
-	// The transcript, in paddock's schema.
+	// The transcript, in paddock's schema (Claude Code writes it a moment after its hooks run).
+	var sawPrompt, sawCall, sawResult, sawDone bool
 	var entries []struct {
 		Kind, Text, Tool, Output string
 		Input                    json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(must("", "transcript", "repo/claude", "--json")), &entries); err != nil {
-		t.Fatal(err)
-	}
-	var sawPrompt, sawCall, sawResult, sawDone bool
-	for _, e := range entries {
-		sawPrompt = sawPrompt || e.Kind == "user" && strings.Contains(e.Text, "RUN: id -un")
-		sawCall = sawCall || e.Kind == "tool_call" && e.Tool == "Bash" && strings.Contains(string(e.Input), "whoami.txt")
-		sawResult = sawResult || e.Kind == "tool_result"
-		sawDone = sawDone || e.Kind == "assistant" && strings.HasPrefix(e.Text, "DONE:")
-	}
-	if !sawPrompt || !sawCall || !sawResult || !sawDone {
-		t.Fatalf("transcript: prompt %v, Bash call %v, result %v, final answer %v:\n%+v", sawPrompt, sawCall, sawResult, sawDone, entries)
-	}
+	waitUntil(t, 20*time.Second, "the whole turn in the transcript", func() bool {
+		entries = nil
+		if err := json.Unmarshal([]byte(must("", "transcript", "repo/claude", "--json")), &entries); err != nil {
+			t.Fatal(err)
+		}
+		sawPrompt, sawCall, sawResult, sawDone = false, false, false, false
+		for _, e := range entries {
+			sawPrompt = sawPrompt || e.Kind == "user" && strings.Contains(e.Text, "RUN: id -un")
+			sawCall = sawCall || e.Kind == "tool_call" && e.Tool == "Bash" && strings.Contains(string(e.Input), "whoami.txt")
+			sawResult = sawResult || e.Kind == "tool_result"
+			sawDone = sawDone || e.Kind == "assistant" && strings.HasPrefix(e.Text, "DONE:")
+		}
+		return sawPrompt && sawCall && sawResult && sawDone
+	})
 	list := must("", "chat", "repo", "--list", "--json")
 	if !strings.Contains(list, `"agent": "claude"`) || strings.Contains(list, `"messages": 0`) {
 		t.Fatalf("chat --list: %s", list)

@@ -13,6 +13,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // AttachArgv is the command that attaches a terminal to a session (or, with name "",
@@ -162,11 +163,23 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text
 	if st := waitStatus(ctx, t.client, name, 30*time.Minute, func(st string) bool { return st != "working" }); st == "exited" {
 		return "", fmt.Errorf("session %q exited before answering", name)
 	}
-	entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se)
-	if err != nil {
-		return "", err
+	// The hook may run before the transcript has the answer: read it until it does.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se)
+		if err != nil {
+			return "", err
+		}
+		if answer := answerAfter(entries, text); answer != "" {
+			return answer, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("session %q answered nothing paddock could read in its transcript", name)
+		}
 	}
-	// The answer is the last assistant message after the message sent.
+}
+
+// answerAfter is the last assistant message after the user message holding text.
+func answerAfter(entries []transcript.Entry, text string) string {
 	answer, seen := "", false
 	for _, e := range entries {
 		switch {
@@ -176,10 +189,7 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text
 			answer = e.Text
 		}
 	}
-	if answer == "" {
-		return "", fmt.Errorf("session %q answered nothing paddock could read in its transcript", name)
-	}
-	return answer, nil
+	return answer
 }
 
 // Rename renames a session: its tmux session and its record.
