@@ -21,7 +21,8 @@ type chatOptions struct {
 	agent          string
 	list           bool
 	json           bool
-	rename         []string
+	rename         string
+	renameTo       string
 	nonInteractive bool
 	message        string
 	command        string
@@ -44,8 +45,18 @@ session inside the sandbox; detaching (Ctrl-b d) leaves it running.
 
 Without SANDBOX, the current directory's project must have exactly one sandbox; without
 /SESSION, the sandbox must have exactly one session.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.rename != "" {
+				// paddock chat [SANDBOX] --rename OLD NEW
+				if len(args) == 0 {
+					return usagef("--rename takes the old name and the new: paddock chat SANDBOX --rename OLD NEW")
+				}
+				opts.renameTo, args = args[len(args)-1], args[:len(args)-1]
+			}
+			if len(args) > 1 {
+				return usagef("chat takes one SANDBOX[/SESSION]")
+			}
 			if len(args) == 1 {
 				opts.target = args[0]
 			}
@@ -60,7 +71,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().StringVar(&opts.command, "command", "", "the command a shell session runs (default: a login shell)")
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
-	cmd.Flags().StringSliceVar(&opts.rename, "rename", nil, "rename a session: --rename OLD NEW")
+	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")
 	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "send stdin (or -m) as one message, print the final answer, exit")
 	cmd.Flags().StringVarP(&opts.message, "message", "m", "", "the message to send, instead of stdin")
 	return cmd
@@ -86,18 +97,15 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		printSessions(f.IO.Out, list)
 		return nil
-	case len(opts.rename) > 0:
-		if len(opts.rename) != 2 {
-			return usagef("--rename takes OLD,NEW or --rename OLD --rename NEW")
-		}
+	case opts.rename != "":
 		sb, _, err := resolveTarget(ctx, c, opts.target, false)
 		if err != nil {
 			return err
 		}
-		if err := c.RenameSession(ctx, sb, opts.rename[0], opts.rename[1]); err != nil {
+		if err := c.RenameSession(ctx, sb, opts.rename, opts.renameTo); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.IO.ErrOut, "paddock: renamed %s/%s to %s/%s\n", sb, opts.rename[0], sb, opts.rename[1])
+		fmt.Fprintf(f.IO.ErrOut, "paddock: renamed %s/%s to %s/%s\n", sb, opts.rename, sb, opts.renameTo)
 		return nil
 	}
 
