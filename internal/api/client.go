@@ -409,3 +409,24 @@ func (c *Client) Transcript(ctx context.Context, sandboxName, name string) ([]tr
 	err := c.do(ctx, http.MethodGet, sessionPath(sandboxName, name, "/transcript"), nil, &out)
 	return out, err
 }
+
+// ModTime returns a sandbox file's modification time.
+func (c *Client) ModTime(ctx context.Context, name, p string) (time.Time, error) {
+	fi, err := c.Stat(ctx, name, p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, fi.MTime), nil
+}
+
+// RecordSync records what a sync fetched, in the daemon's state.
+func (c *Client) RecordSync(ctx context.Context, sandboxName string, result any) error {
+	return c.postJSON(ctx, sandboxPath(sandboxName, "/syncs"), result, nil)
+}
+
+// Syncs lists the recorded syncs of a sandbox.
+func (c *Client) Syncs(ctx context.Context, sandboxName string) ([]SyncRecord, error) {
+	var out []SyncRecord
+	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxName, "/syncs"), nil, &out)
+	return out, err
+}

@@ -18,6 +18,8 @@ type FileInfo struct {
 	// Type is one of "file", "dir", "symlink", "other".
 	Type string `json:"type"`
 	Link string `json:"link,omitempty"`
+	// MTime is the modification time, in Unix nanoseconds.
+	MTime int64 `json:"mtime"`
 }
 
 // filePath reads the path and root query parameters. Paths are absolute sandbox paths;
@@ -106,7 +108,7 @@ func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fileError(p, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, FileInfo{Name: fi.Name, Size: fi.Size, Mode: fi.Mode, Type: fi.Type, Link: fi.Link})
+	writeJSON(w, http.StatusOK, FileInfo{Name: fi.Name, Size: fi.Size, Mode: fi.Mode, Type: fi.Type, Link: fi.Link, MTime: fi.MtimeUnixNano})
 }
 
 func (s *Server) tarOut(w http.ResponseWriter, r *http.Request) {

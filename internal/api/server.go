@@ -68,6 +68,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sandboxes/{name}/stat", s.statFile)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/tar", s.tarOut)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/tar", s.tarIn)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/syncs", s.recordSync)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/syncs", s.listSyncs)
 	s.netRoutes(mux)
 	s.sessionRoutes(mux)
 	return s.logged(mux)
@@ -229,4 +231,46 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	send(ProgressEvent{Done: true, Sandbox: &info})
+}
+
+// SyncRecord is one recorded sync: when, and what it fetched (the sync command's JSON).
+type SyncRecord struct {
+	Time   time.Time       `json:"time"`
+	Result json.RawMessage `json:"result"`
+}
+
+func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
+	var raw json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+		return
+	}
+	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.svc.Store().AddSync(r.Context(), sb.ID, string(raw)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listSyncs(w http.ResponseWriter, r *http.Request) {
+	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rows, err := s.svc.Store().Syncs(r.Context(), sb.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := []SyncRecord{}
+	for _, row := range rows {
+		out = append(out, SyncRecord{Time: row.Time, Result: json.RawMessage(row.Result)})
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -26,6 +26,7 @@ type chatOptions struct {
 	nonInteractive bool
 	message        string
 	command        string
+	worktree       string
 }
 
 func newCmdChat(f *Factory, runF func(context.Context, *chatOptions) error) *cobra.Command {
@@ -69,6 +70,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().StringVar(&opts.newName, "new", "", "start a new session with this name")
 	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "the new session's agent: claude, codex, gemini, goose, aider, opencode, shell")
 	cmd.Flags().StringVar(&opts.command, "command", "", "the command a shell session runs (default: a login shell)")
+	cmd.Flags().StringVar(&opts.worktree, "worktree", "", "the new session works in this worktree (see `paddock worktree add`)")
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
 	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")
@@ -116,7 +118,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		name = opts.newName
 		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", opts.agent, sb, name)
-		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command}, 60*time.Second)
+		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command, Worktree: opts.worktree}, 60*time.Second)
 		if err != nil {
 			return err
 		}

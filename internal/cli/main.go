@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,9 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if filepath.Base(os.Args[0]) == RemoteHelperName {
+		return runRemoteHelper(ctx, f, os.Args[1:])
+	}
 	return Run(ctx, f, os.Args[1:])
 }
 
@@ -120,6 +124,11 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdAttach(f),
 		newCmdRestart(f),
 		newCmdTranscript(f),
+		newCmdSync(f),
+		newCmdDiff(f),
+		newCmdPush(f),
+		newCmdWorktree(f),
+		newCmdEnv(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),

@@ -24,7 +24,8 @@ import (
 // TestMain makes this test binary the paddock command for the scripts: as "paddock" on
 // PATH, as the daemon it starts, and as the guest agent it injects into sandboxes.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"paddock": func() { os.Exit(cli.Main()) }})
+	main := func() { os.Exit(cli.Main()) }
+	testscript.Main(m, map[string]func(){"paddock": main, cli.RemoteHelperName: main})
 }
 
 // TestScripts runs testdata/script/*.txtar: every command line a user types, against a

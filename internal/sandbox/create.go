@@ -144,8 +144,8 @@ else
 fi
 test "$(git rev-parse HEAD)" = "$PADDOCK_COMMIT"
 if [ -n "$PADDOCK_ORIGIN" ]; then git remote add origin "$PADDOCK_ORIGIN"; fi
-if [ -n "$PADDOCK_GIT_NAME" ]; then git config user.name "$PADDOCK_GIT_NAME"; fi
-if [ -n "$PADDOCK_GIT_EMAIL" ]; then git config user.email "$PADDOCK_GIT_EMAIL"; fi
+git config user.name "${PADDOCK_GIT_NAME:-paddock agent}"
+git config user.email "${PADDOCK_GIT_EMAIL:-agent@paddock.invalid}"
 mkdir -p /workspace/deliverables
 `
 

@@ -34,6 +34,9 @@ const (
 	Workdir = "/workspace"
 )
 
+// WorktreeDir is where a worktree of branch lives inside the sandbox.
+func WorktreeDir(branch string) string { return Workdir + "/.worktrees/" + branch }
+
 // Info is a session as the user sees it.
 type Info struct {
 	Sandbox string `json:"sandbox"`
@@ -97,7 +100,11 @@ func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*targe
 }
 
 func (t *target) session() agents.Session {
-	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: Workdir, Command: t.se.Command,
+	dir := Workdir
+	if t.se.Dir != "" {
+		dir = t.se.Dir
+	}
+	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: dir, Command: t.se.Command,
 		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort)}
 }
 
@@ -107,6 +114,8 @@ type CreateRequest struct {
 	Agent string `json:"agent"`
 	// Command is the command line of a shell session.
 	Command string `json:"command,omitempty"`
+	// Worktree binds the session to /workspace/.worktrees/WORKTREE (see `paddock worktree add`).
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // Create starts a new session; its agent is at its prompt when Create returns (or, for
@@ -134,6 +143,13 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		return Info{}, err
 	}
 	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name(), Command: req.Command}
+	if req.Worktree != "" {
+		se.Dir = WorktreeDir(req.Worktree)
+		if _, err := c.Stat(ctx, "/", se.Dir); err != nil {
+			return Info{}, apperr.NotFound(fmt.Sprintf("make it with `paddock worktree add %s %s`", sandboxName, req.Worktree),
+				"sandbox %q has no worktree %q", sandboxName, req.Worktree)
+		}
+	}
 	if a.Name() == "claude" {
 		se.ResumeID = newUUID() // Claude Code takes the conversation id paddock chooses
 	}

@@ -115,6 +115,9 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM syncs WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}

@@ -18,17 +18,19 @@ type Session struct {
 	// ResumeID is the agent's own id for the conversation, used to resume it.
 	ResumeID string
 	// Command is the command line of a shell session.
-	Command   string
+	Command string
+	// Dir is the working directory when not /workspace (a worktree).
+	Dir       string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sessionCols = "sandbox_id, name, agent, resume_id, command, created_at, updated_at"
+const sessionCols = "sandbox_id, name, agent, resume_id, command, dir, created_at, updated_at"
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	var c, u int64
-	err := row.Scan(&s.SandboxID, &s.Name, &s.Agent, &s.ResumeID, &s.Command, &c, &u)
+	err := row.Scan(&s.SandboxID, &s.Name, &s.Agent, &s.ResumeID, &s.Command, &s.Dir, &c, &u)
 	s.CreatedAt, s.UpdatedAt = time.Unix(0, c), time.Unix(0, u)
 	return s, err
 }
@@ -36,8 +38,8 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 // CreateSession inserts a session; ErrNameTaken if the sandbox has one by that name.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
 	t := now()
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sessions ("+sessionCols+") VALUES (?,?,?,?,?,?,?)",
-		se.SandboxID, se.Name, se.Agent, se.ResumeID, se.Command, t, t)
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sessions ("+sessionCols+") VALUES (?,?,?,?,?,?,?,?)",
+		se.SandboxID, se.Name, se.Agent, se.ResumeID, se.Command, se.Dir, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") {
 		return fmt.Errorf("session %q: %w", se.Name, ErrNameTaken)
 	}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+func newCmdEnv(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "env", Short: "Dotenv files between the host repository and a sandbox"}
+	var force bool
+	push := &cobra.Command{
+		Use:   "push SANDBOX",
+		Short: "Copy .env, .env.local and .env.* from the host repository into /workspace",
+		Long: `Copy the host repository's dotenv files (.env, .env.local, .env.*) into /workspace, where
+tools that read them (direnv with dotenv, node, python-dotenv) find them. A file that is newer in the
+sandbox is not overwritten without --force. They are secrets you chose to give the sandbox.`,
+		Args: exactArgs(1, "a sandbox"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			info, err := c.Get(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			g, err := hostRepo(ctx, f, info)
+			if err != nil {
+				return err
+			}
+			matches, _ := filepath.Glob(filepath.Join(g.Repo, ".env*"))
+			var files []string
+			for _, m := range matches {
+				if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() {
+					files = append(files, m)
+				}
+			}
+			if len(files) == 0 {
+				return apperr.NotFound("", "no .env files in %s", g.Repo)
+			}
+			// Check every file before copying any.
+			for _, src := range files {
+				fi, _ := os.Stat(src)
+				dst := "/workspace/" + filepath.Base(src)
+				st, err := c.Stat(ctx, info.Name, dst)
+				if err != nil || force {
+					continue
+				}
+				if newer, _ := c.ModTime(ctx, info.Name, dst); newer.After(fi.ModTime()) && st.Type == "file" {
+					return apperr.Conflict("add --force to overwrite it", "%s is newer in the sandbox than on the host", dst)
+				}
+			}
+			for _, src := range files {
+				in, err := os.Open(src)
+				if err != nil {
+					return err
+				}
+				err = c.WriteFile(ctx, info.Name, "/workspace/"+filepath.Base(src), 0o600, in)
+				in.Close()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s\n", filepath.Base(src))
+			}
+			return nil
+		},
+	}
+	push.Flags().BoolVar(&force, "force", false, "overwrite files that are newer in the sandbox")
+	cmd.AddCommand(push)
+	return cmd
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/gitsync"
+)
+
+type syncOptions struct {
+	name  string
+	files []string
+	force bool
+	json  bool
+}
+
+func newCmdSync(f *Factory) *cobra.Command {
+	opts := &syncOptions{}
+	cmd := &cobra.Command{
+		Use:   "sync [SANDBOX] [--files PATH...]",
+		Short: "Fetch the agent's work into the host repository (refs/paddock/SANDBOX/*); says what arrived",
+		Long: `Fetch every branch of the sandbox, and its uncommitted and untracked work (as a commit on
+refs/paddock/SANDBOX/wip, made without touching the agent's working tree or index), into the host
+repository under refs/paddock/SANDBOX/. Nothing is written to your working tree or current branch:
+sync prints the git command to merge or check out what arrived.
+
+With --files, copy files that are not in git (build outputs, reports) out of /workspace into the
+same paths of the host repository; an existing host file is never overwritten without --force.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.name = args[0]
+			}
+			return runSync(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringSliceVar(&opts.files, "files", nil, "copy these /workspace paths (files or directories) out, instead of git")
+	cmd.Flags().BoolVar(&opts.force, "force", false, "with --files: overwrite existing host files")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print what arrived as JSON")
+	return cmd
+}
+
+func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	name, err := resolveSandbox(ctx, c, opts.name)
+	if err != nil {
+		return err
+	}
+	if len(opts.files) > 0 {
+		return syncFiles(ctx, f, c, name, opts)
+	}
+	info, _, res, err := fetchWork(ctx, f, c, name)
+	if err != nil {
+		return err
+	}
+	if err := c.RecordSync(ctx, name, res); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: the sync was not recorded: %v\n", err)
+	}
+	if opts.json {
+		return writeJSON(f, res)
+	}
+	if len(res.Updates) == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: nothing new in %s\n", name)
+		return nil
+	}
+	ns := gitsync.Namespace(name)
+	for _, u := range res.Updates {
+		what := "updated"
+		if u.Old == "" {
+			what = "new"
+		}
+		fmt.Fprintf(f.IO.Out, "%s (%s): %d commit(s), %d file(s)\n", u.Ref, what, len(u.Commits), len(u.Files))
+		for _, c := range u.Commits {
+			fmt.Fprintf(f.IO.Out, "  %s\n", c)
+		}
+		for _, file := range u.Files {
+			fmt.Fprintf(f.IO.Out, "    %s\n", file)
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "\nto look:   git log -p %s..%s%s\n", short(info.BaseCommit), ns, gitsync.WIPBranch)
+	for _, u := range res.Updates {
+		branch := strings.TrimPrefix(u.Ref, ns)
+		if branch == gitsync.WIPBranch || strings.HasPrefix(branch, gitsync.WIPBranch+"-") {
+			continue
+		}
+		fmt.Fprintf(f.IO.ErrOut, "to merge:  git merge %s\nor review: git switch -c review-%s %s\n", u.Ref, strings.ReplaceAll(branch, "/", "-"), u.Ref)
+		break
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+// Package gitsync moves work between a host repository and a sandbox's /workspace with
+// git, always started from the host: the host fetches through the guest agent (git
+// upload-pack runs inside the sandbox, behind the git-remote-paddock helper), so host git
+// never runs inside a .git the sandbox can write. Every host git command here runs with
+// hooks, fsmonitor, external diff and textconv turned off, so nothing the sandbox wrote
+// can make the host run a program.
+package gitsync
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// safeConfig turns off every way a repository's content or config could run a program
+// in a host git command on fetched work.
+var safeConfig = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.untrackedCache=false",
+	"-c", "diff.external=",
+	"-c", "fetch.recurseSubmodules=false",
+	"-c", "submodule.recurse=false",
+	"-c", "protocol.paddock.allow=always",
+	"-c", "core.sshCommand=false",
+}
+
+// Git runs host git commands in one repository.
+type Git struct {
+	// Repo is the host repository's top directory.
+	Repo string
+	// HelperDir is a directory holding git-remote-paddock, put first on PATH.
+	HelperDir string
+	// Env is added to git's environment (PADDOCK_HOME for the helper).
+	Env []string
+}
+
+// Run runs git with args and returns its standard output.
+func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
+	return g.RunInput(ctx, nil, args...)
+}
+
+// RunInput is Run with standard input.
+func (g *Git) RunInput(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	full := append(append([]string{"-C", g.Repo}, safeConfig...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
+	if g.HelperDir != "" {
+		cmd.Env = append(cmd.Env, "PATH="+g.HelperDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	cmd.Env = append(cmd.Env, g.Env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Refs lists refs under prefix as name → object id.
+func (g *Git) Refs(ctx context.Context, prefix string) (map[string]string, error) {
+	out, err := g.Run(ctx, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if name, id, ok := strings.Cut(line, " "); ok {
+			refs[name] = id
+		}
+	}
+	return refs, nil
+}

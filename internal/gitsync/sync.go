@@ -1,0 +1,110 @@
+package gitsync
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Namespace is where a sandbox's work lands in the host repository.
+func Namespace(sandbox string) string { return "refs/paddock/" + sandbox + "/" }
+
+// WIPBranch names the ref of the main checkout's uncommitted work; a worktree's is
+// "wip-" + its branch.
+const WIPBranch = "wip"
+
+// Update is one ref that a fetch changed.
+type Update struct {
+	Ref string `json:"ref"`
+	Old string `json:"old,omitempty"`
+	New string `json:"new"`
+	// Commits are the new commits, newest first, "abbrev subject".
+	Commits []string `json:"commits,omitempty"`
+	// Files are the files changed between Old (or the base) and New, "STATUS\tPATH".
+	Files []string `json:"files,omitempty"`
+}
+
+// Result is what a sync fetched.
+type Result struct {
+	Updates []Update `json:"updates"`
+}
+
+// Fetch fetches every branch of the sandbox, and its WIP refs, into Namespace(sandbox)
+// through the git-remote-paddock helper. base is the commit the sandbox started from
+// (to describe a new ref's changes). The remote refs are checked first: a branch whose
+// name would clash with the WIP refs is refused before anything is written.
+func (g *Git) Fetch(ctx context.Context, sandbox, base string) (Result, error) {
+	ns := Namespace(sandbox)
+	remote := "paddock::" + sandbox
+	out, err := g.Run(ctx, "ls-remote", remote)
+	if err != nil {
+		return Result{}, err
+	}
+	var refspecs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, ref, ok := strings.Cut(line, "\t")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(ref, "refs/heads/"):
+			branch := strings.TrimPrefix(ref, "refs/heads/")
+			if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
+				return Result{}, fmt.Errorf("the sandbox's branch %q would clash with paddock's %s%s refs: rename it in the sandbox (git branch -m)", branch, ns, WIPBranch)
+			}
+			refspecs = append(refspecs, "+"+ref+":"+ns+branch)
+		case strings.HasPrefix(ref, "refs/paddock-wip/"):
+			refspecs = append(refspecs, "+"+ref+":"+ns+strings.TrimPrefix(ref, "refs/paddock-wip/"))
+		}
+	}
+	if len(refspecs) == 0 {
+		return Result{}, fmt.Errorf("the sandbox's repository has no branches (no commits yet?)")
+	}
+	before, err := g.Refs(ctx, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote}, refspecs...)
+	if _, err := g.Run(ctx, args...); err != nil {
+		return Result{}, err
+	}
+	after, err := g.Refs(ctx, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	names := make([]string, 0, len(after))
+	for ref := range after {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		if before[ref] == after[ref] {
+			continue
+		}
+		u := Update{Ref: ref, Old: before[ref], New: after[ref]}
+		from := u.Old
+		if from == "" {
+			from = base
+		}
+		if from != "" {
+			if log, err := g.Run(ctx, "log", "--format=%h %s", from+".."+u.New); err == nil {
+				u.Commits = lines(log)
+			}
+			if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", from, u.New); err == nil {
+				u.Files = lines(diff)
+			}
+		}
+		res.Updates = append(res.Updates, u)
+	}
+	return res, nil
+}
+
+func lines(s string) []string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
