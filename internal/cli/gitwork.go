@@ -69,23 +69,25 @@ cd /workspace && wip ` + gitsync.WIPBranch + ` >/dev/null || exit $?
 git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r dir; do
   case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + gitsync.WIPBranch + `-${dir#/workspace/.worktrees/}" >/dev/null) ;; esac
 done
+git for-each-ref --format='%(refname:short)' refs/heads
 `
 
-// recordWIP makes the sandbox record its uncommitted work on its paddock-wip refs.
-func recordWIP(ctx context.Context, c *api.Client, name string) error {
-	var out strings.Builder
-	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: []string{"sh", "-c", wipScript}, Env: []string{"WIP=" + gitsync.WIPScript}},
-		api.ExecIO{Stdout: &out, Stderr: &out})
+// recordWIP makes the sandbox record its uncommitted work on its paddock-wip refs, and
+// returns the sandbox's branches.
+func recordWIP(ctx context.Context, c *api.Client, name string) ([]string, error) {
+	var out, errOut strings.Builder
+	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: []string{"sh", "-c", wipScript}, Env: append([]string{"WIP=" + gitsync.WIPScript}, gitsync.SandboxGitEnv...)},
+		api.ExecIO{Stdout: &out, Stderr: &errOut})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch code {
 	case 0:
-		return nil
+		return strings.Fields(out.String()), nil
 	case 3:
-		return apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", name)
+		return nil, apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", name)
 	}
-	return fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(out.String()))
+	return nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(errOut.String()))
 }
 
 // fetchWork records the sandbox's uncommitted work and fetches everything into the host
@@ -99,8 +101,12 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 	if err != nil {
 		return info, nil, gitsync.Result{}, err
 	}
-	if err := recordWIP(ctx, c, name); err != nil {
+	branches, err := recordWIP(ctx, c, name)
+	if err != nil {
 		return info, nil, gitsync.Result{}, err
+	}
+	if err := gitsync.CheckBranches(name, branches); err != nil {
+		return info, nil, gitsync.Result{}, apperr.Conflict("", "%v", err)
 	}
 	res, err := g.Fetch(ctx, name, info.BaseCommit)
 	var ae *apperr.Error

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -56,7 +57,7 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 				return fail("%v", err)
 			}
 			fmt.Fprint(f.IO.Out, "\n")
-			var env []string
+			env := append([]string(nil), gitsync.SandboxGitEnv...)
 			if p := os.Getenv("GIT_PROTOCOL"); p != "" {
 				env = append(env, "GIT_PROTOCOL="+p)
 			}

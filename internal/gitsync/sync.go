@@ -30,37 +30,25 @@ type Result struct {
 	Updates []Update `json:"updates"`
 }
 
+// CheckBranches refuses branch names that would clash with the WIP refs in the host's
+// namespace of the sandbox, before anything is fetched.
+func CheckBranches(sandbox string, branches []string) error {
+	for _, branch := range branches {
+		if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
+			return fmt.Errorf("the sandbox's branch %q would clash with paddock's %s%s refs: rename it in the sandbox (git branch -m)",
+				branch, Namespace(sandbox), WIPBranch)
+		}
+	}
+	return nil
+}
+
 // Fetch fetches every branch of the sandbox, and its WIP refs, into Namespace(sandbox)
-// through the git-remote-paddock helper. base is the commit the sandbox started from
-// (to describe a new ref's changes). The remote refs are checked first: a branch whose
-// name would clash with the WIP refs is refused before anything is written.
+// through the git-remote-paddock helper, in one fetch. base is the commit the sandbox
+// started from (to describe a new ref's changes). Call CheckBranches first.
 func (g *Git) Fetch(ctx context.Context, sandbox, base string) (Result, error) {
 	ns := Namespace(sandbox)
 	remote := "paddock::" + sandbox
-	out, err := g.Run(ctx, "ls-remote", remote)
-	if err != nil {
-		return Result{}, err
-	}
-	var refspecs []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		_, ref, ok := strings.Cut(line, "\t")
-		if !ok {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(ref, "refs/heads/"):
-			branch := strings.TrimPrefix(ref, "refs/heads/")
-			if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
-				return Result{}, fmt.Errorf("the sandbox's branch %q would clash with paddock's %s%s refs: rename it in the sandbox (git branch -m)", branch, ns, WIPBranch)
-			}
-			refspecs = append(refspecs, "+"+ref+":"+ns+branch)
-		case strings.HasPrefix(ref, "refs/paddock-wip/"):
-			refspecs = append(refspecs, "+"+ref+":"+ns+strings.TrimPrefix(ref, "refs/paddock-wip/"))
-		}
-	}
-	if len(refspecs) == 0 {
-		return Result{}, fmt.Errorf("the sandbox's repository has no branches (no commits yet?)")
-	}
+	refspecs := []string{"+refs/heads/*:" + ns + "*", "+refs/paddock-wip/*:" + ns + "*"}
 	before, err := g.Refs(ctx, ns)
 	if err != nil {
 		return Result{}, err
