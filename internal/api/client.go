@@ -202,7 +202,13 @@ func (c *Client) Stat(ctx context.Context, name, p string) (FileInfo, error) {
 
 // TarOut streams a tar of a sandbox path.
 func (c *Client) TarOut(ctx context.Context, name, p string) (io.ReadCloser, error) {
-	resp, err := c.stream(ctx, http.MethodGet, sandboxPath(name, "/tar")+fileQuery(p), nil)
+	return c.TarOutBeneath(ctx, name, "/", p)
+}
+
+// TarOutBeneath streams a tar of a sandbox path resolved beneath root: no symlink on the
+// way may lead outside it.
+func (c *Client) TarOutBeneath(ctx context.Context, name, root, p string) (io.ReadCloser, error) {
+	resp, err := c.stream(ctx, http.MethodGet, sandboxPath(name, "/tar")+fileQuery(p)+"&root="+url.QueryEscape(root), nil)
 	if err != nil {
 		return nil, err
 	}

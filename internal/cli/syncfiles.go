@@ -38,7 +38,7 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 		if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 			return usagef("--files takes paths inside /workspace, got %q", p)
 		}
-		body, err := c.TarOut(ctx, name, "/workspace/"+rel)
+		body, err := c.TarOutBeneath(ctx, name, "/workspace", "/workspace/"+rel)
 		if err != nil {
 			return err
 		}
