@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
 )
 
@@ -36,15 +37,23 @@ func filePath(r *http.Request) (root, p string, err error) {
 	return root, p, nil
 }
 
-func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+// fileTarget reads a file route's paths and connects to the sandbox's agent; on failure
+// it has answered the request and ok is false.
+func (s *Server) fileTarget(w http.ResponseWriter, r *http.Request) (c *agentclient.Client, root, p string, ok bool) {
 	root, p, err := filePath(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	if err == nil {
+		c, err = s.svc.Client(r.Context(), r.PathValue("name"))
 	}
-	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, r, err)
+		return nil, "", "", false
+	}
+	return c, root, p, true
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	c, root, p, ok := s.fileTarget(w, r)
+	if !ok {
 		return
 	}
 	// Stat first so that a missing file is a clean 404 rather than a broken body.
@@ -65,11 +74,6 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
-	root, p, err := filePath(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	mode := fs.FileMode(0o644)
 	if m := r.URL.Query().Get("mode"); m != "" {
 		v, err := strconv.ParseUint(m, 8, 32)
@@ -79,9 +83,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = fs.FileMode(v).Perm()
 	}
-	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
+	c, root, p, ok := s.fileTarget(w, r)
+	if !ok {
 		return
 	}
 	n, err := c.WriteFile(r.Context(), root, p, mode, r.URL.Query().Get("parents") == "true", r.Body)
@@ -93,14 +96,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
-	root, p, err := filePath(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
+	c, root, p, ok := s.fileTarget(w, r)
+	if !ok {
 		return
 	}
 	fi, err := c.Stat(r.Context(), root, p)
@@ -112,14 +109,8 @@ func (s *Server) statFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tarOut(w http.ResponseWriter, r *http.Request) {
-	root, p, err := filePath(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
+	c, root, p, ok := s.fileTarget(w, r)
+	if !ok {
 		return
 	}
 	if _, err := c.Stat(r.Context(), root, p); err != nil {
@@ -135,14 +126,8 @@ func (s *Server) tarOut(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tarIn(w http.ResponseWriter, r *http.Request) {
-	root, p, err := filePath(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
+	c, root, p, ok := s.fileTarget(w, r)
+	if !ok {
 		return
 	}
 	files, n, err := c.TarIn(r.Context(), root, p, io.Reader(r.Body))

@@ -27,6 +27,18 @@ func newPaddock(t *testing.T) paddockRun {
 	}
 }
 
+// mustSucceed wraps a paddock runner: it returns stdout and fails the test on a non-zero exit.
+func mustSucceed(t *testing.T, paddock paddockRun) func(stdin string, args ...string) string {
+	return func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := paddock(stdin, args...)
+		if code != 0 {
+			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+}
+
 // e2eHome makes an isolated PADDOCK_HOME and a git repo, and removes every sandbox at
 // the end.
 func e2eHome(t *testing.T) (home, repo string) {
@@ -77,14 +89,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", realKey)
 	_, repo := e2eHome(t)
 	paddock := newPaddock(t)
-	must := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := paddock(stdin, args...)
-		if code != 0 {
-			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
-		}
-		return out
-	}
+	must := mustSucceed(t, paddock)
 
 	// up --agent claude: a sandbox and a first session, straight at Claude's prompt.
 	must("", "up", repo, "--agent", "claude")

@@ -28,14 +28,7 @@ func TestCodexEndToEnd(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", realKey)
 	_, repo := e2eHome(t)
 	paddock := newPaddock(t)
-	must := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := paddock(stdin, args...)
-		if code != 0 {
-			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
-		}
-		return out
-	}
+	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "codex")
 	pane := func() string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "codex")
