@@ -436,3 +436,11 @@ func (c *Client) Syncs(ctx context.Context, sandboxName string) ([]SyncRecord, e
 	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxName, "/syncs"), nil, &out)
 	return out, err
 }
+
+// SetSyncMode sets how a sandbox's work reaches its host repository.
+func (c *Client) SetSyncMode(ctx context.Context, sandboxName, mode string) (sandbox.Info, error) {
+	var out sandbox.Info
+	body, _ := json.Marshal(SyncModeRequest{Mode: mode})
+	err := c.do(ctx, http.MethodPut, sandboxPath(sandboxName, "/sync-mode"), strings.NewReader(string(body)), &out)
+	return out, err
+}

@@ -70,6 +70,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/tar", s.tarIn)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/syncs", s.recordSync)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/syncs", s.listSyncs)
+	mux.HandleFunc("PUT /v1/sandboxes/{name}/sync-mode", s.setSyncMode)
 	s.netRoutes(mux)
 	s.sessionRoutes(mux)
 	return s.logged(mux)
@@ -273,4 +274,23 @@ func (s *Server) listSyncs(w http.ResponseWriter, r *http.Request) {
 		out = append(out, SyncRecord{Time: row.Time, Result: json.RawMessage(row.Result)})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// SyncModeRequest is the body of PUT /v1/sandboxes/{name}/sync-mode.
+type SyncModeRequest struct {
+	Mode string `json:"mode"`
+}
+
+func (s *Server) setSyncMode(w http.ResponseWriter, r *http.Request) {
+	var req SyncModeRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.svc.SetSyncMode(r.Context(), r.PathValue("name"), req.Mode)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
 }

@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api"
@@ -47,47 +44,16 @@ func helperDir(f *Factory) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(p.Cache, "bin")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	link := filepath.Join(dir, RemoteHelperName)
-	if cur, err := os.Readlink(link); err == nil && cur == exe {
-		return dir, nil
-	}
-	tmp := link + ".tmp"
-	os.Remove(tmp)
-	if err := os.Symlink(exe, tmp); err != nil {
-		return "", err
-	}
-	return dir, os.Rename(tmp, link)
+	return gitsync.HelperDir(p.Cache, exe)
 }
 
-// wipScript records the uncommitted work of /workspace and of every worktree.
-const wipScript = `wip() { sh -c "$WIP" sh "$1"; }
-cd /workspace && wip ` + gitsync.WIPBranch + ` >/dev/null || exit $?
-git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r dir; do
-  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + gitsync.WIPBranch + `-${dir#/workspace/.worktrees/}" >/dev/null) ;; esac
-done
-git for-each-ref --format='%(refname:short)' refs/heads
-`
-
-// recordWIP makes the sandbox record its uncommitted work on its paddock-wip refs, and
-// returns the sandbox's branches.
-func recordWIP(ctx context.Context, c *api.Client, name string) ([]string, error) {
-	var out, errOut strings.Builder
-	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: []string{"sh", "-c", wipScript}, Env: append([]string{"WIP=" + gitsync.WIPScript}, gitsync.SandboxGitEnv...)},
-		api.ExecIO{Stdout: &out, Stderr: &errOut})
-	if err != nil {
-		return nil, err
+// sandboxExec runs commands in a sandbox through the daemon's API.
+func sandboxExec(c *api.Client, name string) gitsync.Exec {
+	return func(ctx context.Context, argv, env []string) (string, string, int, error) {
+		var stdout, stderr strings.Builder
+		code, err := c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env}, api.ExecIO{Stdout: &stdout, Stderr: &stderr})
+		return stdout.String(), stderr.String(), code, err
 	}
-	switch code {
-	case 0:
-		return strings.Fields(out.String()), nil
-	case 3:
-		return nil, apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", name)
-	}
-	return nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(errOut.String()))
 }
 
 // fetchWork records the sandbox's uncommitted work and fetches everything into the host
@@ -101,16 +67,12 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 	if err != nil {
 		return info, nil, gitsync.Result{}, err
 	}
-	branches, err := recordWIP(ctx, c, name)
-	if err != nil {
-		return info, nil, gitsync.Result{}, err
-	}
-	if err := gitsync.CheckBranches(name, branches); err != nil {
-		return info, nil, gitsync.Result{}, apperr.Conflict("", "%v", err)
-	}
-	res, err := g.Fetch(ctx, name, info.BaseCommit)
+	res, err := g.Sync(ctx, name, info.BaseCommit, sandboxExec(c, name))
 	var ae *apperr.Error
-	if err != nil && !errors.As(err, &ae) {
+	switch {
+	case errors.Is(err, gitsync.ErrNoCommits):
+		err = apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", name)
+	case err != nil && !errors.As(err, &ae):
 		err = apperr.Conflict("", "%v", err)
 	}
 	return info, g, res, err

@@ -14,7 +14,7 @@ import (
 
 // RemoteHelperName is the name git looks for to handle paddock::SANDBOX URLs. paddock
 // acts as the helper when run under this name (a symlink to the paddock binary).
-const RemoteHelperName = "git-remote-paddock"
+const RemoteHelperName = gitsync.HelperName
 
 // runRemoteHelper speaks git's remote-helper protocol with the "connect" capability: git
 // asks for git-upload-pack (fetch) or git-receive-pack (push), and the helper joins git's

@@ -11,10 +11,12 @@ import (
 )
 
 type syncOptions struct {
-	name  string
-	files []string
-	force bool
-	json  bool
+	name    string
+	files   []string
+	force   bool
+	json    bool
+	mode    string
+	history bool
 }
 
 func newCmdSync(f *Factory) *cobra.Command {
@@ -40,6 +42,8 @@ same paths of the host repository; an existing host file is never overwritten wi
 	cmd.Flags().StringSliceVar(&opts.files, "files", nil, "copy these /workspace paths (files or directories) out, instead of git")
 	cmd.Flags().BoolVar(&opts.force, "force", false, "with --files: overwrite existing host files")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print what arrived as JSON")
+	cmd.Flags().StringVar(&opts.mode, "mode", "", "set the sandbox's sync mode: manual, on-commit (when a branch moves) or on-idle (when an agent finishes a turn)")
+	cmd.Flags().BoolVar(&opts.history, "history", false, "list the recorded syncs")
 	return cmd
 }
 
@@ -52,14 +56,39 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(opts.files) > 0 {
+	switch {
+	case opts.mode != "":
+		info, err := c.SetSyncMode(ctx, name, opts.mode)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s syncs %s\n", info.Name, map[string]string{
+			"manual": "when you run `paddock sync`", "on-commit": "whenever a branch in it moves",
+			"on-idle": "whenever an agent in it finishes a turn"}[info.SyncMode])
+		return nil
+	case opts.history:
+		list, err := c.Syncs(ctx, name)
+		if err != nil {
+			return err
+		}
+		if opts.json {
+			return writeJSON(f, list)
+		}
+		for _, s := range list {
+			fmt.Fprintf(f.IO.Out, "%s %s\n", s.Time.Format("2006-01-02 15:04:05"), string(s.Result))
+		}
+		return nil
+	case len(opts.files) > 0:
 		return syncFiles(ctx, f, c, name, opts)
 	}
 	info, _, res, err := fetchWork(ctx, f, c, name)
 	if err != nil {
 		return err
 	}
-	if err := c.RecordSync(ctx, name, res); err != nil {
+	if err := c.RecordSync(ctx, name, struct {
+		gitsync.Result
+		Mode string `json:"mode"`
+	}{res, "manual"}); err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: the sync was not recorded: %v\n", err)
 	}
 	if opts.json {

@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -97,8 +98,15 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
+	helperDir := ""
+	if exe, err := os.Executable(); err == nil {
+		helperDir, err = gitsync.HelperDir(p.Cache, exe)
+		if err != nil {
+			log.Warn("no git-remote-paddock helper: automatic syncs are off", "err", err)
+		}
+	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
-		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP})
+		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP, HelperDir: helperDir, Home: p.Home})
 	defer svc.Close()
 	svc.Reconcile(ctx)
 
@@ -120,6 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go svc.AutoSync(ctx, 2*time.Second)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

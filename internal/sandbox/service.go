@@ -33,7 +33,9 @@ type Info struct {
 	SourceURL  string `json:"source_url,omitempty"`
 	BaseCommit string `json:"base_commit,omitempty"`
 	// Network is "closed" (loopback only, egress through the allowlist proxy) or "open".
-	Network   string    `json:"network"`
+	Network string `json:"network"`
+	// SyncMode is manual, on-commit or on-idle.
+	SyncMode  string    `json:"sync_mode"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -52,6 +54,8 @@ type Options struct {
 	Creds *creds.Proxy
 	// MCP are the MCP servers declared in the config.
 	MCP map[string]config.MCPServer
+	// HelperDir holds git-remote-paddock, for automatic syncs; Home is PADDOCK_HOME, if set.
+	HelperDir, Home string
 }
 
 // Preference is the order in which backends are tried when none is configured.
@@ -209,7 +213,7 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 // info combines the record with what the backend reports now.
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
-		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network,
+		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode,
 		CreatedAt: sb.CreatedAt}
 	if sb.State == "creating" {
 		return in

@@ -28,19 +28,21 @@ type Sandbox struct {
 	// accepts requests only with it.
 	CredsToken string
 	// Agents lists the agent kinds the sandbox was made for, comma-separated.
-	Agents    string
+	Agents string
+	// SyncMode is manual, on-commit or on-idle.
+	SyncMode  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, created_at, updated_at"
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, created_at, updated_at"
 
 func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 	var sb Sandbox
 	var created, updated int64
 	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
 		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &sb.Network, &sb.CredsPort, &sb.EgressPort, &sb.CredsToken, &sb.Agents,
-		&created, &updated)
+		&sb.SyncMode, &created, &updated)
 	sb.CreatedAt = time.Unix(0, created)
 	sb.UpdatedAt = time.Unix(0, updated)
 	return sb, err
@@ -52,9 +54,12 @@ func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if sb.Network == "" {
 		sb.Network = "closed"
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	if sb.SyncMode == "" {
+		sb.SyncMode = "manual"
+	}
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail,
-		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, t, t)
+		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
 		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
 	}
@@ -93,9 +98,12 @@ func (s *Store) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 
 // UpdateSandbox writes every mutable field of sb (found by ID).
 func (s *Store) UpdateSandbox(ctx context.Context, sb Sandbox) error {
+	if sb.SyncMode == "" {
+		sb.SyncMode = "manual"
+	}
 	res, err := s.db.ExecContext(ctx, `UPDATE sandboxes SET state = ?, source_path = ?, source_url = ?,
-		base_commit = ?, rootfs = ?, detail = ?, updated_at = ? WHERE id = ?`,
-		sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, now(), sb.ID)
+		base_commit = ?, rootfs = ?, detail = ?, sync_mode = ?, updated_at = ? WHERE id = ?`,
+		sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, sb.SyncMode, now(), sb.ID)
 	if err != nil {
 		return fmt.Errorf("update sandbox %q: %w", sb.Name, err)
 	}

@@ -1,0 +1,76 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoCommits is returned when the sandbox's repository has no commits yet.
+var ErrNoCommits = errors.New("the sandbox's repository has no commits yet")
+
+// Exec runs a command in the sandbox and returns its stdout, stderr and exit code.
+type Exec func(ctx context.Context, argv, env []string) (stdout, stderr string, code int, err error)
+
+// recordScript records the uncommitted work of /workspace and of every worktree, then
+// lists the sandbox's branches.
+const recordScript = `wip() { sh -c "$WIP" sh "$1"; }
+cd /workspace && wip ` + WIPBranch + ` >/dev/null || exit $?
+git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r dir; do
+  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + WIPBranch + `-${dir#/workspace/.worktrees/}" >/dev/null) ;; esac
+done
+git for-each-ref --format='%(refname:short)' refs/heads
+`
+
+// RecordWIP makes the sandbox record its uncommitted work on its paddock-wip refs and
+// returns its branches.
+func RecordWIP(ctx context.Context, exec Exec) ([]string, error) {
+	stdout, stderr, code, err := exec(ctx, []string{"sh", "-c", recordScript}, append([]string{"WIP=" + WIPScript}, SandboxGitEnv...))
+	if err != nil {
+		return nil, err
+	}
+	switch code {
+	case 0:
+		return strings.Fields(stdout), nil
+	case 3:
+		return nil, ErrNoCommits
+	}
+	return nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(stderr))
+}
+
+// Sync records the sandbox's uncommitted work and fetches everything into the host
+// repository's Namespace(sandbox).
+func (g *Git) Sync(ctx context.Context, sandbox, base string, exec Exec) (Result, error) {
+	branches, err := RecordWIP(ctx, exec)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := CheckBranches(sandbox, branches); err != nil {
+		return Result{}, err
+	}
+	return g.Fetch(ctx, sandbox, base)
+}
+
+// HelperName is the name git looks for to handle paddock::SANDBOX URLs.
+const HelperName = "git-remote-paddock"
+
+// HelperDir returns dir/bin holding git-remote-paddock, a link to exe, for git to find.
+func HelperDir(dir, exe string) (string, error) {
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		return "", err
+	}
+	link := filepath.Join(bin, HelperName)
+	if cur, err := os.Readlink(link); err == nil && cur == exe {
+		return bin, nil
+	}
+	tmp := link + ".tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(exe, tmp); err != nil {
+		return "", err
+	}
+	return bin, os.Rename(tmp, link)
+}
