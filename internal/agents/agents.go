@@ -69,9 +69,19 @@ type Adapter interface {
 	Answer(output []byte) (text, resumeID string, err error)
 	// Transcript is the path of the conversation's transcript inside the sandbox, or "".
 	Transcript(s Session) string
-	// StatusSource says how the session's status is known: "hooks" when the agent's own
-	// hooks call `paddock agent notify`, else the fallback in words.
+	// StatusSource says, in words, how the session's status is known.
 	StatusSource() string
+	// Reports says which statuses the agent's own hooks report through
+	// `paddock agent notify`; what they do not report comes from the process.
+	Reports() Reports
+}
+
+// Reports lists what an agent's hooks report.
+type Reports struct {
+	// Ready: a hook runs when the agent is at its prompt after starting.
+	Ready bool
+	// Idle: a hook runs when the agent finishes a turn.
+	Idle bool
 }
 
 var (

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/session"
 )
 
@@ -16,21 +18,27 @@ func newCmdAttach(f *Factory) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := f.Client(ctx)
-			if err != nil {
-				return err
-			}
 			arg := ""
 			if len(args) == 1 {
 				arg = args[0]
 			}
-			sb, name, err := resolveTarget(ctx, c, arg, false)
+			_, sb, name, err := clientAndTarget(ctx, f, arg, false)
 			if err != nil {
 				return err
 			}
 			return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
 		},
 	}
+}
+
+// clientAndTarget connects to the daemon and resolves SANDBOX[/SESSION].
+func clientAndTarget(ctx context.Context, f *Factory, arg string, needSession bool) (*api.Client, string, string, error) {
+	c, err := f.Client(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	sb, name, err := resolveTarget(ctx, c, arg, needSession)
+	return c, sb, name, err
 }
 
 func newCmdRestart(f *Factory) *cobra.Command {
@@ -40,11 +48,7 @@ func newCmdRestart(f *Factory) *cobra.Command {
 		Args:  exactArgs(1, "one SANDBOX/SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := f.Client(ctx)
-			if err != nil {
-				return err
-			}
-			sb, name, err := resolveTarget(ctx, c, args[0], true)
+			c, sb, name, err := clientAndTarget(ctx, f, args[0], true)
 			if err != nil {
 				return err
 			}
@@ -66,11 +70,7 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 		Args:  exactArgs(1, "one SANDBOX/SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := f.Client(ctx)
-			if err != nil {
-				return err
-			}
-			sb, name, err := resolveTarget(ctx, c, args[0], true)
+			c, sb, name, err := clientAndTarget(ctx, f, args[0], true)
 			if err != nil {
 				return err
 			}

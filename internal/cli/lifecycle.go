@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // The lifecycle verbs are small enough to share a file: each is a single API call.
@@ -14,22 +17,18 @@ type nameOptions struct {
 	force bool
 }
 
-func newCmdStart(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {
-	opts := &nameOptions{}
+// newCmdStateChange builds start and stop: one API call on one sandbox, then its state.
+func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, context.Context, string) (sandbox.Info, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "start NAME",
-		Short: "Start a stopped sandbox",
+		Use:   use + " NAME",
+		Short: short,
 		Args:  exactArgs(1, "one sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			c, err := f.Client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			info, err := c.Start(cmd.Context(), opts.name)
+			info, err := call(c, cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -39,29 +38,12 @@ func newCmdStart(f *Factory, runF func(context.Context, *nameOptions) error) *co
 	}
 }
 
-func newCmdStop(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {
-	opts := &nameOptions{}
-	return &cobra.Command{
-		Use:   "stop NAME",
-		Short: "Stop a sandbox and every process in it; its workspace is kept",
-		Args:  exactArgs(1, "one sandbox name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			c, err := f.Client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			info, err := c.Stop(cmd.Context(), opts.name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
-			return nil
-		},
-	}
+func newCmdStart(f *Factory) *cobra.Command {
+	return newCmdStateChange(f, "start", "Start a stopped sandbox", (*api.Client).Start)
+}
+
+func newCmdStop(f *Factory) *cobra.Command {
+	return newCmdStateChange(f, "stop", "Stop a sandbox and every process in it; its workspace is kept", (*api.Client).Stop)
 }
 
 func newCmdRm(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {

@@ -147,8 +147,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 // whose non-interactive mode cannot share the conversation with the interactive one.
 func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text string) (string, error) {
 	name := t.se.Name
-	if _, ok := parsers[t.se.Agent]; !ok || t.adapter.StatusSource() == "" || strings.HasPrefix(t.adapter.StatusSource(), "no hook") ||
-		t.adapter.Name() == "shell" {
+	if _, ok := parsers[t.se.Agent]; !ok || !t.adapter.Reports().Idle {
 		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
 	}
 	if st, _ := statusOf(l, name); st == "exited" {

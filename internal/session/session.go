@@ -202,10 +202,10 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	}
 	args = append(args, "--")
 	args = append(args, argv...)
-	// An agent whose hooks report status starts as "starting" until its first report;
-	// for the others, the process is all there is to know.
+	// An agent whose hooks report readiness starts as "starting" until they do; for the
+	// others, the process is all there is to know until their first report.
 	initial := ""
-	if t.adapter.StatusSource() == "hooks" {
+	if t.adapter.Reports().Ready {
 		initial = `{"status":"starting"}`
 	}
 	script := `mkdir -p "$(dirname "$1")" "$2" && rm -f "$2/$3.json" && { [ -z "$4" ] || printf '%s' "$4" > "$2/$3.json"; } && shift 4 && exec "$@"`

@@ -26,6 +26,9 @@ func (Adapter) Binary() string { return "aider" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "pipx install aider-chat (or pip install aider-chat)" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string {
 	return "no hook: the session shows running until its process exits"

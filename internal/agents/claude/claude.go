@@ -28,6 +28,9 @@ func (Adapter) Binary() string { return "claude" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "npm install -g @anthropic-ai/claude-code" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{Ready: true, Idle: true} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string { return "hooks" }
 

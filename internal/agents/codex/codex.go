@@ -36,6 +36,9 @@ func (Adapter) Binary() string { return "codex" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "npm install -g @openai/codex" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{Idle: true} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string {
 	return "Codex's notify program at the end of each turn reports idle; working is assumed from the moment a prompt is sent"

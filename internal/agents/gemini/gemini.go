@@ -27,6 +27,9 @@ func (Adapter) Binary() string { return "gemini" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "npm install -g @google/gemini-cli" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string {
 	return "no hook is installed yet: the session shows running until its process exits"

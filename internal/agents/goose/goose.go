@@ -28,6 +28,9 @@ func (Adapter) Install() string {
 	return "install the goose binary from its release page into the image or the host's /usr/local/bin"
 }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string {
 	return "no hook: the session shows running until its process exits"

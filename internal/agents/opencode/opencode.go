@@ -24,6 +24,9 @@ func (Adapter) Binary() string { return "opencode" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "npm install -g opencode-ai" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string {
 	return "no hook: the session shows running until its process exits"

@@ -20,6 +20,9 @@ func (Adapter) Binary() string { return "sh" }
 // Install implements agents.Adapter.
 func (Adapter) Install() string { return "" }
 
+// Reports implements agents.Adapter.
+func (Adapter) Reports() agents.Reports { return agents.Reports{} }
+
 // StatusSource implements agents.Adapter.
 func (Adapter) StatusSource() string { return "the process: running until it exits" }
 
