@@ -104,6 +104,10 @@ func testEnvironment(t *testing.T, sb *sandbox) {
 	if code, _, _ := sb.run(t, "echo x > /usr/paddock-write-test"); code == 0 {
 		t.Error("/usr is writable from the sandbox")
 	}
+	// A new session: no controlling terminal, so no TIOCSTI into the host's terminal.
+	if code, _, _ := sb.run(t, "exec 3</dev/tty"); code == 0 {
+		t.Error("a sandbox process has a controlling terminal (/dev/tty opens)")
+	}
 }
 
 func testPTY(t *testing.T, sb *sandbox) {
