@@ -444,3 +444,29 @@ func (c *Client) SetSyncMode(ctx context.Context, sandboxName, mode string) (san
 	err := c.do(ctx, http.MethodPut, sandboxPath(sandboxName, "/sync-mode"), strings.NewReader(string(body)), &out)
 	return out, err
 }
+
+// BuildImage builds a sandbox image, reporting progress, and returns its tag.
+func (c *Client) BuildImage(ctx context.Context, req ImageBuildRequest, progress func(string)) (string, error) {
+	body, _ := json.Marshal(req)
+	resp, err := c.stream(ctx, http.MethodPost, "/v1/images/build", strings.NewReader(string(body)))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev ProgressEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return "", fmt.Errorf("bad progress line from the daemon: %q", sc.Text())
+		}
+		switch {
+		case ev.Done && ev.Error != nil:
+			return "", fromBody(*ev.Error)
+		case ev.Done:
+			return ev.Step, nil
+		case progress != nil:
+			progress(ev.Step)
+		}
+	}
+	return "", errors.New("the daemon ended the build's response early: see its log")
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -71,6 +72,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/syncs", s.recordSync)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/syncs", s.listSyncs)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/sync-mode", s.setSyncMode)
+	mux.HandleFunc("POST /v1/images/build", s.buildImage)
 	s.netRoutes(mux)
 	s.sessionRoutes(mux)
 	return s.logged(mux)
@@ -293,4 +295,40 @@ func (s *Server) setSyncMode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// ImageBuildRequest is the body of POST /v1/images/build.
+type ImageBuildRequest struct {
+	Backend string   `json:"backend,omitempty"`
+	Tag     string   `json:"tag,omitempty"`
+	Agents  []string `json:"agents,omitempty"`
+	Minimal bool     `json:"minimal,omitempty"`
+}
+
+// buildImage builds a sandbox image, answering with an NDJSON progress stream whose last
+// line has done set (with the image in step, or an error).
+func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
+	var req ImageBuildRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	send := func(ev ProgressEvent) {
+		enc.Encode(ev)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	tag, err := s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Agents: req.Agents, Minimal: req.Minimal},
+		func(step string) { send(ProgressEvent{Step: step}) })
+	if err != nil {
+		b := errorBody(err)
+		send(ProgressEvent{Done: true, Error: &b})
+		return
+	}
+	send(ProgressEvent{Done: true, Step: tag})
 }

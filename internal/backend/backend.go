@@ -162,3 +162,21 @@ func Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// ImageSpec describes a sandbox image for backends that build images.
+type ImageSpec struct {
+	// Tag names the image; the backend's default image when empty.
+	Tag string
+	// Agents are agent CLIs to install: claude, codex, gemini.
+	Agents []string
+	// Minimal leaves out compilers and project tools (for tests).
+	Minimal bool
+	// CacheDir is a directory the build may use for its files.
+	CacheDir string
+}
+
+// ImageBuilder is implemented by backends that run sandboxes from images they can build
+// locally, with no registry.
+type ImageBuilder interface {
+	BuildImage(ctx context.Context, spec ImageSpec, progress func(string)) (string, error)
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +43,9 @@ func newCmdAgent(f *Factory) *cobra.Command {
 				}
 				return srv.Serve(ctx, ln)
 			case socket != "":
+				if err := os.MkdirAll(filepath.Dir(socket), 0o755); err != nil {
+					return err
+				}
 				os.Remove(socket)
 				ln, err := net.Listen("unix", socket)
 				if err != nil {

@@ -129,6 +129,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdPush(f),
 		newCmdWorktree(f),
 		newCmdEnv(f),
+		newCmdImage(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),

@@ -103,6 +103,9 @@ func teardown(home string) {
 // condition adds [static]: this binary is statically linked, so it can serve as the
 // guest agent in a root filesystem without a C library (CGO_ENABLED=0, as make test does).
 func condition(cond string) (bool, error) {
+	if cond == "docker" {
+		return dockerReady(), nil
+	}
 	if cond != "static" {
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}
@@ -121,6 +124,16 @@ func condition(cond string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// dockerReady reports whether the docker backend can run here: an engine answers and
+// the sandbox image exists. With PADDOCK_TEST_DOCKER set (CI), it is taken as ready, so
+// that a broken engine fails the docker scripts instead of skipping them.
+func dockerReady() bool {
+	if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
+		return true
+	}
+	return exec.Command("docker", "image", "inspect", "paddock/sandbox:latest").Run() == nil
 }
 
 // killDaemon sends SIGKILL to the script's daemon, as a crash would.

@@ -26,8 +26,9 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
 
-	_ "github.com/paddockhq/paddock/internal/agents/all"    // registers every agent adapter
-	_ "github.com/paddockhq/paddock/internal/backend/bwrap" // registers the bwrap backend
+	_ "github.com/paddockhq/paddock/internal/agents/all"     // registers every agent adapter
+	_ "github.com/paddockhq/paddock/internal/backend/bwrap"  // registers the bwrap backend
+	_ "github.com/paddockhq/paddock/internal/backend/docker" // registers the docker backend
 )
 
 // ErrAlreadyRunning is returned when another daemon holds this PADDOCK_HOME.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
@@ -35,4 +36,20 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// BuildImage builds a backend's sandbox image.
+func (s *Service) BuildImage(ctx context.Context, backendName string, spec backend.ImageSpec, progress func(string)) (string, error) {
+	if backendName == "" {
+		backendName = "docker"
+	}
+	b, ok := s.opts.Backends[backendName]
+	if !ok {
+		return "", apperr.Invalid("", "unknown backend %q", backendName)
+	}
+	ib, ok := b.(backend.ImageBuilder)
+	if !ok {
+		return "", apperr.Invalid("", "backend %s does not use images", backendName)
+	}
+	return ib.BuildImage(ctx, spec, progress)
 }

@@ -177,7 +177,13 @@ func (s *Service) PickBackend(ctx context.Context, name string) (backend.Backend
 	if len(reasons) == 1 {
 		return nil, unavailable(reasons[0])
 	}
-	return nil, apperr.Unavailable("run `paddock doctor` for how to fix it", "no backend is available here: %v", errors.Join(reasons...))
+	hint := "run `paddock doctor` for how to fix it"
+	var ue *backend.UnavailableError
+	if len(reasons) > 0 && errors.As(reasons[0], &ue) && ue.Fix != "" {
+		// The preferred backend's fix first.
+		hint = ue.Fix + " (`paddock doctor` says how to fix the others)"
+	}
+	return nil, apperr.Unavailable(hint, "no backend is available here: %v", errors.Join(reasons...))
 }
 
 func unavailable(err error) error {

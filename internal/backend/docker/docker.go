@@ -1,0 +1,157 @@
+// Package docker runs sandboxes as Docker (or Podman, through its Docker-compatible
+// socket) containers, through the Engine API: never the docker CLI. A container has no
+// network by default (the closed-network tunnels work unchanged), runs as the non-root
+// user agent, keeps /workspace and /home/agent on volumes that survive stop and start,
+// and has the guest agent as its long-lived process, listening on a unix socket inside;
+// Dial attaches to an exec of `paddock agent connect`, which bridges to it.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// Name is the registry name.
+const Name = "docker"
+
+func init() {
+	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+}
+
+// DefaultImage is the image `paddock image build` makes.
+const DefaultImage = "paddock/sandbox:latest"
+
+// Label marks paddock's containers and volumes with the sandbox ID.
+const Label = "dev.paddock.sandbox"
+
+const (
+	agentPath   = "/opt/paddock/bin/paddock"
+	agentSocket = "/run/paddock/agent.sock"
+)
+
+// Docker is the backend.
+type Docker struct {
+	cli   *client.Client
+	image string
+	cpus  float64
+	mem   int64
+}
+
+var _ backend.Backend = (*Docker)(nil)
+
+// New constructs the backend; DOCKER_HOST and friends are honoured. Options: image.
+func New(env backend.Env) (*Docker, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	d := &Docker{cli: cli, image: DefaultImage, cpus: min(4, float64(runtime.NumCPU())), mem: 8 << 30}
+	if v, ok := env.Options["image"].(string); ok && v != "" {
+		d.image = v
+	}
+	return d, nil
+}
+
+// Name implements backend.Backend.
+func (d *Docker) Name() string { return Name }
+
+// Features implements backend.Backend.
+func (d *Docker) Features() backend.Features {
+	return backend.Features{NetworkIsolation: true, PersistentWorkspace: true}
+}
+
+// Available pings the engine and checks the default image exists.
+func (d *Docker) Available(ctx context.Context) error {
+	if _, err := d.cli.Ping(ctx); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("no Docker engine answers at %s: %v", d.cli.DaemonHost(), err),
+			Fix: "start one: sudo systemctl start docker (or dockerd &); for Podman, set DOCKER_HOST=unix:///run/user/$UID/podman/podman.sock"}
+	}
+	if _, err := d.cli.ImageInspect(ctx, d.image); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("the sandbox image %s is missing", d.image),
+			Fix: "build it: paddock image build"}
+	}
+	return nil
+}
+
+func containerName(id backend.ID) string { return "paddock-" + string(id) }
+func volumeName(id backend.ID, what string) string {
+	return "paddock-" + string(id) + "-" + what
+}
+
+// State implements backend.Backend.
+func (d *Docker) State(ctx context.Context, id backend.ID) (backend.Status, error) {
+	c, err := d.cli.ContainerInspect(ctx, containerName(id))
+	if errdefs.IsNotFound(err) {
+		return backend.Status{State: backend.StateMissing}, nil
+	}
+	if err != nil {
+		return backend.Status{}, err
+	}
+	switch {
+	case c.State.Running:
+		return backend.Status{State: backend.StateRunning}, nil
+	case c.State.Status == "created":
+		return backend.Status{State: backend.StateCreated}, nil
+	}
+	return backend.Status{State: backend.StateStopped, Detail: c.State.Status}, nil
+}
+
+// Stop implements backend.Backend.
+func (d *Docker) Stop(ctx context.Context, id backend.ID) error {
+	timeout := 5
+	err := d.cli.ContainerStop(ctx, containerName(id), container.StopOptions{Timeout: &timeout})
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	return err
+}
+
+// Destroy removes the container and its volumes.
+func (d *Docker) Destroy(ctx context.Context, id backend.ID) error {
+	err := d.cli.ContainerRemove(ctx, containerName(id), container.RemoveOptions{Force: true})
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container: %w", err)
+	}
+	for _, v := range []string{"workspace", "home"} {
+		if err := d.cli.VolumeRemove(ctx, volumeName(id, v), true); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove volume: %w", err)
+		}
+	}
+	return nil
+}
+
+// Leftovers lists containers and volumes of a sandbox that still exist.
+func (d *Docker) Leftovers(id backend.ID) []string {
+	ctx := context.Background()
+	var out []string
+	f := filters.NewArgs(filters.Arg("label", Label+"="+string(id)))
+	if cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err == nil {
+		for _, c := range cs {
+			out = append(out, "container "+c.ID[:12])
+		}
+	}
+	if vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f}); err == nil {
+		for _, v := range vs.Volumes {
+			out = append(out, "volume "+v.Name)
+		}
+	}
+	return out
+}
+
+var errNotRunning = errors.New("the container is not running")
+
+// Dial implements backend.Backend.
+func (d *Docker) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
+	return d.dial(ctx, containerName(id))
+}

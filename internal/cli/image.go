@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+)
+
+func newCmdImage(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "Sandbox images for the docker backend, built locally with no registry"}
+	var req api.ImageBuildRequest
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the default sandbox image (Debian, with the agent CLIs you ask for)",
+		Long: `Build the docker backend's sandbox image locally: a Debian root filesystem made by mmdebstrap
+(bash, git, tmux, curl, ca-certificates, sudo, direnv, ripgrep, python3, nodejs and npm,
+build-essential; the user agent, uid 1000, owning /workspace), with the agent CLIs you name installed
+from npm, imported into the engine. A second build with nothing changed is skipped.
+
+  paddock image build --agents claude,codex`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tag, err := c.BuildImage(cmd.Context(), req, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(f.IO.Out, tag)
+			return nil
+		},
+	}
+	build.Flags().StringSliceVar(&req.Agents, "agents", nil, "agent CLIs to install from npm: claude, codex, gemini")
+	build.Flags().BoolVar(&req.Minimal, "minimal", false, "leave out compilers and project tools (for tests)")
+	build.Flags().StringVar(&req.Tag, "tag", "", "the image's name (default paddock/sandbox:latest)")
+	cmd.AddCommand(build)
+	return cmd
+}
