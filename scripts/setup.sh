@@ -2,7 +2,7 @@
 # Installs what paddock's tests need on a fresh Debian machine, then builds paddock.
 set -euo pipefail
 
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static)
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -37,4 +37,23 @@ command -v go >/dev/null || { echo "setup: Go 1.26 or newer is needed (https://g
 
 go mod download
 make build
+
+# The docker backend's tests need an engine and the sandbox image (built here, with no
+# registry: a Debian root filesystem from mmdebstrap, imported into the engine).
+if ! docker info >/dev/null 2>&1; then
+  if command -v dockerd >/dev/null; then
+    echo "setup: starting dockerd"
+    $sudo sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+    for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  fi
+fi
+if docker info >/dev/null 2>&1; then
+  home=$(mktemp -d)
+  chmod 711 "$home"
+  PADDOCK_HOME=$home bin/paddock image build --minimal
+  PADDOCK_HOME=$home bin/paddock daemon stop >/dev/null 2>&1 || true
+  rm -rf "$home"
+else
+  echo "setup: no Docker engine answers: the docker backend's tests will be skipped"
+fi
 echo "setup: done; bin/paddock is built. Run the tests with: make test"
