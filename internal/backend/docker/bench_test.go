@@ -1,0 +1,143 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/docker"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+func benchBackend(b *testing.B) (*docker.Docker, sandbox.AgentBinary) {
+	d, err := docker.New(backend.Env{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Available(context.Background()); err != nil {
+		b.Skipf("docker is not available: %v", err)
+	}
+	self, _ := os.Executable()
+	agent, err := sandbox.InstallAgent(self, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, agent
+}
+
+func ratio(b *testing.B, ours, base time.Duration, unit string) {
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N)/1e6, "ms/"+unit)
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N)/1e6, "baseline-ms/"+unit)
+	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
+}
+
+func dockerCLI(b *testing.B, args ...string) {
+	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+		b.Fatalf("docker %v: %v %s", args, err, out)
+	}
+}
+
+// BenchmarkCreateToFirstExec: Create + Start + connect + `exec true`, against
+// `docker run --rm IMAGE true`, in the same run.
+func BenchmarkCreateToFirstExec(b *testing.B) {
+	d, agent := benchBackend(b)
+	ctx := context.Background()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		id := backend.ID(fmt.Sprintf("bench%d%d", time.Now().UnixNano()%100000, i))
+		start := time.Now()
+		if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Start(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatalf("exec: %d %v", code, err)
+		}
+		ours += time.Since(start)
+		c.Close()
+		d.Destroy(ctx, id)
+		start = time.Now()
+		dockerCLI(b, "run", "--rm", "--network", "none", docker.DefaultImage, "true")
+		base += time.Since(start)
+	}
+	ratio(b, ours, base, "create")
+}
+
+func running(b *testing.B) (*agentclient.Client, string) {
+	d, agent := benchBackend(b)
+	ctx := context.Background()
+	id := backend.ID(fmt.Sprintf("benchrun%d", time.Now().UnixNano()%100000))
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Destroy(context.Background(), id) })
+	if err := d.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c, "paddock-" + string(id)
+}
+
+// BenchmarkExecRoundTrip: `true` through the agent, against `docker exec CONTAINER true`.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	c, name := running(b)
+	ctx := context.Background()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatalf("exec: %d %v", code, err)
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		dockerCLI(b, "exec", name, "true")
+		base += time.Since(start)
+	}
+	ratio(b, ours, base, "exec")
+}
+
+// BenchmarkFileWrite: 64 MiB into the container through the agent, against
+// `docker exec -i CONTAINER sh -c 'cat > FILE'`.
+func BenchmarkFileWrite(b *testing.B) {
+	c, name := running(b)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<20)
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := c.WriteFile(ctx, "/workspace", "bench.bin", 0o644, false, bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		cmd := exec.Command("docker", "exec", "-i", name, "sh", "-c", "cat > /workspace/bench2.bin")
+		cmd.Stdin = bytes.NewReader(data)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("docker exec cat: %v %s", err, out)
+		}
+		base += time.Since(start)
+	}
+	mib := float64(len(data)*b.N) / (1 << 20)
+	b.ReportMetric(mib/ours.Seconds(), "MiB/s")
+	b.ReportMetric(mib/base.Seconds(), "baseline-MiB/s")
+	b.ReportMetric(float64(base)/float64(ours), "x-faster")
+	_ = io.Discard
+}
