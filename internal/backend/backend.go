@@ -64,6 +64,12 @@ type Spec struct {
 	Env []string
 	// OpenNetwork gives the sandbox the backend's normal network instead of loopback only.
 	OpenNetwork bool
+	// Image is the image to run, for backends that use images; their default when empty.
+	Image string
+	// CPUs and MemoryBytes limit the sandbox, for backends that can; zero means the
+	// backend's default (clamped to what the host has).
+	CPUs        float64
+	MemoryBytes int64
 }
 
 // Status is what State reports.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ type upOptions struct {
 	rootfs  string
 	network string
 	agents  []string
+	image   string
+	cpus    float64
+	memory  string
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -53,6 +57,9 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
+	cmd.Flags().StringVar(&opts.image, "image", "", "docker: the image to run (default paddock/sandbox:latest, see `paddock image build`)")
+	cmd.Flags().Float64Var(&opts.cpus, "cpus", 0, "docker: CPU limit (default 4, at most the host's)")
+	cmd.Flags().StringVar(&opts.memory, "memory", "", "docker: memory limit, e.g. 4g or 512m (default 8g, at most the host's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
 	return cmd
 }
@@ -139,7 +146,12 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
+	memory, err := parseBytes(opts.memory)
+	if err != nil {
+		return err
+	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
+		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory,
 		Agents: opts.agents, SourcePath: repo,
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
@@ -168,6 +180,31 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out, info.Name)
 	return nil
+}
+
+// parseBytes reads a size like 512m, 4g or 1073741824.
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usagef("--memory takes a size like 512m or 4g, not %q", s)
+	}
+	return n * mult, nil
 }
 
 func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) error {

@@ -36,6 +36,10 @@ type CreateRequest struct {
 	// Agents are the agent kinds the sandbox is for; their service hosts join its
 	// default allowlist.
 	Agents []string `json:"agents,omitempty"`
+	// Image, CPUs and MemoryBytes are for backends that run images (docker).
+	Image       string  `json:"image,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -63,6 +67,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	b, err := s.PickBackend(ctx, req.Backend)
 	if err != nil {
 		return Info{}, err
+	}
+	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.CPUs != 0 || req.MemoryBytes != 0) {
+		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image, --cpus and --memory are for the docker backend, not %s", b.Name())
 	}
 	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating",
 		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
@@ -95,7 +102,8 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	id := backend.ID(sb.ID)
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
-		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open"}
+		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
+		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes}
 	if err := b.Create(ctx, spec); err != nil {
 		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
 	}

@@ -56,7 +56,7 @@ func New(env backend.Env) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	d := &Docker{cli: cli, image: DefaultImage, cpus: min(4, float64(runtime.NumCPU())), mem: 8 << 30}
+	d := &Docker{cli: cli, image: DefaultImage, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -31,6 +32,23 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	} else if !errdefs.IsNotFound(err) {
 		return err
 	}
+	img := d.image
+	if spec.Image != "" {
+		img = spec.Image
+	}
+	if _, err := d.cli.ImageInspect(ctx, img); err != nil {
+		return fmt.Errorf("image %s is missing: build it with `paddock image build` (or `docker build -t %s .`)", img, img)
+	}
+	cpus, mem := d.cpus, d.mem
+	if spec.CPUs > 0 {
+		cpus = min(spec.CPUs, float64(runtime.NumCPU()))
+	}
+	if spec.MemoryBytes > 0 {
+		mem = spec.MemoryBytes
+	}
+	if total := hostMemory(); total > 0 {
+		mem = min(mem, total)
+	}
 	labels := map[string]string{Label: string(spec.ID), Label + ".name": spec.Name}
 	for _, v := range []string{"workspace", "home"} {
 		if _, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: volumeName(spec.ID, v), Labels: labels}); err != nil {
@@ -46,7 +64,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	pids := int64(4096)
 	cfg := &container.Config{
-		Image: d.image, Hostname: spec.Name, User: "1000:1000", WorkingDir: "/workspace",
+		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: "/workspace",
 		Env:    append(env, spec.Env...),
 		Cmd:    []string{agentPath, "agent", "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
@@ -63,7 +81,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
 		Init:          boolPtr(true),
 		Resources: container.Resources{
-			NanoCPUs: int64(d.cpus * 1e9), Memory: d.mem, PidsLimit: &pids,
+			NanoCPUs: int64(cpus * 1e9), Memory: mem, PidsLimit: &pids,
 		},
 	}
 	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
@@ -77,6 +95,22 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// hostMemory is the host's memory in bytes, from /proc/meminfo; 0 when unknown.
+func hostMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
 
 // copyAgent puts the agent binary at agentPath in the container and checks what landed
 // has the expected sha256.
