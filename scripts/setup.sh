@@ -50,7 +50,7 @@ fi
 if docker info >/dev/null 2>&1; then
   home=$(mktemp -d)
   chmod 711 "$home"
-  PADDOCK_HOME=$home bin/paddock image build --minimal
+  PADDOCK_HOME=$home bin/paddock image build --minimal --agents claude
   PADDOCK_HOME=$home bin/paddock daemon stop >/dev/null 2>&1 || true
   rm -rf "$home"
 else

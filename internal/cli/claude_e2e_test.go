@@ -71,8 +71,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// TestClaudeEndToEnd runs the real Claude Code CLI in a sandbox against a scripted model
-// server reached through the credential proxy.
+// TestClaudeEndToEnd runs the real Claude Code CLI in a bwrap sandbox against a scripted
+// model server reached through the credential proxy.
 func TestClaudeEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("claude"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -83,6 +83,19 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed")
 	}
+	claudeEndToEnd(t, "bwrap")
+}
+
+// TestClaudeEndToEndDocker is the same, in a docker container whose image has Claude Code
+// (`paddock image build --agents claude`).
+func TestClaudeEndToEndDocker(t *testing.T) {
+	if !dockerReady() {
+		t.Skip("no docker engine with the paddock/sandbox image (make setup)")
+	}
+	claudeEndToEnd(t, "docker")
+}
+
+func claudeEndToEnd(t *testing.T, backend string) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
@@ -92,7 +105,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	must := mustSucceed(t, paddock)
 
 	// up --agent claude: a sandbox and a first session, straight at Claude's prompt.
-	must("", "up", repo, "--agent", "claude")
+	must("", "up", repo, "--agent", "claude", "--backend", backend)
 	pane := func() string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 	}

@@ -25,9 +25,12 @@ var _ backend.ImageBuilder = (*Docker)(nil)
 var (
 	basePackages = []string{"bash", "git", "tmux", "curl", "ca-certificates", "sudo", "procps", "python3-minimal", "diffutils", "less"}
 	fullPackages = []string{"direnv", "ripgrep", "python3", "nodejs", "npm", "build-essential", "openssh-client", "unzip"}
-	agentNPM     = map[string]string{
-		"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli",
+	// agentNPM pins the versions paddock's adapters were written and tested against.
+	agentNPM = map[string]string{
+		"claude": "@anthropic-ai/claude-code@2.1.330", "codex": "@openai/codex@0.169.0", "gemini": "@google/gemini-cli@0.61.0",
 	}
+	// agentNeedsNode: these agents' commands are node scripts (claude's is a native binary).
+	agentNeedsNode = map[string]bool{"codex": true, "gemini": true}
 )
 
 // imageKeyLabel records what an image was built from, so that a rebuild with nothing
@@ -52,10 +55,11 @@ func (d *Docker) BuildImage(ctx context.Context, opts backend.ImageSpec, progres
 			return "", fmt.Errorf("no npm package known for agent %q (known: claude, codex, gemini)", a)
 		}
 		npm = append(npm, p)
+		if agentNeedsNode[a] && opts.Minimal {
+			pkgs = append(pkgs, "nodejs")
+		}
 	}
-	if len(npm) > 0 && opts.Minimal {
-		pkgs = append(pkgs, "nodejs", "npm")
-	}
+
 	sort.Strings(pkgs)
 	sort.Strings(npm)
 	sum := sha256.Sum256([]byte("bookworm|" + strings.Join(pkgs, ",") + "|" + strings.Join(npm, ",")))
@@ -81,7 +85,12 @@ func (d *Docker) BuildImage(ctx context.Context, opts backend.ImageSpec, progres
 		`mkdir -p "$1"/workspace && chown 1000:1000 "$1"/workspace`,
 	}
 	if len(npm) > 0 {
-		hooks = append(hooks, `chroot "$1" npm install -g --no-fund --no-audit `+strings.Join(npm, " "))
+		// The host's npm installs into the image's /usr/local: Debian's npm in the image is
+		// too old for the agent CLIs, whose commands are native binaries that need no node.
+		if _, err := exec.LookPath("npm"); err != nil {
+			return "", fmt.Errorf("npm is not installed on the host, and it installs the agent CLIs into the image: sudo apt-get install npm")
+		}
+		hooks = append(hooks, `npm install -g --prefix "$1"/usr/local --no-fund --no-audit `+strings.Join(npm, " "))
 	}
 	args := []string{"--variant=minbase", "--include=" + strings.Join(pkgs, ",")}
 	for _, h := range hooks {
