@@ -186,3 +186,9 @@ type ImageSpec struct {
 type ImageBuilder interface {
 	BuildImage(ctx context.Context, spec ImageSpec, progress func(string)) (string, error)
 }
+
+// DockerfileBuilder is implemented by backends that can build an image from a Dockerfile.
+type DockerfileBuilder interface {
+	// BuildDockerfile builds dockerfile (a path inside contextDir) into tag.
+	BuildDockerfile(ctx context.Context, contextDir, dockerfile, tag string, progress func(string)) error
+}

@@ -16,20 +16,22 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
 
 type upOptions struct {
-	target  string
-	name    string
-	backend string
-	rootfs  string
-	network string
-	agents  []string
-	image   string
-	cpus    float64
-	memory  string
+	target       string
+	name         string
+	backend      string
+	rootfs       string
+	network      string
+	agents       []string
+	image        string
+	devcontainer string
+	cpus         float64
+	memory       string
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -58,6 +60,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
 	cmd.Flags().StringVar(&opts.image, "image", "", "docker: the image to run (default paddock/sandbox:latest, see `paddock image build`)")
+	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
 	cmd.Flags().Float64Var(&opts.cpus, "cpus", 0, "docker: CPU limit (default 4, at most the host's)")
 	cmd.Flags().StringVar(&opts.memory, "memory", "", "docker: memory limit, e.g. 4g or 512m (default 8g, at most the host's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
@@ -150,8 +153,12 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
+	dc, err := devcontainerFor(f, opts, repo)
+	if err != nil {
+		return err
+	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
-		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory,
+		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory, Devcontainer: dc,
 		Agents: opts.agents, SourcePath: repo,
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
@@ -180,6 +187,46 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out, info.Name)
 	return nil
+}
+
+// devcontainerFor applies the precedence --devcontainer > --image > the project's
+// .devcontainer (with the docker backend) > the default image, and prints what a
+// devcontainer.json asks that paddock does not do.
+func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Config, error) {
+	path := opts.devcontainer
+	if path == "" {
+		if opts.image != "" {
+			return nil, nil
+		}
+		found := devcontainer.Find(repo)
+		if found == "" {
+			return nil, nil
+		}
+		if opts.backend != "docker" {
+			fmt.Fprintf(f.IO.ErrOut, "paddock: %s is used with --backend docker\n", found)
+			return nil, nil
+		}
+		path = found
+	} else if opts.backend == "" {
+		opts.backend = "docker"
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	dc, warnings, err := devcontainer.Load(abs)
+	if err != nil {
+		return nil, apperr.Invalid("", "%v", err)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: using %s\n", abs)
+	for _, w := range warnings {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s\n", w)
+	}
+	if opts.image != "" {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: --image %s is ignored: --devcontainer takes precedence\n", opts.image)
+		opts.image = ""
+	}
+	return &dc, nil
 }
 
 // parseBytes reads a size like 512m, 4g or 1073741824.

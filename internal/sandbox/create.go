@@ -10,6 +10,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -37,9 +38,11 @@ type CreateRequest struct {
 	// default allowlist.
 	Agents []string `json:"agents,omitempty"`
 	// Image, CPUs and MemoryBytes are for backends that run images (docker).
-	Image       string  `json:"image,omitempty"`
-	CPUs        float64 `json:"cpus,omitempty"`
-	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	Image string `json:"image,omitempty"`
+	// Devcontainer is what the project's devcontainer.json asks (docker).
+	Devcontainer *devcontainer.Config `json:"devcontainer,omitempty"`
+	CPUs         float64              `json:"cpus,omitempty"`
+	MemoryBytes  int64                `json:"memory_bytes,omitempty"`
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -68,8 +71,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if err != nil {
 		return Info{}, err
 	}
-	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.CPUs != 0 || req.MemoryBytes != 0) {
-		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image, --cpus and --memory are for the docker backend, not %s", b.Name())
+	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.CPUs != 0 || req.MemoryBytes != 0 || req.Devcontainer != nil) {
+		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image, --devcontainer, --cpus and --memory are for the docker backend, not %s", b.Name())
 	}
 	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating",
 		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
@@ -104,6 +107,23 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
 		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes}
+	if dc := req.Devcontainer; dc != nil {
+		spec.Env = append(spec.Env, dc.Env...)
+		if dc.Image != "" && req.Image == "" {
+			spec.Image = dc.Image
+		}
+		if dc.Dockerfile != "" && req.Image == "" {
+			db, ok := b.(backend.DockerfileBuilder)
+			if !ok {
+				return Info{}, apperr.Invalid("", "backend %s cannot build a Dockerfile", b.Name())
+			}
+			spec.Image = "paddock/dev-" + strings.ToLower(sb.Name) + ":latest"
+			progress("building " + dc.Dockerfile)
+			if err := db.BuildDockerfile(ctx, dc.Context, dc.Dockerfile, spec.Image, progress); err != nil {
+				return Info{}, err
+			}
+		}
+	}
 	if err := b.Create(ctx, spec); err != nil {
 		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
 	}
@@ -125,6 +145,23 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	}
 	for _, w := range warnings {
 		progress("warning: " + w)
+	}
+	if dc := req.Devcontainer; dc != nil {
+		if len(dc.PostCreate) > 0 {
+			progress("running postCreateCommand")
+			var out strings.Builder
+			code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: dc.PostCreate, Stdout: &out, Stderr: &out})
+			if err != nil || code != 0 {
+				progress(fmt.Sprintf("warning: postCreateCommand failed (exit %d, %v): %s", code, err, strings.TrimSpace(tailString(out.String()))))
+			}
+		}
+		if len(dc.ForwardPorts) > 0 {
+			ports := make([]string, len(dc.ForwardPorts))
+			for i, p := range dc.ForwardPorts {
+				ports[i] = fmt.Sprint(p)
+			}
+			s.opts.Store.AddEvent(ctx, sb.ID, "forward-ports", strings.Join(ports, ","))
+		}
 	}
 	sb.State = "running"
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
@@ -175,6 +212,13 @@ func seed(ctx context.Context, c *agentclient.Client, req CreateRequest, bundle 
 		return fmt.Errorf("git in the sandbox failed (exit %d): %s", code, strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+func tailString(s string) string {
+	if len(s) > 400 {
+		return s[len(s)-400:]
+	}
+	return s
 }
 
 func orNone(s string) string {
