@@ -32,6 +32,7 @@ type upOptions struct {
 	devcontainer string
 	cpus         float64
 	memory       string
+	fresh        bool
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -60,6 +61,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
 	cmd.Flags().StringVar(&opts.image, "image", "", "docker: the image to run (default paddock/sandbox:latest, see `paddock image build`)")
+	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
 	cmd.Flags().Float64Var(&opts.cpus, "cpus", 0, "docker: CPU limit (default 4, at most the host's)")
 	cmd.Flags().StringVar(&opts.memory, "memory", "", "docker: memory limit, e.g. 4g or 512m (default 8g, at most the host's)")
@@ -95,8 +97,15 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 			if err != nil {
 				return err
 			}
-			if _, err := c.Get(ctx, opts.target); err == nil {
-				return startExisting(ctx, f, c, opts.target)
+			if info, err := c.Get(ctx, opts.target); err == nil {
+				if !opts.fresh {
+					return startExisting(ctx, f, c, opts.target)
+				}
+				if info.SourcePath == "" {
+					return usagef("sandbox %s has no host repository to start afresh from", info.Name)
+				}
+				opts.name, opts.target = info.Name, info.SourcePath
+				return runUp(ctx, f, opts)
 			}
 		}
 		return apperr.NotFound("give the path of a git repository, a git URL, or the name of a sandbox (`paddock ls`)",
@@ -130,11 +139,17 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		return err
 	}
 	if existing, err := c.Get(ctx, opts.name); err == nil {
-		if existing.SourcePath == repo {
+		if existing.SourcePath == repo && opts.fresh {
+			fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
+			if err := c.Remove(ctx, opts.name, true); err != nil {
+				return err
+			}
+		} else if existing.SourcePath == repo {
 			return startExisting(ctx, f, c, opts.name)
+		} else {
+			return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
+				"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
 		}
-		return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
-			"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
 	} else if apperr.KindOf(err) != apperr.KindNotFound {
 		return err
 	}
