@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -46,6 +47,9 @@ type Docker struct {
 	image string
 	cpus  float64
 	mem   int64
+
+	mu     sync.Mutex
+	usable map[string]error // image ID → what the image lacks, nil when usable
 }
 
 var _ backend.Backend = (*Docker)(nil)
@@ -56,7 +60,7 @@ func New(env backend.Env) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	d := &Docker{cli: cli, image: DefaultImage, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
+	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
 	}
@@ -77,11 +81,57 @@ func (d *Docker) Available(ctx context.Context) error {
 		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("no Docker engine answers at %s: %v", d.cli.DaemonHost(), err),
 			Fix: "start one: sudo systemctl start docker (or dockerd &); for Podman, set DOCKER_HOST=unix:///run/user/$UID/podman/podman.sock"}
 	}
-	if _, err := d.cli.ImageInspect(ctx, d.image); err != nil {
+	img, err := d.cli.ImageInspect(ctx, d.image)
+	if err != nil {
 		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("the sandbox image %s is missing", d.image),
 			Fix: "build it: paddock image build"}
 	}
+	if err := d.checkImage(ctx, img.ID); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("the sandbox image %s %v", d.image, err),
+			Fix: "build it again: paddock image build, or use an image that has bash and git"}
+	}
 	return nil
+}
+
+// checkImage runs the image once (no network) to see it has what a sandbox needs: bash
+// and git. The answer is kept per image ID.
+func (d *Docker) checkImage(ctx context.Context, id string) error {
+	d.mu.Lock()
+	if err, ok := d.usable[id]; ok {
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Unlock()
+	resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: id, User: "1000:1000",
+		Cmd: []string{"sh", "-c", "command -v bash >/dev/null || exit 3; command -v git >/dev/null || exit 4"}},
+		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return fmt.Errorf("cannot be run: %w", err)
+	}
+	defer d.cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+	if err := d.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return fmt.Errorf("cannot be run: %w", err)
+	}
+	waitC, errC := d.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNotRunning)
+	var result error
+	select {
+	case w := <-waitC:
+		switch w.StatusCode {
+		case 0:
+		case 3:
+			result = errors.New("has no bash")
+		case 4:
+			result = errors.New("has no git")
+		default:
+			result = fmt.Errorf("cannot run sh as uid 1000 (exit %d)", w.StatusCode)
+		}
+	case err := <-errC:
+		return fmt.Errorf("cannot be run: %w", err)
+	}
+	d.mu.Lock()
+	d.usable[id] = result
+	d.mu.Unlock()
+	return result
 }
 
 func containerName(id backend.ID) string { return "paddock-" + string(id) }
@@ -148,8 +198,6 @@ func (d *Docker) Leftovers(id backend.ID) []string {
 	}
 	return out
 }
-
-var errNotRunning = errors.New("the container is not running")
 
 // Dial implements backend.Backend.
 func (d *Docker) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
