@@ -303,6 +303,9 @@ type ImageBuildRequest struct {
 	Tag     string   `json:"tag,omitempty"`
 	Agents  []string `json:"agents,omitempty"`
 	Minimal bool     `json:"minimal,omitempty"`
+	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
+	Dockerfile string `json:"dockerfile,omitempty"`
+	Context    string `json:"context,omitempty"`
 }
 
 // buildImage builds a sandbox image, answering with an NDJSON progress stream whose last
@@ -323,8 +326,14 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	tag, err := s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Agents: req.Agents, Minimal: req.Minimal},
-		func(step string) { send(ProgressEvent{Step: step}) })
+	progress := func(step string) { send(ProgressEvent{Step: step}) }
+	var tag string
+	var err error
+	if req.Dockerfile != "" {
+		tag, err = req.Tag, s.svc.BuildDockerfile(r.Context(), req.Backend, req.Context, req.Dockerfile, req.Tag, progress)
+	} else {
+		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Agents: req.Agents, Minimal: req.Minimal}, progress)
+	}
 	if err != nil {
 		b := errorBody(err)
 		send(ProgressEvent{Done: true, Error: &b})

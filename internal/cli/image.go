@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,22 @@ from npm, imported into the engine. A second build with nothing changed is skipp
   paddock image build --agents claude,codex`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if req.Dockerfile != "" {
+				if req.Tag == "" {
+					return usagef("--dockerfile needs --tag NAME for the image")
+				}
+				abs, err := filepath.Abs(req.Dockerfile)
+				if err != nil {
+					return err
+				}
+				req.Dockerfile = abs
+				if req.Context == "" {
+					req.Context = filepath.Dir(abs)
+				}
+				if req.Context, err = filepath.Abs(req.Context); err != nil {
+					return err
+				}
+			}
 			c, err := f.Client(cmd.Context())
 			if err != nil {
 				return err
@@ -37,6 +54,8 @@ from npm, imported into the engine. A second build with nothing changed is skipp
 	build.Flags().StringSliceVar(&req.Agents, "agents", nil, "agent CLIs to install from npm: claude, codex, gemini")
 	build.Flags().BoolVar(&req.Minimal, "minimal", false, "leave out compilers and project tools (for tests)")
 	build.Flags().StringVar(&req.Tag, "tag", "", "the image's name (default paddock/sandbox:latest)")
+	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with `up --image TAG`)")
+	build.Flags().StringVar(&req.Context, "context", "", "with --dockerfile: the build context (default: the Dockerfile's directory)")
 	cmd.AddCommand(build)
 	return cmd
 }

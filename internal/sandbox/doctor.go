@@ -53,3 +53,22 @@ func (s *Service) BuildImage(ctx context.Context, backendName string, spec backe
 	}
 	return ib.BuildImage(ctx, spec, progress)
 }
+
+// BuildDockerfile builds a Dockerfile into tag with a backend that can.
+func (s *Service) BuildDockerfile(ctx context.Context, backendName, contextDir, dockerfile, tag string, progress func(string)) error {
+	if backendName == "" {
+		backendName = "docker"
+	}
+	b, ok := s.opts.Backends[backendName]
+	if !ok {
+		return apperr.Invalid("", "unknown backend %q", backendName)
+	}
+	db, ok := b.(backend.DockerfileBuilder)
+	if !ok {
+		return apperr.Invalid("", "backend %s does not build Dockerfiles", backendName)
+	}
+	if tag == "" {
+		return apperr.Invalid("name the image with --tag", "a Dockerfile build needs a tag")
+	}
+	return db.BuildDockerfile(ctx, contextDir, dockerfile, tag, progress)
+}
