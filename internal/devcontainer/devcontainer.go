@@ -128,10 +128,11 @@ func Load(path string) (Config, []string, error) {
 		switch {
 		case json.Unmarshal(raw, &n) == nil:
 		case json.Unmarshal(raw, &s) == nil:
-			_, p, _ := strings.Cut(s, ":")
-			if n, err = strconv.Atoi(p); err != nil {
-				n, err = strconv.Atoi(s)
+			// "host:port" or "port"; anything else is not a port and is skipped.
+			if i := strings.LastIndexByte(s, ':'); i >= 0 {
+				s = s[i+1:]
 			}
+			n, _ = strconv.Atoi(s)
 		}
 		if n > 0 && n < 65536 {
 			c.ForwardPorts = append(c.ForwardPorts, n)

@@ -18,7 +18,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
+	errdefs "github.com/containerd/errdefs"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )
