@@ -14,11 +14,11 @@ import (
 	"runtime"
 	"sync"
 
+	errdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	errdefs "github.com/containerd/errdefs"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
+	errdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
-	errdefs "github.com/containerd/errdefs"
 
 	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/backend"
