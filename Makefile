@@ -15,7 +15,7 @@ test:
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 40m ./...
 
 bench:
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 50x ./internal/backend/bwrap/ ./internal/cli/ ./internal/agentclient/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/agentclient/
 
 # proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
 proto:
