@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -122,7 +123,7 @@ func (f filesService) Write(stream agentpb.Files_WriteServer) error {
 	if err := file.Sync(); err != nil {
 		return rp.error("sync", rp.rel, err)
 	}
-	if err := file.Chmod(fileMode(h.GetMode(), defaultFileMode)); err != nil {
+	if err := file.Chmod(agentproto.FileMode(h.GetMode(), defaultFileMode)); err != nil {
 		return rp.error("chmod", rp.rel, err)
 	}
 	if err := file.Close(); err != nil {
@@ -215,7 +216,7 @@ func (rp *rootPath) fileInfo(name string, fi fs.FileInfo) *agentpb.FileInfo {
 	out := &agentpb.FileInfo{
 		Name:          base,
 		Size:          fi.Size(),
-		Mode:          unixMode(fi.Mode()),
+		Mode:          agentproto.UnixMode(fi.Mode()),
 		MtimeUnixNano: fi.ModTime().UnixNano(),
 	}
 	switch fi.Mode().Type() {
@@ -266,7 +267,7 @@ func (f filesService) Mkdir(_ context.Context, req *agentpb.MkdirRequest) (*agen
 		return nil, err
 	}
 	defer rp.close()
-	mode := fileMode(req.GetMode(), defaultDirMode)
+	mode := agentproto.FileMode(req.GetMode(), defaultDirMode)
 	if req.GetParents() {
 		err = rp.root.MkdirAll(rp.rel, mode)
 	} else {

@@ -161,39 +161,6 @@ func innermost(err error) error {
 	}
 }
 
-// unixMode converts the permission part of an fs.FileMode to Unix mode bits.
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= syscall.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= syscall.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= syscall.S_ISVTX
-	}
-	return u
-}
-
-// fileMode converts Unix permission bits to an fs.FileMode, or def when they are zero.
-func fileMode(u uint32, def fs.FileMode) fs.FileMode {
-	if u&0o7777 == 0 {
-		return def
-	}
-	m := fs.FileMode(u & 0o777)
-	if u&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if u&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if u&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
-
 // splitParents returns the proper ancestors of a clean slash path, outermost first:
 // "a/b/c" gives "a", "a/b".
 func splitParents(name string) []string {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -192,7 +193,7 @@ func (x *extraction) extract(hdr *tar.Header, r io.Reader) error {
 	// A later entry of the same name replaces an earlier one.
 	if fi, err := x.root.Lstat(sp); err == nil {
 		if hdr.Typeflag == tar.TypeDir && fi.IsDir() {
-			x.dirs[name] = dirAttrs{fileMode(uint32(hdr.Mode), defaultDirMode), hdr.ModTime}
+			x.dirs[name] = dirAttrs{agentproto.FileMode(uint32(hdr.Mode), defaultDirMode), hdr.ModTime}
 			return nil
 		}
 		if err := x.root.RemoveAll(sp); err != nil {
@@ -204,7 +205,7 @@ func (x *extraction) extract(hdr *tar.Header, r io.Reader) error {
 		if err := x.root.Mkdir(sp, 0o700); err != nil {
 			return x.error(name, err)
 		}
-		x.dirs[name] = dirAttrs{fileMode(uint32(hdr.Mode), defaultDirMode), hdr.ModTime}
+		x.dirs[name] = dirAttrs{agentproto.FileMode(uint32(hdr.Mode), defaultDirMode), hdr.ModTime}
 	case tar.TypeSymlink:
 		if err := x.root.Symlink(hdr.Linkname, sp); err != nil {
 			return x.error(name, err)
@@ -234,7 +235,7 @@ func (x *extraction) extractFile(name, sp string, hdr *tar.Header, r io.Reader) 
 		}
 		return x.error(name, err)
 	}
-	if err := file.Chmod(fileMode(uint32(hdr.Mode), defaultFileMode)); err != nil {
+	if err := file.Chmod(agentproto.FileMode(uint32(hdr.Mode), defaultFileMode)); err != nil {
 		file.Close()
 		return x.error(name, err)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"syscall"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -59,7 +59,7 @@ func (c *Client) WriteFile(ctx context.Context, root, path string, mode fs.FileM
 		return 0, translate(ctx, op, err)
 	}
 	err = stream.Send(&agentpb.WriteRequest{Msg: &agentpb.WriteRequest_Header{Header: &agentpb.WriteHeader{
-		Root: root, Path: path, Mode: unixMode(mode), Parents: parents,
+		Root: root, Path: path, Mode: agentproto.UnixMode(mode), Parents: parents,
 	}}})
 	if err == nil {
 		err = sendChunks(r, func(b []byte) error {
@@ -132,21 +132,6 @@ func (c *Client) Remove(ctx context.Context, root, path string, recursive bool) 
 // Mkdir creates the directory path with mode (0755 when zero); parents creates missing
 // parents too, and then an existing directory is not an error.
 func (c *Client) Mkdir(ctx context.Context, root, path string, mode fs.FileMode, parents bool) error {
-	_, err := c.files.Mkdir(ctx, &agentpb.MkdirRequest{Root: root, Path: path, Mode: unixMode(mode), Parents: parents})
+	_, err := c.files.Mkdir(ctx, &agentpb.MkdirRequest{Root: root, Path: path, Mode: agentproto.UnixMode(mode), Parents: parents})
 	return translate(ctx, "mkdir "+path, err)
-}
-
-// unixMode converts the permission part of an fs.FileMode to Unix mode bits.
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= syscall.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= syscall.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= syscall.S_ISVTX
-	}
-	return u
 }

@@ -150,25 +150,38 @@ func (c *Client) Create(ctx context.Context, req sandbox.CreateRequest, bundle i
 	if resp.StatusCode >= 400 {
 		return sandbox.Info{}, decodeError(resp)
 	}
-	sc := bufio.NewScanner(resp.Body)
+	last, err := readProgress(resp.Body, progress)
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	if last.Sandbox == nil {
+		return sandbox.Info{}, errors.New("the daemon ended without the sandbox: see its log")
+	}
+	return *last.Sandbox, nil
+}
+
+// readProgress reads an NDJSON progress stream, passing each step to progress, and
+// returns its last (Done) line, or the error that line carries.
+func readProgress(r io.Reader, progress func(string)) (ProgressEvent, error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var ev ProgressEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return sandbox.Info{}, fmt.Errorf("bad progress line from the daemon: %q", sc.Text())
+			return ev, fmt.Errorf("bad progress line from the daemon: %q", sc.Text())
 		}
 		switch {
 		case ev.Done && ev.Error != nil:
-			return sandbox.Info{}, fromBody(*ev.Error)
-		case ev.Done && ev.Sandbox != nil:
-			return *ev.Sandbox, nil
+			return ev, fromBody(*ev.Error)
+		case ev.Done:
+			return ev, nil
 		case ev.Step != "" && progress != nil:
 			progress(ev.Step)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return sandbox.Info{}, err
+		return ProgressEvent{}, err
 	}
-	return sandbox.Info{}, errors.New("the daemon ended the response before saying whether the sandbox was made: see its log")
+	return ProgressEvent{}, errors.New("the daemon ended the response before saying how the work ended: see its log")
 }
 
 func fileQuery(p string) string { return "?path=" + url.QueryEscape(p) }
@@ -453,20 +466,6 @@ func (c *Client) BuildImage(ctx context.Context, req ImageBuildRequest, progress
 		return "", err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		var ev ProgressEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return "", fmt.Errorf("bad progress line from the daemon: %q", sc.Text())
-		}
-		switch {
-		case ev.Done && ev.Error != nil:
-			return "", fromBody(*ev.Error)
-		case ev.Done:
-			return ev.Step, nil
-		case progress != nil:
-			progress(ev.Step)
-		}
-	}
-	return "", errors.New("the daemon ended the build's response early: see its log")
+	last, err := readProgress(resp.Body, progress)
+	return last.Step, err
 }

@@ -59,10 +59,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/doctor", s.doctor)
 	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
 	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
-	mux.HandleFunc("GET /v1/sandboxes/{name}", s.getSandbox)
+	mux.HandleFunc("GET /v1/sandboxes/{name}", s.sandboxInfo(s.svc.Get))
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
-	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.startSandbox)
-	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.stopSandbox)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
+	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.sandboxInfo(s.svc.Stop))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.exec)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/files", s.readFile)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/files", s.writeFile)
@@ -157,31 +157,16 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
-	info, err := s.svc.Get(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+// sandboxInfo serves a route that does one thing to the named sandbox and answers it.
+func (s *Server) sandboxInfo(fn func(context.Context, string) (sandbox.Info, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		info, err := fn(r.Context(), r.PathValue("name"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
 	}
-	writeJSON(w, http.StatusOK, info)
-}
-
-func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {
-	info, err := s.svc.Start(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
-}
-
-func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
-	info, err := s.svc.Stop(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
 }
 
 func (s *Server) removeSandbox(w http.ResponseWriter, r *http.Request) {
@@ -209,31 +194,50 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.Invalid("", "bad X-Paddock-Request header: %v", err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
-	send := func(ev ProgressEvent) {
-		enc.Encode(ev)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	stream := s.progressStream(w, r)
 	// The body is read while the response streams: allow both at once.
 	http.NewResponseController(w).EnableFullDuplex()
 	// The client going away must not leave a half-made sandbox: Create cleans up on
 	// error, and runs to the end otherwise.
 	ctx := context.WithoutCancel(r.Context())
-	info, err := s.svc.Create(ctx, req, r.Body, func(step string) { send(ProgressEvent{Step: step}) })
+	info, err := s.svc.Create(ctx, req, r.Body, stream.step)
 	if err != nil {
-		b := errorBody(err)
-		if b.Error.Kind == apperr.KindInternal {
-			s.log.Error("create sandbox", "name", req.Name, "err", err)
-		}
-		send(ProgressEvent{Done: true, Error: &b})
+		stream.fail(err)
 		return
 	}
-	send(ProgressEvent{Done: true, Sandbox: &info})
+	stream.send(ProgressEvent{Done: true, Sandbox: &info})
+}
+
+// progressStream answers a long operation with NDJSON progress: step lines as the work
+// goes, then one line with Done set.
+type progressStream struct {
+	s   *Server
+	r   *http.Request
+	enc *json.Encoder
+	rc  *http.ResponseController
+}
+
+func (s *Server) progressStream(w http.ResponseWriter, r *http.Request) *progressStream {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	return &progressStream{s: s, r: r, enc: json.NewEncoder(w), rc: http.NewResponseController(w)}
+}
+
+func (p *progressStream) send(ev ProgressEvent) {
+	p.enc.Encode(ev)
+	p.rc.Flush()
+}
+
+// step reports one step of the work.
+func (p *progressStream) step(step string) { p.send(ProgressEvent{Step: step}) }
+
+// fail ends the stream with an error, logging it when it is the daemon's own.
+func (p *progressStream) fail(err error) {
+	b := errorBody(err)
+	if b.Error.Kind == apperr.KindInternal {
+		p.s.log.Error("request failed", "method", p.r.Method, "path", p.r.URL.Path, "err", err)
+	}
+	p.send(ProgressEvent{Done: true, Error: &b})
 }
 
 // SyncRecord is one recorded sync: when, and what it fetched (the sync command's JSON).
@@ -316,17 +320,8 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
-	send := func(ev ProgressEvent) {
-		enc.Encode(ev)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	progress := func(step string) { send(ProgressEvent{Step: step}) }
+	stream := s.progressStream(w, r)
+	progress := stream.step
 	var tag string
 	var err error
 	if req.Dockerfile != "" {
@@ -335,9 +330,8 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Agents: req.Agents, Minimal: req.Minimal}, progress)
 	}
 	if err != nil {
-		b := errorBody(err)
-		send(ProgressEvent{Done: true, Error: &b})
+		stream.fail(err)
 		return
 	}
-	send(ProgressEvent{Done: true, Step: tag})
+	stream.send(ProgressEvent{Done: true, Step: tag})
 }
