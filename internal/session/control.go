@@ -55,6 +55,21 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	return s.info(ctx, t)
 }
 
+// waitEcho waits (up to timeout) until the end of text shows in the session's pane.
+func waitEcho(ctx context.Context, c *agentclient.Client, name, text string, timeout time.Duration) {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	tail := strings.TrimSpace(lines[len(lines)-1])
+	if len(tail) > 20 {
+		tail = tail[len(tail)-20:]
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		screen, code, err := run(ctx, c, "tmux", "-S", Socket, "capture-pane", "-p", "-J", "-t", "="+name+":")
+		if err != nil || code != 0 || strings.Contains(screen, tail) {
+			return
+		}
+	}
+}
+
 // fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
 func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
 	tp := t.adapter.Transcript(sess)
@@ -82,9 +97,11 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil || code != 0 {
 		return fmt.Errorf("type into session %q: %v %s", name, err, out)
 	}
-	// Enter separately, after the text has been taken in: a paste and an Enter in one
-	// call may arrive as one bracketed paste.
-	time.Sleep(150 * time.Millisecond)
+	// Enter separately, once the program has taken the text in (it shows on the screen):
+	// an Enter that arrives while a busy program is still reading the text is read as part
+	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
+	waitEcho(ctx, t.client, name, text, 5*time.Second)
+	time.Sleep(100 * time.Millisecond)
 	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 		return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
 	}
