@@ -1,12 +1,12 @@
 // Package archive packs host directories into tar streams and unpacks tar streams onto
-// the host, never writing outside the destination: every entry is resolved through an
-// os.Root, so neither "..", an absolute name, nor a symlink from the archive can lead
-// a write elsewhere. Archives from a sandbox are untrusted input.
+// the host, never writing outside the destination: every entry is resolved through
+// hostfs, so neither "..", an absolute name, nor a symlink from the archive or already
+// in the destination can lead a write elsewhere. Archives from a sandbox are untrusted
+// input.
 package archive
 
 import (
 	"archive/tar"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +14,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/paddockhq/paddock/internal/hostfs"
 )
 
 // Pack writes a tar of src (a file or directory) to w. Entry names start with prefix
@@ -84,17 +86,28 @@ type Options struct {
 type Stats struct {
 	Files int64
 	Bytes int64
+	// Links are the symlinks made, kept as links: a caller reports those that point
+	// out of the destination.
+	Links []Link
+}
+
+// Link is a symlink Unpack made.
+type Link struct {
+	Name, Target string
 }
 
 // Unpack extracts a tar stream into the directory dst, which must exist. Regular files,
 // directories and symlinks are created with their mode bits; other entries are skipped.
+// Entries are resolved beneath dst without following any symlink (see hostfs): an entry
+// beneath a link, from this archive or already on the host, is an error, as is a name
+// with "..". Files are written atomically, replacing a link at their name.
 func Unpack(r io.Reader, dst string, opts Options) (Stats, error) {
 	var st Stats
-	root, err := os.OpenRoot(dst)
+	d, err := hostfs.Open(dst)
 	if err != nil {
 		return st, err
 	}
-	defer root.Close()
+	defer d.Close()
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
@@ -114,78 +127,53 @@ func Unpack(r io.Reader, dst string, opts Options) (Stats, error) {
 		mode := fs.FileMode(hdr.Mode).Perm()
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o755); err != nil {
+			if err := d.MkdirAll(name, 0o755); err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 			}
-			if err := root.Chmod(name, mode|0o700); err != nil {
-				return st, err
+			if err := d.ChmodDir(name, mode|0o700); err != nil {
+				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 			}
 		case tar.TypeReg:
-			if err := mkParents(root, name); err != nil {
-				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
-			}
-			n, err := writeFile(root, name, mode, tr)
+			n, err := d.WriteFile(name, mode, tr)
 			if err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 			}
 			st.Files++
 			st.Bytes += n
 		case tar.TypeSymlink:
-			if err := mkParents(root, name); err != nil {
-				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
-			}
-			if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
-			}
-			if err := root.Symlink(hdr.Linkname, name); err != nil {
+			if err := d.Symlink(hdr.Linkname, name); err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 			}
 			st.Files++
+			st.Links = append(st.Links, Link{Name: name, Target: hdr.Linkname})
 		}
 	}
 }
 
+// entryName strips an entry's leading components. Absolute names and names with a ".."
+// component are unsafe; a name stripped to nothing is skipped ("", true).
 func entryName(name string, strip int) (string, bool) {
 	name = strings.TrimSuffix(name, "/")
-	if name == "" || path.IsAbs(name) {
-		return "", name == ""
+	if name == "" {
+		return "", true
 	}
-	clean := path.Clean(name)
-	if clean == ".." || strings.HasPrefix(clean, "../") {
+	parts, err := hostfs.Split(name)
+	if err != nil {
 		return "", false
 	}
-	parts := strings.Split(clean, "/")
 	if strip >= len(parts) {
 		return "", true
 	}
 	return strings.Join(parts[strip:], "/"), true
 }
 
-func mkParents(root *os.Root, name string) error {
-	if dir := path.Dir(name); dir != "." {
-		return root.MkdirAll(dir, 0o755)
+// Escapes reports whether a symlink named name (relative to a destination) with target
+// leads out of that destination when followed: absolute targets, and relative ones
+// that climb above it.
+func Escapes(name, target string) bool {
+	if path.IsAbs(target) {
+		return true
 	}
-	return nil
-}
-
-// writeFile replaces name with the content of r: a symlink already at name is replaced,
-// never followed.
-func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) (int64, error) {
-	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		if err := root.Remove(name); err != nil {
-			return 0, err
-		}
-	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Chmod(name, mode)
-	}
-	return n, err
+	p := path.Join(path.Dir(name), target)
+	return p == ".." || strings.HasPrefix(p, "../")
 }

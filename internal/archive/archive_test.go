@@ -51,6 +51,13 @@ func TestUnpackNeverWritesOutside(t *testing.T) {
 			{name: "up", link: "..", typ: tar.TypeSymlink},
 			{name: "up/escaped", body: "x", typ: tar.TypeReg},
 		}},
+		{"through a link to a place inside that runs code", []entry{
+			{name: "hooks", link: ".git/hooks", typ: tar.TypeSymlink},
+			{name: "hooks/post-checkout", body: "x", typ: tar.TypeReg},
+		}},
+		{"dotdot that stays inside", []entry{{name: "dist/../.git/hooks/post-checkout", body: "x", typ: tar.TypeReg}}},
+		{"through a link already on the host", []entry{{name: "planted/escaped", body: "x", typ: tar.TypeReg}}},
+		{"a directory entry through a link already on the host", []entry{{name: "planted/", typ: tar.TypeDir}, {name: "planted/escaped", body: "x", typ: tar.TypeReg}}},
 		{"overwrite a symlink's target", []entry{
 			{name: "f", link: "OUTSIDE/victim", typ: tar.TypeSymlink},
 			{name: "f", body: "overwritten", typ: tar.TypeReg},
@@ -63,6 +70,8 @@ func TestUnpackNeverWritesOutside(t *testing.T) {
 			os.Mkdir(outside, 0o755)
 			os.Mkdir(dst, 0o755)
 			os.WriteFile(filepath.Join(outside, "victim"), []byte("original"), 0o644)
+			os.MkdirAll(filepath.Join(dst, ".git", "hooks"), 0o755)
+			os.Symlink(outside, filepath.Join(dst, "planted"))
 			for i := range tc.entries {
 				if tc.entries[i].link != "" {
 					tc.entries[i].link = replaceOutside(tc.entries[i].link, outside)
@@ -74,6 +83,9 @@ func TestUnpackNeverWritesOutside(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
 				t.Fatal("wrote through a symlink")
+			}
+			if hooks, _ := os.ReadDir(filepath.Join(dst, ".git", "hooks")); len(hooks) > 0 {
+				t.Fatal("wrote into .git/hooks through a link")
 			}
 			if data, _ := os.ReadFile(filepath.Join(outside, "victim")); string(data) != "original" {
 				t.Fatal("overwrote a file outside through a symlink")
@@ -115,5 +127,26 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	}
 	if l, _ := os.Readlink(filepath.Join(dst, "link")); l != "run.sh" {
 		t.Fatalf("link %q", l)
+	}
+	if len(st.Links) != 1 || st.Links[0] != (Link{Name: "link", Target: "run.sh"}) {
+		t.Fatalf("links reported: %+v", st.Links)
+	}
+}
+
+func TestEscapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, target string
+		want         bool
+	}{
+		{"a", "/etc/passwd", true},
+		{"a", "..", true},
+		{"dist/a", "../../x", true},
+		{"dist/a", "../x", false},
+		{"dist/a", "b/c", false},
+		{"a", ".git/hooks", false},
+	} {
+		if got := Escapes(tc.name, tc.target); got != tc.want {
+			t.Errorf("Escapes(%q, %q) = %v", tc.name, tc.target, got)
+		}
 	}
 }

@@ -137,6 +137,14 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 	if err != nil {
 		return err
 	}
+	// The destination is the user's, but a link at its last component may be one a
+	// sandbox placed on an earlier copy: never write through it.
+	if last := strings.TrimSuffix(dst, string(filepath.Separator)); last != "" {
+		if fi, err := os.Lstat(last); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(last)
+			return apperr.Conflict("", "%s is a symlink to %s: give the directory itself (paddock never copies through a link)", last, target)
+		}
+	}
 	hostDir := strings.HasSuffix(dst, string(filepath.Separator)) || dst == "."
 	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
 		hostDir = true
@@ -171,6 +179,12 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 		return fmt.Errorf("copy %s:%s to %s: %w", name, src, dst, err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s:%s (%d files, %d bytes) to %s\n", name, src, stats.Files, stats.Bytes, dst)
+	for _, l := range stats.Links {
+		if archive.Escapes(l.Name, l.Target) {
+			fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s is a symlink to %s, outside the destination; kept as a link (paddock never writes through it)\n",
+				filepath.Join(target, filepath.FromSlash(l.Name)), l.Target)
+		}
+	}
 	return nil
 }
 
