@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -37,8 +38,15 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 			matches, _ := filepath.Glob(filepath.Join(g.Repo, ".env*"))
 			var files []string
 			for _, m := range matches {
-				if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() {
+				fi, err := os.Lstat(m)
+				switch {
+				case err != nil:
+				case fi.Mode().IsRegular():
 					files = append(files, m)
+				case fi.Mode()&os.ModeSymlink != 0:
+					// A link may be one a sandbox placed with sync --files, pointing at a
+					// host secret: never read through it.
+					fmt.Fprintf(f.IO.ErrOut, "paddock: skipped %s: a symlink (copy the file itself if you mean it)\n", filepath.Base(m))
 				}
 			}
 			if len(files) == 0 {
@@ -57,7 +65,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 				}
 			}
 			for _, src := range files {
-				in, err := os.Open(src)
+				in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 				if err != nil {
 					return err
 				}
