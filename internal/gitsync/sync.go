@@ -89,10 +89,36 @@ func (g *Git) Fetch(ctx context.Context, sandbox, base string) (Result, error) {
 	return res, nil
 }
 
+// lines splits git's output into lines made safe to print: commit subjects and file
+// names come from the sandbox, and a control character in them (an escape sequence that
+// rewrites the terminal, retitles it or fakes a prompt) is shown as \xNN instead.
 func lines(s string) []string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil
 	}
-	return strings.Split(s, "\n")
+	out := strings.Split(s, "\n")
+	for i, l := range out {
+		out[i] = printable(l)
+	}
+	return out
+}
+
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0
 }
