@@ -150,3 +150,30 @@ func TestEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackDropsSpecialModeBits: paddock may run as root, and a setuid file from a
+// sandbox would be a way to root on the host.
+func TestUnpackDropsSpecialModeBits(t *testing.T) {
+	dst := t.TempDir()
+	buf := tarOf(t,
+		entry{name: "suid", body: "x", typ: tar.TypeReg, mode: 0o4755},
+		entry{name: "sgid-dir", typ: tar.TypeDir, mode: 0o2777},
+		entry{name: "dev", typ: tar.TypeChar},
+		entry{name: "fifo", typ: tar.TypeFifo},
+		entry{name: "hard", link: "suid", typ: tar.TypeLink},
+	)
+	if _, err := Unpack(buf, dst, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "suid")); fi.Mode() != 0o755 {
+		t.Errorf("suid file mode %v, want -rwxr-xr-x", fi.Mode())
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "sgid-dir")); fi.Mode()&(os.ModeSetgid|os.ModeSetuid|os.ModeSticky) != 0 {
+		t.Errorf("directory mode %v keeps special bits", fi.Mode())
+	}
+	for _, name := range []string{"dev", "fifo", "hard"} {
+		if _, err := os.Lstat(filepath.Join(dst, name)); err == nil {
+			t.Errorf("%s was made on the host", name)
+		}
+	}
+}
