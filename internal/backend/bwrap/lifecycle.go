@@ -198,7 +198,9 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 		// Everything --unshare-all does but the network namespace.
 		a = []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
 	}
-	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns",
+	// --cap-drop ALL empties the bounding set too, so that nothing run inside can ever
+	// hold a capability, whatever file capabilities it carries.
+	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns", "--cap-drop", "ALL",
 		"--new-session", "--hostname", spec.Name, "--clearenv")
 	for _, kv := range append(baseEnv(spec), spec.Env...) {
 		k, v, ok := strings.Cut(kv, "=")
@@ -246,8 +248,11 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 		}
 		a = append(a, "--ro-bind", filepath.Join(p.etc(), f), "/etc/"+f)
 	}
+	// The sandbox's own sysctls (those of its ipc, pid, uts and network namespaces) are
+	// owned by its user: the host's /proc/sys bound over the new one, read-only, shows the
+	// same namespaced values and refuses every write.
 	a = append(a,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+		"--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
 		"--bind", p.workspace(), "/workspace", "--bind", p.home(), "/home/agent",
 		"--ro-bind", spec.AgentBinary, agentPath,
 		"--chdir", "/workspace", "--info-fd", "4",
