@@ -26,6 +26,14 @@ type Harness struct {
 	// Leftovers, when set, lists what a destroyed sandbox left on the host (processes,
 	// mounts, directories, containers, volumes); the suite requires it to be empty.
 	Leftovers func(id backend.ID) []string
+	// HostSecrets, optional, are host paths (in directories that exist) where the suite
+	// plants a secret file while it runs, besides the ones it always plants (the daemon's
+	// home, and /etc as root): the places this backend could expose. No process inside may
+	// read them.
+	HostSecrets []string
+	// Dir, optional, is the backend's own directory on the host: the soak test requires
+	// that cycles leave no entry behind in it.
+	Dir string
 }
 
 // Run runs the whole suite. Subtests share one sandbox where that is safe, so the suite
@@ -44,6 +52,19 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SymlinkEscape", func(t *testing.T) { testSymlinkEscape(t, sb) })
 	t.Run("Tunnels", func(t *testing.T) { testTunnels(t, sb) })
 	t.Run("Network", func(t *testing.T) { testNetwork(t, sb) })
+	t.Run("HostSecrets", func(t *testing.T) { testHostSecrets(t, sb) })
+	t.Run("WriteRace", func(t *testing.T) { testWriteRace(t, sb) })
+	t.Run("Hardlinks", func(t *testing.T) { testHardlinks(t, sb) })
+	t.Run("Egress", func(t *testing.T) { testEgress(t, sb) })
+	t.Run("DNS", func(t *testing.T) { testDNS(t, sb) })
+	t.Run("Metadata", func(t *testing.T) { testMetadata(t, sb) })
+	t.Run("HostLoopback", func(t *testing.T) { testHostLoopback(t, sb) })
+	t.Run("OwnPids", func(t *testing.T) { testOwnPids(t, sb) })
+	t.Run("KernelReadOnly", func(t *testing.T) { testKernelReadOnly(t, sb) })
+	t.Run("Privileges", func(t *testing.T) { testPrivileges(t, sb) })
+	t.Run("HostSockets", func(t *testing.T) { testHostSockets(t, sb) })
+	t.Run("TIOCSTI", func(t *testing.T) { testTIOCSTI(t, sb) })
+	t.Run("OutputFlood", func(t *testing.T) { testOutputFlood(t, sb) })
 	t.Run("Reconnect", func(t *testing.T) { testReconnect(t, sb) })
 	if err := h.Backend.Destroy(ctx, id); err != nil {
 		t.Fatalf("Destroy: %v", err)

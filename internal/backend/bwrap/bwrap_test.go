@@ -74,6 +74,8 @@ func TestConformance(t *testing.T) {
 			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
+		// Beside the backend's directory, where the daemon keeps its state and config.
+		HostSecrets: []string{filepath.Join(filepath.Dir(filepath.Dir(agent.Path)), "state-secret")},
 	})
 }
 
