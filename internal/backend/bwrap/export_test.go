@@ -16,3 +16,6 @@ func (b *Bwrap) BaselineCommand(ctx context.Context) *exec.Cmd {
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true")
 	return b.command(ctx, args)
 }
+
+// Dir is the backend's own directory, for the soak test's count of its entries.
+func (b *Bwrap) Dir() string { return b.dir }

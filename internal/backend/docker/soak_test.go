@@ -1,0 +1,43 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/backendtest"
+	"github.com/paddockhq/paddock/internal/backend/docker"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+// TestSoak runs create, start, exec and destroy cycles and checks they leave no
+// container, volume or file behind. The short form runs with every test;
+// PADDOCK_SOAK=1000 runs the long one.
+func TestSoak(t *testing.T) {
+	b, err := docker.New(backend.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Available(context.Background()); err != nil {
+		if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
+			t.Fatalf("docker must work here: %v", err)
+		}
+		t.Skipf("docker is not available: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := sandbox.InstallAgent(self, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.Soak(t, backendtest.Harness{
+		Backend: b,
+		Spec: func(id backend.ID) backend.Spec {
+			return backend.Spec{ID: id, Name: "soak-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+		},
+		Leftovers: b.Leftovers,
+	}, 5)
+}
