@@ -53,6 +53,7 @@ type Server struct {
 
 // NewServer returns a Server ready to serve connections.
 func NewServer(opts Options) *Server {
+	reserveOnce.Do(func() { reserveThreads(spareThreads) })
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -66,10 +66,13 @@ type Spec struct {
 	OpenNetwork bool
 	// Image is the image to run, for backends that use images; their default when empty.
 	Image string
-	// CPUs and MemoryBytes limit the sandbox, for backends that can; zero means the
-	// backend's default (clamped to what the host has).
+	// CPUs, MemoryBytes and PidsLimit limit the sandbox (its processors' time, its memory
+	// with no swap beyond it, and its processes and threads); zero means the default
+	// (DefaultCPUs, DefaultMemoryBytes, DefaultPids), and each is clamped to what the host
+	// has (LimitsFor).
 	CPUs        float64
 	MemoryBytes int64
+	PidsLimit   int64
 }
 
 // Status is what State reports.

@@ -50,6 +50,9 @@ type Bwrap struct {
 	wanted string // the bwrap binary asked for, for messages
 	hostID int    // host uid/gid of the sandbox user when running as root; 0 otherwise
 
+	cg       *cgroupHost // where sandboxes' cgroups go, or why they get none
+	noLimits bool        // no cgroup and unsized mounts: the benchmarks' baseline
+
 	mu    sync.Mutex
 	procs map[backend.ID]*exec.Cmd // bwrap processes this process started, to reap them
 }
@@ -59,7 +62,7 @@ var _ backend.Backend = (*Bwrap)(nil)
 // New constructs the backend. Options: rootfs (a directory used as / instead of the
 // host's directories) and bwrap (the bubblewrap binary, when not "bwrap" on PATH).
 func New(env backend.Env) (*Bwrap, error) {
-	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}}
+	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}, cg: detectCgroups()}
 	for key := range env.Options {
 		if key != "rootfs" && key != "bwrap" {
 			return nil, fmt.Errorf("backends.bwrap: unknown option %q (known: rootfs, bwrap)", key)

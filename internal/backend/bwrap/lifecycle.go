@@ -61,13 +61,18 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 		infoW.Close()
 		return err
 	}
+	cg, err := b.newCgroup(ctx, spec)
+	if err != nil {
+		infoW.Close()
+		return fmt.Errorf("start sandbox %s: %w", id, err)
+	}
 	// Not CommandContext: the sandbox must outlive this call and the daemon.
 	cmd := b.command(context.Background(), args)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{lnFile, infoW} // fd 3: agent listener, fd 4: bwrap info
 	cmd.SysProcAttr.Setsid = true
-	err = cmd.Start()
+	err = cg.start(cmd) // born in its cgroup, with every process it will have
 	infoW.Close()
 	if err != nil {
 		return fmt.Errorf("start sandbox %s: run bwrap: %w", id, err)
@@ -252,9 +257,14 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	// owned by its user: the host's /proc/sys bound over the new one, read-only, shows the
 	// same namespaced values and refuses every write.
 	a = append(a,
-		"--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+		"--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
+	a = append(a, b.mountArgs(spec)...)
+	a = append(a,
 		"--bind", p.workspace(), "/workspace", "--bind", p.home(), "/home/agent",
 		"--ro-bind", spec.AgentBinary, agentPath,
+	)
+	a = append(a, b.rootArgs()...)
+	a = append(a,
 		"--chdir", "/workspace", "--info-fd", "4",
 		agentPath, "agent", "serve", "--listen-fd", "3", "--sandbox", spec.Name,
 	)
@@ -286,6 +296,9 @@ func (b *Bwrap) Stop(ctx context.Context, id backend.ID) error {
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+	}
+	if err := b.cg.sandbox(id).remove(ctx); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
 	return nil
 }
@@ -376,6 +389,9 @@ func (b *Bwrap) Leftovers(id backend.ID) []string {
 		if strings.Contains(string(cmdline), root) || strings.Contains(string(environ), marker) {
 			out = append(out, "process "+e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
+	}
+	for _, d := range b.cg.sandbox(id).exists() {
+		out = append(out, "cgroup "+d)
 	}
 	return out
 }
