@@ -2,7 +2,7 @@
 # Installs what paddock's tests need on a fresh Debian machine, then builds paddock.
 set -euo pipefail
 
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap)
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -38,6 +38,34 @@ command -v go >/dev/null || { echo "setup: Go 1.26 or newer is needed (https://g
 go mod download
 make build
 
+# gVisor's runsc as the engine's runtime "runsc" (paddock up --runtime runsc): merged into
+# /etc/docker/daemon.json, keeping whatever else it holds. --network=none: the sandbox gets
+# gVisor's own loopback and no interface (the closed network), and Debian's runsc build
+# starts only that way on recent kernels.
+register_runsc() {
+  $sudo python3 - /etc/docker/daemon.json "$(command -v runsc)" <<'PY'
+import json, os, sys
+path, runsc = sys.argv[1], sys.argv[2]
+conf = {}
+if os.path.exists(path) and os.path.getsize(path) > 0:
+    with open(path) as f:
+        conf = json.load(f)
+want = {"path": runsc, "runtimeArgs": ["--network=none"]}
+if conf.get("runtimes", {}).get("runsc") != want:
+    conf.setdefault("runtimes", {})["runsc"] = want
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(conf, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print("setup: registered runsc in " + path)
+PY
+}
+runsc_registered() {
+  docker info --format '{{json .Runtimes.runsc}}' 2>/dev/null | grep -q -- '--network=none'
+}
+register_runsc
+
 # The docker backend's tests need an engine and the sandbox image (built here, with no
 # registry: a Debian root filesystem from mmdebstrap, imported into the engine).
 if ! docker info >/dev/null 2>&1; then
@@ -46,6 +74,13 @@ if ! docker info >/dev/null 2>&1; then
     $sudo sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
     for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   fi
+fi
+if docker info >/dev/null 2>&1 && ! runsc_registered; then
+  # dockerd reloads its runtimes on SIGHUP (systemctl reload docker sends the same).
+  echo "setup: reloading dockerd for the runsc runtime"
+  $sudo kill -HUP $(pidof dockerd)
+  for _ in $(seq 30); do runsc_registered && break; sleep 1; done
+  runsc_registered || { echo "setup: dockerd did not take the runsc runtime (see its log)"; exit 1; }
 fi
 if docker info >/dev/null 2>&1; then
   home=$(mktemp -d)

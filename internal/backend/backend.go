@@ -73,6 +73,9 @@ type Spec struct {
 	CPUs        float64
 	MemoryBytes int64
 	PidsLimit   int64
+	// Runtime names the OCI runtime the sandbox runs under ("runsc" for gVisor), for
+	// backends that implement RuntimeSelector; empty means the backend's default.
+	Runtime string
 }
 
 // Status is what State reports.
@@ -170,6 +173,31 @@ func Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// RuntimeSelector is implemented by backends that can run a sandbox under another OCI
+// runtime than their engine's default (Spec.Runtime), such as gVisor's runsc.
+type RuntimeSelector interface {
+	// DefaultRuntime is the runtime a sandbox gets when its spec names none; empty means
+	// the engine's own default.
+	DefaultRuntime() string
+	// CheckRuntime says whether a sandbox can run under runtime here, with the network
+	// asked for: nil, or an *UnavailableError saying why and how to fix it.
+	CheckRuntime(ctx context.Context, runtime string, openNetwork bool) error
+	// Runtimes reports on the stronger runtimes this backend knows how to use, for the
+	// doctor: whether each is installed and registered with the engine.
+	Runtimes(ctx context.Context) []RuntimeReport
+}
+
+// RuntimeReport says whether a runtime can be used here, and if not, how to fix it.
+type RuntimeReport struct {
+	Name string `json:"name"`
+	// Available is true when the engine has the runtime registered and it can run a
+	// sandbox.
+	Available bool `json:"available"`
+	// Detail says what the runtime is or, when it is not available, why.
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
 }
 
 // ImageSpec describes a sandbox image for backends that build images.

@@ -50,6 +50,16 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 				def = " (default)"
 			}
 			fmt.Fprintf(f.IO.Out, "ok       %s%s\n", r.Name, def)
+			for _, rt := range r.Runtimes {
+				state := "missing"
+				if rt.Available {
+					state = "ok"
+				}
+				fmt.Fprintf(f.IO.Out, "         runtime %s: %s: %s\n", rt.Name, state, rt.Detail)
+				if rt.Fix != "" {
+					fmt.Fprintf(f.IO.Out, "         fix: %s\n", rt.Fix)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(f.IO.Out, "missing  %s: %s\n", r.Name, r.Reason)

@@ -23,7 +23,7 @@ func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.C
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: NAME BACKEND STATE NETWORK AGE",
+		Short:   "List sandboxes: NAME BACKEND[/RUNTIME] STATE NETWORK AGE",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -76,7 +76,11 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tNETWORK\tAGE")
 	for _, sb := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, sb.Backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
+		backend := sb.Backend
+		if sb.Runtime != "" {
+			backend += "/" + sb.Runtime // docker/runsc: under gVisor
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
 		for _, s := range sessions[sb.Name] {
 			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\n", sb.Name, s.Name, s.Agent, s.Status)
 		}

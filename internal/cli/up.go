@@ -33,6 +33,7 @@ type upOptions struct {
 	cpus         float64
 	memory       string
 	fresh        bool
+	runtime      string
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -65,6 +66,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
 	cmd.Flags().Float64Var(&opts.cpus, "cpus", 0, "docker: CPU limit (default 4, at most the host's)")
 	cmd.Flags().StringVar(&opts.memory, "memory", "", "docker: memory limit, e.g. 4g or 512m (default 8g, at most the host's)")
+	cmd.Flags().StringVar(&opts.runtime, "runtime", "", "docker: the engine's OCI runtime, e.g. runsc for gVisor (default: [backends.docker] runtime, else the engine's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
 	return cmd
 }
@@ -99,6 +101,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 			}
 			if info, err := c.Get(ctx, opts.target); err == nil {
 				if !opts.fresh {
+					if err := sameRuntime(opts, info); err != nil {
+						return err
+					}
 					return startExisting(ctx, f, c, opts.target)
 				}
 				if info.SourcePath == "" {
@@ -145,6 +150,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 				return err
 			}
 		} else if existing.SourcePath == repo {
+			if err := sameRuntime(opts, existing); err != nil {
+				return err
+			}
 			return startExisting(ctx, f, c, opts.name)
 		} else {
 			return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
@@ -173,7 +181,7 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		return err
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
-		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory, Devcontainer: dc,
+		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo,
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
@@ -187,7 +195,11 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, info.Backend, short(src.commit))
+	on := info.Backend
+	if info.Runtime != "" {
+		on += " under " + info.Runtime
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.commit))
 	if len(opts.agents) > 0 {
 		// The first agent gets a first session, ready at its prompt.
 		agent := opts.agents[0]
@@ -267,6 +279,19 @@ func parseBytes(s string) (int64, error) {
 		return 0, usagef("--memory takes a size like 512m or 4g, not %q", s)
 	}
 	return n * mult, nil
+}
+
+// sameRuntime refuses --runtime on an existing sandbox made under another: the runtime
+// is chosen when a sandbox is made.
+func sameRuntime(opts *upOptions, info sandbox.Info) error {
+	if opts.runtime == "" || opts.runtime == info.Runtime {
+		return nil
+	}
+	was := info.Runtime
+	if was == "" {
+		was = "its backend's default runtime"
+	}
+	return usagef("sandbox %s runs under %s: to make it anew under %s, add --fresh", info.Name, was, opts.runtime)
 }
 
 func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) error {

@@ -43,6 +43,9 @@ type CreateRequest struct {
 	Devcontainer *devcontainer.Config `json:"devcontainer,omitempty"`
 	CPUs         float64              `json:"cpus,omitempty"`
 	MemoryBytes  int64                `json:"memory_bytes,omitempty"`
+	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
+	// empty is the backend's default ([backends.docker] runtime in the config).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -74,7 +77,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.CPUs != 0 || req.MemoryBytes != 0 || req.Devcontainer != nil) {
 		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image, --devcontainer, --cpus and --memory are for the docker backend, not %s", b.Name())
 	}
-	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating",
+	runtime, err := checkRuntime(ctx, b, req.Runtime, req.Network == "open")
+	if err != nil {
+		return Info{}, err
+	}
+	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating", Runtime: runtime,
 		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
 		Agents: strings.Join(req.Agents, ",")}
 	if err := assignNetwork(&sb, req.Network == "open"); err != nil {
@@ -106,7 +113,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
-		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes}
+		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, Runtime: sb.Runtime}
 	if dc := req.Devcontainer; dc != nil {
 		spec.Env = append(spec.Env, dc.Env...)
 		if dc.Image != "" && req.Image == "" {
@@ -169,6 +176,33 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	}
 	s.opts.Store.AddEvent(ctx, sb.ID, "created", "from "+orNone(req.SourcePath))
 	return s.info(ctx, sb), nil
+}
+
+// checkRuntime resolves the runtime a new sandbox runs under (the request's, else the
+// backend's default) and checks the backend can use it here, before anything is made.
+func checkRuntime(ctx context.Context, b backend.Backend, runtime string, openNetwork bool) (string, error) {
+	rs, ok := b.(backend.RuntimeSelector)
+	if !ok {
+		if runtime != "" {
+			return "", apperr.Invalid("use --backend docker (`paddock up --backend docker --runtime "+runtime+"`), or leave out --runtime",
+				"--runtime is for backends that run containers under an OCI runtime (docker), not %s", b.Name())
+		}
+		return "", nil
+	}
+	if runtime == "" {
+		runtime = rs.DefaultRuntime()
+	}
+	if runtime == "" {
+		return "", nil
+	}
+	if err := rs.CheckRuntime(ctx, runtime, openNetwork); err != nil {
+		var ue *backend.UnavailableError
+		if errors.As(err, &ue) {
+			return "", apperr.Unavailable(ue.Fix, "runtime %s on %s: %s", runtime, b.Name(), ue.Reason)
+		}
+		return "", fmt.Errorf("check runtime %s on %s: %w", runtime, b.Name(), err)
+	}
+	return runtime, nil
 }
 
 const seedBundle = "paddock-seed.bundle"

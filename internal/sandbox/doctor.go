@@ -16,6 +16,8 @@ type BackendReport struct {
 	Default   bool   `json:"default"`
 	Reason    string `json:"reason,omitempty"`
 	Fix       string `json:"fix,omitempty"`
+	// Runtimes reports on the stronger OCI runtimes the backend can use (docker: runsc).
+	Runtimes []backend.RuntimeReport `json:"runtimes,omitempty"`
 }
 
 // Doctor checks every backend this daemon has.
@@ -31,6 +33,9 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 			if errors.As(err, &ue) {
 				r.Reason, r.Fix = ue.Reason, ue.Fix
 			}
+		}
+		if rs, ok := b.(backend.RuntimeSelector); ok && r.Available {
+			r.Runtimes = rs.Runtimes(ctx)
 		}
 		out = append(out, r)
 	}

@@ -35,7 +35,10 @@ type Info struct {
 	// Network is "closed" (loopback only, egress through the allowlist proxy) or "open".
 	Network string `json:"network"`
 	// SyncMode is manual, on-commit or on-idle.
-	SyncMode  string    `json:"sync_mode"`
+	SyncMode string `json:"sync_mode"`
+	// Runtime is the OCI runtime the sandbox runs under (runsc: gVisor); empty is the
+	// backend's default.
+	Runtime   string    `json:"runtime,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -220,7 +223,7 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
 		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode,
-		CreatedAt: sb.CreatedAt}
+		Runtime: sb.Runtime, CreatedAt: sb.CreatedAt}
 	if sb.State == "creating" {
 		return in
 	}

@@ -47,22 +47,30 @@ type Docker struct {
 	image string
 	cpus  float64
 	mem   int64
+	// runtime is the engine's OCI runtime for sandboxes whose spec names none (the
+	// config's runtime option); empty means the engine's default.
+	runtime string
 
-	mu     sync.Mutex
-	usable map[string]error // image ID → what the image lacks, nil when usable
+	mu        sync.Mutex
+	usable    map[string]error // image ID → what the image lacks, nil when usable
+	runtimeOK map[string]error // runtime@image ID → why it cannot start, nil when it can
 }
 
 var _ backend.Backend = (*Docker)(nil)
 
-// New constructs the backend; DOCKER_HOST and friends are honoured. Options: image.
+// New constructs the backend; DOCKER_HOST and friends are honoured. Options: image,
+// runtime (the engine's OCI runtime, e.g. "runsc" for gVisor).
 func New(env backend.Env) (*Docker, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
+	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, runtimeOK: map[string]error{}, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
+	}
+	if v, ok := env.Options["runtime"].(string); ok {
+		d.runtime = v
 	}
 	return d, nil
 }

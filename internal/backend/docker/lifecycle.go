@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -39,16 +38,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	if _, err := d.cli.ImageInspect(ctx, img); err != nil {
 		return fmt.Errorf("image %s is missing: build it with `paddock image build` (or `docker build -t %s .`)", img, img)
 	}
-	cpus, mem := d.cpus, d.mem
-	if spec.CPUs > 0 {
-		cpus = min(spec.CPUs, float64(runtime.NumCPU()))
-	}
-	if spec.MemoryBytes > 0 {
-		mem = spec.MemoryBytes
-	}
-	if total := hostMemory(); total > 0 {
-		mem = min(mem, total)
-	}
+	limits := backend.LimitsFor(spec)
 	labels := map[string]string{Label: string(spec.ID), Label + ".name": spec.Name}
 	for _, v := range []string{"workspace", "home"} {
 		if _, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: volumeName(spec.ID, v), Labels: labels}); err != nil {
@@ -62,7 +52,6 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	if spec.OpenNetwork {
 		netMode = "bridge"
 	}
-	pids := int64(4096)
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: "/workspace",
 		Env:    append(env, spec.Env...),
@@ -75,13 +64,15 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "workspace"), Target: "/workspace"},
 			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "home"), Target: "/home/agent"},
 		},
-		Tmpfs:         map[string]string{"/run": "mode=0755,uid=1000,gid=1000", "/tmp": "mode=1777"},
+		Tmpfs:         tmpfsMounts(limits),
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
+		Runtime:       d.runtimeOf(spec),
 		Init:          boolPtr(true),
 		Resources: container.Resources{
-			NanoCPUs: int64(cpus * 1e9), Memory: mem, PidsLimit: &pids,
+			NanoCPUs: int64(limits.CPUs * 1e9), Memory: limits.MemoryBytes, MemorySwap: limits.MemoryBytes, // no swap beyond it
+			PidsLimit: &limits.Pids,
 		},
 	}
 	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
@@ -159,7 +150,7 @@ func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	}
 	if !c.State.Running {
 		if err := d.cli.ContainerStart(ctx, name, container.StartOptions{}); err != nil {
-			return fmt.Errorf("start container: %w", err)
+			return fmt.Errorf("start container: %w", explainStart(err))
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)

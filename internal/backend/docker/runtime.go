@@ -1,0 +1,166 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+var _ backend.RuntimeSelector = (*Docker)(nil)
+
+// Runsc is gVisor's OCI runtime: a user-space kernel between the sandbox's processes and
+// the host's, under the name setup registers it with the engine.
+const Runsc = "runsc"
+
+// runscArgs are the arguments the runtime is registered with. --network=none gives the
+// sandbox gVisor's own network stack with loopback only and no interface at all: the
+// closed network paddock asks for anyway, and the only mode in which Debian's runsc
+// build (2022-12) starts on kernels that namespace net.core.rmem_default (6.x), which it
+// takes for the host's network namespace and refuses.
+var runscArgs = []string{"--network=none"}
+
+// runscFix says how to install and register runsc with a Docker engine.
+const runscFix = `install gVisor (sudo apt-get install runsc) and register it with dockerd: in /etc/docker/daemon.json, ` +
+	`"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}, ` +
+	`then reload dockerd: sudo kill -HUP $(pidof dockerd) (make setup does both)`
+
+// rootNetnsError is what runsc builds older than 2023 say on kernels where they mistake a
+// container's network namespace for the host's.
+const rootNetnsError = "cannot run with network enabled in root network namespace"
+
+// DefaultRuntime implements backend.RuntimeSelector: the config's runtime option.
+func (d *Docker) DefaultRuntime() string { return d.runtime }
+
+// runtimeOf is the runtime a spec runs under: its own, else the config's; empty is the
+// engine's default.
+func (d *Docker) runtimeOf(spec backend.Spec) string {
+	if spec.Runtime != "" {
+		return spec.Runtime
+	}
+	return d.runtime
+}
+
+// CheckRuntime implements backend.RuntimeSelector: the engine must have the runtime
+// registered, and runsc registered with --network=none cannot give an open network.
+func (d *Docker) CheckRuntime(ctx context.Context, runtime string, openNetwork bool) error {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("no Docker engine answers at %s: %v", d.cli.DaemonHost(), err),
+			Fix: "start one: sudo systemctl start docker (or dockerd &)"}
+	}
+	rt, ok := info.Runtimes[runtime]
+	if !ok {
+		names := make([]string, 0, len(info.Runtimes))
+		for n := range info.Runtimes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fix := `register it under "runtimes" in /etc/docker/daemon.json, then reload dockerd: sudo kill -HUP $(pidof dockerd)`
+		if runtime == Runsc {
+			fix = runscFix
+		}
+		return &backend.UnavailableError{Backend: Name, Fix: fix,
+			Reason: fmt.Sprintf("the Docker engine has no runtime %q registered (it has: %s)", runtime, strings.Join(names, ", "))}
+	}
+	if openNetwork && slices.Contains(rt.Args, "--network=none") {
+		return &backend.UnavailableError{Backend: Name,
+			Reason: fmt.Sprintf("the engine runs %s with --network=none, so a sandbox under it has no network but its own loopback", runtime),
+			Fix:    "leave out --network open (the closed network works under " + runtime + "), or leave out --runtime"}
+	}
+	return nil
+}
+
+// Runtimes implements backend.RuntimeSelector: whether runsc is installed on this host,
+// registered with the engine, and able to start the sandbox image.
+func (d *Docker) Runtimes(ctx context.Context) []backend.RuntimeReport {
+	r := backend.RuntimeReport{Name: Runsc}
+	_, lookErr := exec.LookPath(Runsc)
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		r.Detail = "no Docker engine answers"
+		return []backend.RuntimeReport{r}
+	}
+	rt, registered := info.Runtimes[Runsc]
+	switch {
+	case !registered && lookErr != nil:
+		r.Detail, r.Fix = "gVisor is not installed, and the engine has no runtime runsc", runscFix
+	case !registered:
+		r.Detail, r.Fix = "gVisor is installed but not registered with the engine", runscFix
+	default:
+		if err := d.probeRuntime(ctx, Runsc); err != nil {
+			r.Detail, r.Fix = fmt.Sprintf("registered (%s), but it cannot start a container: %v", describeRuntime(rt.Path, rt.Args), err), runscFix
+			break
+		}
+		r.Available = true
+		r.Detail = fmt.Sprintf("gVisor, registered with the engine (%s): paddock up --runtime runsc", describeRuntime(rt.Path, rt.Args))
+	}
+	return []backend.RuntimeReport{r}
+}
+
+func describeRuntime(path string, args []string) string {
+	return strings.Join(append([]string{path}, args...), " ")
+}
+
+// probeRuntime starts the sandbox image once under runtime with the closed network, and
+// remembers the answer per runtime and image.
+func (d *Docker) probeRuntime(ctx context.Context, runtime string) error {
+	img, err := d.cli.ImageInspect(ctx, d.image)
+	if err != nil {
+		return fmt.Errorf("the sandbox image %s is missing", d.image)
+	}
+	key := runtime + "@" + img.ID
+	d.mu.Lock()
+	if err, ok := d.runtimeOK[key]; ok {
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Unlock()
+	result := d.runOnce(ctx, img.ID, runtime)
+	if ctx.Err() != nil {
+		return result
+	}
+	d.mu.Lock()
+	d.runtimeOK[key] = result
+	d.mu.Unlock()
+	return result
+}
+
+func (d *Docker) runOnce(ctx context.Context, image, runtime string) error {
+	resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: image, User: "1000:1000", Cmd: []string{"true"}},
+		&container.HostConfig{NetworkMode: "none", Runtime: runtime}, nil, nil, "")
+	if err != nil {
+		return explainStart(err)
+	}
+	defer d.cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+	if err := d.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return explainStart(err)
+	}
+	waitC, errC := d.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNotRunning)
+	select {
+	case w := <-waitC:
+		if w.StatusCode != 0 {
+			return fmt.Errorf("`true` exited %d", w.StatusCode)
+		}
+		return nil
+	case err := <-errC:
+		return err
+	}
+}
+
+// explainStart turns the engine's answer to a container that would not start into words
+// a user can act on, when the cause is known.
+func explainStart(err error) error {
+	if err != nil && strings.Contains(err.Error(), rootNetnsError) {
+		return errors.New("this runsc build mistakes the container's network namespace for the host's on this kernel; " +
+			"register it with \"runtimeArgs\": [\"--network=none\"] (the closed network needs nothing more)")
+	}
+	return err
+}
