@@ -40,6 +40,7 @@ type Harness struct {
 // stays fast; the lifecycle test uses its own.
 func Run(t *testing.T, h Harness) {
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, h) })
+	t.Run("Limits", func(t *testing.T) { testLimits(t, h) })
 
 	ctx := context.Background()
 	id := newID()
