@@ -60,6 +60,16 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 					fmt.Fprintf(f.IO.Out, "         fix: %s\n", rt.Fix)
 				}
 			}
+			for _, fd := range r.Findings {
+				state := "ok"
+				if !fd.OK {
+					state = "warning"
+				}
+				fmt.Fprintf(f.IO.Out, "         %s: %s: %s\n", fd.Topic, state, fd.Text)
+				if fd.Fix != "" {
+					fmt.Fprintf(f.IO.Out, "         fix: %s\n", fd.Fix)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(f.IO.Out, "missing  %s: %s\n", r.Name, r.Reason)

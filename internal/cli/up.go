@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -30,8 +32,9 @@ type upOptions struct {
 	agents       []string
 	image        string
 	devcontainer string
-	cpus         float64
+	cpus         string
 	memory       string
+	pids         string
 	fresh        bool
 	runtime      string
 }
@@ -64,8 +67,9 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.image, "image", "", "docker: the image to run (default paddock/sandbox:latest, see `paddock image build`)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
-	cmd.Flags().Float64Var(&opts.cpus, "cpus", 0, "docker: CPU limit (default 4, at most the host's)")
-	cmd.Flags().StringVar(&opts.memory, "memory", "", "docker: memory limit, e.g. 4g or 512m (default 8g, at most the host's)")
+	cmd.Flags().StringVar(&opts.cpus, "cpus", "", "CPU limit, e.g. 2 or 0.5 (default 4, at most the host's)")
+	cmd.Flags().StringVar(&opts.memory, "memory", "", "memory limit, no swap beyond it, e.g. 4g or 512m (default 8g, at most the host's); /tmp gets half")
+	cmd.Flags().StringVar(&opts.pids, "pids", "", "limit on processes and threads (default 4096)")
 	cmd.Flags().StringVar(&opts.runtime, "runtime", "", "docker: the engine's OCI runtime, e.g. runsc for gVisor (default: [backends.docker] runtime, else the engine's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
 	return cmd
@@ -77,6 +81,10 @@ var gitURL = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://|[^/@:\s]+@[^/:\s]+:)`)
 func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if opts.network != "closed" && opts.network != "open" {
 		return usagef("--network is closed or open, not %q", opts.network)
+	}
+	limits, err := parseLimits(opts)
+	if err != nil {
+		return err
 	}
 	if opts.name != "" {
 		if err := sandbox.ValidateName(opts.name); err != nil {
@@ -104,6 +112,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 					if err := sameRuntime(opts, info); err != nil {
 						return err
 					}
+					if err := sameLimits(limits, info); err != nil {
+						return err
+					}
 					return startExisting(ctx, f, c, opts.target)
 				}
 				if info.SourcePath == "" {
@@ -118,7 +129,6 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	}
 
 	var repo, url string
-	var err error
 	if isURL {
 		url = opts.target
 		if opts.name == "" {
@@ -153,6 +163,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 			if err := sameRuntime(opts, existing); err != nil {
 				return err
 			}
+			if err := sameLimits(limits, existing); err != nil {
+				return err
+			}
 			return startExisting(ctx, f, c, opts.name)
 		} else {
 			return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
@@ -172,16 +185,12 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
-	memory, err := parseBytes(opts.memory)
-	if err != nil {
-		return err
-	}
 	dc, err := devcontainerFor(f, opts, repo)
 	if err != nil {
 		return err
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
-		Image: opts.image, CPUs: opts.cpus, MemoryBytes: memory, Devcontainer: dc, Runtime: opts.runtime,
+		Image: opts.image, CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo,
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
@@ -256,6 +265,37 @@ func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Co
 	return &dc, nil
 }
 
+// parseLimits reads --cpus, --memory and --pids. A value given must be a positive number
+// large enough for a sandbox to run; leaving the flag out gives the default.
+func parseLimits(opts *upOptions) (backend.Limits, error) {
+	var l backend.Limits
+	if opts.cpus != "" {
+		v, err := strconv.ParseFloat(opts.cpus, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return l, usagef("--cpus takes a positive number of processors, like 2 or 0.5, not %q", opts.cpus)
+		}
+		l.CPUs = v
+	}
+	if opts.memory != "" {
+		n, err := parseBytes(opts.memory)
+		if err != nil {
+			return l, err
+		}
+		l.MemoryBytes = n
+	}
+	if opts.pids != "" {
+		n, err := strconv.ParseInt(opts.pids, 10, 64)
+		if err != nil || n <= 0 {
+			return l, usagef("--pids takes a positive number of processes, like 1000, not %q", opts.pids)
+		}
+		l.Pids = n
+	}
+	if err := backend.CheckLimits(l.CPUs, l.MemoryBytes, l.Pids); err != nil {
+		return l, usagef("%v", err)
+	}
+	return l, nil
+}
+
 // parseBytes reads a size like 512m, 4g or 1073741824.
 func parseBytes(s string) (int64, error) {
 	if s == "" {
@@ -275,7 +315,7 @@ func parseBytes(s string) (int64, error) {
 		num = s[:len(s)-1]
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
 		return 0, usagef("--memory takes a size like 512m or 4g, not %q", s)
 	}
 	return n * mult, nil
@@ -292,6 +332,15 @@ func sameRuntime(opts *upOptions, info sandbox.Info) error {
 		was = "its backend's default runtime"
 	}
 	return usagef("sandbox %s runs under %s: to make it anew under %s, add --fresh", info.Name, was, opts.runtime)
+}
+
+// sameLimits refuses --cpus, --memory and --pids on an existing sandbox: its limits are
+// chosen when it is made.
+func sameLimits(l backend.Limits, info sandbox.Info) error {
+	if l == (backend.Limits{}) {
+		return nil
+	}
+	return usagef("sandbox %s exists, and its limits were set when it was made: to make it anew with these, add --fresh", info.Name)
 }
 
 func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) error {

@@ -37,12 +37,15 @@ type CreateRequest struct {
 	// Agents are the agent kinds the sandbox is for; their service hosts join its
 	// default allowlist.
 	Agents []string `json:"agents,omitempty"`
-	// Image, CPUs and MemoryBytes are for backends that run images (docker).
+	// Image is for backends that run images (docker).
 	Image string `json:"image,omitempty"`
 	// Devcontainer is what the project's devcontainer.json asks (docker).
 	Devcontainer *devcontainer.Config `json:"devcontainer,omitempty"`
-	CPUs         float64              `json:"cpus,omitempty"`
-	MemoryBytes  int64                `json:"memory_bytes,omitempty"`
+	// CPUs, MemoryBytes and PidsLimit limit the sandbox; zero is the default (4 CPUs, 8
+	// GiB, 4096 processes), and each is clamped to what the host has.
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	PidsLimit   int64   `json:"pids,omitempty"`
 	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
 	// empty is the backend's default ([backends.docker] runtime in the config).
 	Runtime string `json:"runtime,omitempty"`
@@ -70,12 +73,15 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
 			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
 	}
+	if err := backend.CheckLimits(req.CPUs, req.MemoryBytes, req.PidsLimit); err != nil {
+		return Info{}, apperr.Invalid("", "%v", err)
+	}
 	b, err := s.PickBackend(ctx, req.Backend)
 	if err != nil {
 		return Info{}, err
 	}
-	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.CPUs != 0 || req.MemoryBytes != 0 || req.Devcontainer != nil) {
-		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image, --devcontainer, --cpus and --memory are for the docker backend, not %s", b.Name())
+	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.Devcontainer != nil) {
+		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image and --devcontainer are for the docker backend, not %s", b.Name())
 	}
 	runtime, err := checkRuntime(ctx, b, req.Runtime, req.Network == "open")
 	if err != nil {
@@ -113,7 +119,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
-		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, Runtime: sb.Runtime}
+		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, Runtime: sb.Runtime}
 	if dc := req.Devcontainer; dc != nil {
 		spec.Env = append(spec.Env, dc.Env...)
 		if dc.Image != "" && req.Image == "" {
@@ -137,6 +143,9 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress("starting sandbox and guest agent")
 	if err := b.Start(ctx, id); err != nil {
 		return Info{}, fmt.Errorf("start sandbox %q: %w", sb.Name, err)
+	}
+	if limits, note := s.limits(ctx, b, id); limits == nil && note != "" {
+		progress("warning: " + note)
 	}
 	c, err := s.client(ctx, sb)
 	if err != nil {

@@ -18,6 +18,9 @@ type BackendReport struct {
 	Fix       string `json:"fix,omitempty"`
 	// Runtimes reports on the stronger OCI runtimes the backend can use (docker: runsc).
 	Runtimes []backend.RuntimeReport `json:"runtimes,omitempty"`
+	// Findings are what the backend enforces here and what it cannot: resource limits,
+	// disk quota.
+	Findings []backend.Finding `json:"findings,omitempty"`
 }
 
 // Doctor checks every backend this daemon has.
@@ -36,6 +39,9 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 		}
 		if rs, ok := b.(backend.RuntimeSelector); ok && r.Available {
 			r.Runtimes = rs.Runtimes(ctx)
+		}
+		if rp, ok := b.(backend.Reporter); ok && r.Available {
+			r.Findings = rp.Report(ctx)
 		}
 		out = append(out, r)
 	}

@@ -40,6 +40,10 @@ type Info struct {
 	// backend's default.
 	Runtime   string    `json:"runtime,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Limits are the resource limits in force on a running sandbox, read back from where
+	// the backend enforces them; LimitsNote says why there are none when there are none.
+	Limits     *backend.Limits `json:"limits,omitempty"`
+	LimitsNote string          `json:"limits_note,omitempty"`
 }
 
 // Options configure a Service.
@@ -247,6 +251,9 @@ func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 		if st.Detail != "" {
 			in.Detail = st.Detail
 		}
+	}
+	if st.State == backend.StateRunning {
+		in.Limits, in.LimitsNote = s.limits(ctx, b, backend.ID(sb.ID))
 	}
 	return in
 }

@@ -60,14 +60,20 @@ type Bwrap struct {
 var _ backend.Backend = (*Bwrap)(nil)
 
 // New constructs the backend. Options: rootfs (a directory used as / instead of the
-// host's directories) and bwrap (the bubblewrap binary, when not "bwrap" on PATH).
+// host's directories), bwrap (the bubblewrap binary, when not "bwrap" on PATH) and
+// cgroup_parent (where sandboxes' cgroups go, below each hierarchy's root: "paddock").
 func New(env backend.Env) (*Bwrap, error) {
-	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}, cg: detectCgroups()}
+	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}}
 	for key := range env.Options {
-		if key != "rootfs" && key != "bwrap" {
-			return nil, fmt.Errorf("backends.bwrap: unknown option %q (known: rootfs, bwrap)", key)
+		if key != "rootfs" && key != "bwrap" && key != "cgroup_parent" {
+			return nil, fmt.Errorf("backends.bwrap: unknown option %q (known: rootfs, bwrap, cgroup_parent)", key)
 		}
 	}
+	parent, err := cgroupParent(env.Options)
+	if err != nil {
+		return nil, err
+	}
+	b.cg = detectCgroups(parent)
 	rootfs, err := absOption(env.Options, "rootfs")
 	if err != nil {
 		return nil, err

@@ -48,8 +48,10 @@ const cpuPeriod = 100_000
 type cgroupHost struct {
 	// version is 1 or 2; 0 when sandboxes get no cgroup (reason and fix say why).
 	version int
-	// v1 maps each controller to the directory sandboxes' cgroups are made in.
-	v1 map[string]string
+	// v1 maps each controller to the directory sandboxes' cgroups are made in (v1Mounts:
+	// its hierarchy's root; parent: the path between them).
+	v1, v1Mounts map[string]string
+	parent       string
 	// v2 is the directory sandboxes' cgroups are made in; v2Mount its hierarchy's root.
 	v2, v2Mount string
 	// delegated is set on v2 when the daemon is not root: v2 is its own cgroup.
@@ -66,9 +68,26 @@ func (h *cgroupHost) notEnforced() *backend.LimitsNotEnforcedError {
 	return &backend.LimitsNotEnforcedError{Reason: h.reason, Fix: h.fix}
 }
 
-// detectCgroups finds where sandboxes' cgroups can be made, from /proc/self/mountinfo
-// and /proc/self/cgroup.
-func detectCgroups() *cgroupHost {
+// defaultCgroupParent is where sandboxes' cgroups go, below each hierarchy's root.
+const defaultCgroupParent = "paddock"
+
+// cgroupParent reads the cgroup_parent option: a relative path below each hierarchy's
+// root (as root on v2; a delegated daemon uses its own cgroup).
+func cgroupParent(opts map[string]any) (string, error) {
+	v, ok := opts["cgroup_parent"]
+	if !ok {
+		return defaultCgroupParent, nil
+	}
+	s, ok := v.(string)
+	if !ok || s == "" || filepath.IsAbs(s) || !filepath.IsLocal(s) {
+		return "", fmt.Errorf("backends.bwrap.cgroup_parent must be a relative path below the cgroup hierarchy's root, like \"paddock\", got %v", v)
+	}
+	return filepath.Clean(s), nil
+}
+
+// detectCgroups finds where sandboxes' cgroups can be made, below parent, from
+// /proc/self/mountinfo and /proc/self/cgroup.
+func detectCgroups(parent string) *cgroupHost {
 	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return &cgroupHost{reason: "cannot read /proc/self/mountinfo: " + err.Error()}
@@ -77,12 +96,12 @@ func detectCgroups() *cgroupHost {
 	if err != nil {
 		return &cgroupHost{reason: "cannot read /proc/self/cgroup: " + err.Error()}
 	}
-	return parseCgroups(string(mountinfo), string(self), os.Geteuid())
+	return parseCgroups(string(mountinfo), string(self), os.Geteuid(), parent)
 }
 
 // parseCgroups is detectCgroups on given file contents: v1 when one v1 hierarchy per
 // needed controller is mounted, else v2 when a unified hierarchy offers them all.
-func parseCgroups(mountinfo, self string, euid int) *cgroupHost {
+func parseCgroups(mountinfo, self string, euid int, parent string) *cgroupHost {
 	v1 := map[string]string{}
 	var v2Mounts []string
 	for _, line := range strings.Split(mountinfo, "\n") {
@@ -104,9 +123,9 @@ func parseCgroups(mountinfo, self string, euid int) *cgroupHost {
 		}
 	}
 	if len(v1) == len(cgroupControllers) {
-		h := &cgroupHost{version: 1, v1: map[string]string{}}
+		h := &cgroupHost{version: 1, v1: map[string]string{}, v1Mounts: v1, parent: parent}
 		for c, m := range v1 {
-			h.v1[c] = filepath.Join(m, "paddock")
+			h.v1[c] = filepath.Join(m, parent)
 		}
 		if euid != 0 {
 			for _, c := range cgroupControllers {
@@ -128,7 +147,7 @@ func parseCgroups(mountinfo, self string, euid int) *cgroupHost {
 			continue
 		}
 		if euid == 0 {
-			return &cgroupHost{version: 2, v2: filepath.Join(m, "paddock"), v2Mount: m}
+			return &cgroupHost{version: 2, v2: filepath.Join(m, parent), v2Mount: m}
 		}
 		own := ""
 		for _, line := range strings.Split(self, "\n") {
@@ -153,7 +172,7 @@ func parseCgroups(mountinfo, self string, euid int) *cgroupHost {
 			missing = append(missing, c)
 		}
 	}
-	return &cgroupHost{reason: "no cgroup hierarchy offers the " + strings.Join(missing, ", ") + " controllers",
+	return &cgroupHost{reason: "no cgroup hierarchy here offers " + strings.Join(missing, ", "),
 		fix: "mount cgroup v2 with them enabled (the default on current distributions), or cgroup v1 hierarchies for pids, memory and cpu"}
 }
 
@@ -199,9 +218,17 @@ func unescapeMount(s string) string {
 func (h *cgroupHost) describe() string {
 	switch h.version {
 	case 1:
+		// Usually /sys/fs/cgroup/{cpu,memory,pids}/paddock.
+		base := filepath.Dir(h.v1Mounts[cgroupControllers[0]])
 		var dirs []string
 		for _, c := range cgroupControllers {
+			if h.v1Mounts[c] != filepath.Join(base, c) {
+				base = ""
+			}
 			dirs = append(dirs, h.v1[c])
+		}
+		if base != "" {
+			return "cgroup v1: " + filepath.Join(base, "{"+strings.Join(cgroupControllers, ",")+"}", h.parent)
 		}
 		return "cgroup v1: " + strings.Join(dirs, ", ")
 	case 2:
@@ -223,9 +250,12 @@ func (h *cgroupHost) prepare() error {
 		return nil
 	}
 	var err error
+	fix := "run the daemon as root, or in a cgroup delegated to it: systemd-run --user --scope -p Delegate=yes paddock serve --foreground"
 	if h.version == 1 {
+		fix = "run the daemon as root, and check that [backends.bwrap] cgroup_parent names a directory it can make in each hierarchy"
 		for _, c := range cgroupControllers {
-			if err = mkdirCgroup(h.v1[c]); err != nil {
+			if err = os.MkdirAll(h.v1[c], 0o755); err != nil {
+				err = fmt.Errorf("make cgroup: %w", err)
 				break
 			}
 		}
@@ -233,8 +263,7 @@ func (h *cgroupHost) prepare() error {
 		err = h.prepareV2()
 	}
 	if err != nil {
-		return &backend.LimitsNotEnforcedError{Reason: err.Error(),
-			Fix: "run the daemon as root, or in a cgroup delegated to it: systemd-run --user --scope -p Delegate=yes paddock serve --foreground"}
+		return &backend.LimitsNotEnforcedError{Reason: err.Error(), Fix: fix}
 	}
 	h.prepared = true
 	return nil
@@ -256,16 +285,21 @@ func (h *cgroupHost) prepareV2() error {
 		}
 		return nil
 	}
-	// As root: the hierarchy's root hands the controllers down to paddock/, which hands
-	// them to each sandbox.
-	if err := writeCgroup(h.v2Mount, "cgroup.subtree_control", enableControllers); err != nil {
-		return fmt.Errorf("enable %s in %s: %w", enableControllers, h.v2Mount, err)
-	}
-	if err := mkdirCgroup(h.v2); err != nil {
+	// As root: the hierarchy's root hands the controllers down through each directory to
+	// the parent (paddock/), which hands them to each sandbox.
+	dir := h.v2Mount
+	rel, err := filepath.Rel(h.v2Mount, h.v2)
+	if err != nil {
 		return err
 	}
-	if err := writeCgroup(h.v2, "cgroup.subtree_control", enableControllers); err != nil {
-		return fmt.Errorf("enable %s in %s: %w", enableControllers, h.v2, err)
+	for _, name := range append([]string{"."}, strings.Split(rel, string(filepath.Separator))...) {
+		dir = filepath.Join(dir, name)
+		if err := mkdirCgroup(dir); err != nil {
+			return err
+		}
+		if err := writeCgroup(dir, "cgroup.subtree_control", enableControllers); err != nil {
+			return fmt.Errorf("enable %s in %s: %w", enableControllers, dir, err)
+		}
 	}
 	return nil
 }
@@ -472,8 +506,8 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for delay := time.Millisecond; ; delay = min(delay*2, 100*time.Millisecond) {
 		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
-			return nil
+		if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil // gone, or could never have been made
 		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("remove cgroup %s: %w", dir, err)

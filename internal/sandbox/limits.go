@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// limits reads the resource limits in force on a running sandbox. With none, it says why
+// and how to fix it in note; both are empty when the backend does not enforce limits at
+// all, or they could not be read.
+func (s *Service) limits(ctx context.Context, b backend.Backend, id backend.ID) (*backend.Limits, string) {
+	lr, ok := b.(backend.LimitReader)
+	if !ok {
+		return nil, ""
+	}
+	l, err := lr.Limits(ctx, id)
+	var ne *backend.LimitsNotEnforcedError
+	switch {
+	case errors.As(err, &ne):
+		note := ne.Error()
+		if ne.Fix != "" {
+			note += " (fix: " + ne.Fix + ")"
+		}
+		return nil, note
+	case err != nil:
+		s.log.Debug("read a sandbox's limits", "sandbox", id, "err", err)
+		return nil, ""
+	}
+	return &l, ""
+}
