@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/bwrap"
 )
 
 // Each benchmark runs paddock's operation b.N times and the baseline b.N times in the same
@@ -196,4 +197,87 @@ func processesRSS(id string) (rss, anon int64) {
 		}
 	}
 	return rss, anon
+}
+
+// BenchmarkLimits measures what limits cost: create to first exec, and an exec round
+// trip, in sandboxes with their cgroup and sized mounts against the same without them
+// (today's sandbox before limits), alternating in the same run. The aim is under 10%.
+func BenchmarkLimits(b *testing.B) {
+	b.Run("CreateToFirstExec", func(b *testing.B) {
+		limited, agent := newBackend(b)
+		plain, _ := newBackend(b)
+		plain.DisableLimits()
+		ctx := context.Background()
+		once := func(be *bwrap.Bwrap, id backend.ID) time.Duration {
+			start := time.Now()
+			if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+				b.Fatal(err)
+			}
+			if err := be.Start(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			c := connectBench(b, be, id)
+			if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+				b.Fatalf("exec: %d %v", code, err)
+			}
+			d := time.Since(start)
+			c.Close()
+			if err := be.Destroy(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			return d
+		}
+		var with, without time.Duration
+		for i := 0; i < b.N; i++ {
+			id := backend.ID(fmt.Sprintf("lim%d", i))
+			if i%2 == 0 {
+				with += once(limited, id)
+				without += once(plain, id)
+			} else {
+				without += once(plain, id)
+				with += once(limited, id)
+			}
+		}
+		reportRatio(b, with, without)
+	})
+	b.Run("ExecRoundTrip", func(b *testing.B) {
+		limited, agent := newBackend(b)
+		plain, _ := newBackend(b)
+		plain.DisableLimits()
+		ctx := context.Background()
+		client := func(be *bwrap.Bwrap) *agentclient.Client {
+			id := backend.ID("benchlim")
+			if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { be.Destroy(context.Background(), id) })
+			if err := be.Start(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			c := connectBench(b, be, id)
+			b.Cleanup(func() { c.Close() })
+			c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}) // warm up
+			return c
+		}
+		withC, withoutC := client(limited), client(plain)
+		run := func(c *agentclient.Client) time.Duration {
+			start := time.Now()
+			if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+				b.Fatalf("exec: %d %v", code, err)
+			}
+			return time.Since(start)
+		}
+		b.ResetTimer()
+		var with, without time.Duration
+		for i := 0; i < b.N; i++ {
+			if i%2 == 0 {
+				with += run(withC)
+				without += run(withoutC)
+			} else {
+				without += run(withoutC)
+				with += run(withC)
+			}
+		}
+		reportRatio(b, with, without)
+	})
 }

@@ -1,0 +1,55 @@
+package backend
+
+import (
+	"math"
+	"runtime"
+	"testing"
+)
+
+func TestCheckLimits(t *testing.T) {
+	for _, tc := range []struct {
+		cpus      float64
+		mem, pids int64
+		ok        bool
+	}{
+		{0, 0, 0, true}, // the defaults
+		{0.5, 64 << 20, 64, true},
+		{-1, 0, 0, false},
+		{math.NaN(), 0, 0, false},
+		{math.Inf(1), 0, 0, false},
+		{0.001, 0, 0, false},
+		{0, -1, 0, false},
+		{0, 1 << 20, 0, false},
+		{0, 0, -5, false},
+		{0, 0, 10, false},
+	} {
+		if err := CheckLimits(tc.cpus, tc.mem, tc.pids); (err == nil) != tc.ok {
+			t.Errorf("CheckLimits(%v, %d, %d) = %v, want ok %v", tc.cpus, tc.mem, tc.pids, err, tc.ok)
+		}
+	}
+}
+
+func TestLimitsFor(t *testing.T) {
+	def := LimitsFor(Spec{})
+	if want := min(DefaultCPUs, float64(runtime.NumCPU())); def.CPUs != want {
+		t.Errorf("default CPUs %v, want %v (4, at most the host's)", def.CPUs, want)
+	}
+	if want := min(DefaultMemoryBytes, HostMemory()); def.MemoryBytes != want || def.Pids != DefaultPids {
+		t.Errorf("defaults %+v, want %d bytes and %d processes", def, want, DefaultPids)
+	}
+	huge := LimitsFor(Spec{CPUs: 1000, MemoryBytes: 1 << 60, PidsLimit: 1 << 40})
+	if huge.CPUs != float64(runtime.NumCPU()) || huge.MemoryBytes != HostMemory() || huge.Pids >= 1<<40 {
+		t.Errorf("limits above the host's were not clamped: %+v", huge)
+	}
+	if got := LimitsFor(Spec{CPUs: 0.5, MemoryBytes: 256 << 20, PidsLimit: 100}); got != (Limits{0.5, 256 << 20, 100}) {
+		t.Errorf("limits within the host's changed: %+v", got)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{8 << 30: "8g", 512 << 20: "512m", 1536 << 10: "1536k", 1000: "1000"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
