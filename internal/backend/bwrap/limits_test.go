@@ -106,6 +106,25 @@ func TestCgroup(t *testing.T) {
 	if got := run("touch /x 2>&1; touch /dev/x 2>&1; true"); strings.Count(got, "Read-only file system") != 2 {
 		t.Errorf("/ or /dev is writable: %q", got)
 	}
+	// What /tmp holds is charged to the sandbox's memory.
+	usage := func() int64 {
+		for _, d := range dirs {
+			for _, f := range []string{"memory.usage_in_bytes", "memory.current"} {
+				if data, err := os.ReadFile(filepath.Join(d, f)); err == nil {
+					n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+					return n
+				}
+			}
+		}
+		t.Fatal("no memory usage file in the sandbox's cgroup")
+		return 0
+	}
+	before := usage()
+	run("head -c 67108864 /dev/zero > /tmp/charge")
+	if grown := usage() - before; grown < 60<<20 {
+		t.Errorf("64 MiB written to /tmp grew the sandbox's memory by %d KiB only", grown>>10)
+	}
+	run("rm /tmp/charge")
 
 	if err := b.Stop(ctx, id); err != nil {
 		t.Fatal(err)
