@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 
 	errdefs "github.com/containerd/errdefs"
@@ -45,8 +44,6 @@ const (
 type Docker struct {
 	cli   *client.Client
 	image string
-	cpus  float64
-	mem   int64
 	// runtime is the engine's OCI runtime for sandboxes whose spec names none (the
 	// config's runtime option); empty means the engine's default.
 	runtime string
@@ -65,7 +62,7 @@ func New(env backend.Env) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, runtimeOK: map[string]error{}, cpus: min(4, float64(runtime.NumCPU())), mem: min(8<<30, max(hostMemory(), 1<<30))}
+	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, runtimeOK: map[string]error{}}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
 	}

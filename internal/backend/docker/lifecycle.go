@@ -87,22 +87,6 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 
 func boolPtr(b bool) *bool { return &b }
 
-// hostMemory is the host's memory in bytes, from /proc/meminfo; 0 when unknown.
-func hostMemory() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			var kb int64
-			fmt.Sscan(f[1], &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // copyAgent puts the agent binary at agentPath in the container and checks what landed
 // has the expected sha256.
 func (d *Docker) copyAgent(ctx context.Context, name string, spec backend.Spec) error {
