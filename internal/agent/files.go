@@ -140,7 +140,7 @@ func (f filesService) Write(stream agentpb.Files_WriteServer) error {
 }
 
 // createTemp creates a new, empty temporary file in dir, named after base.
-func createTemp(root *os.Root, dir, base string) (string, *os.File, error) {
+func createTemp(root *beneath, dir, base string) (string, *os.File, error) {
 	for range 100 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -27,17 +26,17 @@ const (
 // errPathEscapes is returned for a path that lies outside its root.
 var errPathEscapes = errors.New("path escapes root")
 
-// rootPath is a Files path resolved against its root: the os.Root to act through and the
-// slash-separated path beneath it ("." for the root itself).
+// rootPath is a Files path resolved against its root: the directory to act through and
+// the slash-separated path beneath it ("." for the root itself).
 type rootPath struct {
-	root *os.Root
+	root *beneath
 	dir  string // the root's directory, for messages
 	rel  string
 }
 
 // openPath opens root (defaultRoot when empty) and resolves p beneath it. The caller
-// closes the result. Resolution through the returned os.Root never leaves the root, not
-// through ".." and not through symlinks.
+// closes the result. Resolution through the returned root never leaves it, not through
+// ".." and not through symlinks.
 func openPath(root, p string) (*rootPath, error) {
 	if root == "" {
 		root = defaultRoot
@@ -50,7 +49,7 @@ func openPath(root, p string) (*rootPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(root)
+	r, err := openBeneath(root)
 	if err != nil {
 		return nil, statusError("open root", root, err)
 	}

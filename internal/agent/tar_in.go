@@ -106,7 +106,7 @@ type extraction struct {
 	rp  *rootPath
 	log *slog.Logger
 	// root is the target directory; every name below is relative to it.
-	root    *os.Root
+	root    *beneath
 	staging string
 	// dirs holds the attributes of the archive's directories, applied once every entry
 	// is in place.
