@@ -31,18 +31,33 @@ func (d *Docker) dial(ctx context.Context, name string) (net.Conn, error) {
 		_, err := stdcopy.StdCopy(pw, io.Discard, resp.Reader)
 		pw.CloseWithError(err)
 	}()
-	return &execConn{Conn: resp.Conn, r: pr}, nil
+	// When the container exits, the engine does not always end its execs' streams: under
+	// runsc, an exec of a sandbox whose kernel was killed (a memory or pids limit) stays
+	// open with nothing behind it. The connection ends with the container instead.
+	watch, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c := &execConn{Conn: resp.Conn, r: pr, stop: stop}
+	go func() {
+		waitC, errC := d.cli.ContainerWait(watch, name, container.WaitConditionNextExit)
+		select {
+		case <-waitC:
+			c.Close()
+		case <-errC:
+		}
+	}()
+	return c, nil
 }
 
 // execConn reads the demultiplexed stdout and writes to the exec's stdin.
 type execConn struct {
 	net.Conn
-	r *io.PipeReader
+	r    *io.PipeReader
+	stop context.CancelFunc // ends the watch on the container
 }
 
 func (c *execConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 func (c *execConn) Close() error {
+	c.stop()
 	c.r.Close()
 	return c.Conn.Close()
 }

@@ -58,6 +58,8 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		Cmd:    []string{agentPath, "agent", "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
 	}
+	runtime := d.runtimeOf(spec)
+	pids := hostPids(runtime, limits.Pids)
 	host := &container.HostConfig{
 		NetworkMode: netMode,
 		Mounts: []mount.Mount{
@@ -68,11 +70,11 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
-		Runtime:       d.runtimeOf(spec),
+		Runtime:       runtime,
 		Init:          boolPtr(true),
 		Resources: container.Resources{
 			NanoCPUs: int64(limits.CPUs * 1e9), Memory: limits.MemoryBytes, MemorySwap: limits.MemoryBytes, // no swap beyond it
-			PidsLimit: &limits.Pids,
+			PidsLimit: &pids,
 		},
 	}
 	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {

@@ -41,7 +41,7 @@ func (d *Docker) Limits(ctx context.Context, id backend.ID) (backend.Limits, err
 	r := c.HostConfig.Resources
 	l := backend.Limits{CPUs: float64(r.NanoCPUs) / 1e9, MemoryBytes: r.Memory}
 	if r.PidsLimit != nil {
-		l.Pids = *r.PidsLimit
+		l.Pids = sandboxPids(c.HostConfig.Runtime, *r.PidsLimit)
 	}
 	if l.CPUs == 0 || l.MemoryBytes == 0 || l.Pids <= 0 {
 		return l, &backend.LimitsNotEnforcedError{Reason: "its container was made without them (" + l.String() + ")",

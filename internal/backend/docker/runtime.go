@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -163,4 +165,37 @@ func explainStart(err error) error {
 			"register it with \"runtimeArgs\": [\"--network=none\"] (the closed network needs nothing more)")
 	}
 	return err
+}
+
+// Under runsc the host's pids limit counts the threads of gVisor's kernel, not the
+// processes inside: its ptrace platform (the default of the 2022 builds) holds about five
+// host threads for each process in the sandbox, and some 40 of its own. So that --pids
+// still means processes inside, give or take, the engine is given runscPidsPerProcess
+// times the limit plus runscPidsBase, at most half the host's pid_max. With the plain
+// count a sandbox of --pids 128 could not even clone its repository.
+const (
+	runscPidsPerProcess = 6
+	runscPidsBase       = 64
+)
+
+// hostPids is the engine's pids limit for a sandbox of pids processes under runtime.
+func hostPids(runtime string, pids int64) int64 {
+	if runtime != Runsc {
+		return pids
+	}
+	n := pids*runscPidsPerProcess + runscPidsBase
+	if data, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if max, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && max > 0 {
+			n = min(n, max/2)
+		}
+	}
+	return n
+}
+
+// sandboxPids is the inverse of hostPids: the processes inside a limit of host allows.
+func sandboxPids(runtime string, host int64) int64 {
+	if runtime != Runsc || host <= runscPidsBase {
+		return host
+	}
+	return (host - runscPidsBase) / runscPidsPerProcess
 }
