@@ -31,6 +31,13 @@ type Harness struct {
 	// home, and /etc as root): the places this backend could expose. No process inside may
 	// read them.
 	HostSecrets []string
+	// LimitsEndSandbox says the backend's memory and process limits bind the sandbox as a
+	// whole, not each process in it: a fork bomb or a memory hog ends the whole sandbox,
+	// which its engine starts again. So it is under gVisor (runsc), whose user-space kernel
+	// is what the host's limits count, and whose 2022 builds keep no per-process count of
+	// their own. The limits checks then require that, instead of a refused fork and a
+	// killed process in a sandbox that goes on.
+	LimitsEndSandbox bool
 	// Dir, optional, is the backend's own directory on the host: the soak test requires
 	// that cycles leave no entry behind in it.
 	Dir string

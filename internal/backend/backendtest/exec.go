@@ -98,7 +98,7 @@ func testEnvironment(t *testing.T, sb *sandbox) {
 			t.Errorf("%s is visible in the sandbox", sock)
 		}
 	}
-	if n, _ := strconv.Atoi(sb.mustRun(t, "ls /proc | grep -c '^[0-9]'")); n > 10 {
+	if n, _ := strconv.Atoi(sb.mustRun(t, "find /proc -maxdepth 1 -name '[0-9]*' | wc -l")); n > 10 {
 		t.Errorf("the sandbox sees %d processes: it has no pid namespace of its own", n)
 	}
 	if code, _, _ := sb.run(t, "echo x > /usr/paddock-write-test"); code == 0 {

@@ -38,7 +38,9 @@ func testFiles(t *testing.T, sb *sandbox) {
 		if !bytes.Equal(got.Bytes(), data) {
 			t.Fatalf("read back %d bytes differing from the %d written", got.Len(), len(data))
 		}
-		if out := sb.mustRun(t, "stat -c '%a %s' /workspace/bin/blob.bin"); out != "640 1048581" {
+		// find, not stat or ls: coreutils 9 asks statx for AT_NO_AUTOMOUNT, which gVisor's 2022
+		// builds refuse (EINVAL), and the suite runs under them too.
+		if out := sb.mustRun(t, "find /workspace/bin/blob.bin -printf '%m %s'"); out != "640 1048581" {
 			t.Fatalf("inside the sandbox the file is %q, want mode 640 size 1048581", out)
 		}
 	})
@@ -70,7 +72,7 @@ func testFiles(t *testing.T, sb *sandbox) {
 		if _, err := c.WriteFile(cctx, ws, "atomic.txt", 0, false, r); err == nil {
 			t.Fatal("an interrupted write reported success")
 		}
-		if got := sb.mustRun(t, "cat /workspace/atomic.txt; ls -A /workspace | grep -c atomic"); got != "old1" {
+		if got := sb.mustRun(t, "cat /workspace/atomic.txt; find /workspace -maxdepth 1 -name '*atomic*' | wc -l"); got != "old1" {
 			t.Fatalf("after an interrupted write: %q, want the old content and no temporary file", got)
 		}
 	})
@@ -181,7 +183,7 @@ func testTar(t *testing.T, sb *sandbox) {
 		t.Fatal(err)
 	}
 	out := sb.mustRun(t, `cd /workspace && for f in 'name with spaces' sub/bin ünïcode run.sh; do cmp tree/"$f" copy/tree/"$f" || echo DIFF "$f"; done;
-		stat -c %a copy/tree/run.sh copy/tree/sub; readlink copy/tree/link`)
+		find copy/tree/run.sh copy/tree/sub -maxdepth 0 -printf '%m\n'; readlink copy/tree/link`)
 	if out != "755\n750\n../outside" {
 		t.Fatalf("tar round trip: %q", out)
 	}
@@ -258,7 +260,7 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 			}
 		})
 	}
-	if got := sb.mustRun(t, "ls /tmp | grep -c escaped || true; test -d /tmp && echo tmp-intact"); got != "0\ntmp-intact" {
+	if got := sb.mustRun(t, "find /tmp -maxdepth 1 -name '*escaped*' | wc -l; test -d /tmp && echo tmp-intact"); got != "0\ntmp-intact" {
 		t.Fatalf("something escaped into /tmp: %q", got)
 	}
 	// Paths that stay beneath the root through a link inside it are fine.

@@ -54,6 +54,14 @@ func testLimits(t *testing.T, h Harness) {
 			t.Fatalf("the backend enforces %+v, want %+v", got, smallLimits)
 		}
 	})
+	if h.LimitsEndSandbox {
+		t.Run("ForkBomb", func(t *testing.T) { testLimitEndsSandbox(t, sb, forkBombArgv()) })
+		sb.client = connect(t, h, id)
+		t.Run("MemoryHog", func(t *testing.T) { testLimitEndsSandbox(t, sb, memoryHogArgv()) })
+		sb.client = connect(t, h, id)
+		t.Run("TmpFull", func(t *testing.T) { testTmpFull(t, sb) })
+		return
+	}
 	t.Run("ForkBomb", func(t *testing.T) { testForkBomb(t, sb) })
 	sb.client = connect(t, h, id) // the bomb restarted the sandbox, and its client ended with it
 	t.Run("MemoryHog", func(t *testing.T) { testMemoryHog(t, sb) })
