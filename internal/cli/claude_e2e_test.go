@@ -95,7 +95,22 @@ func TestClaudeEndToEndDocker(t *testing.T) {
 	claudeEndToEnd(t, "docker")
 }
 
-func claudeEndToEnd(t *testing.T, backend string) {
+// TestClaudeEndToEndDockerRunsc is the same in a container under gVisor (`up --runtime
+// runsc`), which `make setup` registers with the engine.
+func TestClaudeEndToEndDockerRunsc(t *testing.T) {
+	if !dockerReady() {
+		t.Skip("no docker engine with the paddock/sandbox image (make setup)")
+	}
+	if out, _ := exec.Command("docker", "info", "--format", "{{json .Runtimes.runsc}}").Output(); !strings.Contains(string(out), "runsc") {
+		if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
+			t.Fatal("the engine must have runsc registered in CI (make setup)")
+		}
+		t.Skip("runsc is not registered with the engine (make setup)")
+	}
+	claudeEndToEnd(t, "docker", "--runtime", "runsc")
+}
+
+func claudeEndToEnd(t *testing.T, backend string, upArgs ...string) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
@@ -105,7 +120,7 @@ func claudeEndToEnd(t *testing.T, backend string) {
 	must := mustSucceed(t, paddock)
 
 	// up --agent claude: a sandbox and a first session, straight at Claude's prompt.
-	must("", "up", repo, "--agent", "claude", "--backend", backend)
+	must("", append([]string{"up", repo, "--agent", "claude", "--backend", backend}, upArgs...)...)
 	pane := func() string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 	}
@@ -163,7 +178,8 @@ func claudeEndToEnd(t *testing.T, backend string) {
 	}
 
 	// Kill the agent's process: the session shows exited; restart resumes the conversation.
-	must("", "exec", "repo", "--", "sh", "-c", "pkill -f '^[c]laude --dangerously-skip-permissions' || true")
+	// (SIGKILL: under gVisor's 2022 runsc, Claude Code heeds neither SIGTERM nor SIGHUP.)
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
 	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
 	})

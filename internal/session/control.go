@@ -233,10 +233,21 @@ func (s *Service) Remove(ctx context.Context, sandboxName, name string) error {
 	if err != nil {
 		return err
 	}
-	run(ctx, t.client, "tmux", "-S", Socket, "kill-session", "-t", "="+name)
+	run(ctx, t.client, "sh", "-c", endSession, "sh", Socket, name)
 	run(ctx, t.client, "rm", "-f", StatusDir+"/"+name+".json")
 	return s.store.DeleteSession(ctx, t.sb.ID, name)
 }
+
+// endSession ends a tmux session ($2 on the server at $1) and its process. tmux's
+// kill-session sends the pane's process SIGHUP, which an agent may not heed (Claude Code
+// ignores it, and SIGTERM, under gVisor's runsc): the process group still there a second
+// later gets SIGKILL.
+const endSession = `pid=$(tmux -S "$1" display-message -p -t "=$2:" '#{pane_pid}' 2>/dev/null)
+tmux -S "$1" kill-session -t "=$2" 2>/dev/null
+[ -n "$pid" ] || exit 0
+for _ in 1 2 3 4 5; do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.2; done
+kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+exit 0`
 
 func tailOf(s string) string {
 	if len(s) > 400 {
