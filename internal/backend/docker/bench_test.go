@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,39 +50,70 @@ func dockerCLI(b *testing.B, args ...string) {
 // `docker run --rm IMAGE true`, in the same run.
 func BenchmarkCreateToFirstExec(b *testing.B) {
 	d, agent := benchBackend(b)
-	ctx := context.Background()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
-		id := backend.ID(fmt.Sprintf("bench%d%d", time.Now().UnixNano()%100000, i))
+		ours += createToFirstExec(b, d, agent, "")
 		start := time.Now()
-		if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Start(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
-			b.Fatalf("exec: %d %v", code, err)
-		}
-		ours += time.Since(start)
-		c.Close()
-		d.Destroy(ctx, id)
-		start = time.Now()
 		dockerCLI(b, "run", "--rm", "--network", "none", docker.DefaultImage, "true")
 		base += time.Since(start)
 	}
 	ratio(b, ours, base, "create")
 }
 
+// BenchmarkRunscCreateToFirstExec: the same under gVisor (runsc), against the same under
+// the engine's default runtime (runc), in the same run.
+func BenchmarkRunscCreateToFirstExec(b *testing.B) {
+	d, agent := benchBackend(b)
+	requireRunsc(b, d)
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		ours += createToFirstExec(b, d, agent, docker.Runsc)
+		base += createToFirstExec(b, d, agent, "")
+	}
+	ratio(b, ours, base, "create")
+}
+
+// createToFirstExec times Create + Start + connect + `exec true` of a new sandbox under
+// runtime, then removes it.
+func createToFirstExec(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) time.Duration {
+	ctx := context.Background()
+	id := backend.ID(fmt.Sprintf("bench%d", time.Now().UnixNano()%10000000))
+	start := time.Now()
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Destroy(ctx, id)
+	if err := d.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		b.Fatalf("exec: %d %v", code, err)
+	}
+	return time.Since(start)
+}
+
+// requireRunsc skips the benchmark when the engine has no runsc.
+func requireRunsc(b *testing.B, d *docker.Docker) {
+	if err := d.CheckRuntime(context.Background(), docker.Runsc, false); err != nil {
+		b.Skipf("runsc: %v", err)
+	}
+}
+
 func running(b *testing.B) (*agentclient.Client, string) {
 	d, agent := benchBackend(b)
+	return runningUnder(b, d, agent, "")
+}
+
+// runningUnder starts a sandbox under runtime for the rest of the benchmark.
+func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) (*agentclient.Client, string) {
 	ctx := context.Background()
-	id := backend.ID(fmt.Sprintf("benchrun%d", time.Now().UnixNano()%100000))
-	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	id := backend.ID(fmt.Sprintf("benchrun%d", time.Now().UnixNano()%10000000))
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Destroy(context.Background(), id) })
@@ -112,6 +144,56 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		base += time.Since(start)
 	}
 	ratio(b, ours, base, "exec")
+}
+
+// BenchmarkRunscExecRoundTrip: `true` through the agent of a sandbox under gVisor
+// (runsc), against the same in one under runc, in the same run.
+func BenchmarkRunscExecRoundTrip(b *testing.B) {
+	d, agent := benchBackend(b)
+	requireRunsc(b, d)
+	gv, _ := runningUnder(b, d, agent, docker.Runsc)
+	rc, _ := runningUnder(b, d, agent, "")
+	ctx := context.Background()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, run := range []struct {
+			c   *agentclient.Client
+			sum *time.Duration
+		}{{gv, &ours}, {rc, &base}} {
+			start := time.Now()
+			if code, err := run.c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+				b.Fatalf("exec: %d %v", code, err)
+			}
+			*run.sum += time.Since(start)
+		}
+	}
+	ratio(b, ours, base, "exec")
+}
+
+// BenchmarkRunscGitCommit: a workload inside, `git init` and a commit of 200 files,
+// under gVisor against runc, in the same run: the cost of gVisor's system calls.
+func BenchmarkRunscGitCommit(b *testing.B) {
+	d, agent := benchBackend(b)
+	requireRunsc(b, d)
+	gv, _ := runningUnder(b, d, agent, docker.Runsc)
+	rc, _ := runningUnder(b, d, agent, "")
+	ctx := context.Background()
+	script := `d=$(mktemp -d /workspace/g.XXXXXX) && cd "$d" && git init -q && for i in $(seq 200); do echo "$i" > "f$i"; done && git add . && git -c user.name=b -c user.email=b@b commit -q -m x && cd / && rm -rf "$d"`
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, run := range []struct {
+			c   *agentclient.Client
+			sum *time.Duration
+		}{{gv, &ours}, {rc, &base}} {
+			start := time.Now()
+			var out strings.Builder
+			if code, err := run.c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
+				b.Fatalf("git: %d %v %s", code, err, out.String())
+			}
+			*run.sum += time.Since(start)
+		}
+	}
+	ratio(b, ours, base, "commit")
 }
 
 // BenchmarkFileWrite: 64 MiB into the container through the agent, against
