@@ -97,12 +97,16 @@ func (d *Docker) Runtimes(ctx context.Context) []backend.RuntimeReport {
 	case !registered:
 		r.Detail, r.Fix = "gVisor is installed but not registered with the engine", runscFix
 	default:
-		if err := d.probeRuntime(ctx, Runsc); err != nil {
+		err := d.probeRuntime(ctx, Runsc)
+		if err != nil && !errors.Is(err, errNoStatx) {
 			r.Detail, r.Fix = fmt.Sprintf("registered (%s), but it cannot start a container: %v", describeRuntime(rt.Path, rt.Args), err), runscFix
 			break
 		}
 		r.Available = true
 		r.Detail = fmt.Sprintf("gVisor, registered with the engine (%s): paddock up --runtime runsc", describeRuntime(rt.Path, rt.Args))
+		if err != nil {
+			r.Detail += "; " + err.Error()
+		}
 	}
 	return []backend.RuntimeReport{r}
 }
@@ -135,8 +139,16 @@ func (d *Docker) probeRuntime(ctx context.Context, runtime string) error {
 	return result
 }
 
+// errNoStatx is the probe's finding that the runtime refuses statx with AT_NO_AUTOMOUNT,
+// as gVisor's 2022 builds do: the sandbox runs, but coreutils' ls -l and stat fail in it.
+var errNoStatx = errors.New("this build refuses statx(AT_NO_AUTOMOUNT), so coreutils' `ls -l` and `stat` fail inside with \"Invalid argument\" (git, Python, Node and the agents are not affected)")
+
+// noStatxExit is the probe's exit code for errNoStatx.
+const noStatxExit = 42
+
 func (d *Docker) runOnce(ctx context.Context, image, runtime string) error {
-	resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: image, User: "1000:1000", Cmd: []string{"true"}},
+	probe := []string{"sh", "-c", "stat / >/dev/null 2>&1 || exit " + strconv.Itoa(noStatxExit)}
+	resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: image, User: "1000:1000", Cmd: probe},
 		&container.HostConfig{NetworkMode: "none", Runtime: runtime}, nil, nil, "")
 	if err != nil {
 		return explainStart(err)
@@ -148,10 +160,13 @@ func (d *Docker) runOnce(ctx context.Context, image, runtime string) error {
 	waitC, errC := d.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNotRunning)
 	select {
 	case w := <-waitC:
-		if w.StatusCode != 0 {
-			return fmt.Errorf("`true` exited %d", w.StatusCode)
+		switch w.StatusCode {
+		case 0:
+			return nil
+		case noStatxExit:
+			return errNoStatx
 		}
-		return nil
+		return fmt.Errorf("a shell exited %d", w.StatusCode)
 	case err := <-errC:
 		return err
 	}
