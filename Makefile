@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/paddock
 
-.PHONY: build setup test proto bench lint
+.PHONY: build setup test proto bench lint fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
@@ -13,6 +13,11 @@ setup:
 
 test:
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 40m ./...
+
+# fuzz runs each fuzz target in turn for FUZZTIME (their seeds run in make test too).
+FUZZTIME ?= 10s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 bench:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/agentclient/

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -66,19 +64,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Short: "Bridge stdin and stdout to a resident agent's unix socket",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := net.Dial("unix", socket)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			errc := make(chan error, 2)
-			go func() {
-				_, err := io.Copy(conn, f.IO.In)
-				conn.(*net.UnixConn).CloseWrite()
-				errc <- err
-			}()
-			go func() { _, err := io.Copy(f.IO.Out, conn); errc <- err }()
-			return errors.Join(<-errc)
+			return agent.Bridge(socket, f.IO.In, f.IO.Out)
 		},
 	}
 	connect.Flags().StringVar(&socket, "socket", "/run/paddock/agent.sock", "the resident agent's socket")
