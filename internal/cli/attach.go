@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 func newCmdAttach(f *Factory) *cobra.Command {
@@ -91,7 +92,9 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 				case "file_change":
 					text = e.Path
 				}
-				fmt.Fprintf(f.IO.Out, "%-11s %s\n", e.Kind, strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n            "))
+				// The text is the sandbox's: shown, never obeyed by the terminal.
+				text = termtext.Escape(strings.TrimSpace(text))
+				fmt.Fprintf(f.IO.Out, "%-11s %s\n", e.Kind, strings.ReplaceAll(text, "\n", "\n            "))
 			}
 			return nil
 		},

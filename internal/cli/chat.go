@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 type chatOptions struct {
@@ -144,6 +145,9 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		if err != nil {
 			return err
 		}
+		if isTerminal(f.IO.Out) {
+			answer = termtext.Escape(answer) // the agent's text, not a way to drive the terminal
+		}
 		fmt.Fprintln(f.IO.Out, answer)
 		return nil
 	}
@@ -162,8 +166,8 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 	return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
 }
 
-func isTerminal(r io.Reader) bool {
-	file, ok := r.(*os.File)
+func isTerminal(s any) bool {
+	file, ok := s.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
 }
 

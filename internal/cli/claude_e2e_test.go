@@ -176,6 +176,13 @@ func claudeEndToEnd(t *testing.T, backend string, upArgs ...string) {
 	if strings.TrimSpace(answer) != "ECHO: what is the status?" {
 		t.Fatalf("--non-interactive answered %q", answer)
 	}
+	// Text from the sandbox is printed by transcript with its control characters shown, so
+	// an answer cannot retitle, clear or drive the user's terminal.
+	must("retitle \x1b]0;pwned\x07 now", "chat", "repo/claude", "--non-interactive")
+	shown := must("", "transcript", "repo/claude")
+	if strings.ContainsRune(shown, 0x1b) || !strings.Contains(shown, `retitle \x1b]0;pwned\x07 now`) {
+		t.Fatalf("transcript printed the sandbox's control characters as they are:\n%q", shown)
+	}
 
 	// Kill the agent's process: the session shows exited; restart resumes the conversation.
 	// (SIGKILL: under gVisor's 2022 runsc, Claude Code heeds neither SIGTERM nor SIGHUP.)

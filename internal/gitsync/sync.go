@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // Namespace is where a sandbox's work lands in the host repository.
@@ -99,26 +101,7 @@ func lines(s string) []string {
 	}
 	out := strings.Split(s, "\n")
 	for i, l := range out {
-		out[i] = printable(l)
+		out[i] = termtext.Escape(l)
 	}
 	return out
-}
-
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0
 }
