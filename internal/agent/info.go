@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
-
-// heartbeatInterval is how often Events.Subscribe sends a heartbeat.
-const heartbeatInterval = 5 * time.Second
 
 type infoService struct {
 	agentpb.UnimplementedAgentServer
@@ -69,27 +65,4 @@ func readRSS(statusPath string) (int64, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("read rss: no VmRSS line in %s", statusPath)
-}
-
-type eventsService struct {
-	agentpb.UnimplementedEventsServer
-	s *Server
-}
-
-// Subscribe sends a heartbeat at once and then every heartbeatInterval until the call
-// ends.
-func (e eventsService) Subscribe(_ *agentpb.SubscribeRequest, stream agentpb.Events_SubscribeServer) error {
-	t := time.NewTicker(heartbeatInterval)
-	defer t.Stop()
-	for {
-		ev := &agentpb.Event{TimeUnixNano: time.Now().UnixNano(), Kind: "heartbeat"}
-		if err := stream.Send(ev); err != nil {
-			return err
-		}
-		select {
-		case <-stream.Context().Done():
-			return nil
-		case <-t.C:
-		}
-	}
 }

@@ -39,6 +39,12 @@ type Options struct {
 	// Logger receives the agent's diagnostics. It must never write to stdout, which may
 	// carry the protocol. Nil discards them.
 	Logger *slog.Logger
+	// StatusDir is the directory of the sessions' status files, watched for
+	// session-status and session-exited events; empty watches none.
+	StatusDir string
+	// Workspace is the repository whose branches are watched for branch-moved events;
+	// empty watches none.
+	Workspace string
 }
 
 // Server serves the agent protocol. One Server serves any number of connections, one
@@ -49,6 +55,10 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 	pending *pendingConns
+	events  *hub
+
+	mu       sync.Mutex
+	ownPorts map[int]int // ports of the agent's own listeners (Tunnels.Listen), counted
 }
 
 // NewServer returns a Server ready to serve connections.
@@ -58,12 +68,15 @@ func NewServer(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{
-		opts:    opts,
-		log:     log,
-		started: time.Now(),
-		pending: newPendingConns(),
+	s := &Server{
+		opts:     opts,
+		log:      log,
+		started:  time.Now(),
+		pending:  newPendingConns(),
+		ownPorts: map[int]int{},
 	}
+	s.events = newHub(s.watch)
+	return s
 }
 
 // ServeConn runs the handshake on conn, then a yamux server session carrying gRPC. It

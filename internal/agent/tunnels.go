@@ -61,6 +61,10 @@ func (t tunnelsService) Listen(req *agentpb.ListenRequest, stream agentpb.Tunnel
 	if req.GetPort() > 65535 {
 		return status.Errorf(codes.InvalidArgument, "listen: invalid port %d", req.GetPort())
 	}
+	if req.GetPort() != 0 {
+		// Known before it listens, so the port watcher never takes it for the sandbox's.
+		defer t.s.addOwnPort(int(req.GetPort()))()
+	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(req.GetPort())))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -78,6 +82,9 @@ func (t tunnelsService) Listen(req *agentpb.ListenRequest, stream agentpb.Tunnel
 	defer t.s.pending.drop(owner)
 
 	port := ln.Addr().(*net.TCPAddr).Port
+	if req.GetPort() == 0 {
+		defer t.s.addOwnPort(port)()
+	}
 	if err := stream.Send(&agentpb.ListenEvent{Msg: &agentpb.ListenEvent_ReadyPort{ReadyPort: uint32(port)}}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/agent"
+	"github.com/paddockhq/paddock/internal/session"
 )
 
 // newCmdAgent holds the guest side: what runs inside a sandbox.
@@ -29,7 +30,8 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The agent never logs to stdout: with --stdio it is the protocol channel.
 			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-			srv := agent.NewServer(agent.Options{Sandbox: name, Version: Version, Logger: log})
+			srv := agent.NewServer(agent.Options{Sandbox: name, Version: Version, Logger: log,
+				StatusDir: session.StatusDir, Workspace: session.Workdir})
 			ctx := cmd.Context()
 			switch {
 			case stdio:

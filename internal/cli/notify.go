@@ -15,32 +15,57 @@ import (
 )
 
 // newCmdAgentNotify is what agents' hooks run inside a sandbox to report a session's
-// status (working, waiting, idle). It never fails the hook: problems go to stderr.
+// status (working, waiting, idle), and what tmux runs when a session's process ends
+// (exited). It writes the session's status file, which the guest agent watches and the
+// daemon reads on demand. It never fails the hook: problems go to stderr.
 func newCmdAgentNotify(f *Factory) *cobra.Command {
-	var status string
+	var status, name, exitStatus string
 	cmd := &cobra.Command{
-		Use:   "notify --status working|waiting|idle [HOOK-JSON]",
+		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
 		Short: "Report a session's status from an agent's hook (inside a sandbox)",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := os.Getenv("PADDOCK_SESSION")
+			if name == "" {
+				name = os.Getenv("PADDOCK_SESSION")
+			}
 			if name == "" {
 				return nil // not in a paddock session: nothing to report
 			}
+			path := filepath.Join(session.StatusDir, filepath.Base(name)+".json")
 			rec := map[string]any{"status": status, "time": time.Now().Unix()}
+			if status == "exited" && exitStatus != "" {
+				rec["exit_status"] = exitStatus
+			}
 			if id := hookSessionID(f.IO.In, args); id != "" {
+				rec["agent_session"] = id
+			} else if id := previousAgentSession(path); id != "" {
+				// Keep the conversation id an earlier report gave: restart needs it.
 				rec["agent_session"] = id
 			}
 			data, _ := json.Marshal(rec)
-			path := filepath.Join(session.StatusDir, filepath.Base(name)+".json")
 			if err := writeAtomic(path, data); err != nil {
 				fmt.Fprintf(f.IO.ErrOut, "paddock agent notify: %v\n", err)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "working, waiting or idle")
+	cmd.Flags().StringVar(&status, "status", "", "working, waiting, idle or exited")
+	cmd.Flags().StringVar(&name, "session", "", "the session (default $PADDOCK_SESSION)")
+	cmd.Flags().StringVar(&exitStatus, "exit-status", "", "with --status exited: the process's exit status")
 	return cmd
+}
+
+// previousAgentSession is the conversation id in a session's status file, if any.
+func previousAgentSession(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var v struct {
+		AgentSession string `json:"agent_session"`
+	}
+	json.Unmarshal(data, &v)
+	return v.AgentSession
 }
 
 // hookSessionID finds the agent's conversation id in a hook's input: Claude Code sends a

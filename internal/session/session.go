@@ -220,12 +220,18 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 }
 
 // tmuxConfig keeps a pane whose process exited (so the exit shows, and restart knows),
-// a long scrollback, and the mouse.
+// reports that exit through the session's status file (which the guest agent turns into
+// a session-exited event), and sets a long scrollback and the mouse. Session names are
+// checked (letters, digits, '.', '_', '-'), so they need no quoting in the hook.
 const tmuxConfig = `set -g remain-on-exit on
+set-hook -g pane-died 'run-shell -b "` + notifyPath + ` agent notify --status exited --session #{session_name} --exit-status #{pane_dead_status} </dev/null >/dev/null 2>&1"'
 set -g history-limit 50000
 set -g mouse on
 set -g status-left "[#S] "
 `
+
+// notifyPath is the paddock binary inside every sandbox.
+const notifyPath = "/opt/paddock/bin/paddock"
 
 // run executes argv in the sandbox and returns its combined output and exit code.
 func run(ctx context.Context, c *agentclient.Client, argv ...string) (string, int, error) {

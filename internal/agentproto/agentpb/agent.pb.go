@@ -1728,7 +1728,26 @@ func (*SubscribeRequest) Descriptor() ([]byte, []int) {
 type Event struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	TimeUnixNano int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
-	// "heartbeat" every few seconds; more kinds come with sessions.
+	// The kinds, and their attrs:
+	//
+	//	heartbeat        (none) every few seconds, so a silent stream is a live one.
+	//	session-status   session, status (starting, working, waiting, idle...), and
+	//	                 agent_session (the agent's conversation id) when its hook reported
+	//	                 one: a session's status file was written (`paddock agent notify`,
+	//	                 or paddock's own scripts), seen at once through inotify.
+	//	session-exited   session, exit_status, detail ("exit status N"): a session's process
+	//	                 ended (tmux's pane-died hook runs `paddock agent notify --status
+	//	                 exited`).
+	//	port-open        port, address (the bound address: 127.0.0.1, 0.0.0.0, ::),
+	//	                 process and pid when the owner was found: a TCP port started
+	//	                 listening inside. The agent's own listeners (its tunnels, 4180 and
+	//	                 3128) and sockets no process of the sandbox holds (a sandbox that
+	//	                 shares the host's network sees the host's) are left out. Ports are
+	//	                 looked at every half second.
+	//	port-closed      port, address, and process and pid when known: it stopped listening.
+	//	branch-moved     branch, from, to (commit ids; from is empty for a new branch, to for
+	//	                 a deleted one): a branch of /workspace's repository moved. Looked at
+	//	                 every half second.
 	Kind          string            `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	Attrs         map[string]string `protobuf:"bytes,3,rep,name=attrs,proto3" json:"attrs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields

@@ -836,6 +836,11 @@ const (
 //
 // Events streams what happens inside the sandbox.
 type EventsClient interface {
+	// Subscribe sends a heartbeat at once, then every few seconds, and each event below as
+	// it happens, until the call ends. Any number of calls may be subscribed at once; each
+	// gets every event. The agent watches only while at least one call is subscribed, and
+	// reports changes, not the state it finds when it starts. A call that falls behind by
+	// more than a few hundred events ends with RESOURCE_EXHAUSTED: subscribe again.
 	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 }
 
@@ -872,6 +877,11 @@ type Events_SubscribeClient = grpc.ServerStreamingClient[Event]
 //
 // Events streams what happens inside the sandbox.
 type EventsServer interface {
+	// Subscribe sends a heartbeat at once, then every few seconds, and each event below as
+	// it happens, until the call ends. Any number of calls may be subscribed at once; each
+	// gets every event. The agent watches only while at least one call is subscribed, and
+	// reports changes, not the state it finds when it starts. A call that falls behind by
+	// more than a few hundred events ends with RESOURCE_EXHAUSTED: subscribe again.
 	Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[Event]) error
 	mustEmbedUnimplementedEventsServer()
 }

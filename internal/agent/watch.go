@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+)
+
+// pollInterval is how often the agent looks at listening ports and branches.
+const pollInterval = 500 * time.Millisecond
+
+// watch runs the watchers behind Events.Subscribe until ctx is done: the status files
+// (inotify), and every pollInterval the listening ports and the workspace's branches.
+func (s *Server) watch(ctx context.Context, emit func(*agentpb.Event)) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if s.opts.StatusDir != "" {
+		wg.Go(func() { watchStatus(ctx, s.opts.StatusDir, emit, s.log) })
+	}
+	var ports portState
+	var refs refState
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		ports.scanPorts("/proc", s.ownPort, emit)
+		if s.opts.Workspace != "" {
+			refs.scanRefs(s.opts.Workspace, emit)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// addOwnPort records a listener of the agent's own, which the port watcher ignores; the
+// returned function forgets it.
+func (s *Server) addOwnPort(port int) func() {
+	s.mu.Lock()
+	s.ownPorts[port]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ownPorts[port]--; s.ownPorts[port] <= 0 {
+			delete(s.ownPorts, port)
+		}
+	}
+}
+
+func (s *Server) ownPort(port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ownPorts[port] > 0
+}
