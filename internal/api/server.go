@@ -44,6 +44,8 @@ type Server struct {
 	version  Version
 	// shutdown is called by POST /v1/daemon/stop.
 	shutdown func()
+	// web is the TCP listener's state, when the daemon has one (EnableWeb).
+	web *webState
 }
 
 // NewServer builds the API handler.
@@ -55,15 +57,15 @@ func NewServer(svc *sandbox.Service, sessions *session.Service, version Version,
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/version", s.getVersion)
-	mux.HandleFunc("POST /v1/daemon/stop", s.stopDaemon)
+	mux.HandleFunc("POST /v1/daemon/stop", s.hostOnly(s.stopDaemon))
 	mux.HandleFunc("GET /v1/doctor", s.doctor)
 	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
-	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
+	mux.HandleFunc("POST /v1/sandboxes", s.hostOnly(s.createSandbox))
 	mux.HandleFunc("GET /v1/sandboxes/{name}", s.sandboxInfo(s.svc.Get))
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
 	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.sandboxInfo(s.svc.Stop))
-	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.exec)
+	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.fullAccess(s.exec))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/files", s.readFile)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/files", s.writeFile)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/stat", s.statFile)
@@ -72,8 +74,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/syncs", s.recordSync)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/syncs", s.listSyncs)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/sync-mode", s.setSyncMode)
-	mux.HandleFunc("POST /v1/images/build", s.buildImage)
+	mux.HandleFunc("POST /v1/images/build", s.hostOnly(s.buildImage))
 	s.netRoutes(mux)
+	s.webRoutes(mux)
 	s.sessionRoutes(mux)
 	return s.logged(mux)
 }
@@ -103,6 +106,12 @@ func statusOf(kind apperr.Kind) int {
 		return http.StatusConflict
 	case apperr.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case apperr.KindUnauthorized:
+		return http.StatusUnauthorized
+	case apperr.KindForbidden:
+		return http.StatusForbidden
+	case apperr.KindRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -252,12 +261,7 @@ func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
 		return
 	}
-	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.svc.Store().AddSync(r.Context(), sb.ID, string(raw)); err != nil {
+	if err := s.svc.RecordSync(r.Context(), r.PathValue("name"), string(raw)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -17,6 +17,12 @@ const (
 	KindConflict    Kind = "conflict"    // a name is taken, the sandbox is running...
 	KindUnavailable Kind = "unavailable" // a backend or the daemon cannot serve this here
 	KindInternal    Kind = "internal"    // a failure the user cannot fix by changing the command
+
+	// The kinds only the API's TCP listener answers (paddock web): the unix socket's
+	// file mode is its authentication.
+	KindUnauthorized Kind = "unauthorized"      // no credentials, or ones the daemon does not know
+	KindForbidden    Kind = "forbidden"         // known credentials that may not do this
+	KindRateLimited  Kind = "too_many_requests" // too many failed attempts from one address
 )
 
 // Error is an error with a kind and a hint.
@@ -60,6 +66,16 @@ func Conflict(hint, format string, args ...any) *Error {
 // Unavailable reports something that cannot run here.
 func Unavailable(hint, format string, args ...any) *Error {
 	return newf(KindUnavailable, hint, format, args...)
+}
+
+// Unauthorized reports a request without valid credentials.
+func Unauthorized(hint, format string, args ...any) *Error {
+	return newf(KindUnauthorized, hint, format, args...)
+}
+
+// Forbidden reports a request its credentials do not allow.
+func Forbidden(hint, format string, args ...any) *Error {
+	return newf(KindForbidden, hint, format, args...)
 }
 
 // KindOf returns the kind of err, KindInternal when it has none.

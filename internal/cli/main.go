@@ -130,6 +130,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdWorktree(f),
 		newCmdEnv(f),
 		newCmdImage(f),
+		newCmdWeb(f, nil),
+		newCmdToken(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),

@@ -1,6 +1,7 @@
 // Package daemon wires the long-lived process behind `paddock serve`: it reads the
 // config, opens the state, constructs the backends, reconnects to the sandboxes that
-// are still running, and serves the API on a unix socket until told to stop.
+// are still running, and serves the API on a unix socket (and, after `paddock web`, on
+// TCP) until told to stop.
 package daemon
 
 import (
@@ -118,18 +119,23 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
+	apiSrv := api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
+		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
+	web := newWebListener(apiSrv, st, log)
+	apiSrv.EnableWeb(web)
 	srv := &http.Server{
-		Handler: api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
-			PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) }).Handler(),
+		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	web.handler = srv.Handler // the TCP listener serves the same handler
+	web.restore(ctx)
 	log.Info("daemon listening", "socket", p.Socket, "pid", os.Getpid(), "version", opts.Version, "backends", backend.Names())
 	if opts.Ready != nil {
 		opts.Ready()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go svc.AutoSync(ctx, 2*time.Second)
+	go svc.AutoSync(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -138,6 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("daemon stopping; sandboxes keep running")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	web.close(sctx)
 	srv.Shutdown(sctx)
 	os.Remove(p.Socket)
 	return nil

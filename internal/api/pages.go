@@ -1,0 +1,39 @@
+package api
+
+import (
+	"html/template"
+	"net/http"
+)
+
+// The few pages the TCP listener shows a browser before there is a web UI. They run no
+// script and load nothing.
+var (
+	pageHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>paddock</title></head><body>`
+
+	loginPage = template.Must(template.New("login").Parse(pageHead + `
+<h1>Sign in to paddock</h1>
+<p>This browser will be able to see and control your sandboxes for 30 days, or until <code>paddock web --stop</code>.</p>
+<form method="post" action="/login"><input type="hidden" name="code" value="{{.}}"><button type="submit">Sign in</button></form>
+</body></html>`))
+
+	signedInPage = template.Must(template.New("signed-in").Parse(pageHead + `
+<h1>paddock</h1>
+<p>This browser is signed in. There is no web UI here yet: the API is under <a href="/v1/sandboxes">/v1/</a>.</p>
+<form method="post" action="/logout"><button type="submit">Sign out</button></form>
+</body></html>`))
+
+	errorPage = template.Must(template.New("error").Parse(pageHead + `
+<h1>paddock</h1>
+<p>{{.Message}}</p>{{if .Hint}}
+<p>{{.Hint}}</p>{{end}}
+</body></html>`))
+)
+
+func writePage(w http.ResponseWriter, status int, t *template.Template, data any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	t.Execute(w, data)
+}

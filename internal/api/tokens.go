@@ -1,0 +1,137 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// TokenPrefix starts every API token, so that secret scanners and people can tell one.
+const TokenPrefix = "pdk_"
+
+// TokenInfo is a token as GET /v1/tokens lists it: never its secret.
+type TokenInfo struct {
+	Name     string    `json:"name"`
+	ReadOnly bool      `json:"read_only"`
+	Created  time.Time `json:"created_at"`
+	// LastUsed is absent until the token authenticates a request.
+	LastUsed *time.Time `json:"last_used,omitempty"`
+}
+
+// TokenRequest is the body of POST /v1/tokens.
+type TokenRequest struct {
+	Name     string `json:"name"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// NewToken answers POST /v1/tokens: the only time the daemon shows the secret.
+type NewToken struct {
+	TokenInfo
+	Token string `json:"token"`
+}
+
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// newSecret returns 256 random bits, base64url, and their SHA-256: the secret goes to
+// the user once, the hash to the store.
+func newSecret() (string, []byte) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	s := base64.RawURLEncoding.EncodeToString(b)
+	return s, hashSecret(s)
+}
+
+func hashSecret(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func tokenInfo(t store.Token) TokenInfo {
+	in := TokenInfo{Name: t.Name, ReadOnly: t.ReadOnly, Created: t.Created}
+	if !t.LastUsed.IsZero() {
+		used := t.LastUsed
+		in.LastUsed = &used
+	}
+	return in
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.svc.Store().Tokens(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := []TokenInfo{}
+	for _, t := range rows {
+		out = append(out, tokenInfo(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	var req TokenRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !tokenName.MatchString(req.Name) {
+		s.writeError(w, r, apperr.Invalid("", "a token name is 1 to 64 letters, digits, dots, dashes and underscores, starting with a letter or digit; got %q", req.Name))
+		return
+	}
+	secret, _ := newSecret()
+	secret = TokenPrefix + secret
+	t := store.Token{Name: req.Name, Hash: hashSecret(secret), ReadOnly: req.ReadOnly, Created: time.Now()}
+	if err := s.svc.Store().CreateToken(r.Context(), t); err != nil {
+		if errors.Is(err, store.ErrNameTaken) {
+			err = apperr.Conflict("revoke it first (`paddock token revoke "+req.Name+"`) or choose another name", "a token named %q exists", req.Name)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("token created", "name", req.Name, "read_only", req.ReadOnly)
+	writeJSON(w, http.StatusOK, NewToken{TokenInfo: tokenInfo(t), Token: secret})
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := s.svc.Store().DeleteToken(r.Context(), name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = apperr.NotFound("run `paddock token ls` to see your tokens", "no token named %q", name)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("token revoked", "name", name)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Tokens lists the API tokens.
+func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
+	var out []TokenInfo
+	err := c.do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
+	return out, err
+}
+
+// CreateToken makes a token; the answer holds its secret, shown this once.
+func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (NewToken, error) {
+	body, _ := json.Marshal(req)
+	var out NewToken
+	err := c.do(ctx, http.MethodPost, "/v1/tokens", bytes.NewReader(body), &out)
+	return out, err
+}
+
+// RevokeToken deletes a token: requests with it are refused from then on.
+func (c *Client) RevokeToken(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(name), nil, nil)
+}

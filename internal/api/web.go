@@ -1,0 +1,203 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// WebListener is the daemon's TCP listener for the API (`paddock web`). The daemon owns
+// it, so it outlives the CLI, and remembers it, so a restarted daemon serves it again.
+// Its methods may be called concurrently.
+type WebListener interface {
+	// Serve starts serving the API on req.Listen, in place of any current listener.
+	// Unloadable TLS files and bad addresses are apperr.KindInvalid; an address in use
+	// is apperr.KindConflict.
+	Serve(ctx context.Context, req WebRequest) (WebStatus, error)
+	// Stop stops serving and forgets the listener, ending every connection it has open;
+	// it returns what was served (Serving false when nothing was).
+	Stop(ctx context.Context) (WebStatus, error)
+	// Status says what is served now.
+	Status() WebStatus
+}
+
+// WebRequest is the body of PUT /v1/web. The TLS files are absolute paths on the host;
+// both or neither.
+type WebRequest struct {
+	Listen  string `json:"listen"`
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
+}
+
+// WebStatus is what GET /v1/web reports.
+type WebStatus struct {
+	Serving bool `json:"serving"`
+	// Listen is the bound address (its real port when asked for port 0).
+	Listen string `json:"listen,omitempty"`
+	// URL is where a browser reaches the API: https when TLS is on.
+	URL string `json:"url,omitempty"`
+	TLS bool   `json:"tls"`
+	// Loopback says only this machine can connect.
+	Loopback bool `json:"loopback"`
+	// Error says why the remembered listener could not be served again when the daemon
+	// started.
+	Error string `json:"error,omitempty"`
+	// LoginURL signs one browser in, once, until LoginExpires. Only answers that made a
+	// login code have it.
+	LoginURL     string     `json:"login_url,omitempty"`
+	LoginExpires *time.Time `json:"login_expires,omitempty"`
+}
+
+// webState is what the server keeps for its TCP listener.
+type webState struct {
+	listener WebListener
+	auth     *remoteAuth
+}
+
+// EnableWeb gives the server the daemon's TCP listener: it enables /v1/web and the
+// login codes the TCP handler (Remote) accepts. Call it before Handler.
+func (s *Server) EnableWeb(l WebListener) {
+	s.web = &webState{listener: l, auth: newRemoteAuth(s.svc.Store(), s.log)}
+}
+
+func (s *Server) webRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/web", s.hostOnly(s.webStatus))
+	mux.HandleFunc("PUT /v1/web", s.hostOnly(s.serveWeb))
+	mux.HandleFunc("DELETE /v1/web", s.hostOnly(s.stopWeb))
+	mux.HandleFunc("POST /v1/web/login", s.hostOnly(s.webLogin))
+	mux.HandleFunc("GET /v1/tokens", s.hostOnly(s.listTokens))
+	mux.HandleFunc("POST /v1/tokens", s.hostOnly(s.createToken))
+	mux.HandleFunc("DELETE /v1/tokens/{name}", s.hostOnly(s.revokeToken))
+}
+
+// webListener returns the TCP listener, or writes why there is none.
+func (s *Server) webListener(w http.ResponseWriter, r *http.Request) (WebListener, bool) {
+	if s.web == nil {
+		s.writeError(w, r, apperr.Unavailable("", "this daemon cannot serve the API over TCP"))
+		return nil, false
+	}
+	return s.web.listener, true
+}
+
+func (s *Server) webStatus(w http.ResponseWriter, r *http.Request) {
+	l, ok := s.webListener(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, l.Status())
+}
+
+func (s *Server) serveWeb(w http.ResponseWriter, r *http.Request) {
+	l, ok := s.webListener(w, r)
+	if !ok {
+		return
+	}
+	var req WebRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := l.Serve(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("serving the API over TCP", "url", st.URL, "tls", st.TLS)
+	writeJSON(w, http.StatusOK, s.web.auth.withLogin(st))
+}
+
+func (s *Server) stopWeb(w http.ResponseWriter, r *http.Request) {
+	l, ok := s.webListener(w, r)
+	if !ok {
+		return
+	}
+	st, err := l.Stop(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Every browser signs in again: the sessions and the unused login codes die with the
+	// listener. Tokens stay until revoked.
+	s.web.auth.forgetLogins()
+	if err := s.svc.Store().DeleteWebSessions(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if st.Serving {
+		s.log.Info("stopped serving the API over TCP", "url", st.URL)
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) webLogin(w http.ResponseWriter, r *http.Request) {
+	l, ok := s.webListener(w, r)
+	if !ok {
+		return
+	}
+	st := l.Status()
+	if !st.Serving {
+		s.writeError(w, r, apperr.Conflict("run `paddock web` to serve it", "the API is not served over TCP"))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.web.auth.withLogin(st))
+}
+
+// hostOnly refuses a route to TCP callers: managing tokens and the listener, stopping
+// the daemon, and what names host paths (creating sandboxes, building images) stay with
+// whoever holds the unix socket.
+func (s *Server) hostOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c := callerOf(r.Context()); c != nil {
+			s.writeError(w, r, apperr.Forbidden("run it on the daemon's host, where the command talks to the unix socket",
+				"%s %s is not served over TCP", r.Method, r.URL.Path))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// fullAccess refuses a route to read-only tokens. Only routes that read yet change
+// something (exec is a GET) need it: the TCP handler refuses read-only callers every
+// method other than GET and HEAD.
+func (s *Server) fullAccess(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c := callerOf(r.Context()); c != nil && c.readOnly {
+			s.writeError(w, r, readOnlyError(c))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Web says whether and where the daemon serves the API over TCP.
+func (c *Client) Web(ctx context.Context) (WebStatus, error) {
+	var out WebStatus
+	err := c.do(ctx, http.MethodGet, "/v1/web", nil, &out)
+	return out, err
+}
+
+// ServeWeb asks the daemon to serve the API over TCP; the answer has a login URL.
+func (c *Client) ServeWeb(ctx context.Context, req WebRequest) (WebStatus, error) {
+	body, _ := json.Marshal(req)
+	var out WebStatus
+	err := c.do(ctx, http.MethodPut, "/v1/web", bytes.NewReader(body), &out)
+	return out, err
+}
+
+// StopWeb asks the daemon to stop serving the API over TCP and sign every browser out.
+func (c *Client) StopWeb(ctx context.Context) (WebStatus, error) {
+	var out WebStatus
+	err := c.do(ctx, http.MethodDelete, "/v1/web", nil, &out)
+	return out, err
+}
+
+// WebLogin makes a new one-time login URL for the TCP listener.
+func (c *Client) WebLogin(ctx context.Context) (WebStatus, error) {
+	var out WebStatus
+	err := c.do(ctx, http.MethodPost, "/v1/web/login", nil, &out)
+	return out, err
+}
