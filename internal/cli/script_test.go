@@ -43,6 +43,9 @@ func TestScripts(t *testing.T) {
 			"killdaemon": killDaemon,
 			"waitfor":    waitFor,
 			"upstream":   startUpstream,
+			"webenv":     webEnv,
+			"webreq":     webReq,
+			"selfsigned": selfSigned,
 		},
 	})
 }
