@@ -1,6 +1,7 @@
-// Package api is the daemon's HTTP API: JSON over a unix socket (and, later, HTTPS), an
-// NDJSON progress stream for long operations, and WebSockets for exec. The CLI, the TUI
-// and the web UI use it through Client. docs/api.md documents every route.
+// Package api is the daemon's HTTP API: JSON over a unix socket (and, after `paddock web`,
+// over TCP behind tokens: Remote), an NDJSON progress stream for long operations, and
+// WebSockets for exec. The CLI, the TUI and the web UI use it through Client. docs/api.md
+// documents every route.
 package api
 
 import (
