@@ -8,17 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
-)
-
-// Event kinds the agent sends; agent.proto documents each one's attrs.
-const (
-	KindHeartbeat     = "heartbeat"
-	KindSessionStatus = "session-status"
-	KindSessionExited = "session-exited"
-	KindPortOpen      = "port-open"
-	KindPortClosed    = "port-closed"
-	KindBranchMoved   = "branch-moved"
 )
 
 const (
@@ -111,7 +102,7 @@ func (e eventsService) Subscribe(_ *agentpb.SubscribeRequest, stream agentpb.Eve
 	defer unsubscribe()
 	t := time.NewTicker(heartbeatInterval)
 	defer t.Stop()
-	if err := stream.Send(newEvent(KindHeartbeat, nil)); err != nil {
+	if err := stream.Send(newEvent(agentproto.EventHeartbeat, nil)); err != nil {
 		return err
 	}
 	for {
@@ -122,7 +113,7 @@ func (e eventsService) Subscribe(_ *agentpb.SubscribeRequest, stream agentpb.Eve
 		case <-sub.overflow:
 			return status.Error(codes.ResourceExhausted, "events: the subscriber fell behind; subscribe again")
 		case <-t.C:
-			ev = newEvent(KindHeartbeat, nil)
+			ev = newEvent(agentproto.EventHeartbeat, nil)
 		case ev = <-sub.ch:
 		}
 		if err := stream.Send(ev); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -31,7 +32,7 @@ func subscribe(t *testing.T, srv *Server) <-chan *agentpb.Event {
 			if err != nil {
 				return
 			}
-			if ev.GetKind() != KindHeartbeat {
+			if ev.GetKind() != agentproto.EventHeartbeat {
 				ch <- ev
 			}
 		}
@@ -87,17 +88,17 @@ func TestSessionStatusEvents(t *testing.T) {
 		comment string
 	}{
 		{name: "notify", write: func() { writeAtomic("worker.json", `{"status":"working","time":1}`) },
-			kind: KindSessionStatus, want: map[string]string{"session": "worker", "status": "working"}},
+			kind: agentproto.EventSessionStatus, want: map[string]string{"session": "worker", "status": "working"}},
 		{name: "hook with a conversation id", write: func() {
 			writeAtomic("worker.json", `{"status":"idle","time":2,"agent_session":"abc-123"}`)
-		}, kind: KindSessionStatus, want: map[string]string{"session": "worker", "status": "idle", "agent_session": "abc-123"}},
+		}, kind: agentproto.EventSessionStatus, want: map[string]string{"session": "worker", "status": "idle", "agent_session": "abc-123"}},
 		{name: "in place", write: func() {
 			if err := os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"status":"starting"}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, kind: KindSessionStatus, want: map[string]string{"session": "other", "status": "starting"}},
+		}, kind: agentproto.EventSessionStatus, want: map[string]string{"session": "other", "status": "starting"}},
 		{name: "exited", write: func() { writeAtomic("worker.json", `{"status":"exited","exit_status":"3"}`) },
-			kind: KindSessionExited, want: map[string]string{"session": "worker", "exit_status": "3", "detail": "exit status 3"}, absent: "status"},
+			kind: agentproto.EventSessionExited, want: map[string]string{"session": "worker", "exit_status": "3", "detail": "exit status 3"}, absent: "status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestSessionStatusEvents(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.json"), []byte("{"), 0o644)
 	writeAtomic("last.json", `{"status":"waiting"}`)
-	if ev := next(t, ch, "waiting", kindIs(KindSessionStatus)); ev.GetAttrs()["session"] != "last" {
+	if ev := next(t, ch, "waiting", kindIs(agentproto.EventSessionStatus)); ev.GetAttrs()["session"] != "last" {
 		t.Errorf("event for a file that is not a status: %v", ev)
 	}
 }
@@ -152,10 +153,10 @@ func TestPortEvents(t *testing.T) {
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ev := next(t, ch, "port-open "+port, func(ev *agentpb.Event) bool {
-		if ev.GetKind() == KindPortOpen && ev.GetAttrs()["port"] == tunnelPort {
+		if ev.GetKind() == agentproto.EventPortOpen && ev.GetAttrs()["port"] == tunnelPort {
 			t.Errorf("the agent's own listener was reported: %v", ev)
 		}
-		return ev.GetKind() == KindPortOpen && ev.GetAttrs()["port"] == port
+		return ev.GetKind() == agentproto.EventPortOpen && ev.GetAttrs()["port"] == port
 	})
 	comm, _ := os.ReadFile("/proc/self/comm")
 	if got, want := ev.GetAttrs()["process"], strings.TrimSpace(string(comm)); got != want {
@@ -170,7 +171,7 @@ func TestPortEvents(t *testing.T) {
 
 	ln.Close()
 	next(t, ch, "port-closed "+port, func(ev *agentpb.Event) bool {
-		return ev.GetKind() == KindPortClosed && ev.GetAttrs()["port"] == port
+		return ev.GetKind() == agentproto.EventPortClosed && ev.GetAttrs()["port"] == port
 	})
 }
 
@@ -195,18 +196,18 @@ func TestBranchEvents(t *testing.T) {
 	ch := subscribe(t, NewServer(Options{Workspace: ws}))
 
 	git("commit", "-q", "--allow-empty", "-m", "two")
-	ev := next(t, ch, "main moved", kindIs(KindBranchMoved))
+	ev := next(t, ch, "main moved", kindIs(agentproto.EventBranchMoved))
 	if a := ev.GetAttrs(); a["branch"] != "main" || a["from"] != first || a["to"] != git("rev-parse", "HEAD") {
 		t.Errorf("branch-moved %v", a)
 	}
 	git("branch", "feature/x")
-	ev = next(t, ch, "feature/x created", kindIs(KindBranchMoved))
+	ev = next(t, ch, "feature/x created", kindIs(agentproto.EventBranchMoved))
 	if a := ev.GetAttrs(); a["branch"] != "feature/x" || a["from"] != "" {
 		t.Errorf("branch-moved %v", a)
 	}
 	git("pack-refs", "--all")
 	git("branch", "-D", "feature/x")
-	ev = next(t, ch, "feature/x deleted", kindIs(KindBranchMoved))
+	ev = next(t, ch, "feature/x deleted", kindIs(agentproto.EventBranchMoved))
 	if a := ev.GetAttrs(); a["branch"] != "feature/x" || a["to"] != "" {
 		t.Errorf("branch-moved %v", a)
 	}
@@ -222,7 +223,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	defer unsubscribeFast()
 	got := 0
 	for i := range subscriberBuffer + 10 {
-		h.publish(newEvent(KindPortOpen, map[string]string{"port": strconv.Itoa(i)}))
+		h.publish(newEvent(agentproto.EventPortOpen, map[string]string{"port": strconv.Itoa(i)}))
 		<-fast.ch
 		got++
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -89,7 +90,7 @@ func (st *portState) scanPorts(proc string, own func(int) bool, emit func(*agent
 			if o.process != "" {
 				attrs["process"], attrs["pid"] = o.process, o.pid
 			}
-			emit(newEvent(KindPortOpen, attrs))
+			emit(newEvent(agentproto.EventPortOpen, attrs))
 		}
 	}
 	for port, o := range st.open {
@@ -101,7 +102,7 @@ func (st *portState) scanPorts(proc string, own func(int) bool, emit func(*agent
 		if o.process != "" {
 			attrs["process"], attrs["pid"] = o.process, o.pid
 		}
-		emit(newEvent(KindPortClosed, attrs))
+		emit(newEvent(agentproto.EventPortClosed, attrs))
 	}
 	if len(st.foreign) > 4096 {
 		st.foreign = map[string]bool{} // inodes are not reused soon; forget them all now and then

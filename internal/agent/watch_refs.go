@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -45,12 +46,12 @@ func (st *refState) scanRefs(workspace string, emit func(*agentpb.Event)) {
 	}
 	for branch, commit := range heads {
 		if old := st.heads[branch]; old != commit {
-			emit(newEvent(KindBranchMoved, map[string]string{"branch": branch, "from": old, "to": commit}))
+			emit(newEvent(agentproto.EventBranchMoved, map[string]string{"branch": branch, "from": old, "to": commit}))
 		}
 	}
 	for branch, old := range st.heads {
 		if _, ok := heads[branch]; !ok {
-			emit(newEvent(KindBranchMoved, map[string]string{"branch": branch, "from": old, "to": ""}))
+			emit(newEvent(agentproto.EventBranchMoved, map[string]string{"branch": branch, "from": old, "to": ""}))
 		}
 	}
 	st.heads = heads

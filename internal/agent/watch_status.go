@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
@@ -176,11 +177,11 @@ func statusEvent(session string, rec statusRecord) *agentpb.Event {
 				attrs["detail"] = "exit status " + rec.ExitStatus
 			}
 		}
-		return newEvent(KindSessionExited, attrs)
+		return newEvent(agentproto.EventSessionExited, attrs)
 	}
 	attrs["status"] = rec.Status
 	if rec.AgentSession != "" {
 		attrs["agent_session"] = rec.AgentSession
 	}
-	return newEvent(KindSessionStatus, attrs)
+	return newEvent(agentproto.EventSessionStatus, attrs)
 }

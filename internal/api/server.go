@@ -262,12 +262,7 @@ func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
 		return
 	}
-	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.svc.Store().AddSync(r.Context(), sb.ID, string(raw)); err != nil {
+	if err := s.svc.RecordSync(r.Context(), r.PathValue("name"), string(raw)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -135,7 +135,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go svc.AutoSync(ctx, 2*time.Second)
+	go svc.AutoSync(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -85,3 +85,39 @@ func TestSubscribeMatches(t *testing.T) {
 	default:
 	}
 }
+
+func TestParsePoint(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in       string
+		allowSeq bool
+		want     Point
+		bad      bool
+	}{
+		{in: "1h", want: Point{Time: now.Add(-time.Hour)}},
+		{in: "90s", allowSeq: true, want: Point{Time: now.Add(-90 * time.Second)}},
+		{in: "0s", want: Point{Time: now}},
+		{in: "42", allowSeq: true, want: Point{Seq: 42}},
+		{in: "0", allowSeq: true, want: Point{Seq: 0}},
+		{in: "42", bad: true},
+		{in: "2026-11-21T10:00:00Z", want: Point{Time: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}},
+		{in: "2026-11-21 10:30", want: Point{Time: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}},
+		{in: "2026-11-21", want: Point{Time: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}},
+		{in: "-1h", bad: true},
+		{in: "-3", allowSeq: true, bad: true},
+		{in: "yesterday", allowSeq: true, bad: true},
+		{in: "", bad: true},
+	}
+	for _, tt := range tests {
+		got, err := ParsePoint(tt.in, now, tt.allowSeq)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("ParsePoint(%q) = %+v, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got.Seq != tt.want.Seq || !got.Time.Equal(tt.want.Time) {
+			t.Errorf("ParsePoint(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -40,52 +42,76 @@ func (s *Service) SetSyncMode(ctx context.Context, name, mode string) (Info, err
 	return s.info(ctx, sb), nil
 }
 
-// watchScripts print what an automatic sync mode watches: the branch heads, or the
-// idle reports of the sessions' hooks.
-var watchScripts = map[string]string{
-	SyncOnCommit: `git -C /workspace for-each-ref --format='%(refname) %(objectname)' refs/heads`,
-	SyncOnIdle:   `for f in /run/paddock/sessions/*.json; do [ -f "$f" ] && grep -q '"idle"' "$f" && printf '%s ' "$f" && cat "$f" && echo; done; true`,
-}
-
-// AutoSync runs until ctx is done. Every interval it looks at each running sandbox with
-// an automatic sync mode, and syncs it into its host repository when what the mode
-// watches has changed since it last looked. Every sync is recorded.
-func (s *Service) AutoSync(ctx context.Context, interval time.Duration) {
-	seen := map[string]string{} // sandbox ID + mode → last fingerprint
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// AutoSync runs until ctx is done, driven by the events the sandboxes' agents push: a
+// branch that moves syncs an on-commit sandbox, and a session whose hook reports idle
+// syncs an on-idle one, into its host repository. Events that come while a sandbox's sync
+// runs lead to one more sync after it. Every sync is recorded, and reported as an event.
+func (s *Service) AutoSync(ctx context.Context) {
+	match := func(ev events.Event) bool {
+		return ev.Kind == agentproto.EventBranchMoved ||
+			(ev.Kind == agentproto.EventSessionStatus && ev.Attrs["status"] == "idle")
+	}
+	sub := s.bus.Subscribe(0, match)
+	defer func() { sub.Close() }()
+	workers := map[string]chan struct{}{} // by sandbox name: a pending sync
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-sub.Dropped():
+			// Fallen behind (a flood of events): what was missed only asked for syncs,
+			// and the next event asks again.
+			s.log.Warn("automatic syncs missed events")
+			sub = s.bus.Subscribe(0, match)
+			continue
+		case ev, ok := <-sub.C():
+			if !ok {
+				continue
+			}
+			sb, err := s.opts.Store.GetSandbox(ctx, ev.Sandbox)
+			if err != nil || sb.State != "running" || triggers[sb.SyncMode] != ev.Kind {
+				continue
+			}
+			kick, ok := workers[sb.Name]
+			if !ok {
+				kick = make(chan struct{}, 1)
+				workers[sb.Name] = kick
+				go s.syncWorker(ctx, sb.Name, kick)
+			}
+			select {
+			case kick <- struct{}{}:
+			default: // one is pending already
+			}
 		}
-		rows, err := s.opts.Store.ListSandboxes(ctx)
-		if err != nil {
+	}
+}
+
+// triggers are the events that set off each automatic sync mode.
+var triggers = map[string]string{
+	SyncOnCommit: agentproto.EventBranchMoved,
+	SyncOnIdle:   agentproto.EventSessionStatus,
+}
+
+// syncWorker runs the automatic syncs of one sandbox, one at a time, until ctx is done.
+func (s *Service) syncWorker(ctx context.Context, name string, kick <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		sb, err := s.opts.Store.GetSandbox(ctx, name)
+		if err != nil || triggers[sb.SyncMode] == "" {
 			continue
 		}
-		for _, sb := range rows {
-			script, ok := watchScripts[sb.SyncMode]
-			if !ok || sb.State != "running" {
-				continue
-			}
-			c := s.live(sb.ID)
-			if c == nil {
-				continue
-			}
-			out, _, code, err := agentExec(c)(ctx, []string{"sh", "-c", script}, nil)
-			if err != nil || code != 0 {
-				continue
-			}
-			key := sb.ID + " " + sb.SyncMode
-			last, known := seen[key]
-			seen[key] = out
-			if !known || out == last || strings.TrimSpace(out) == "" {
-				continue
-			}
-			if err := s.syncNow(ctx, sb, c); err != nil {
-				s.log.Warn("automatic sync", "sandbox", sb.Name, "mode", sb.SyncMode, "err", err)
-			}
+		c := s.live(sb.ID)
+		if c == nil {
+			continue
+		}
+		if err := s.syncNow(ctx, sb, c); err != nil {
+			s.log.Warn("automatic sync", "sandbox", sb.Name, "mode", sb.SyncMode, "err", err)
+			s.Emit(ctx, sb, events.Event{Kind: "sync-failed", Detail: sb.SyncMode + ": " + err.Error(),
+				Attrs: map[string]string{"mode": sb.SyncMode, "error": err.Error()}})
 		}
 	}
 }
@@ -111,7 +137,34 @@ func (s *Service) syncNow(ctx context.Context, sb store.Sandbox, c *agentclient.
 		Mode string `json:"mode"`
 	}{res, sb.SyncMode})
 	s.log.Info("automatic sync", "sandbox", sb.Name, "mode", sb.SyncMode, "refs", len(res.Updates))
-	return s.opts.Store.AddSync(ctx, sb.ID, string(data))
+	return s.recordSync(ctx, sb, sb.SyncMode, len(res.Updates), string(data))
+}
+
+// RecordSync records what a sync run elsewhere (`paddock sync`) fetched: result is its
+// JSON, with the number of refs it updated in "updates" if it says.
+func (s *Service) RecordSync(ctx context.Context, name, result string) error {
+	sb, err := s.record(ctx, name)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Updates []json.RawMessage `json:"updates"`
+		Mode    string            `json:"mode"`
+	}
+	json.Unmarshal([]byte(result), &r)
+	if r.Mode == "" {
+		r.Mode = SyncManual
+	}
+	return s.recordSync(ctx, sb, r.Mode, len(r.Updates), result)
+}
+
+func (s *Service) recordSync(ctx context.Context, sb store.Sandbox, mode string, refs int, result string) error {
+	if err := s.opts.Store.AddSync(ctx, sb.ID, result); err != nil {
+		return err
+	}
+	s.Emit(ctx, sb, events.Event{Kind: "synced", Detail: syncDetail(mode, refs),
+		Attrs: map[string]string{"mode": mode, "refs": strconv.Itoa(refs)}})
+	return nil
 }
 
 // agentExec runs commands in a sandbox through its agent connection.

@@ -11,6 +11,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/devcontainer"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -176,14 +177,15 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 			for i, p := range dc.ForwardPorts {
 				ports[i] = fmt.Sprint(p)
 			}
-			s.opts.Store.AddEvent(ctx, sb.ID, "forward-ports", strings.Join(ports, ","))
+			s.Emit(ctx, sb, events.Event{Kind: "forward-ports", Detail: strings.Join(ports, ","), Attrs: map[string]string{"ports": strings.Join(ports, ",")}})
 		}
 	}
 	sb.State = "running"
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
 		return Info{}, err
 	}
-	s.opts.Store.AddEvent(ctx, sb.ID, "created", "from "+orNone(req.SourcePath))
+	s.Emit(ctx, sb, events.Event{Kind: "created", Detail: "from " + orNone(req.SourcePath),
+		Attrs: map[string]string{"backend": sb.Backend, "source_path": sb.SourcePath, "network": sb.Network}})
 	return s.info(ctx, sb), nil
 }
 

@@ -3,10 +3,12 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -45,6 +47,8 @@ func (s *Service) recordDenial(d egress.Denial) {
 	if err := s.opts.Store.AddNetDenial(ctx, store.NetDenial{Time: d.Time, SandboxID: sb.ID, Host: d.Host, Port: d.Port, Reason: d.Reason}); err != nil {
 		s.log.Error("record an egress denial", "sandbox", d.Sandbox, "err", err)
 	}
+	s.Emit(ctx, sb, events.Event{Kind: "egress-denied", Detail: fmt.Sprintf("%s:%d: %s", d.Host, d.Port, d.Reason),
+		Attrs: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "reason": d.Reason}})
 }
 
 // NetRule is an egress rule as the user sees it.

@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
@@ -63,6 +64,8 @@ type Options struct {
 	MCP map[string]config.MCPServer
 	// HelperDir holds git-remote-paddock, for automatic syncs; Home is PADDOCK_HOME, if set.
 	HelperDir, Home string
+	// Events is the bus every recorded event is published on; nil makes one.
+	Events *events.Bus
 }
 
 // Preference is the order in which backends are tried when none is configured.
@@ -75,6 +78,8 @@ type Service struct {
 	log  *slog.Logger
 
 	egress *egress.Proxy
+	bus    *events.Bus
+	emitMu sync.Mutex // orders recording and publishing (Emit)
 
 	mu      sync.Mutex
 	closed  bool
@@ -82,13 +87,16 @@ type Service struct {
 	clients map[string]*conn       // by sandbox ID
 }
 
-// conn is a live agent connection and the network tunnels it carries.
+// conn is a live agent connection, the network tunnels it carries, and the pump of its
+// agent's events.
 type conn struct {
-	client *agentclient.Client
-	att    *attachment
+	client     *agentclient.Client
+	att        *attachment
+	stopEvents context.CancelFunc
 }
 
 func (c *conn) close() {
+	c.stopEvents()
 	c.att.close()
 	c.client.Close()
 }
@@ -99,7 +107,10 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: log, locks: map[string]*sync.Mutex{}, clients: map[string]*conn{}}
+	s := &Service{opts: opts, log: log, bus: opts.Events, locks: map[string]*sync.Mutex{}, clients: map[string]*conn{}}
+	if s.bus == nil {
+		s.bus = events.NewBus()
+	}
 	s.egress = egress.New(egress.Options{Policy: s.egressPolicy, OnDenial: s.recordDenial, Logger: log})
 	return s
 }
@@ -280,7 +291,7 @@ func (s *Service) Start(ctx context.Context, name string) (Info, error) {
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
 		return Info{}, err
 	}
-	s.opts.Store.AddEvent(ctx, sb.ID, "started", "")
+	s.Emit(ctx, sb, events.Event{Kind: "started"})
 	return s.info(ctx, sb), nil
 }
 
@@ -303,7 +314,7 @@ func (s *Service) Stop(ctx context.Context, name string) (Info, error) {
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
 		return Info{}, err
 	}
-	s.opts.Store.AddEvent(ctx, sb.ID, "stopped", "")
+	s.Emit(ctx, sb, events.Event{Kind: "stopped"})
 	return s.info(ctx, sb), nil
 }
 
@@ -326,7 +337,11 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	if err := b.Destroy(ctx, backend.ID(sb.ID)); err != nil {
 		return fmt.Errorf("remove sandbox %q: %w", name, err)
 	}
-	return s.opts.Store.DeleteSandbox(ctx, sb.ID)
+	if err := s.opts.Store.DeleteSandbox(ctx, sb.ID); err != nil {
+		return err
+	}
+	s.Emit(ctx, sb, events.Event{Kind: "removed"})
+	return nil
 }
 
 // Record returns a sandbox's stored record, or a not-found error that says what to run.
@@ -379,7 +394,8 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 		client.Close()
 		return nil, fmt.Errorf("sandbox %q: %w", sb.Name, err)
 	}
-	c := &conn{client: client, att: att}
+	pctx, stopEvents := context.WithCancel(context.Background())
+	c := &conn{client: client, att: att, stopEvents: stopEvents}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -391,6 +407,7 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 	}
 	s.clients[sb.ID] = c
 	s.mu.Unlock()
+	go s.pump(pctx, sb, client)
 	go s.keep(sb, c)
 	return client, nil
 }
@@ -457,6 +474,11 @@ func (s *Service) dropClient(id string) {
 
 // Reconcile brings recorded states in line with the backends, after a daemon start.
 func (s *Service) Reconcile(ctx context.Context) {
+	if n, err := s.opts.Store.PruneEvents(ctx, keepEvents); err != nil {
+		s.log.Error("reconcile: prune events", "err", err)
+	} else if n > 0 {
+		s.log.Info("reconcile: pruned old events", "deleted", n)
+	}
 	rows, err := s.opts.Store.ListSandboxes(ctx)
 	if err != nil {
 		s.log.Error("reconcile: list sandboxes", "err", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -51,7 +52,8 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	if err := s.launch(ctx, t, argv); err != nil {
 		return Info{}, err
 	}
-	s.store.AddEvent(ctx, t.sb.ID, "session-restarted", name)
+	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-restarted", Session: name, Detail: name,
+		Attrs: map[string]string{"agent": t.adapter.Name()}})
 	return s.info(ctx, t)
 }
 
@@ -115,7 +117,7 @@ func (s *Service) WaitReady(ctx context.Context, sandboxName, name string, timeo
 	if err != nil {
 		return "", err
 	}
-	st := waitStatus(ctx, t.client, name, timeout, func(st string) bool { return st != "starting" })
+	st := s.waitStatus(ctx, t, timeout, func(st string) bool { return st != "starting" })
 	return st, nil
 }
 
@@ -176,7 +178,7 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text
 	if err := s.Send(ctx, t.sb.Name, name, text); err != nil {
 		return "", err
 	}
-	if st := waitStatus(ctx, t.client, name, 30*time.Minute, func(st string) bool { return st != "working" }); st == "exited" {
+	if st := s.waitStatus(ctx, t, 30*time.Minute, func(st string) bool { return st != "working" }); st == "exited" {
 		return "", fmt.Errorf("session %q exited before answering", name)
 	}
 	// The hook may run before the transcript has the answer: read it until it does.
@@ -224,6 +226,8 @@ func (s *Service) Rename(ctx context.Context, sandboxName, from, to string) erro
 	}
 	run(ctx, t.client, "tmux", "-S", Socket, "rename-session", "-t", "="+from, to)
 	run(ctx, t.client, "sh", "-c", `[ -f "$1/$2.json" ] && mv "$1/$2.json" "$1/$3.json" || true`, "sh", StatusDir, from, to)
+	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-renamed", Session: to, Detail: from + " to " + to,
+		Attrs: map[string]string{"from": from}})
 	return nil
 }
 
@@ -235,7 +239,11 @@ func (s *Service) Remove(ctx context.Context, sandboxName, name string) error {
 	}
 	run(ctx, t.client, "sh", "-c", endSession, "sh", Socket, name)
 	run(ctx, t.client, "rm", "-f", StatusDir+"/"+name+".json")
-	return s.store.DeleteSession(ctx, t.sb.ID, name)
+	if err := s.store.DeleteSession(ctx, t.sb.ID, name); err != nil {
+		return err
+	}
+	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-removed", Session: name, Detail: name})
+	return nil
 }
 
 // endSession ends a tmux session ($2 on the server at $1) and its process. tmux's

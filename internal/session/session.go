@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -164,7 +165,8 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
 		return Info{}, err
 	}
-	s.store.AddEvent(ctx, sb.ID, "session-started", req.Name+" ("+a.Name()+")")
+	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: req.Name + " (" + a.Name() + ")",
+		Attrs: map[string]string{"agent": a.Name()}})
 	return s.info(ctx, t)
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agentproto"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -129,22 +131,40 @@ func (s *Service) info(ctx context.Context, t *target) (Info, error) {
 	return in, nil
 }
 
-// waitStatus polls until the session's status is not starting, or the timeout passes.
-func waitStatus(ctx context.Context, c *agentclient.Client, name string, timeout time.Duration, done func(string) bool) string {
-	deadline := time.Now().Add(timeout)
+// waitStatus waits until done accepts the session's status, or the timeout passes, and
+// returns the status. It looks again whenever the sandbox's agent pushes a status or exit
+// of the session, and every second in case none comes (a process that died before its
+// hook could say so).
+func (s *Service) waitStatus(ctx context.Context, t *target, timeout time.Duration, done func(string) bool) string {
+	name := t.se.Name
+	match := func(ev events.Event) bool {
+		return ev.Sandbox == t.sb.Name && ev.Session == name &&
+			(ev.Kind == agentproto.EventSessionStatus || ev.Kind == agentproto.EventSessionExited)
+	}
+	sub := s.sandboxes.Events().Subscribe(16, match)
+	defer func() { sub.Close() }()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
-		l, err := readLive(ctx, c)
+		l, err := readLive(ctx, t.client)
 		if err != nil {
 			return "error"
 		}
 		st, _ := statusOf(l, name)
-		if done(st) || time.Now().After(deadline) {
+		if done(st) {
 			return st
 		}
 		select {
 		case <-ctx.Done():
 			return st
-		case <-time.After(100 * time.Millisecond):
+		case <-deadline.C:
+			return st
+		case <-sub.Dropped():
+			sub = s.sandboxes.Events().Subscribe(16, match) // and look again: that is all an event asks
+		case <-sub.C():
+		case <-tick.C:
 		}
 	}
 }

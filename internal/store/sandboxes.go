@@ -116,16 +116,13 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 	return nil
 }
 
-// DeleteSandbox removes a sandbox and its events.
+// DeleteSandbox removes a sandbox and what belongs to it; its events stay, as history.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE sandbox_id = ?", id); err != nil {
-		return err
-	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM syncs WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
@@ -142,40 +139,4 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// Event is one recorded happening.
-type Event struct {
-	Seq       int64
-	SandboxID string
-	Time      time.Time
-	Kind      string
-	Message   string
-}
-
-// AddEvent records an event for a sandbox.
-func (s *Store) AddEvent(ctx context.Context, sandboxID, kind, message string) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO events (sandbox_id, time, kind, message) VALUES (?,?,?,?)",
-		sandboxID, now(), kind, message)
-	return err
-}
-
-// Events lists a sandbox's events, oldest first.
-func (s *Store) Events(ctx context.Context, sandboxID string) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT seq, sandbox_id, time, kind, message FROM events WHERE sandbox_id = ? ORDER BY seq", sandboxID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var e Event
-		var t int64
-		if err := rows.Scan(&e.Seq, &e.SandboxID, &t, &e.Kind, &e.Message); err != nil {
-			return nil, err
-		}
-		e.Time = time.Unix(0, t)
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }

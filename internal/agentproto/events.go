@@ -1,0 +1,12 @@
+package agentproto
+
+// Kinds of the events the guest agent's Events service sends; agent.proto documents each
+// one's attrs.
+const (
+	EventHeartbeat     = "heartbeat"
+	EventSessionStatus = "session-status"
+	EventSessionExited = "session-exited"
+	EventPortOpen      = "port-open"
+	EventPortClosed    = "port-closed"
+	EventBranchMoved   = "branch-moved"
+)

@@ -1,0 +1,197 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/agentproto"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// keepEvents is how many events the daemon keeps; older ones are deleted at start.
+const keepEvents = 100_000
+
+// Events is the daemon's event bus: every event, once recorded.
+func (s *Service) Events() *events.Bus { return s.bus }
+
+// Emit records an event of sandbox sb and publishes it with its seq. Kind, Session,
+// Detail and Attrs come from ev; the sandbox and time are filled in. An event that cannot
+// be recorded is logged, and does not fail what it reports.
+func (s *Service) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	// Recording and publishing under one lock keeps the bus in seq order, which lets the
+	// API's stream tell stored events from live ones by seq alone.
+	rec, err := s.opts.Store.AddEvent(context.WithoutCancel(ctx), store.Event{SandboxID: sb.ID, Sandbox: sb.Name,
+		Session: ev.Session, Kind: ev.Kind, Message: ev.Detail, Attrs: ev.Attrs, Time: ev.Time})
+	if err != nil {
+		s.log.Error("record an event", "sandbox", sb.Name, "kind", ev.Kind, "err", err)
+		return
+	}
+	s.bus.Publish(FromStore(rec))
+}
+
+// FromStore is a recorded event as the bus and the API carry it.
+func FromStore(e store.Event) events.Event {
+	return events.Event{Seq: e.Seq, Time: e.Time, Sandbox: e.Sandbox, Session: e.Session, Kind: e.Kind, Detail: e.Message, Attrs: e.Attrs}
+}
+
+// agentKinds are the events a guest agent may report; anything else it sends is dropped.
+var agentKinds = map[string]bool{
+	agentproto.EventSessionStatus: true,
+	agentproto.EventSessionExited: true,
+	agentproto.EventPortOpen:      true,
+	agentproto.EventPortClosed:    true,
+	agentproto.EventBranchMoved:   true,
+}
+
+// Bounds on what an agent's event may carry, and how many it may send: whatever runs in
+// a sandbox could speak for its agent, and must not fill the daemon's state.
+const (
+	maxAgentAttrs    = 16
+	maxAgentAttrLen  = 512
+	agentEventsBurst = 200
+	agentEventsRate  = 50 // per second, once the burst is spent
+)
+
+// pump records and publishes what a sandbox's agent reports, for as long as the agent
+// connection lives (ctx is cancelled when it is dropped). A subscription the agent ends
+// (it fell behind) is made again.
+func (s *Service) pump(ctx context.Context, sb store.Sandbox, c *agentclient.Client) {
+	limit := newBucket(agentEventsBurst, agentEventsRate)
+	warned := time.Time{}
+	for delay := 100 * time.Millisecond; ; delay = min(delay*2, 5*time.Second) {
+		ch, err := c.Events(ctx)
+		if err == nil {
+			for ev := range ch {
+				if ev.GetKind() == agentproto.EventHeartbeat {
+					continue
+				}
+				if !limit.take(time.Now()) {
+					if time.Since(warned) > time.Minute {
+						warned = time.Now()
+						s.log.Warn("the sandbox's agent sends too many events: dropping some", "sandbox", sb.Name)
+					}
+					continue
+				}
+				s.fromAgent(ctx, sb, ev.GetKind(), ev.GetAttrs())
+				delay = 100 * time.Millisecond
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.Done():
+			return // keep reconnects, and a new connection has its own pump
+		case <-time.After(delay):
+		}
+	}
+}
+
+// fromAgent checks an agent's event and records it, with what the daemon learns from it.
+func (s *Service) fromAgent(ctx context.Context, sb store.Sandbox, kind string, raw map[string]string) {
+	if !agentKinds[kind] || len(raw) > maxAgentAttrs {
+		return
+	}
+	attrs := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if len(k) > 64 || len(v) > maxAgentAttrLen {
+			return
+		}
+		attrs[k] = v
+	}
+	ev := events.Event{Kind: kind, Session: attrs["session"], Attrs: attrs}
+	delete(attrs, "session")
+	delete(attrs, "detail") // the event's own Detail says it
+	ev.Detail = agentDetail(ev)
+	if id := attrs["agent_session"]; kind == agentproto.EventSessionStatus && id != "" && ev.Session != "" {
+		s.learnResumeID(ctx, sb, ev.Session, id)
+	}
+	s.Emit(ctx, sb, ev)
+}
+
+// learnResumeID records the conversation id an agent's hook reported, for agents whose
+// ids paddock does not choose (it keeps one it has).
+func (s *Service) learnResumeID(ctx context.Context, sb store.Sandbox, session, id string) {
+	se, err := s.opts.Store.GetSession(ctx, sb.ID, session)
+	if err != nil || se.ResumeID != "" {
+		return
+	}
+	if err := s.opts.Store.SetResumeID(ctx, sb.ID, session, id); err != nil {
+		s.log.Warn("record a conversation id", "sandbox", sb.Name, "session", session, "err", err)
+	}
+}
+
+// agentDetail is the one-line summary of an agent's event.
+func agentDetail(ev events.Event) string {
+	a := ev.Attrs
+	switch ev.Kind {
+	case agentproto.EventSessionStatus:
+		return ev.Session + " is " + a["status"]
+	case agentproto.EventSessionExited:
+		if a["exit_status"] != "" {
+			return ev.Session + " exited with status " + a["exit_status"]
+		}
+		return ev.Session + " exited"
+	case agentproto.EventPortOpen, agentproto.EventPortClosed:
+		state := "open"
+		if ev.Kind == agentproto.EventPortClosed {
+			state = "closed"
+		}
+		d := fmt.Sprintf("port %s %s", a["port"], state)
+		if a["process"] != "" {
+			d += fmt.Sprintf(" (%s, pid %s)", a["process"], a["pid"])
+		}
+		return d
+	case agentproto.EventBranchMoved:
+		switch {
+		case a["from"] == "":
+			return fmt.Sprintf("%s created at %s", a["branch"], short(a["to"]))
+		case a["to"] == "":
+			return fmt.Sprintf("%s deleted (was %s)", a["branch"], short(a["from"]))
+		}
+		return fmt.Sprintf("%s %s..%s", a["branch"], short(a["from"]), short(a["to"]))
+	}
+	return ""
+}
+
+func short(commit string) string {
+	if len(commit) > 10 {
+		return commit[:10]
+	}
+	return commit
+}
+
+// bucket is a token bucket: burst events at once, then rate per second.
+type bucket struct {
+	tokens, burst, rate float64
+	last                time.Time
+}
+
+func newBucket(burst, rate float64) *bucket { return &bucket{tokens: burst, burst: burst, rate: rate} }
+
+func (b *bucket) take(now time.Time) bool {
+	if !b.last.IsZero() {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// syncDetail sums up a sync's result for its event.
+func syncDetail(mode string, refs int) string {
+	switch refs {
+	case 0:
+		return mode + ": nothing new"
+	case 1:
+		return mode + ": 1 ref updated"
+	}
+	return fmt.Sprintf("%s: %d refs updated", mode, refs)
+}
