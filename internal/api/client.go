@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -468,4 +469,69 @@ func (c *Client) BuildImage(ctx context.Context, req ImageBuildRequest, progress
 	defer resp.Body.Close()
 	last, err := readProgress(resp.Body, progress)
 	return last.Step, err
+}
+
+// EventsQuery selects what Events streams.
+type EventsQuery struct {
+	// Sandbox keeps the events of one sandbox (by name).
+	Sandbox string
+	// Since sends the stored events first: from a duration back ("1h"), a time (RFC 3339)
+	// or after a seq. Empty sends only new events.
+	Since string
+	// Until ends the stream after the stored events up to a duration back ("0s": now)
+	// or a time.
+	Until string
+	// NoFollow ends the stream after the stored events.
+	NoFollow bool
+}
+
+// Events streams events to fn, oldest first, until ctx is done, fn fails, or (with Until
+// or NoFollow) the stored events are sent; then it returns nil, or fn's error. A stream
+// the daemon cuts for falling behind is resumed after the last event delivered, so fn
+// sees each event once.
+func (c *Client) Events(ctx context.Context, q EventsQuery, fn func(events.Event) error) error {
+	for {
+		resume, err := c.events(ctx, q, fn)
+		if err != nil || resume == "" {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		q.Since = resume
+	}
+}
+
+// events runs one GET /v1/events; it returns the seq to resume after when the daemon cut
+// the stream.
+func (c *Client) events(ctx context.Context, q EventsQuery, fn func(events.Event) error) (string, error) {
+	resp, err := c.stream(ctx, http.MethodGet, eventsPath(q), nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var line EventLine
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return "", fmt.Errorf("bad event line from the daemon: %q", sc.Text())
+		}
+		if line.Error != nil {
+			if line.Error.Error.Kind == apperr.KindUnavailable && line.Seq > 0 {
+				return strconv.FormatInt(line.Seq, 10), nil
+			}
+			return "", fromBody(*line.Error)
+		}
+		if err := fn(line.Event); err != nil {
+			return "", err
+		}
+	}
+	if err := sc.Err(); err != nil || ctx.Err() != nil {
+		return "", err
+	}
+	if q.Until == "" && !q.NoFollow {
+		return "", errors.New("the daemon ended the event stream: it has stopped, or restarted")
+	}
+	return "", nil
 }

@@ -75,6 +75,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/syncs", s.recordSync)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/syncs", s.listSyncs)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/sync-mode", s.setSyncMode)
+	mux.HandleFunc("GET /v1/events", s.streamEvents)
 	mux.HandleFunc("POST /v1/images/build", s.hostOnly(s.buildImage))
 	s.netRoutes(mux)
 	s.webRoutes(mux)
