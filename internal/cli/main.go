@@ -122,6 +122,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdNet(f),
 		newCmdChat(f, nil),
 		newCmdAttach(f),
+		newCmdEvents(f, nil),
 		newCmdRestart(f),
 		newCmdTranscript(f),
 		newCmdSync(f),

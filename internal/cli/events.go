@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/termtext"
+)
+
+type eventsOptions struct {
+	sandbox  string
+	since    string
+	until    string
+	noFollow bool
+	json     bool
+}
+
+func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) *cobra.Command {
+	opts := &eventsOptions{}
+	cmd := &cobra.Command{
+		Use:   "events [--sandbox NAME] [--since 1h] [--until TIME | --no-follow] [--json]",
+		Short: "Follow what happens in sandboxes: TIME SANDBOX KIND DETAIL, until Ctrl-C",
+		Long: `Print events as they happen: sandboxes created, started, stopped and removed; sessions
+started, their status (working, waiting, idle) and their exit; ports that open and close
+inside; branches that move; syncs; refused egress.
+
+With --since, the recorded events from then come first. With --until or --no-follow, only
+recorded events are printed, and the command exits. --since and --until take a duration
+back from now (10m, 1h), a time (2006-01-02T15:04:05Z, "2006-01-02 15:04", 2006-01-02);
+--since also takes a seq (the "seq" of --json), to resume after it.`,
+		Args: exactArgs(0, "no arguments (name the sandbox with --sandbox)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runEvents(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.sandbox, "sandbox", "", "only this sandbox's events")
+	cmd.Flags().StringVar(&opts.since, "since", "", "print the recorded events from this time (or after this seq) first")
+	cmd.Flags().StringVar(&opts.until, "until", "", "print the recorded events up to this time, and exit")
+	cmd.Flags().BoolVar(&opts.noFollow, "no-follow", false, "print the recorded events, and exit")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per line")
+	return cmd
+}
+
+func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
+	now := time.Now()
+	if opts.since != "" {
+		if _, err := events.ParsePoint(opts.since, now, true); err != nil {
+			return usagef("--since: %v", err)
+		}
+	}
+	if opts.until != "" {
+		if _, err := events.ParsePoint(opts.until, now, false); err != nil {
+			return usagef("--until: %v", err)
+		}
+	}
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	q := api.EventsQuery{Sandbox: opts.sandbox, Since: opts.since, Until: opts.until, NoFollow: opts.noFollow}
+	if opts.noFollow && q.Since == "" {
+		q.Since = "0" // the whole recorded history
+	}
+	enc := json.NewEncoder(f.IO.Out)
+	return c.Events(ctx, q, func(ev events.Event) error {
+		if opts.json {
+			return enc.Encode(ev)
+		}
+		_, err := fmt.Fprintln(f.IO.Out, eventLine(ev))
+		return err
+	})
+}
+
+// eventLine is an event as one line for people: TIME SANDBOX KIND DETAIL. What came
+// from inside a sandbox is shown with its control characters escaped, newlines and tabs
+// too, so that it cannot pass for another line.
+func eventLine(ev events.Event) string {
+	detail := ev.Detail
+	if detail == "" && ev.Session != "" {
+		detail = ev.Session
+	}
+	line := fmt.Sprintf("%s %s %s %s", ev.Time.Local().Format("2006-01-02T15:04:05.000Z07:00"), ev.Sandbox, ev.Kind, detail)
+	return oneLine.Replace(termtext.Escape(strings.TrimRight(line, " ")))
+}
+
+var oneLine = strings.NewReplacer("\n", `\n`, "\t", `\t`)
