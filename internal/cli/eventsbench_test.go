@@ -52,7 +52,9 @@ func BenchmarkNotifyEvent(b *testing.B) {
 			b.Fatalf("exec %v: %d %v", argv, code, err)
 		}
 	}
-	notify := func(status string) { run("/opt/paddock/bin/paddock", "agent", "notify", "--session", "bench", "--status", status) }
+	notify := func(status string) {
+		run("/opt/paddock/bin/paddock", "agent", "notify", "--session", "bench", "--status", status)
+	}
 	wait := func(status string) {
 		select {
 		case ev := <-arrived:
