@@ -263,3 +263,52 @@ func TestParseListeners(t *testing.T) {
 		}
 	}
 }
+
+// TestTmuxReaperNudges stands in for a tmux server that missed its child's SIGCHLD: a
+// process named like tmux's server that does not reap its ended child. Two looks later it
+// has been sent a SIGCHLD.
+func TestTmuxReaperNudges(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	got := filepath.Join(dir, "sigchld")
+	script := `
+import ctypes, os, signal, sys, time
+ctypes.CDLL(None).prctl(15, b"tmux: server", 0, 0, 0)
+signal.signal(signal.SIGCHLD, lambda *a: open(sys.argv[1], "a").write("x"))
+if os.fork() == 0:
+    os._exit(3)
+time.sleep(30)
+`
+	cmd := exec.Command("python3", "-c", script, got)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	count := func() int { data, _ := os.ReadFile(got); return len(data) }
+	for deadline := time.Now().Add(5 * time.Second); count() < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in never saw its child end")
+		}
+	}
+	var r tmuxReaper
+	r.scan("/proc")
+	if n := count(); n != 1 {
+		t.Fatalf("nudged at the first look (%d SIGCHLDs)", n)
+	}
+	r.scan("/proc")
+	for deadline := time.Now().Add(5 * time.Second); count() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server of a lasting zombie got no SIGCHLD")
+		}
+	}
+}
+
+func TestProcState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	os.WriteFile(path, []byte("123 (tmux: server (x)) Z 45 123 123 0 -1 4194560"), 0o644)
+	if state, ppid, ok := procState(path); !ok || state != 'Z' || ppid != 45 {
+		t.Errorf("procState = %c %d %v", state, ppid, ok)
+	}
+}

@@ -12,7 +12,8 @@ import (
 const pollInterval = 500 * time.Millisecond
 
 // watch runs the watchers behind Events.Subscribe until ctx is done: the status files
-// (inotify), and every pollInterval the listening ports and the workspace's branches.
+// (inotify), and every pollInterval the listening ports, the workspace's branches and the
+// sessions' tmux server.
 func (s *Server) watch(ctx context.Context, emit func(*agentpb.Event)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -21,12 +22,16 @@ func (s *Server) watch(ctx context.Context, emit func(*agentpb.Event)) {
 	}
 	var ports portState
 	var refs refState
+	var reaper tmuxReaper
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
 		ports.scanPorts("/proc", s.ownPort, emit)
 		if s.opts.Workspace != "" {
 			refs.scanRefs(s.opts.Workspace, emit)
+		}
+		if s.opts.StatusDir != "" {
+			reaper.scan("/proc") // so that a session's exit is reported (see tmuxReaper)
 		}
 		select {
 		case <-ctx.Done():
