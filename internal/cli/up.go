@@ -96,6 +96,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		if err != nil {
 			return err
 		}
+		if err := backend.CheckRootfs(abs); err != nil {
+			return apperr.Invalid(backend.RootfsHint, "--%v", err)
+		}
 		opts.rootfs = abs
 	}
 	isURL := gitURL.MatchString(opts.target)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
@@ -85,6 +86,12 @@ func describe(path string, err error) error {
 func (c Config) validate(path string) error {
 	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
 		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)
+	}
+	for name, opts := range c.Backends {
+		if rootfs, ok := opts["rootfs"].(string); ok && rootfs != "" && backend.IsHostRoot(rootfs) {
+			return fmt.Errorf("config %s: [backends.%s] rootfs %q is the host's own root filesystem: a sandbox on it would see every file of the host; %s",
+				path, name, rootfs, backend.RootfsHint)
+		}
 	}
 	for name, m := range c.MCP {
 		switch m.Transport {

@@ -19,6 +19,8 @@ func TestLoad(t *testing.T) {
 		{name: "unknown key names the line", content: "# comment\ndefault_backendd = \"x\"\n", wantErr: `config.toml:2: unknown key "default_backendd"`},
 		{name: "wrong type", content: "default_backend = 3\n", wantErr: "config.toml:1:"},
 		{name: "relative agent binary", content: "agent_binary = \"paddock\"\n", wantErr: "must be an absolute path"},
+		{name: "the host's root as a rootfs", content: "[backends.bwrap]\nrootfs = \"/\"\n", wantErr: "[backends.bwrap] rootfs \"/\" is the host's own root"},
+		{name: "the host's root spelled otherwise", content: "[backends.bwrap]\nrootfs = \"/usr/..\"\n", wantErr: "is the host's own root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "config.toml")

@@ -64,6 +64,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if err := ValidateName(req.Name); err != nil {
 		return Info{}, err
 	}
+	if req.Rootfs != "" {
+		if err := backend.CheckRootfs(req.Rootfs); err != nil {
+			return Info{}, apperr.Invalid(backend.RootfsHint, "%v", err)
+		}
+	}
 	if req.Commit == "" {
 		return Info{}, apperr.Invalid("", "no commit to seed the workspace with")
 	}
