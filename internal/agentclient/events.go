@@ -6,8 +6,10 @@ import (
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
-// Events streams what happens inside the sandbox (for now a heartbeat every few
-// seconds) until ctx is done or the connection ends; then the channel is closed.
+// Events streams what happens inside the sandbox (session statuses and exits, ports,
+// branches, and a heartbeat every few seconds: agent.proto lists the kinds) until ctx is
+// done, the connection ends or the agent ends the call (a subscriber that fell behind);
+// then the channel is closed.
 func (c *Client) Events(ctx context.Context) (<-chan *agentpb.Event, error) {
 	stream, err := c.events.Subscribe(ctx, &agentpb.SubscribeRequest{})
 	if err != nil {
