@@ -416,6 +416,7 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 // its network tunnels come back without waiting for a command.
 func (s *Service) keep(sb store.Sandbox, c *conn) {
 	<-c.client.Done()
+	c.stopEvents()
 	c.att.close()
 	for delay := 100 * time.Millisecond; ; delay = min(delay*2, 10*time.Second) {
 		s.mu.Lock()
