@@ -160,7 +160,10 @@ func newCmdNetDenials(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "denials [--sandbox NAME]",
 		Short: "List refused egress requests, newest last",
-		Args:  exactArgs(0, "no arguments (use --sandbox NAME)"),
+		Long: `List refused egress requests, newest last. Identical requests (same sandbox, host and
+port) refused within a minute of the first are one line: COUNT says how many, TIME when
+the last was. Each sandbox keeps its newest 1,000; removing a sandbox removes its own.`,
+		Args: exactArgs(0, "no arguments (use --sandbox NAME)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.Client(cmd.Context())
 			if err != nil {
@@ -178,9 +181,9 @@ func newCmdNetDenials(f *Factory) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTIME\tSANDBOX\tHOST\tPORT\tREASON")
+			fmt.Fprintln(tw, "ID\tTIME\tSANDBOX\tHOST\tPORT\tCOUNT\tREASON")
 			for _, d := range list {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Time, d.Sandbox, d.Host, strconv.Itoa(d.Port), d.Reason)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.LastSeen, d.Sandbox, d.Host, strconv.Itoa(d.Port), d.Count, d.Reason)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -3,12 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -37,20 +35,6 @@ func (s *Service) egressPolicy(ctx context.Context, name string) (egress.Policy,
 	return p, nil
 }
 
-// recordDenial keeps a refused egress request for `paddock net denials`.
-func (s *Service) recordDenial(d egress.Denial) {
-	ctx := context.Background()
-	sb, err := s.opts.Store.GetSandbox(ctx, d.Sandbox)
-	if err != nil {
-		return
-	}
-	if err := s.opts.Store.AddNetDenial(ctx, store.NetDenial{Time: d.Time, SandboxID: sb.ID, Host: d.Host, Port: d.Port, Reason: d.Reason}); err != nil {
-		s.log.Error("record an egress denial", "sandbox", d.Sandbox, "err", err)
-	}
-	s.Emit(ctx, sb, events.Event{Kind: "egress-denied", Detail: fmt.Sprintf("%s:%d: %s", d.Host, d.Port, d.Reason),
-		Attrs: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "reason": d.Reason}})
-}
-
 // NetRule is an egress rule as the user sees it.
 type NetRule struct {
 	Pattern string `json:"pattern"`
@@ -59,14 +43,19 @@ type NetRule struct {
 	Scope string `json:"scope"`
 }
 
-// NetDenial is a refused egress request as the user sees it.
+// NetDenial is a refused egress request as the user sees it: identical requests refused
+// within a minute of the first are one denial with a count.
 type NetDenial struct {
-	ID      int64  `json:"id"`
-	Time    string `json:"time"`
-	Sandbox string `json:"sandbox"`
-	Host    string `json:"host"`
-	Port    int    `json:"port"`
-	Reason  string `json:"reason"`
+	ID int64 `json:"id"`
+	// Time is when the first was refused, LastSeen when the last was (UTC, RFC 3339).
+	Time     string `json:"time"`
+	LastSeen string `json:"last_seen"`
+	Sandbox  string `json:"sandbox"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Reason   string `json:"reason"`
+	// Count is how many requests were refused.
+	Count int `json:"count"`
 }
 
 // scope resolves a rule scope: a sandbox name, or "" for every sandbox.
@@ -162,6 +151,9 @@ func (s *Service) Denials(ctx context.Context, sandbox string, limit int) ([]Net
 		}
 		id = sb.ID
 	}
+	if err := s.flushDenials(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.opts.Store.NetDenials(ctx, id, limit)
 	if err != nil {
 		return nil, err
@@ -174,8 +166,9 @@ func (s *Service) Denials(ctx context.Context, sandbox string, limit int) ([]Net
 	}
 	out := []NetDenial{}
 	for _, d := range rows {
-		out = append(out, NetDenial{ID: d.ID, Time: d.Time.UTC().Format("2006-01-02T15:04:05Z"), Sandbox: names[d.SandboxID],
-			Host: d.Host, Port: d.Port, Reason: d.Reason})
+		out = append(out, NetDenial{ID: d.ID, Time: d.Time.UTC().Format("2006-01-02T15:04:05Z"),
+			LastSeen: d.LastSeen.UTC().Format("2006-01-02T15:04:05Z"), Sandbox: names[d.SandboxID],
+			Host: d.Host, Port: d.Port, Reason: d.Reason, Count: d.Count})
 	}
 	return out, nil
 }

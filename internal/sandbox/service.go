@@ -77,9 +77,10 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 
-	egress *egress.Proxy
-	bus    *events.Bus
-	emitMu sync.Mutex // orders recording and publishing (Emit)
+	egress  *egress.Proxy
+	denials pendingDenials // repeats of egress denials not written yet
+	bus     *events.Bus
+	emitMu  sync.Mutex // orders recording and publishing (Emit)
 
 	mu      sync.Mutex
 	closed  bool
@@ -115,15 +116,18 @@ func New(opts Options) *Service {
 	return s
 }
 
-// Close drops every agent connection; sandboxes keep running (with no network until a
-// daemon connects again).
+// Close drops every agent connection, and writes the counts of egress denials it holds;
+// sandboxes keep running (with no network until a daemon connects again).
 func (s *Service) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
 	for id, c := range s.clients {
 		c.close()
 		delete(s.clients, id)
+	}
+	s.mu.Unlock()
+	if err := s.flushDenials(context.Background()); err != nil {
+		s.log.Error("close", "err", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -67,27 +68,78 @@ func (s *Store) NetRules(ctx context.Context, scopes ...string) ([]NetRule, erro
 	return out, nil
 }
 
-// NetDenial is a refused egress request.
+// NetDenial is a refused egress request, or several identical ones (same sandbox, host
+// and port) refused in a short while.
 type NetDenial struct {
-	ID        int64
+	ID int64
+	// Time is when the first was refused, LastSeen when the last was.
 	Time      time.Time
+	LastSeen  time.Time
 	SandboxID string
 	Host      string
 	Port      int
 	Reason    string
+	// Count is how many requests this denial stands for.
+	Count int
 }
 
-// AddNetDenial records a refused request.
+// NetDenialsKept is how many denials each sandbox keeps: recording one more removes the
+// oldest, so a sandbox that asks for endless distinct hosts cannot fill the disk.
+const NetDenialsKept = 1000
+
+const denialCols = "id, time, last_seen, sandbox_id, host, port, reason, count"
+
+// AddNetDenial records d.Count refused requests (at least one) as a denial of its own,
+// then removes the sandbox's oldest denials beyond NetDenialsKept.
 func (s *Store) AddNetDenial(ctx context.Context, d NetDenial) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO net_denials (time, sandbox_id, host, port, reason) VALUES (?,?,?,?,?)",
-		d.Time.UnixNano(), d.SandboxID, d.Host, d.Port, d.Reason)
-	return err
+	d.Count = max(d.Count, 1)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO net_denials (time, last_seen, sandbox_id, host, port, reason, count) VALUES (?,?,?,?,?,?,?)",
+		d.Time.UnixNano(), d.Time.UnixNano(), d.SandboxID, d.Host, d.Port, d.Reason, d.Count); err != nil {
+		return fmt.Errorf("record a denial: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM net_denials WHERE sandbox_id = ? AND id <=
+		(SELECT id FROM net_denials WHERE sandbox_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`, d.SandboxID, d.SandboxID, NetDenialsKept); err != nil {
+		return fmt.Errorf("remove old denials: %w", err)
+	}
+	return tx.Commit()
+}
+
+// RepeatNetDenial counts d.Count more requests (at least one), the last refused at
+// d.Time, against the newest denial of the same sandbox, host and port. When there is
+// none (it was removed meanwhile), d is recorded as a denial of its own.
+func (s *Store) RepeatNetDenial(ctx context.Context, d NetDenial) error {
+	d.Count = max(d.Count, 1)
+	res, err := s.db.ExecContext(ctx, `UPDATE net_denials SET count = count + ?, last_seen = ? WHERE id =
+		(SELECT id FROM net_denials WHERE sandbox_id = ? AND host = ? AND port = ? ORDER BY id DESC LIMIT 1)`,
+		d.Count, d.Time.UnixNano(), d.SandboxID, d.Host, d.Port)
+	if err != nil {
+		return fmt.Errorf("count a denial: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return s.AddNetDenial(ctx, d)
+	}
+	return nil
+}
+
+func scanDenial(row interface{ Scan(...any) error }) (NetDenial, error) {
+	var d NetDenial
+	var t, last int64
+	if err := row.Scan(&d.ID, &t, &last, &d.SandboxID, &d.Host, &d.Port, &d.Reason, &d.Count); err != nil {
+		return d, err
+	}
+	d.Time, d.LastSeen = time.Unix(0, t), time.Unix(0, last)
+	return d, nil
 }
 
 // NetDenials lists denials, newest last; sandboxID "" lists every sandbox's. At most
 // limit rows (the newest), all when limit is 0.
 func (s *Store) NetDenials(ctx context.Context, sandboxID string, limit int) ([]NetDenial, error) {
-	q := "SELECT id, time, sandbox_id, host, port, reason FROM net_denials"
+	q := "SELECT " + denialCols + " FROM net_denials"
 	var args []any
 	if sandboxID != "" {
 		q += " WHERE sandbox_id = ?"
@@ -104,26 +156,21 @@ func (s *Store) NetDenials(ctx context.Context, sandboxID string, limit int) ([]
 	defer rows.Close()
 	var out []NetDenial
 	for rows.Next() {
-		var d NetDenial
-		var t int64
-		if err := rows.Scan(&d.ID, &t, &d.SandboxID, &d.Host, &d.Port, &d.Reason); err != nil {
+		d, err := scanDenial(rows)
+		if err != nil {
 			return nil, err
 		}
-		d.Time = time.Unix(0, t)
-		out = append([]NetDenial{d}, out...)
+		out = append(out, d)
 	}
+	slices.Reverse(out)
 	return out, rows.Err()
 }
 
 // NetDenial returns one denial by ID.
 func (s *Store) NetDenial(ctx context.Context, id int64) (NetDenial, error) {
-	var d NetDenial
-	var t int64
-	err := s.db.QueryRowContext(ctx, "SELECT id, time, sandbox_id, host, port, reason FROM net_denials WHERE id = ?", id).
-		Scan(&d.ID, &t, &d.SandboxID, &d.Host, &d.Port, &d.Reason)
+	d, err := scanDenial(s.db.QueryRowContext(ctx, "SELECT "+denialCols+" FROM net_denials WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("denial %d: %w", id, ErrNotFound)
 	}
-	d.Time = time.Unix(0, t)
 	return d, err
 }

@@ -29,6 +29,10 @@ type Denial struct {
 	Port int
 	// Reason says why, in words.
 	Reason string
+	// Repeat is true when the same sandbox was refused the same host and port less than
+	// the repeat window ago (Options.RepeatWindow): the recorder should count it against
+	// that denial rather than keep it anew. Only the first of a window is logged.
+	Repeat bool
 }
 
 // Options configures a Proxy. Only Policy is required.
@@ -44,8 +48,14 @@ type Options struct {
 	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Dial connects to a resolved address ("ip:port"); nil means a net.Dialer with a 10 s timeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Logger receives one Info line per request; nil discards them.
+	// Logger receives one Info line per request; nil discards them. Refusals the proxy
+	// answers itself (denials, bad requests, unreachable hosts) are logged once per repeat
+	// window for each sandbox, status, host and port: a sandbox cannot fill the log by
+	// asking again.
 	Logger *slog.Logger
+	// RepeatWindow is how long identical refusals are folded into the first one (logged
+	// once, and reported to OnDenial with Repeat set); zero means DefaultRepeatWindow.
+	RepeatWindow time.Duration
 }
 
 // Proxy enforces egress policies. One Proxy serves every sandbox; Handler binds it to one.
@@ -55,11 +65,13 @@ type Proxy struct {
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	log      *slog.Logger
+	repeats  *repeats
 }
 
 // New builds a Proxy from opts, filling in the defaults documented on Options.
 func New(opts Options) *Proxy {
-	p := &Proxy{policy: opts.Policy, onDenial: opts.OnDenial, lookup: opts.LookupIP, dial: opts.Dial, log: opts.Logger}
+	p := &Proxy{policy: opts.Policy, onDenial: opts.OnDenial, lookup: opts.LookupIP, dial: opts.Dial, log: opts.Logger,
+		repeats: newRepeats(opts.RepeatWindow)}
 	if p.lookup == nil {
 		p.lookup = defaultLookupIP
 	}
@@ -162,10 +174,23 @@ type exchange struct {
 	up, down  int64
 	reason    string
 	errDetail string
+	// refused is set when the proxy answered the request itself with an error; repeat,
+	// once folded is set, says whether an identical refusal was logged less than the
+	// repeat window ago.
+	refused, folded, repeat bool
 }
 
-// ServeHTTP dispatches on the request form and logs one line per request: never a header, a path or
-// a query, which may carry secrets.
+// fold decides, once per request, whether this refusal repeats one seen in the window.
+func (h *handler) fold(x *exchange, now time.Time) bool {
+	if !x.folded {
+		x.folded = true
+		x.repeat = h.p.repeats.seen(fmt.Sprintf("%s|%d|%s", h.sandbox, x.status, joinHostPort(x.host, x.port)), now)
+	}
+	return x.repeat
+}
+
+// ServeHTTP dispatches on the request form and logs one line per request (one per repeat window for
+// identical refusals): never a header, a path or a query, which may carry secrets.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var x exchange
@@ -176,6 +201,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.forward(w, r, &x)
 	default:
 		x.fail(w, http.StatusBadRequest, "paddock: this is an egress proxy: send absolute-form requests (GET http://host/path) or CONNECT host:port, not %q", r.RequestURI)
+	}
+	if x.refused && h.fold(&x, start) {
+		return
 	}
 	attrs := []any{"sandbox", h.sandbox, "method", r.Method, "host", x.host, "port", x.port, "status", x.status,
 		"bytes_up", x.up, "bytes_down", x.down, "duration", time.Since(start).Round(time.Microsecond)}
@@ -192,6 +220,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (x *exchange) fail(w http.ResponseWriter, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	x.status = status
+	x.refused = true
 	if status >= 500 {
 		x.errDetail = msg
 	}
@@ -242,8 +271,11 @@ func (h *handler) admit(ctx context.Context, w http.ResponseWriter, x *exchange,
 // deny answers 403 with the command that would allow the destination, and records the denial.
 func (h *handler) deny(w http.ResponseWriter, x *exchange, host, reason string) {
 	x.reason = reason
+	x.host, x.status = host, http.StatusForbidden
+	now := time.Now()
+	repeat := h.fold(x, now)
 	if h.p.onDenial != nil {
-		h.p.onDenial(Denial{Time: time.Now(), Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason})
+		h.p.onDenial(Denial{Time: now, Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason, Repeat: repeat})
 	}
 	hint := host
 	if x.port != 80 && x.port != 443 {
