@@ -59,8 +59,9 @@ func daemonAbsent(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// startDaemon runs `paddock serve --foreground` detached, in its own session, and waits
-// until it answers. A daemon that exits at once (a bad config file) has its log shown.
+// startDaemon runs `paddock serve --foreground` detached, in its own session, logging to
+// the daemon log (which it rotates), and waits until it answers. A daemon that exits at
+// once (a bad config file) has its log shown.
 func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) {
 	if err := p.MkdirAll(); err != nil {
 		return 0, err
@@ -75,7 +76,7 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	}
 	defer logf.Close()
 	start, _ := logf.Seek(0, 2)
-	cmd := exec.Command(exe, "serve", "--foreground")
+	cmd := exec.Command(exe, "serve", "--foreground", "--log-file", p.DaemonLog())
 	cmd.Args[0] = "paddock"
 	if p.Home != "" {
 		cmd.Env = append(os.Environ(), "PADDOCK_HOME="+p.Home)
@@ -110,10 +111,15 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	}
 }
 
+// logSince returns what the log at path holds past off, or all of it when the daemon
+// rotated it meanwhile.
 func logSince(path string, off int64) string {
 	data, err := os.ReadFile(path)
-	if err != nil || int64(len(data)) < off {
+	if err != nil {
 		return "(no log)"
+	}
+	if int64(len(data)) < off {
+		off = 0
 	}
 	return strings.TrimSpace(string(data[off:]))
 }

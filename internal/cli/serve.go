@@ -10,11 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/daemon"
+	"github.com/paddockhq/paddock/internal/logfile"
 )
 
 type serveOptions struct {
 	foreground bool
 	debug      bool
+	logFile    string
 }
 
 func newCmdServe(f *Factory) *cobra.Command {
@@ -35,6 +37,7 @@ needed only to start it ahead of time or under a service manager (--foreground).
 	}
 	cmd.Flags().BoolVar(&opts.foreground, "foreground", false, "run in the foreground, logging to stderr")
 	cmd.Flags().BoolVar(&opts.debug, "debug", false, "log every API request")
+	cmd.Flags().StringVar(&opts.logFile, "log-file", "", "with --foreground: log to this file instead of stderr, rotated at 10 MiB keeping 3 older ones (FILE.1 the newest); stdout and stderr go there too")
 	return cmd
 }
 
@@ -47,7 +50,16 @@ func runServe(ctx context.Context, f *Factory, opts *serveOptions) error {
 	if opts.debug {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	out := f.IO.ErrOut
+	if opts.logFile != "" {
+		lf, err := logfile.Open(opts.logFile, logfile.Options{Stdio: true})
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		out = lf
+	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
 	err = daemon.Run(ctx, daemon.Options{Paths: p, Version: Version, Logger: log})
 	if errors.Is(err, daemon.ErrAlreadyRunning) {
 		return fmt.Errorf("%w (socket %s); stop it with `paddock daemon stop`", err, p.Socket)
