@@ -131,6 +131,10 @@ type Env struct {
 	Dir string
 	// Options are the backend's own settings from the config file's [backends.NAME] table.
 	Options map[string]any
+	// Hide are host paths no sandbox may read: paddock's own configuration, which may
+	// hold API keys. A backend that shows host directories inside masks those of them
+	// that lie beneath one.
+	Hide []string
 }
 
 // Factory constructs a backend.

@@ -35,6 +35,10 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.State, "daemon.log") 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path minus the NUL).
 const maxSocketPath = 107
 
+// SystemConfigDir holds the configuration of a daemon run by root. Sandboxes that see
+// the host's /etc never see it, whoever runs their daemon.
+const SystemConfigDir = "/etc/paddock"
+
 // Resolve computes Paths from the environment: PADDOCK_HOME, else the XDG base
 // directories, else (for root) the system directories /etc, /var/lib, /var/cache, /run.
 func Resolve() (Paths, error) {
@@ -45,7 +49,7 @@ func Resolve() (Paths, error) {
 		// A daemon run by root keeps its files where system services do. The sandbox user
 		// must be able to reach the sandbox directories, and /root is not searchable.
 		return checked(Paths{
-			Config:    "/etc/paddock/config.toml",
+			Config:    filepath.Join(SystemConfigDir, "config.toml"),
 			State:     "/var/lib/paddock",
 			Sandboxes: "/var/lib/paddock/sandboxes",
 			Cache:     "/var/cache/paddock",

@@ -84,7 +84,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	backends := map[string]backend.Backend{}
 	for _, name := range backend.Names() {
-		b, err := backend.New(name, backend.Env{Dir: filepath.Join(p.Sandboxes, name), Options: cfg.Backends[name]})
+		b, err := backend.New(name, backend.Env{Dir: filepath.Join(p.Sandboxes, name), Options: cfg.Backends[name],
+			Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}

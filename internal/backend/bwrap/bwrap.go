@@ -1,7 +1,11 @@
 // Package bwrap runs sandboxes as bubblewrap namespaces: the host's /usr (or a rootfs
 // directory) read-only, a writable /workspace and a private home for the non-root user
 // agent (uid 1000 inside), and their own pid, ipc, uts, cgroup and network namespaces
-// with loopback only.
+// with loopback only. Every process in it runs under a seccomp filter (internal/seccomp),
+// and paddock's own configuration is masked where the host's /etc shows through.
+//
+// bwrap takes its options from a descriptor (--args), not its command line, which every
+// user of the host can read and which would carry the sandbox's placeholder key.
 //
 // The resident guest agent is the sandbox's only long-lived process at start. It serves a
 // unix listener that the backend creates on the host, beneath the backend's own
@@ -21,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +33,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/seccomp"
 )
 
 // Name is the registry name.
@@ -53,6 +59,11 @@ type Bwrap struct {
 	cg       *cgroupHost // where sandboxes' cgroups go, or why they get none
 	noLimits bool        // no cgroup and unsized mounts: the benchmarks' baseline
 
+	filter    []byte   // the seccomp filter every sandbox runs under
+	filterErr error    // why there is none for this machine
+	noSeccomp bool     // sandboxes run without it: the benchmarks' baseline only
+	hide      []string // host paths masked in every sandbox (backend.Env.Hide)
+
 	mu    sync.Mutex
 	procs map[backend.ID]*exec.Cmd // bwrap processes this process started, to reap them
 }
@@ -63,7 +74,8 @@ var _ backend.Backend = (*Bwrap)(nil)
 // host's directories), bwrap (the bubblewrap binary, when not "bwrap" on PATH) and
 // cgroup_parent (where sandboxes' cgroups go, below each hierarchy's root: "paddock").
 func New(env backend.Env) (*Bwrap, error) {
-	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}}
+	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}, hide: env.Hide}
+	b.filter, b.filterErr = compileFilter()
 	for key := range env.Options {
 		if key != "rootfs" && key != "bwrap" && key != "cgroup_parent" {
 			return nil, fmt.Errorf("backends.bwrap: unknown option %q (known: rootfs, bwrap, cgroup_parent)", key)
@@ -96,6 +108,15 @@ func New(env backend.Env) (*Bwrap, error) {
 	return b, nil
 }
 
+// compileFilter compiles the seccomp filter for this machine's architecture.
+func compileFilter() ([]byte, error) {
+	arch, err := seccomp.ArchFor(runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	return seccomp.Compile(arch)
+}
+
 func absOption(opts map[string]any, key string) (string, error) {
 	v, ok := opts[key]
 	if !ok {
@@ -121,6 +142,10 @@ func (b *Bwrap) Available(ctx context.Context) error {
 	if b.bwrap == "" {
 		return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("bubblewrap is not installed (no %s found)", b.wanted),
 			Fix: "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"}
+	}
+	if b.filterErr != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: b.filterErr.Error(),
+			Fix: "use the docker backend on this machine"}
 	}
 	if b.hostID != 0 {
 		if err := searchable(filepath.Dir(b.dir)); err != nil {

@@ -31,8 +31,14 @@ func TestMain(m *testing.M) {
 // skipping only when bubblewrap cannot run here (CI installs it, so nothing skips there).
 func newBackend(t testing.TB) (*bwrap.Bwrap, sandbox.AgentBinary) {
 	t.Helper()
+	return newBackendHiding(t, nil)
+}
+
+// newBackendHiding is newBackend with host paths its sandboxes must not see.
+func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.AgentBinary) {
+	t.Helper()
 	dir := shortTempDir(t)
-	b, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb")})
+	b, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb"), Hide: hide})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package bwrap
 import (
 	"context"
 	"os/exec"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // BaselineCommand is `bwrap ... true` with the namespaces and host directories a sandbox
@@ -19,3 +21,18 @@ func (b *Bwrap) BaselineCommand(ctx context.Context) *exec.Cmd {
 
 // Dir is the backend's own directory, for the soak test's count of its entries.
 func (b *Bwrap) Dir() string { return b.dir }
+
+// BwrapPID is the pid of the bwrap process of a running sandbox, as Start recorded it.
+func (b *Bwrap) BwrapPID(id backend.ID) (int, bool) {
+	ri, ok := b.readRun(id)
+	return ri.BwrapPID, ok && ri.alive()
+}
+
+// ChildPID is the pid of the sandbox's init (bwrap's, in the sandbox's pid namespace).
+func (b *Bwrap) ChildPID(id backend.ID) (int, bool) {
+	ri, ok := b.readRun(id)
+	return ri.ChildPID, ok && ri.alive()
+}
+
+// DisableSeccomp starts sandboxes without the seccomp filter: the benchmarks' baseline.
+func (b *Bwrap) DisableSeccomp() { b.noSeccomp = true }

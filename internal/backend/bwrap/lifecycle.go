@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,21 +57,28 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 	}
 	defer logf.Close()
 
-	args, err := b.args(spec, p)
+	files, err := b.launchFiles(spec, p)
 	if err != nil {
 		infoW.Close()
-		return err
+		return fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	for _, f := range files {
+		defer f.Close()
 	}
 	cg, err := b.newCgroup(ctx, spec)
 	if err != nil {
 		infoW.Close()
 		return fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	// Not CommandContext: the sandbox must outlive this call and the daemon.
-	cmd := b.command(context.Background(), args)
+	// Not CommandContext: the sandbox must outlive this call and the daemon. Its options,
+	// which carry the sandbox's environment and so its placeholder key, come through a
+	// descriptor: a command line is readable by every user of the host.
+	cmd := b.command(context.Background(), append([]string{"--args", strconv.Itoa(fdArgs), "--"}, agentCommand(spec)...))
+	// bwrap clears it for the sandbox (--clearenv); it names the sandbox's bwrap to Leftovers.
+	cmd.Env = []string{"PADDOCK_SANDBOX_ID=" + string(id)}
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{lnFile, infoW} // fd 3: agent listener, fd 4: bwrap info
+	cmd.ExtraFiles = append([]*os.File{lnFile, infoW}, files...)
 	cmd.SysProcAttr.Setsid = true
 	err = cg.start(cmd) // born in its cgroup, with every process it will have
 	infoW.Close()
@@ -179,96 +187,6 @@ func (b *Bwrap) command(ctx context.Context, args []string) *exec.Cmd {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	}
 	return cmd
-}
-
-// baseEnv is the environment of every process in the sandbox; spec.Env adds to it.
-func baseEnv(spec backend.Spec) []string {
-	return []string{
-		"HOME=/home/agent", "USER=agent", "LOGNAME=agent", "SHELL=/bin/bash",
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-		"LANG=C.UTF-8", "PADDOCK_SANDBOX=" + spec.Name, "PADDOCK_SANDBOX_ID=" + string(spec.ID),
-	}
-}
-
-// hostDirs are the host directories a sandbox sees read-only when there is no rootfs.
-var hostDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"}
-
-// rootfsSkip are top-level rootfs entries the sandbox gets fresh instead.
-var rootfsSkip = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true, "home": true,
-	"root": true, "run": true, "workspace": true, "opt": true, "mnt": true, "media": true, "lost+found": true}
-
-func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
-	a := []string{"--unshare-all"}
-	if spec.OpenNetwork {
-		// Everything --unshare-all does but the network namespace.
-		a = []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
-	}
-	// --cap-drop ALL empties the bounding set too, so that nothing run inside can ever
-	// hold a capability, whatever file capabilities it carries.
-	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns", "--cap-drop", "ALL",
-		"--new-session", "--hostname", spec.Name, "--clearenv")
-	for _, kv := range append(baseEnv(spec), spec.Env...) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("sandbox env entry %q is not KEY=VALUE", kv)
-		}
-		a = append(a, "--setenv", k, v)
-	}
-	base, dirs := "/", hostDirs
-	if spec.Rootfs != "" {
-		base = spec.Rootfs
-		entries, err := os.ReadDir(spec.Rootfs)
-		if err != nil {
-			return nil, fmt.Errorf("read rootfs: %w", err)
-		}
-		dirs = nil
-		for _, e := range entries {
-			if !rootfsSkip[e.Name()] {
-				dirs = append(dirs, e.Name())
-			}
-		}
-	}
-	for _, d := range dirs {
-		src := filepath.Join(base, d)
-		fi, err := os.Lstat(src)
-		if err != nil {
-			continue
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(src)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, "--symlink", target, "/"+d)
-			continue
-		}
-		a = append(a, "--ro-bind", src, "/"+d)
-	}
-	for _, f := range []string{"passwd", "group", "hostname", "hosts"} {
-		if spec.Rootfs != "" {
-			// A read-only /etc cannot take a new mount point: cover only what exists.
-			if _, err := os.Lstat(filepath.Join(spec.Rootfs, "etc", f)); err != nil {
-				continue
-			}
-		}
-		a = append(a, "--ro-bind", filepath.Join(p.etc(), f), "/etc/"+f)
-	}
-	// The sandbox's own sysctls (those of its ipc, pid, uts and network namespaces) are
-	// owned by its user: the host's /proc/sys bound over the new one, read-only, shows the
-	// same namespaced values and refuses every write.
-	a = append(a,
-		"--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
-	a = append(a, b.mountArgs(spec)...)
-	a = append(a,
-		"--bind", p.workspace(), "/workspace", "--bind", p.home(), "/home/agent",
-		"--ro-bind", spec.AgentBinary, agentPath,
-	)
-	a = append(a, b.rootArgs()...)
-	a = append(a,
-		"--chdir", "/workspace", "--info-fd", "4",
-		agentPath, "agent", "serve", "--listen-fd", "3", "--sandbox", spec.Name,
-	)
-	return a, nil
 }
 
 // Stop implements backend.Backend: it kills the sandbox's init process, which makes the
