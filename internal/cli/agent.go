@@ -28,6 +28,9 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Short: "Serve the agent protocol (--listen-fd N, --socket PATH or --stdio)",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := agent.Untraceable(); err != nil {
+				return err
+			}
 			// The agent never logs to stdout: with --stdio it is the protocol channel.
 			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 			srv := agent.NewServer(agent.Options{Sandbox: name, Version: Version, Logger: log,
@@ -66,6 +69,10 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Short: "Bridge stdin and stdout to a resident agent's unix socket",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// It carries the daemon's connection: nothing inside may trace it either.
+			if err := agent.Untraceable(); err != nil {
+				return err
+			}
 			return agent.Bridge(socket, f.IO.In, f.IO.Out)
 		},
 	}

@@ -38,6 +38,14 @@ type Harness struct {
 	// their own. The limits checks then require that, instead of a refused fork and a
 	// killed process in a sandbox that goes on.
 	LimitsEndSandbox bool
+	// Allows, optional, names what this backend lets a process inside do that the
+	// KernelSurface and AgentUntraceable checks otherwise fail on, each with why: a
+	// kernel of the sandbox's own serves the call (gVisor's, in user space, never the
+	// host's), or the filter that would refuse it is the engine's, not paddock's. The
+	// keys are the checks' names for what they try: a call ("io_uring_setup",
+	// "unshare(CLONE_NEWUSER)"), or "ptrace-seize", "ptrace-attach", "agent-environ",
+	// "agent-mem". The checks log what they allow, and fail on anything else.
+	Allows map[string]string
 	// Dir, optional, is the backend's own directory on the host: the soak test requires
 	// that cycles leave no entry behind in it.
 	Dir string
@@ -72,6 +80,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Privileges", func(t *testing.T) { testPrivileges(t, sb) })
 	t.Run("HostSockets", func(t *testing.T) { testHostSockets(t, sb) })
 	t.Run("TIOCSTI", func(t *testing.T) { testTIOCSTI(t, sb) })
+	t.Run("KernelSurface", func(t *testing.T) { testKernelSurface(t, sb) })
+	t.Run("AgentUntraceable", func(t *testing.T) { testAgentUntraceable(t, sb) })
 	t.Run("OutputFlood", func(t *testing.T) { testOutputFlood(t, sb) })
 	t.Run("Reconnect", func(t *testing.T) { testReconnect(t, sb) })
 	if err := h.Backend.Destroy(ctx, id); err != nil {

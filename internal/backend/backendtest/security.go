@@ -32,13 +32,19 @@ import (
 // its last line, so that one that crashed half-way never passes for one that found nothing.
 func (sb *sandbox) probe(t *testing.T, program string, env ...string) []string {
 	t.Helper()
+	return sb.probeArgv(t, []string{"python3", "-c", program}, env...)
+}
+
+// probeArgv is probe for a program in any language: argv runs it.
+func (sb *sandbox) probeArgv(t *testing.T, argv []string, env ...string) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut strings.Builder
-	code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"python3", "-c", program}, Env: env, Stdout: &out, Stderr: &errOut})
+	code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Stdout: &out, Stderr: &errOut})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if err != nil || code != 0 || lines[len(lines)-1] != "done" {
-		t.Fatalf("the probe did not run to its end (exit %d, %v; python3 is needed in the sandbox):\n%s%s", code, err, out.String(), errOut.String())
+		t.Fatalf("the probe did not run to its end (exit %d, %v; %s is needed in the sandbox):\n%s%s", code, err, argv[0], out.String(), errOut.String())
 	}
 	var fails []string
 	for _, l := range lines {
