@@ -3,8 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/config"
 )
 
 type doctorOptions struct {
@@ -37,8 +41,25 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 	if err != nil {
 		return err
 	}
+	p, err := f.Paths()
+	if err != nil {
+		return err
+	}
+	// The daemon reads the same config file: it runs as this user, on these paths.
+	keys, err := config.CheckKeys(p.Config)
+	if err != nil {
+		return err
+	}
 	if opts.json {
-		return writeJSON(f, doc)
+		out := struct {
+			api.Doctor
+			// Config lists config files whose API keys others may read.
+			Config []config.KeyWarning `json:"config"`
+		}{Doctor: doc, Config: []config.KeyWarning{}}
+		if keys != nil {
+			out.Config = append(out.Config, *keys)
+		}
+		return writeJSON(f, out)
 	}
 	anyOK := false
 	fmt.Fprintln(f.IO.Out, "backends:")
@@ -84,6 +105,13 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 		} else {
 			fmt.Fprintf(f.IO.Out, "missing  %s: install it: %s\n", a.Name, a.Install)
 		}
+	}
+	fmt.Fprintln(f.IO.Out, "config:")
+	if keys == nil {
+		fmt.Fprintf(f.IO.Out, "ok       %s: no API key others may read\n", p.Config)
+	} else {
+		fmt.Fprintf(f.IO.Out, "warning  %s holds an API key (%s) and %s\n", keys.Path, strings.Join(keys.Keys, ", "), keys.Problem)
+		fmt.Fprintf(f.IO.Out, "         fix: %s\n", keys.Fix)
 	}
 	if !anyOK {
 		return &exitError{5}
