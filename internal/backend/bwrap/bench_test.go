@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
+	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // Each benchmark runs paddock's operation b.N times and the baseline b.N times in the same
@@ -203,81 +206,114 @@ func processesRSS(id string) (rss, anon int64) {
 // trip, in sandboxes with their cgroup and sized mounts against the same without them
 // (today's sandbox before limits), alternating in the same run. The aim is under 10%.
 func BenchmarkLimits(b *testing.B) {
-	b.Run("CreateToFirstExec", func(b *testing.B) {
+	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.AgentBinary) {
 		limited, agent := newBackend(b)
 		plain, _ := newBackend(b)
 		plain.DisableLimits()
-		ctx := context.Background()
-		once := func(be *bwrap.Bwrap, id backend.ID) time.Duration {
-			start := time.Now()
-			if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Start(ctx, id); err != nil {
-				b.Fatal(err)
-			}
-			c := connectBench(b, be, id)
-			if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
-				b.Fatalf("exec: %d %v", code, err)
-			}
-			d := time.Since(start)
-			c.Close()
-			if err := be.Destroy(ctx, id); err != nil {
-				b.Fatal(err)
-			}
-			return d
-		}
-		var with, without time.Duration
-		for i := 0; i < b.N; i++ {
-			id := backend.ID(fmt.Sprintf("lim%d", i))
-			if i%2 == 0 {
-				with += once(limited, id)
-				without += once(plain, id)
-			} else {
-				without += once(plain, id)
-				with += once(limited, id)
-			}
-		}
-		reportRatio(b, with, without)
-	})
-	b.Run("ExecRoundTrip", func(b *testing.B) {
-		limited, agent := newBackend(b)
+		return limited, plain, agent
+	}
+	b.Run("CreateToFirstExec", func(b *testing.B) { compareCreateToFirstExec(b, pair) })
+	b.Run("ExecRoundTrip", func(b *testing.B) { compareExec(b, pair, []string{"true"}) })
+}
+
+// BenchmarkSeccomp measures what the seccomp filter costs: create to first exec, an exec
+// round trip, and a process making 400,000 system calls (half getppid, which the kernel
+// answers from its cache of calls the filter allows whatever their arguments, half an
+// ioctl, whose request the filter must read each time), in sandboxes with the filter
+// against the same without it, alternating in the same run.
+func BenchmarkSeccomp(b *testing.B) {
+	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.AgentBinary) {
+		filtered, agent := newBackend(b)
 		plain, _ := newBackend(b)
-		plain.DisableLimits()
-		ctx := context.Background()
-		client := func(be *bwrap.Bwrap) *agentclient.Client {
-			id := backend.ID("benchlim")
-			if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { be.Destroy(context.Background(), id) })
-			if err := be.Start(ctx, id); err != nil {
-				b.Fatal(err)
-			}
-			c := connectBench(b, be, id)
-			b.Cleanup(func() { c.Close() })
-			c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}) // warm up
-			return c
+		plain.DisableSeccomp()
+		return filtered, plain, agent
+	}
+	b.Run("CreateToFirstExec", func(b *testing.B) { compareCreateToFirstExec(b, pair) })
+	b.Run("ExecRoundTrip", func(b *testing.B) { compareExec(b, pair, []string{"true"}) })
+	syscalls := fmt.Sprintf(`my $buf = "\0" x 64; for (1..200000) { syscall(%d); syscall(%d, 0, %d, $buf) }`,
+		unix.SYS_GETPPID, unix.SYS_IOCTL, unix.TCGETS)
+	b.Run("Syscalls", func(b *testing.B) { compareExec(b, pair, []string{"perl", "-e", syscalls}) })
+}
+
+// backendPair returns the backend measured, the baseline's and the agent both run.
+type backendPair func(b *testing.B) (ours, baseline *bwrap.Bwrap, agent sandbox.AgentBinary)
+
+// compareCreateToFirstExec times Create, Start, connect and `exec true` on both backends,
+// alternating which goes first.
+func compareCreateToFirstExec(b *testing.B, pair backendPair) {
+	ours, baseline, agent := pair(b)
+	ctx := context.Background()
+	once := func(be *bwrap.Bwrap, id backend.ID) time.Duration {
+		start := time.Now()
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+			b.Fatal(err)
 		}
-		withC, withoutC := client(limited), client(plain)
-		run := func(c *agentclient.Client) time.Duration {
-			start := time.Now()
-			if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
-				b.Fatalf("exec: %d %v", code, err)
-			}
-			return time.Since(start)
+		if err := be.Start(ctx, id); err != nil {
+			b.Fatal(err)
 		}
-		b.ResetTimer()
-		var with, without time.Duration
-		for i := 0; i < b.N; i++ {
-			if i%2 == 0 {
-				with += run(withC)
-				without += run(withoutC)
-			} else {
-				without += run(withoutC)
-				with += run(withC)
-			}
+		c := connectBench(b, be, id)
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatalf("exec: %d %v", code, err)
 		}
-		reportRatio(b, with, without)
-	})
+		d := time.Since(start)
+		c.Close()
+		if err := be.Destroy(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	var with, without time.Duration
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("cmp%d", i)
+		if i%2 == 0 {
+			with += once(ours, backend.ID(id+"a"))
+			without += once(baseline, backend.ID(id+"b"))
+		} else {
+			without += once(baseline, backend.ID(id+"b"))
+			with += once(ours, backend.ID(id+"a"))
+		}
+	}
+	reportRatio(b, with, without)
+}
+
+// compareExec times argv run through the agent of a running sandbox of each backend,
+// alternating which goes first.
+func compareExec(b *testing.B, pair backendPair, argv []string) {
+	ours, baseline, agent := pair(b)
+	ctx := context.Background()
+	// Distinct IDs: sandboxes' cgroups are named after them, beneath one parent.
+	client := func(be *bwrap.Bwrap, id backend.ID) *agentclient.Client {
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { be.Destroy(context.Background(), id) })
+		if err := be.Start(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		c := connectBench(b, be, id)
+		b.Cleanup(func() { c.Close() })
+		c.Exec(ctx, agentclient.ExecOptions{Argv: argv}) // warm up
+		return c
+	}
+	withC, withoutC := client(ours, "benchcmp1"), client(baseline, "benchcmp2")
+	run := func(c *agentclient.Client) time.Duration {
+		start := time.Now()
+		var errOut strings.Builder
+		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Stderr: &errOut}); err != nil || code != 0 {
+			b.Fatalf("exec %q: %d %v %s", argv, code, err, errOut.String())
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	var with, without time.Duration
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			with += run(withC)
+			without += run(withoutC)
+		} else {
+			without += run(withoutC)
+			with += run(withC)
+		}
+	}
+	reportRatio(b, with, without)
 }
