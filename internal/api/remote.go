@@ -205,7 +205,10 @@ type remote struct {
 func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with
+	// a form POST from this origin's own pages (the login button), which the origin
+	// check below must refuse. Other sites still get no referrer.
+	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("X-Frame-Options", "DENY")
 	if isAPI(r) {
 		// Nothing the API answers is a page: a sandbox's file opened in the browser
