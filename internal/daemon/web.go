@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/webui"
 )
 
 // webListener serves the API on TCP for `paddock web`: the same handler as the unix
@@ -161,7 +162,7 @@ func (l *webListener) startLocked(req api.WebRequest, host string, cfg *tls.Conf
 	}
 	hijacked := &connSet{conns: map[net.Conn]struct{}{}}
 	srv := &http.Server{
-		Handler:           l.api.Remote(api.RemoteOptions{API: l.handler, TLS: cfg != nil, Loopback: loopback}),
+		Handler:           l.api.Remote(api.RemoteOptions{API: l.handler, TLS: cfg != nil, Loopback: loopback, UI: webui.Handler()}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelWarn),

@@ -1,0 +1,416 @@
+package webui_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/modeltest"
+)
+
+// TestMain makes this test binary paddock too: the daemon the browser tests start (as
+// "paddock serve"), the guest agent it injects into sandboxes, and git's remote helper.
+func TestMain(m *testing.M) {
+	switch filepath.Base(os.Args[0]) {
+	case "paddock", cli.RemoteHelperName:
+		os.Exit(cli.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// need skips the test when a program it drives is missing; in CI (make setup installs
+// them all) that is a failure instead.
+func need(t *testing.T, prog, why string) string {
+	t.Helper()
+	p, err := exec.LookPath(prog)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing in CI: make setup installs it (%s)", prog, why)
+	}
+	t.Skipf("%s is not installed (%s): run make setup", prog, why)
+	return ""
+}
+
+// chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium.
+func chromium(t *testing.T) string {
+	if p := os.Getenv("PADDOCK_CHROMIUM"); p != "" {
+		return p
+	}
+	return need(t, "chromium", "the browser tests run the web UI in headless Chromium; apt-get install chromium")
+}
+
+// daemon is a paddock with its own PADDOCK_HOME, run in-process as the CLI.
+type daemon struct {
+	t      *testing.T
+	home   string
+	client *api.Client
+}
+
+func newDaemon(t *testing.T) *daemon {
+	home, err := os.MkdirTemp("", "pdk") // short: unix socket paths have a 107-byte limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o711) // as root, sandboxes run as a uid that must reach their directories
+	t.Setenv("PADDOCK_HOME", home)
+	d := &daemon{t: t, home: home}
+	t.Cleanup(d.teardown)
+	paths, err := config.ForHome(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.client = api.NewClient(paths.Socket)
+	repo := filepath.Join(home, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
+		{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return d
+}
+
+// paddock runs a paddock command and returns its stdout, failing the test if it fails.
+func (d *daemon) paddock(args ...string) string {
+	d.t.Helper()
+	var out, errOut strings.Builder
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	if code := cli.Run(context.Background(), f, args); code != 0 {
+		d.t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// inside runs argv in sandbox repo and returns its exit code.
+func (d *daemon) inside(argv ...string) int {
+	d.t.Helper()
+	code, err := d.client.Exec(context.Background(), "repo", api.ExecRequest{Argv: argv}, api.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		d.t.Fatalf("exec %v: %v", argv, err)
+	}
+	return code
+}
+
+// teardown removes the sandboxes and stops the daemon: nothing may outlive the test.
+func (d *daemon) teardown() {
+	defer os.RemoveAll(d.home)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := d.client.Version(ctx); err != nil {
+		return // no daemon ever started
+	}
+	if list, err := d.client.List(ctx); err == nil {
+		for _, sb := range list {
+			d.client.Remove(ctx, sb.Name, true)
+		}
+	}
+	d.client.StopDaemon(ctx)
+	for i := 0; i < 100; i++ {
+		if _, err := d.client.Version(ctx); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// web serves the API and the UI over TCP (paddock web) and returns the one-time login URL.
+func (d *daemon) web() string {
+	var st api.WebStatus
+	if err := json.Unmarshal([]byte(d.paddock("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
+		d.t.Fatal(err)
+	}
+	if st.LoginURL == "" {
+		d.t.Fatalf("paddock web gave no login URL: %+v", st)
+	}
+	return st.LoginURL
+}
+
+// browser is a headless Chromium the size of a phone (390x844 CSS pixels, touch).
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	// shots is where screenshots go ($PADDOCK_SCREENSHOTS), empty for none.
+	shots string
+}
+
+func newBrowser(t *testing.T, path string) *browser {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // as root, Chromium's own sandbox cannot start
+		chromedp.WindowSize(390, 844),
+		chromedp.Flag("lang", "en-US"),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	b := &browser{t: t, ctx: ctx, shots: os.Getenv("PADDOCK_SCREENSHOTS")}
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch))
+	return b
+}
+
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// waitFor waits until the JavaScript expression is true, failing with what after 30 s.
+func (b *browser) waitFor(what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// An error is a page still loading (or navigating away): try again.
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, b.text("body"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eval returns the value of a JavaScript expression.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// text is the text of the first element matching a CSS selector.
+func (b *browser) text(sel string) string {
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)))
+	if err != nil {
+		return err.Error()
+	}
+	return v
+}
+
+// tap clicks (as a finger would) the element a CSS selector finds.
+func (b *browser) tap(sel string) {
+	b.t.Helper()
+	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	b.do(chromedp.Click(chromedp.CSS(sel)))
+}
+
+// typeIn types into the element a CSS selector finds, as a phone's keyboard does: text
+// arrives as input (Input.insertText), and "\r" as the Enter key.
+func (b *browser) typeIn(sel, text string) {
+	b.t.Helper()
+	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	eval[any](b, fmt.Sprintf(`document.querySelector(%q).focus()`, sel))
+	for i, part := range strings.Split(text, "\r") {
+		if i > 0 {
+			b.enter()
+		}
+		if part == "" {
+			continue
+		}
+		if _, err := chromedp.Call(b.ctx, input.InsertText, input.InsertTextParams{Text: part}); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// enter presses Enter: a key down (which brings its keypress) and up.
+func (b *browser) enter() {
+	b.t.Helper()
+	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+		p := input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+		if typ == input.DispatchKeyEventTypeKeyDown {
+			p.Text, p.UnmodifiedText = "\r", "\r"
+		}
+		if _, err := chromedp.Call(b.ctx, input.DispatchKeyEvent, p); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// fits checks the page does not scroll sideways on the phone's width.
+func (b *browser) fits(screen string) {
+	b.t.Helper()
+	w := eval[int](b, `document.documentElement.scrollWidth`)
+	if w > 390 {
+		b.t.Errorf("%s: the page is %d px wide on a 390 px screen", screen, w)
+	}
+}
+
+// cache turns the browser's HTTP cache on or off.
+func (b *browser) cache(on bool) {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: !on}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// shot saves a screenshot as NAME.png in $PADDOCK_SCREENSHOTS.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	if b.shots == "" {
+		return
+	}
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// TestBrowser drives the web UI in headless Chromium at a phone's size, against a real
+// daemon with a real bubblewrap sandbox, the UI loaded from the daemon's TCP listener
+// after signing in with paddock web's login URL: the sandbox list, a session's status
+// changing live, the terminal, a blocked host allowed with one tap, and (with Claude
+// Code installed) a conversation sent from the page.
+func TestBrowser(t *testing.T) {
+	chrome := chromium(t)
+	need(t, "bwrap", "sandboxes")
+	haveClaude := true
+	if _, err := exec.LookPath("claude"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("claude must be installed in CI (make setup)")
+		}
+		haveClaude = false
+	}
+	var model *modeltest.Anthropic
+	if haveClaude {
+		model = modeltest.NewAnthropic(t)
+		t.Setenv("ANTHROPIC_BASE_URL", model.URL())
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-browser-0123456789abcdefghijklmnop")
+	}
+	d := newDaemon(t)
+	d.paddock("up", filepath.Join(d.home, "repo"))
+	d.paddock("chat", "repo", "--new", "worker", "--agent", "shell", "--command", "bash")
+	login := d.web()
+
+	b := newBrowser(t, chrome)
+	b.do(chromedp.Navigate(login))
+	b.tap(`form[action="/login"] button`)
+
+	// The list: the sandbox and its session, with its status, live.
+	b.waitFor("the session in the list", `!!document.querySelector('[data-sandbox="repo"] [data-session="worker"] [data-status]')`)
+	b.waitFor("the live event stream", `!!document.querySelector('[data-feed="live"]')`)
+	b.fits("the list")
+
+	// A cold load, as a phone's first visit: bytes sent and time to the list.
+	b.cache(false)
+	b.do(chromedp.Reload())
+	b.waitFor("the list after a reload", `!!document.querySelector('[data-session="worker"]') && performance.getEntriesByName('paddock-usable').length > 0`)
+	type load struct{ Assets, API, Usable float64 }
+	var l load
+	raw := eval[string](b, `JSON.stringify((() => {
+		const nav = performance.getEntriesByType('navigation')[0];
+		let assets = nav.transferSize, api = 0;
+		for (const r of performance.getEntriesByType('resource')) {
+			if (new URL(r.name).pathname.startsWith('/v1/')) api += r.transferSize; else assets += r.transferSize;
+		}
+		return {Assets: assets, API: api, Usable: performance.getEntriesByName('paddock-usable')[0].startTime};
+	})())`)
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("timings: %s", eval[string](b, `JSON.stringify(performance.getEntries().map(e => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.duration)]))`))
+	t.Logf("first load: %.0f bytes of page and assets, %.0f bytes of API answers; usable after %.0f ms", l.Assets, l.API, l.Usable)
+	b.cache(true)
+
+	// A status reported inside the sandbox shows at once, highlighted.
+	if code := d.inside("/opt/paddock/bin/paddock", "agent", "notify", "--session", "worker", "--status", "waiting"); code != 0 {
+		t.Fatalf("agent notify: exit %d", code)
+	}
+	b.waitFor("the waiting status", `!!document.querySelector('.needs-you [data-session="worker"] [data-status="waiting"]') && !!document.querySelector('[data-sandbox="repo"] .is-waiting [data-status="waiting"]')`)
+	if title := eval[string](b, `document.title`); title != "(1) paddock" {
+		t.Errorf("title %q, want the waiting session counted", title)
+	}
+	b.shot("list")
+
+	// The terminal: the session's tmux; what is typed comes back, and the key bar's ↑
+	// brings back the last command.
+	b.tap(`[data-sandbox="repo"] [data-session="worker"] a`)
+	b.tap(`.tabs a[href$="/terminal"]`)
+	b.waitFor("the terminal attached", `!!document.querySelector('.term[data-conn="connected"] .xterm-rows')`)
+	b.waitFor("the shell's prompt", `document.querySelector('.xterm-rows').textContent.includes('$')`)
+	b.typeIn(".xterm-helper-textarea", "echo typed-$((6*7))\r")
+	count := `document.querySelector('.xterm-rows').textContent.split('typed-42').length - 1`
+	b.waitFor("the typed command's output", count+` >= 1`)
+	b.waitFor("the typed command echoed", `document.querySelector('.xterm-rows').textContent.includes('echo typed-$((6*7))')`)
+	b.tap(`.keybar [data-key="up"]`)
+	b.typeIn(".xterm-helper-textarea", "\r")
+	b.waitFor("the command again, from the key bar's ↑", count+` >= 2`)
+	b.fits("the terminal")
+	b.shot("terminal")
+
+	// A blocked host, allowed with one tap.
+	if code := d.inside("sh", "-c", "curl -sS -o /dev/null https://example.com"); code == 0 {
+		t.Fatal("example.com was reachable before it was allowed")
+	}
+	b.tap(`.bar .back`)
+	b.waitFor("the sandbox screen", `location.pathname === '/s/repo'`)
+	b.tap(`.denial[data-host="example.com"] button`)
+	b.waitFor("the host allowed", `!!document.querySelector('.denial[data-host="example.com"] .allowed')`)
+	rules, err := d.client.NetRules(context.Background(), "repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rules {
+		found = found || (r.Pattern == "example.com" && r.Action == "allow" && r.Scope != "default")
+	}
+	if !found {
+		t.Fatalf("no allow rule for example.com after the tap: %+v", rules)
+	}
+	b.fits("the sandbox")
+	b.shot("sandbox")
+
+	// Changes: the agent's commits and diff, read with git inside the sandbox.
+	if code := d.inside("sh", "-c", "cd /workspace && echo from-the-agent > notes.txt && git add notes.txt && git commit -qm 'Add notes' && echo wip > draft.txt"); code != 0 {
+		t.Fatalf("commit inside: exit %d", code)
+	}
+	b.tap(`a.button[href="/s/repo/-/changes"]`)
+	b.waitFor("the commit and the diff", `document.body.innerText.includes('Add notes') && !!document.querySelector('.diff summary') && document.querySelector('.diff summary').textContent.includes('notes.txt') && document.body.innerText.includes('draft.txt')`)
+	b.tap(`.diff summary`)
+	b.waitFor("the file's diff", `[...document.querySelectorAll('.diff pre .add')].some(e => e.textContent === '+from-the-agent')`)
+	b.fits("the changes")
+
+	if !haveClaude {
+		t.Log("claude is not installed: the conversation is not tested")
+		return
+	}
+	// A conversation: a message sent from the page reaches Claude Code in the sandbox,
+	// which runs the tool the model asks for; the page shows the prompt, the tool call
+	// folded with its result, and the answer.
+	d.paddock("chat", "repo", "--new", "claude", "--agent", "claude")
+	b.do(chromedp.Navigate(strings.Replace(login, "/login?", "/s/repo/claude?", 1)))
+	b.waitFor("the conversation screen", `!!document.querySelector('.sendbox textarea')`)
+	b.typeIn(".sendbox textarea", "RUN: echo hello from the phone > /workspace/phone.txt")
+	b.tap(`.sendbox button[type="submit"]`)
+	b.waitFor("the tool call and the answer", `!!document.querySelector('.tool[data-tool="Bash"] .mark.done') && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('DONE:'))`)
+	b.waitFor("the prompt", `[...document.querySelectorAll('.msg.user')].some(e => e.textContent.includes('RUN: echo hello from the phone'))`)
+	if code := d.inside("grep", "-q", "hello from the phone", "/workspace/phone.txt"); code != 0 {
+		t.Fatal("the tool did not run in the sandbox")
+	}
+	b.fits("the conversation")
+	b.shot("conversation")
+}

@@ -1,0 +1,144 @@
+// The agent's work as it is now: the commits since the sandbox's starting commit and the
+// diff of /workspace against it, committed or not, read with git inside the sandbox
+// (hooks, fsmonitor, external diff and textconv off). Bringing it into the host
+// repository is `paddock sync`, which runs git on the host.
+import { useEffect, useState } from 'preact/hooks';
+import { run } from './api.js';
+import { urls } from './router.jsx';
+import { sandbox, useStore } from './store.js';
+import { Bar, ErrorText } from './ui.jsx';
+
+const git = ['git', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external=', '-c', 'color.ui=false'];
+
+/** Splits a unified diff into files: {path, lines, add, del}. */
+export function parseDiff(text) {
+  const files = [];
+  let cur = null;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      const m = / b\/(.*)$/.exec(line);
+      cur = { path: m ? m[1] : line.slice(11), lines: [], add: 0, del: 0 };
+      files.push(cur);
+      continue;
+    }
+    if (!cur) continue;
+    if (line.startsWith('+++ ') || line.startsWith('--- ')) {
+      const p = line.slice(4);
+      if (line.startsWith('+++ ') && p.startsWith('b/')) cur.path = p.slice(2);
+      continue;
+    }
+    if (line.startsWith('+')) cur.add++;
+    else if (line.startsWith('-')) cur.del++;
+    cur.lines.push(line);
+  }
+  return files;
+}
+
+export function Changes({ sb: name }) {
+  useStore();
+  const sb = sandbox(name);
+  const [data, setData] = useState(null);
+  const [err, setErr] = useState(null);
+  const [tick, setTick] = useState(0);
+  const base = sb && sb.base_commit;
+  const running = sb && sb.state === 'running';
+
+  useEffect(() => {
+    if (!base || !running) return;
+    let alive = true;
+    setErr(null);
+    const opts = { dir: '/workspace' };
+    Promise.all([
+      run(name, [...git, 'log', '--no-color', '--format=%h %s', `${base}..HEAD`], opts),
+      run(name, [...git, 'diff', '--no-ext-diff', '--no-textconv', '--no-color', '--find-renames', base, '--'], opts),
+      run(name, [...git, 'ls-files', '--others', '--exclude-standard'], opts),
+    ])
+      .then(([log, diff, untracked]) => {
+        if (!alive) return;
+        const bad = [log, diff, untracked].find((r) => r.code !== 0);
+        if (bad) throw new Error(bad.stderr.trim() || bad.error || `git exited with ${bad.code}`);
+        setData({
+          commits: log.stdout.split('\n').filter(Boolean),
+          files: parseDiff(diff.stdout),
+          truncated: diff.truncated,
+          untracked: untracked.stdout.split('\n').filter(Boolean),
+        });
+      })
+      .catch((e) => alive && setErr(e));
+    return () => {
+      alive = false;
+    };
+  }, [name, base, running, tick]);
+
+  return (
+    <>
+      <Bar back={urls.sandbox(name)} title="Changes" sub={name}>
+        <button type="button" class="small" onClick={() => setTick((n) => n + 1)} disabled={!running}>
+          Reload
+        </button>
+      </Bar>
+      <main>
+        {sb && !running && <p class="muted">Start the sandbox to see its changes.</p>}
+        {sb && !base && <p class="muted">This sandbox has no starting commit to compare with.</p>}
+        <ErrorText err={err} />
+        {running && base && !data && !err && <p class="muted">Reading the workspace…</p>}
+        {data && (
+          <>
+            <section class="card">
+              <h2>Commits since {base.slice(0, 10)}</h2>
+              {data.commits.length === 0 && <p class="muted">None.</p>}
+              <ul class="plain">
+                {data.commits.map((c) => (
+                  <li key={c} class="mono small">
+                    {c}
+                  </li>
+                ))}
+              </ul>
+            </section>
+            <section class="card">
+              <h2>
+                {data.files.length} file{data.files.length === 1 ? '' : 's'} changed
+              </h2>
+              {data.truncated && <p class="muted">The diff is too long to show whole.</p>}
+              {data.files.map((f) => (
+                <FileDiff key={f.path} f={f} />
+              ))}
+              {data.untracked.length > 0 && (
+                <>
+                  <h3>Not in git yet</h3>
+                  <ul class="plain">
+                    {data.untracked.map((p) => (
+                      <li key={p} class="mono small">
+                        {p}
+                      </li>
+                    ))}
+                  </ul>
+                </>
+              )}
+            </section>
+          </>
+        )}
+      </main>
+    </>
+  );
+}
+
+function FileDiff({ f }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="diff" onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>
+        <span class="mono">{f.path}</span> <span class="add">+{f.add}</span> <span class="del">−{f.del}</span>
+      </summary>
+      {open && (
+        <pre>
+          {f.lines.map((l, i) => (
+            <div key={i} class={l[0] === '+' ? 'add' : l[0] === '-' ? 'del' : l.startsWith('@@') ? 'hunk' : ''}>
+              {l || ' '}
+            </div>
+          ))}
+        </pre>
+      )}
+    </details>
+  );
+}
