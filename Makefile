@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/paddock
 
-.PHONY: build setup test proto bench lint fuzz
+.PHONY: build setup test proto bench lint fuzz web check-web
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
@@ -30,6 +30,14 @@ proto:
 		--go_out=. --go_opt=module=github.com/paddockhq/paddock \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/paddockhq/paddock \
 		proto/paddock/agent/v1/agent.proto
+
+# web builds the web UI from web/ into internal/webui/dist, which the binary embeds and git
+# keeps: run it after changing web/ and commit both (check-web checks they agree).
+web:
+	cd web && { [ -d node_modules ] || npm ci --ignore-scripts --no-audit --no-fund; } && npm run build
+
+check-web:
+	./scripts/check-web.sh
 
 lint:
 	gofmt -l . | (! grep .)

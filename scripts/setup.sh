@@ -2,7 +2,8 @@
 # Installs what paddock's tests need on a fresh Debian machine, then builds paddock.
 set -euo pipefail
 
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc)
+# chromium: the web UI's browser tests (internal/webui) drive it headless.
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -29,6 +30,11 @@ for pkg in "${agents[@]}"; do
     $sudo npm install -g --no-fund --no-audit "$pkg" >/dev/null
   fi
 done
+
+# The web UI's build tools (esbuild) and packages, at the versions web/package-lock.json
+# pins; no install scripts run.
+echo "setup: npm ci in web/"
+(cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 
 if ! command -v go >/dev/null; then
   [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
