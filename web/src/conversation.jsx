@@ -41,7 +41,8 @@ export function Conversation({ sb, name }) {
     });
     const poll = setInterval(() => {
       const cur = session(sb, name);
-      if (document.visibilityState === 'visible' && cur && (cur.status === 'working' || cur.status === 'running')) load();
+      // A shell session has no transcript to poll for.
+      if (document.visibilityState === 'visible' && cur && cur.agent !== 'shell' && (cur.status === 'working' || cur.status === 'running')) load();
     }, 3000);
     return () => {
       alive = false;
@@ -72,7 +73,13 @@ export function Conversation({ sb, name }) {
       <main class="chat" ref={list}>
         {s && s.status === 'exited' && <p class="muted">The agent's process exited{s.detail ? ` (${s.detail})` : ''}.</p>}
         {s && <SessionActions sb={sb} s={s} />}
-        {err && <ErrorText err={err} />}
+        {err && err.kind === 'not_found' ? (
+          <p class="muted">
+            {err.message}. The <Link href={urls.terminal(sb, name)}>terminal</Link> shows the session as it is.
+          </p>
+        ) : (
+          <ErrorText err={err} />
+        )}
         {!entries && !err && <p class="muted">Loading the conversation…</p>}
         {entries && entries.length === 0 && <p class="muted">Nothing said yet.</p>}
         {entries && <Entries entries={entries} />}
