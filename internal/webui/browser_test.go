@@ -362,6 +362,18 @@ func TestBrowser(t *testing.T) {
 	b.fits("the terminal")
 	b.shot("terminal")
 
+	// The daemon restarts (the connection drops, as it does for a phone that slept): the
+	// terminal reattaches by itself, and the event stream comes back.
+	if err := d.client.StopDaemon(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the terminal to lose its connection", `document.querySelector('.term').dataset.conn === 'reconnecting'`)
+	d.paddock("ls") // starts the daemon, which serves the remembered listener again
+	b.waitFor("the terminal reattached", `!!document.querySelector('.term[data-conn="connected"]')`)
+	b.typeIn(".xterm-helper-textarea", "echo back-$((6*7))\r")
+	b.waitFor("output after reattaching", `document.querySelector('.xterm-rows').textContent.includes('back-42')`)
+	b.waitFor("the event stream back", `!!document.querySelector('[data-feed="live"]')`)
+
 	// A blocked host, allowed with one tap.
 	if code := d.inside("sh", "-c", "curl -sS -o /dev/null https://example.com"); code == 0 {
 		t.Fatal("example.com was reachable before it was allowed")
