@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -29,7 +31,38 @@ type Config struct {
 	Providers map[string]creds.Settings `toml:"providers"`
 	// MCP declares MCP servers made available in every sandbox: [mcp.NAME].
 	MCP map[string]MCPServer `toml:"mcp"`
+	// Notify says where to tell the user that a session waits for them or finished.
+	Notify Notify `toml:"notify"`
 }
+
+// Notify is the config's [notify] section: a webhook, and what Web Push subscribers and
+// the webhook hear about. Browsers subscribe themselves from the web UI.
+type Notify struct {
+	// Webhook is a URL the daemon POSTs to, e.g. "https://ntfy.sh/my-topic".
+	Webhook string `toml:"webhook"`
+	// Format is the webhook body: "ntfy" (plain text with Title, Click and Tags
+	// headers), "slack" ({"text": ...}, as Slack and Mattermost incoming webhooks take)
+	// or "json" (the event itself). Empty means ntfy.
+	Format string `toml:"format"`
+	// Headers are sent with each webhook request; "${NAME}" in a value is the daemon's
+	// environment variable NAME, read at each request (tokens stay out of the file).
+	Headers map[string]string `toml:"headers"`
+	// Events are what to notify: "waiting" (a session waits for the human), "finished"
+	// (an agent ended its turn), "exited" (a session's process ended). Empty means all.
+	Events []string `toml:"events"`
+	// URL is where the web UI is reached from the phone (behind a proxy, say), for the
+	// link in each notification. Empty means the address paddock web serves.
+	URL string `toml:"url"`
+	// Contact is the VAPID subject push services may use to reach the sender: a
+	// mailto: or https: URL. Empty means "mailto:paddock@localhost".
+	Contact string `toml:"contact"`
+}
+
+// NotifyEvents are the values [notify] events may hold.
+var NotifyEvents = []string{"waiting", "finished", "exited"}
+
+// NotifyFormats are the values [notify] format may hold.
+var NotifyFormats = []string{"ntfy", "slack", "json"}
 
 // MCPServer is one MCP server of the config file.
 type MCPServer struct {
@@ -93,6 +126,9 @@ func (c Config) validate(path string) error {
 				path, name, rootfs, backend.RootfsHint)
 		}
 	}
+	if err := c.Notify.validate(); err != nil {
+		return fmt.Errorf("config %s: [notify]: %w", path, err)
+	}
 	for name, m := range c.MCP {
 		switch m.Transport {
 		case "stdio":
@@ -106,6 +142,31 @@ func (c Config) validate(path string) error {
 		default:
 			return fmt.Errorf("config %s: [mcp.%s]: transport must be \"stdio\" or \"http\", got %q", path, name, m.Transport)
 		}
+	}
+	return nil
+}
+
+func (n Notify) validate() error {
+	if n.Webhook != "" {
+		if u, err := url.Parse(n.Webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("webhook %q must be an http(s):// URL", n.Webhook)
+		}
+	}
+	if n.Format != "" && !slices.Contains(NotifyFormats, n.Format) {
+		return fmt.Errorf("format must be one of %s, got %q", strings.Join(NotifyFormats, ", "), n.Format)
+	}
+	for _, e := range n.Events {
+		if !slices.Contains(NotifyEvents, e) {
+			return fmt.Errorf("events: %q is not one of %s", e, strings.Join(NotifyEvents, ", "))
+		}
+	}
+	if n.URL != "" {
+		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url %q must be the web UI's http(s):// address", n.URL)
+		}
+	}
+	if n.Contact != "" && !strings.HasPrefix(n.Contact, "mailto:") && !strings.HasPrefix(n.Contact, "https://") {
+		return fmt.Errorf("contact %q must be a mailto: or https:// URL", n.Contact)
 	}
 	return nil
 }

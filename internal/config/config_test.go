@@ -20,6 +20,12 @@ func TestLoad(t *testing.T) {
 		{name: "wrong type", content: "default_backend = 3\n", wantErr: "config.toml:1:"},
 		{name: "relative agent binary", content: "agent_binary = \"paddock\"\n", wantErr: "must be an absolute path"},
 		{name: "the host's root as a rootfs", content: "[backends.bwrap]\nrootfs = \"/\"\n", wantErr: "[backends.bwrap] rootfs \"/\" is the host's own root"},
+		{name: "notify", content: "[notify]\nwebhook = \"https://ntfy.sh/t\"\nformat = \"slack\"\nevents = [\"waiting\"]\nheaders = { Authorization = \"Bearer ${T}\" }\n",
+			want: Config{Notify: Notify{Webhook: "https://ntfy.sh/t", Format: "slack", Events: []string{"waiting"}}}},
+		{name: "notify webhook not http", content: "[notify]\nwebhook = \"ftp://x\"\n", wantErr: `[notify]: webhook "ftp://x" must be an http(s):// URL`},
+		{name: "notify unknown format", content: "[notify]\nformat = \"teams\"\n", wantErr: `format must be one of ntfy, slack, json, got "teams"`},
+		{name: "notify unknown event", content: "[notify]\nevents = [\"done\"]\n", wantErr: `events: "done" is not one of waiting, finished, exited`},
+		{name: "notify contact", content: "[notify]\ncontact = \"me@x\"\n", wantErr: "must be a mailto: or https:// URL"},
 		{name: "the host's root spelled otherwise", content: "[backends.bwrap]\nrootfs = \"/usr/..\"\n", wantErr: "is the host's own root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +44,8 @@ func TestLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.DefaultBackend != tc.want.DefaultBackend || got.AgentBinary != tc.want.AgentBinary ||
-				len(got.Backends) != len(tc.want.Backends) {
+				len(got.Backends) != len(tc.want.Backends) || got.Notify.Webhook != tc.want.Notify.Webhook ||
+				got.Notify.Format != tc.want.Notify.Format || len(got.Notify.Events) != len(tc.want.Notify.Events) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -1,0 +1,407 @@
+// Package notify tells the user, away from the terminal, that a session waits for them,
+// finished its turn or ended: through a webhook of the config (ntfy, Slack or plain
+// JSON bodies) and through Web Push to every browser that subscribed from the web UI.
+//
+// The Notifier follows the daemon's event bus. Deliveries never hold up the bus: each
+// goes on a bounded queue served by a few workers, and one that fails for a reason that
+// may pass (a network error, 429, 5xx) is tried again with backoff, a few times.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// What a notification is about: the values of config.NotifyEvents.
+const (
+	Waiting  = "waiting"
+	Finished = "finished"
+	Exited   = "exited"
+	// Test is a notification sent by `paddock notify test`.
+	Test = "test"
+)
+
+const (
+	queueSize = 256
+	workers   = 4
+	// attempts is how many times a delivery is tried before it is given up.
+	attempts = 5
+	// dedup is how long the same news of the same session is not repeated.
+	dedup = 30 * time.Second
+)
+
+// Message is one notification, whatever carries it.
+type Message struct {
+	// What is Waiting, Finished, Exited or Test.
+	What    string `json:"what"`
+	Sandbox string `json:"sandbox,omitempty"`
+	Session string `json:"session,omitempty"`
+	Title   string `json:"title"`
+	Body    string `json:"body"`
+	// URL opens the session in the web UI; empty when no web UI address is known.
+	URL  string    `json:"url,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+// Tag identifies the session a message is about, so a phone replaces the previous
+// notification of the same session instead of stacking them.
+func (m Message) Tag() string { return "paddock:" + m.Sandbox + "/" + m.Session }
+
+// Target is somewhere notifications go, as `paddock notify ls` shows it.
+type Target struct {
+	// ID is "webhook" for the config's webhook, or the push subscription's number.
+	ID   string `json:"id"`
+	Kind string `json:"kind"` // "webhook" or "push"
+	// Where is the webhook URL, or the push service's host.
+	Where string `json:"where"`
+	// Label says which browser a push subscription is.
+	Label    string    `json:"label,omitempty"`
+	Created  time.Time `json:"created,omitzero"`
+	LastSent time.Time `json:"last_sent,omitzero"`
+}
+
+// Result is the outcome of one delivery of `paddock notify test`.
+type Result struct {
+	Target Target `json:"target"`
+	// Error is empty when the target accepted the message.
+	Error string `json:"error,omitempty"`
+}
+
+// Options configure a Notifier.
+type Options struct {
+	Config config.Notify
+	Store  *store.Store
+	// StateDir holds the VAPID key pair (vapid.json).
+	StateDir string
+	// BaseURL returns the web UI's address for links when the config has none ("" when
+	// paddock web serves nothing).
+	BaseURL func() string
+	Logger  *slog.Logger
+	// Client sends the requests; nil means one with a 10 s timeout.
+	Client *http.Client
+	// Getenv reads the daemon's environment for ${NAME} in webhook headers.
+	Getenv func(string) string
+	// Backoff is the wait before the first retry, doubled for each next (0: 1 s).
+	Backoff time.Duration
+}
+
+// Notifier turns the daemon's events into notifications.
+type Notifier struct {
+	opts Options
+	log  *slog.Logger
+	keys vapidKeys
+	jobs chan job
+
+	mu   sync.Mutex
+	last map[string]sent // by sandbox/session
+	// status is each session's last status, to tell a turn that finished (working,
+	// then idle) from an agent that merely started idle.
+	status map[string]string
+}
+
+type sent struct {
+	what string
+	at   time.Time
+}
+
+// job is one delivery: a message to one target.
+type job struct {
+	msg     Message
+	target  string // "webhook" or a subscription id
+	push    *store.PushSubscription
+	attempt int
+}
+
+// New returns a Notifier; its VAPID keys are made on first use and kept in StateDir.
+func New(opts Options) (*Notifier, error) {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.BaseURL == nil {
+		opts.BaseURL = func() string { return "" }
+	}
+	keys, err := loadVAPID(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Notifier{opts: opts, log: opts.Logger, keys: keys, jobs: make(chan job, queueSize),
+		last: map[string]sent{}, status: map[string]string{}}, nil
+}
+
+// PublicKey is the VAPID public key browsers subscribe with (base64url, uncompressed point).
+func (n *Notifier) PublicKey() string { return n.keys.Public }
+
+// Run follows bus and delivers until ctx ends.
+func (n *Notifier) Run(ctx context.Context, bus *events.Bus) {
+	for range workers {
+		go n.work(ctx)
+	}
+	for ctx.Err() == nil {
+		sub := bus.Subscribe(0, func(ev events.Event) bool {
+			return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed"
+		})
+		n.follow(ctx, sub)
+		sub.Close()
+	}
+}
+
+func (n *Notifier) follow(ctx context.Context, sub *events.Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Dropped():
+			n.log.Warn("notifications fell behind the event stream; some were not sent")
+			return
+		case ev, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if msg, ok := n.decide(ev); ok {
+				n.Send(msg)
+			}
+		}
+	}
+}
+
+// decide says whether ev is news the user asked to hear about, and words it.
+func (n *Notifier) decide(ev events.Event) (Message, bool) {
+	key := ev.Sandbox + "/" + ev.Session
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var what string
+	switch ev.Kind {
+	case "session-removed":
+		delete(n.status, key)
+		delete(n.last, key)
+		return Message{}, false
+	case "session-exited":
+		what = Exited
+	case "session-status":
+		status := ev.Attrs["status"]
+		prev := n.status[key]
+		n.status[key] = status
+		switch {
+		case status == "waiting":
+			what = Waiting
+		case status == "idle" && prev == "working":
+			what = Finished
+		default:
+			return Message{}, false
+		}
+	default:
+		return Message{}, false
+	}
+	if ev.Session == "" || !n.wants(what) {
+		return Message{}, false
+	}
+	now := ev.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if l, ok := n.last[key]; ok && l.what == what && now.Sub(l.at) < dedup {
+		return Message{}, false
+	}
+	n.last[key] = sent{what: what, at: now}
+	msg := Message{What: what, Sandbox: ev.Sandbox, Session: ev.Session, Time: now}
+	name := ev.Sandbox + "/" + ev.Session
+	switch what {
+	case Waiting:
+		msg.Title, msg.Body = name+" is waiting for you", "The agent needs an answer or a permission."
+	case Finished:
+		msg.Title, msg.Body = name+" finished", "The agent ended its turn."
+	case Exited:
+		msg.Title, msg.Body = name+" exited", ev.Detail
+	}
+	msg.URL = n.link(ev.Sandbox, ev.Session)
+	return msg, true
+}
+
+func (n *Notifier) wants(what string) bool {
+	return len(n.opts.Config.Events) == 0 || slices.Contains(n.opts.Config.Events, what)
+}
+
+// link is the web UI's page of the session, or "" when there is no web UI address.
+func (n *Notifier) link(sandbox, session string) string {
+	base := n.opts.Config.URL
+	if base == "" {
+		base = n.opts.BaseURL()
+	}
+	if base == "" {
+		return ""
+	}
+	base = strings.TrimSuffix(base, "/")
+	if sandbox == "" {
+		return base + "/"
+	}
+	u := base + "/s/" + pathEscape(sandbox)
+	if session != "" {
+		u += "/" + pathEscape(session)
+	}
+	return u
+}
+
+// Send queues msg for every target. It never blocks: with the queue full, the message is
+// dropped and logged.
+func (n *Notifier) Send(msg Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n.opts.Config.Webhook != "" {
+		n.enqueue(job{msg: msg, target: "webhook"})
+	}
+	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	if err != nil {
+		n.log.Error("read push subscriptions", "err", err)
+		return
+	}
+	for i := range subs {
+		n.enqueue(job{msg: msg, target: fmt.Sprint(subs[i].ID), push: &subs[i]})
+	}
+}
+
+func (n *Notifier) enqueue(j job) {
+	select {
+	case n.jobs <- j:
+	default:
+		n.log.Warn("notification queue full: dropped", "target", j.target, "title", j.msg.Title)
+	}
+}
+
+func (n *Notifier) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-n.jobs:
+			n.run(ctx, j)
+		}
+	}
+}
+
+// run delivers one job, scheduling a retry when the failure may pass.
+func (n *Notifier) run(ctx context.Context, j job) {
+	err := n.deliver(ctx, j)
+	if err == nil {
+		return
+	}
+	j.attempt++
+	var de *deliveryError
+	retry := !errors.As(err, &de) || de.retry
+	if !retry || j.attempt >= attempts {
+		n.log.Warn("notification not delivered", "target", j.target, "title", j.msg.Title, "attempts", j.attempt, "err", err)
+		return
+	}
+	wait := n.opts.Backoff << (j.attempt - 1)
+	n.log.Info("notification failed; trying again", "target", j.target, "in", wait, "err", err)
+	time.AfterFunc(wait, func() {
+		if ctx.Err() == nil {
+			n.enqueue(j)
+		}
+	})
+}
+
+// deliver sends one job once.
+func (n *Notifier) deliver(ctx context.Context, j job) error {
+	if j.push != nil {
+		return n.push(ctx, j.push, j.msg)
+	}
+	return n.webhook(ctx, j.msg)
+}
+
+// Targets lists where notifications go.
+func (n *Notifier) Targets(ctx context.Context) ([]Target, error) {
+	var out []Target
+	if w := n.opts.Config.Webhook; w != "" {
+		out = append(out, Target{ID: "webhook", Kind: "webhook", Where: w, Label: n.format()})
+	}
+	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range subs {
+		out = append(out, pushTarget(s))
+	}
+	return out, nil
+}
+
+// TestAll sends a test message to every target at once, each tried once, and says how
+// each went.
+func (n *Notifier) TestAll(ctx context.Context) ([]Result, error) {
+	msg := Message{What: Test, Title: "paddock: test notification", Body: "Notifications from this paddock reach you here.",
+		URL: n.link("", ""), Time: time.Now()}
+	targets, err := n.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]Result, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		j := job{msg: msg, target: t.ID}
+		if t.Kind == "push" {
+			for k := range subs {
+				if fmt.Sprint(subs[k].ID) == t.ID {
+					j.push = &subs[k]
+				}
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = Result{Target: t}
+			if err := n.deliver(ctx, j); err != nil {
+				results[i].Error = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// deliveryError is a refusal by the receiver; retry says whether trying again may help.
+type deliveryError struct {
+	status int
+	body   string
+	retry  bool
+}
+
+func (e *deliveryError) Error() string {
+	s := fmt.Sprintf("answered %d %s", e.status, http.StatusText(e.status))
+	if e.body != "" {
+		s += ": " + e.body
+	}
+	return s
+}
+
+// refusal turns a response that is not 2xx into a deliveryError.
+func refusal(resp *http.Response, body []byte) error {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	return &deliveryError{status: resp.StatusCode, body: text,
+		retry: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
+}

@@ -1,0 +1,299 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/notify/pushtest"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+func newNotifier(t *testing.T, cfg config.Notify) (*Notifier, *store.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	n, err := New(Options{Config: cfg, Store: st, StateDir: dir, Logger: slog.New(slog.DiscardHandler),
+		BaseURL: func() string { return "http://127.0.0.1:7777" }, Backoff: 10 * time.Millisecond,
+		Getenv: func(k string) string { return map[string]string{"NTFY_TOKEN": "tk_secret"}[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, st
+}
+
+func status(sandbox, session, s string, at time.Time) events.Event {
+	return events.Event{Time: at, Sandbox: sandbox, Session: session, Kind: "session-status", Attrs: map[string]string{"status": s}}
+}
+
+func TestDecide(t *testing.T) {
+	n, _ := newNotifier(t, config.Notify{})
+	t0 := time.Now()
+	steps := []struct {
+		ev   events.Event
+		want string // the title, or "" for none
+	}{
+		{status("repo", "fix", "idle", t0), ""}, // an agent that starts idle finished nothing
+		{status("repo", "fix", "working", t0.Add(time.Second)), ""},
+		{status("repo", "fix", "idle", t0.Add(2 * time.Second)), "repo/fix finished"},
+		{status("repo", "fix", "working", t0.Add(3 * time.Second)), ""},
+		{status("repo", "fix", "waiting", t0.Add(4 * time.Second)), "repo/fix is waiting for you"},
+		{status("repo", "fix", "working", t0.Add(5 * time.Second)), ""},
+		// The same news of the same session within 30 s is not repeated...
+		{status("repo", "fix", "waiting", t0.Add(6 * time.Second)), ""},
+		// ...but other news of it is, and news of another session.
+		{status("repo", "other", "waiting", t0.Add(6 * time.Second)), "repo/other is waiting for you"},
+		{events.Event{Time: t0.Add(7 * time.Second), Sandbox: "repo", Session: "fix", Kind: "session-exited", Detail: "fix exited with status 1"}, "repo/fix exited"},
+		{status("repo", "fix", "waiting", t0.Add(40 * time.Second)), "repo/fix is waiting for you"},
+		// Events of no session, and other kinds, are no news.
+		{events.Event{Sandbox: "repo", Kind: "stopped"}, ""},
+	}
+	for i, s := range steps {
+		msg, ok := n.decide(s.ev)
+		if got := map[bool]string{true: msg.Title}[ok]; got != s.want {
+			t.Fatalf("step %d (%s %v): got %q, want %q", i, s.ev.Kind, s.ev.Attrs, got, s.want)
+		}
+		if ok && msg.URL != "http://127.0.0.1:7777/s/repo/"+s.ev.Session {
+			t.Fatalf("step %d: link %q", i, msg.URL)
+		}
+	}
+
+	// Only the events asked for.
+	n, _ = newNotifier(t, config.Notify{Events: []string{"waiting"}, URL: "https://paddock.example/"})
+	if _, ok := n.decide(events.Event{Time: t0, Sandbox: "r", Session: "s", Kind: "session-exited"}); ok {
+		t.Fatal("exited notified though only waiting was asked for")
+	}
+	msg, ok := n.decide(status("r", "a b", "waiting", t0))
+	if !ok || msg.URL != "https://paddock.example/s/r/a%20b" {
+		t.Fatalf("waiting: %v %+v", ok, msg)
+	}
+}
+
+// receiver records what a webhook receives.
+type receiver struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []*http.Request
+	body []string
+	// fail answers this status to the first requests, while > 0 of them remain.
+	fail     int
+	failWith int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		rc.reqs = append(rc.reqs, r)
+		rc.body = append(rc.body, string(b))
+		if rc.fail > 0 {
+			rc.fail--
+			w.WriteHeader(rc.failWith)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) wait(t *testing.T, n int) ([]*http.Request, []string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		rc.mu.Lock()
+		if len(rc.reqs) >= n {
+			defer rc.mu.Unlock()
+			return rc.reqs, rc.body
+		}
+		rc.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the webhook got %d requests, want %d", len(rc.reqs), n)
+	return nil, nil
+}
+
+func TestWebhookFormats(t *testing.T) {
+	msg := Message{What: Waiting, Sandbox: "repo", Session: "fix", Title: "repo/fix is waiting for you",
+		Body: "The agent needs an answer or a permission.", URL: "http://127.0.0.1:7777/s/repo/fix"}
+	for _, tc := range []struct {
+		format string
+		check  func(r *http.Request, body string) string
+	}{
+		{"ntfy", func(r *http.Request, body string) string {
+			if r.Header.Get("Title") != msg.Title || r.Header.Get("Click") != msg.URL || r.Header.Get("Tags") != "raising_hand" ||
+				r.Header.Get("Priority") != "high" || body != msg.Body {
+				return "ntfy headers or body"
+			}
+			return ""
+		}},
+		{"slack", func(r *http.Request, body string) string {
+			var v map[string]string
+			if json.Unmarshal([]byte(body), &v) != nil || r.Header.Get("Content-Type") != "application/json" ||
+				v["text"] != "*repo/fix is waiting for you*\nThe agent needs an answer or a permission.\n<http://127.0.0.1:7777/s/repo/fix|Open in paddock>" {
+				return "slack body"
+			}
+			return ""
+		}},
+		{"json", func(r *http.Request, body string) string {
+			var v Message
+			if json.Unmarshal([]byte(body), &v) != nil || v.Sandbox != "repo" || v.Session != "fix" || v.What != "waiting" || v.URL != msg.URL {
+				return "json body"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			rc := newReceiver(t)
+			n, _ := newNotifier(t, config.Notify{Webhook: rc.srv.URL + "/topic", Format: tc.format,
+				Headers: map[string]string{"Authorization": "Bearer ${NTFY_TOKEN}"}})
+			if err := n.webhook(context.Background(), msg); err != nil {
+				t.Fatal(err)
+			}
+			reqs, bodies := rc.wait(t, 1)
+			if reqs[0].Method != http.MethodPost || reqs[0].URL.Path != "/topic" || reqs[0].Header.Get("Authorization") != "Bearer tk_secret" {
+				t.Fatalf("request %s %s, Authorization %q", reqs[0].Method, reqs[0].URL.Path, reqs[0].Header.Get("Authorization"))
+			}
+			if what := tc.check(reqs[0], bodies[0]); what != "" {
+				t.Fatalf("%s wrong: headers %v body %q", what, reqs[0].Header, bodies[0])
+			}
+		})
+	}
+}
+
+func TestRetries(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// A webhook that is down for a moment gets the message once it is back.
+	rc := newReceiver(t)
+	rc.fail, rc.failWith = 2, http.StatusServiceUnavailable
+	n, _ := newNotifier(t, config.Notify{Webhook: rc.srv.URL})
+	bus := events.NewBus()
+	go n.Run(ctx, bus)
+	time.Sleep(50 * time.Millisecond) // Run subscribes
+	bus.Publish(status("repo", "fix", "waiting", time.Now()))
+	reqs, _ := rc.wait(t, 3)
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 2 refused and 1 accepted", len(reqs))
+	}
+
+	// One that refuses the request itself (400) is not asked again.
+	rc = newReceiver(t)
+	rc.fail, rc.failWith = 100, http.StatusBadRequest
+	n, _ = newNotifier(t, config.Notify{Webhook: rc.srv.URL})
+	n.Send(Message{What: Waiting, Sandbox: "r", Session: "s", Title: "t"})
+	go n.work(ctx)
+	rc.wait(t, 1)
+	time.Sleep(200 * time.Millisecond) // several backoffs
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.reqs) != 1 {
+		t.Fatalf("a 400 was tried %d times", len(rc.reqs))
+	}
+}
+
+func TestPush(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc := pushtest.Start(t)
+	n, st := newNotifier(t, config.Notify{Contact: "mailto:ops@example.com"})
+	phone, laptop := svc.Subscribe(), svc.Subscribe()
+	var ids []int64
+	for _, s := range []pushtest.Subscription{phone, laptop} {
+		id, err := n.Subscribe(ctx, store.PushSubscription{Endpoint: s.Endpoint, P256DH: s.Keys.P256DH, Auth: s.Keys.Auth, Label: "Chrome"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	go n.Run(ctx, eventsBus(t, n, status("repo", "fix", "waiting", time.Now())))
+
+	pushes := svc.Wait(2, 10*time.Second)
+	if len(pushes) != 2 {
+		t.Fatalf("%d pushes, want one to each browser; refused: %v", len(pushes), svc.Errors())
+	}
+	for _, p := range pushes {
+		var got pushPayload
+		if err := json.Unmarshal(p.Payload, &got); err != nil {
+			t.Fatalf("payload %q: %v", p.Payload, err)
+		}
+		if got.Title != "repo/fix is waiting for you" || got.URL != "http://127.0.0.1:7777/s/repo/fix" || got.Tag != "paddock:repo/fix" {
+			t.Fatalf("payload %+v", got)
+		}
+		if p.Key != n.PublicKey() || p.Subject != "mailto:ops@example.com" || p.Urgency != "high" || p.TTL <= 0 {
+			t.Fatalf("push %+v", p)
+		}
+	}
+
+	// A browser that unsubscribed (the push service answers 410) is forgotten.
+	svc.Answer(laptop.Endpoint, http.StatusGone)
+	results, err := n.TestAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].Error != "" || !strings.Contains(results[1].Error, "410") {
+		t.Fatalf("test results %+v", results)
+	}
+	subs, err := st.PushSubscriptions(ctx)
+	if err != nil || len(subs) != 1 || subs[0].ID != ids[0] || subs[0].LastSent.IsZero() {
+		t.Fatalf("subscriptions after a 410: %+v %v", subs, err)
+	}
+
+	// Keys a browser could not have made are refused.
+	if _, err := n.Subscribe(ctx, store.PushSubscription{Endpoint: svc.URL() + "/push/x", P256DH: "AAAA", Auth: phone.Keys.Auth}); err == nil ||
+		!strings.Contains(err.Error(), "p256dh") {
+		t.Fatalf("a bad key: %v", err)
+	}
+	if _, err := n.Subscribe(ctx, store.PushSubscription{Endpoint: "javascript:alert(1)", P256DH: phone.Keys.P256DH, Auth: phone.Keys.Auth}); err == nil {
+		t.Fatal("a javascript: endpoint was taken")
+	}
+}
+
+// eventsBus is a bus that publishes evs once the notifier has subscribed.
+func eventsBus(t *testing.T, n *Notifier, evs ...events.Event) *events.Bus {
+	bus := events.NewBus()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		for _, ev := range evs {
+			bus.Publish(ev)
+		}
+	}()
+	return bus
+}
+
+func TestVAPIDKeysKept(t *testing.T) {
+	dir := t.TempDir()
+	a, err := loadVAPID(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "vapid.json"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("vapid.json: %v %v", fi.Mode(), err)
+	}
+	b, err := loadVAPID(dir)
+	if err != nil || a != b {
+		t.Fatalf("the keys changed on the second load: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "vapid.json"), []byte("{}"), 0o600)
+	if _, err := loadVAPID(dir); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Fatalf("a broken key file: %v", err)
+	}
+}
