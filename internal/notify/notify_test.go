@@ -50,16 +50,16 @@ func TestDecide(t *testing.T) {
 	}{
 		{status("repo", "fix", "idle", t0), ""}, // an agent that starts idle finished nothing
 		{status("repo", "fix", "working", t0.Add(time.Second)), ""},
-		{status("repo", "fix", "idle", t0.Add(2 * time.Second)), "repo/fix finished"},
-		{status("repo", "fix", "working", t0.Add(3 * time.Second)), ""},
-		{status("repo", "fix", "waiting", t0.Add(4 * time.Second)), "repo/fix is waiting for you"},
-		{status("repo", "fix", "working", t0.Add(5 * time.Second)), ""},
+		{status("repo", "fix", "idle", t0.Add(2*time.Second)), "repo/fix finished"},
+		{status("repo", "fix", "working", t0.Add(3*time.Second)), ""},
+		{status("repo", "fix", "waiting", t0.Add(4*time.Second)), "repo/fix is waiting for you"},
+		{status("repo", "fix", "working", t0.Add(5*time.Second)), ""},
 		// The same news of the same session within 30 s is not repeated...
-		{status("repo", "fix", "waiting", t0.Add(6 * time.Second)), ""},
+		{status("repo", "fix", "waiting", t0.Add(6*time.Second)), ""},
 		// ...but other news of it is, and news of another session.
-		{status("repo", "other", "waiting", t0.Add(6 * time.Second)), "repo/other is waiting for you"},
+		{status("repo", "other", "waiting", t0.Add(6*time.Second)), "repo/other is waiting for you"},
 		{events.Event{Time: t0.Add(7 * time.Second), Sandbox: "repo", Session: "fix", Kind: "session-exited", Detail: "fix exited with status 1"}, "repo/fix exited"},
-		{status("repo", "fix", "waiting", t0.Add(40 * time.Second)), "repo/fix is waiting for you"},
+		{status("repo", "fix", "waiting", t0.Add(40*time.Second)), "repo/fix is waiting for you"},
 		// Events of no session, and other kinds, are no news.
 		{events.Event{Sandbox: "repo", Kind: "stopped"}, ""},
 	}
