@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -47,6 +48,8 @@ type Server struct {
 	shutdown func()
 	// web is the TCP listener's state, when the daemon has one (EnableWeb).
 	web *webState
+	// notifier sends notifications, when the daemon has one (EnableNotify).
+	notifier *notify.Notifier
 }
 
 // NewServer builds the API handler.
@@ -80,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 	s.netRoutes(mux)
 	s.webRoutes(mux)
 	s.sessionRoutes(mux)
+	s.notifyRoutes(mux)
 	return s.logged(mux)
 }
 

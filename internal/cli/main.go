@@ -133,6 +133,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdImage(f),
 		newCmdWeb(f, nil),
 		newCmdToken(f),
+		newCmdNotify(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),

@@ -1,113 +1,134 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
-
-	"github.com/paddockhq/paddock/internal/session"
 )
 
-// newCmdAgentNotify is what agents' hooks run inside a sandbox to report a session's
-// status (working, waiting, idle), and what tmux runs when a session's process ends
-// (exited). It writes the session's status file, which the guest agent watches and the
-// daemon reads on demand. It never fails the hook: problems go to stderr.
-func newCmdAgentNotify(f *Factory) *cobra.Command {
-	var status, name, exitStatus string
+func newCmdNotify(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
-		Short: "Report a session's status from an agent's hook (inside a sandbox)",
-		Args:  cobra.ArbitraryArgs,
+		Use:   "notify",
+		Short: "Where notifications go when a session waits for you or finishes: list, test, remove",
+		Long: `The daemon tells you when a session starts waiting for you, finishes its turn or exits: through
+the webhook of the config's [notify] section (ntfy, Slack or JSON bodies), and through Web Push to
+every browser that pressed "Notify me" in the web UI (paddock web).
+
+  [notify]
+  webhook = "https://ntfy.sh/my-paddock"      # format = "ntfy" | "slack" | "json"
+  headers = { Authorization = "Bearer ${NTFY_TOKEN}" }
+  events = ["waiting", "finished", "exited"]  # the default: all three
+
+  paddock notify ls          # the webhook and each subscribed browser
+  paddock notify test        # a test notification to each, and how each went
+  paddock notify rm ID       # forget a browser`,
+	}
+	cmd.AddCommand(newCmdNotifyLs(f), newCmdNotifyTest(f), newCmdNotifyRm(f))
+	return cmd
+}
+
+func newCmdNotifyLs(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List where notifications go: the webhook and each subscribed browser",
+		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" {
-				name = os.Getenv("PADDOCK_SESSION")
+			c, err := f.Client(cmd.Context())
+			if err != nil {
+				return err
 			}
-			if name == "" {
-				return nil // not in a paddock session: nothing to report
+			st, err := c.NotifyStatus(cmd.Context())
+			if err != nil {
+				return err
 			}
-			path := filepath.Join(session.StatusDir, filepath.Base(name)+".json")
-			rec := map[string]any{"status": status, "time": time.Now().Unix()}
-			if status == "exited" && exitStatus != "" {
-				rec["exit_status"] = exitStatus
+			if asJSON {
+				return writeJSON(f, st.Targets)
 			}
-			if id := hookSessionID(f.IO.In, args); id != "" {
-				rec["agent_session"] = id
-			} else if id := previousAgentSession(path); id != "" {
-				// Keep the conversation id an earlier report gave: restart needs it.
-				rec["agent_session"] = id
+			if len(st.Targets) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "no notifications are sent: set webhook in [notify] of the config file, or press \"Notify me\" in the web UI (paddock web)")
+				return nil
 			}
-			data, _ := json.Marshal(rec)
-			if err := writeAtomic(path, data); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "paddock agent notify: %v\n", err)
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tWHERE\tLABEL\tLAST SENT")
+			for _, t := range st.Targets {
+				sent := "-"
+				if t.Kind == "push" {
+					sent = "never"
+					if !t.LastSent.IsZero() {
+						sent = age(time.Since(t.LastSent)) + " ago"
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Kind, t.Where, t.Label, sent)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newCmdNotifyTest(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "test",
+		Short: "Send a test notification to every target and say how each went",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			results, err := c.TestNotify(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(f, results)
+			}
+			if len(results) == 0 {
+				return fmt.Errorf("nothing to test: set webhook in [notify] of the config file, or press \"Notify me\" in the web UI (paddock web)")
+			}
+			failed := 0
+			for _, r := range results {
+				name := r.Target.Kind + " " + r.Target.Where
+				if r.Target.Kind == "push" {
+					name = fmt.Sprintf("push %s (%s, %s)", r.Target.ID, r.Target.Where, r.Target.Label)
+				}
+				if r.Error != "" {
+					failed++
+					fmt.Fprintf(f.IO.Out, "failed  %s: %s\n", name, r.Error)
+					continue
+				}
+				fmt.Fprintf(f.IO.Out, "sent    %s\n", name)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d notifications were not delivered", failed, len(results))
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "working, waiting, idle or exited")
-	cmd.Flags().StringVar(&name, "session", "", "the session (default $PADDOCK_SESSION)")
-	cmd.Flags().StringVar(&exitStatus, "exit-status", "", "with --status exited: the process's exit status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// previousAgentSession is the conversation id in a session's status file, if any.
-func previousAgentSession(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
+func newCmdNotifyRm(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: "Forget a subscribed browser (its ID from paddock notify ls)",
+		Args:  exactArgs(1, "one target ID from `paddock notify ls`"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveNotifyTarget(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "paddock: removed %s; that browser gets no more notifications\n", args[0])
+			return nil
+		},
 	}
-	var v struct {
-		AgentSession string `json:"agent_session"`
-	}
-	json.Unmarshal(data, &v)
-	return v.AgentSession
-}
-
-// hookSessionID finds the agent's conversation id in a hook's input: Claude Code sends a
-// JSON object on stdin, Codex passes one as the last argument.
-func hookSessionID(in io.Reader, args []string) string {
-	var raw []byte
-	if len(args) > 0 {
-		raw = []byte(args[len(args)-1])
-	} else if file, ok := in.(*os.File); ok && !term.IsTerminal(int(file.Fd())) {
-		done := make(chan []byte, 1)
-		go func() {
-			b, _ := io.ReadAll(io.LimitReader(in, 1<<20))
-			done <- b
-		}()
-		select {
-		case raw = <-done:
-		case <-time.After(500 * time.Millisecond): // a stdin nobody closes
-		}
-	}
-	var v struct {
-		SessionID string `json:"session_id"`
-		ThreadID  string `json:"thread-id"`
-		Thread2   string `json:"thread_id"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	for _, id := range []string{v.SessionID, v.ThreadID, v.Thread2} {
-		if id != "" {
-			return id
-		}
-	}
-	return ""
-}
-
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

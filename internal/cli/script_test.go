@@ -40,12 +40,14 @@ func TestScripts(t *testing.T) {
 		Setup:               setup,
 		Condition:           condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"killdaemon": killDaemon,
-			"waitfor":    waitFor,
-			"upstream":   startUpstream,
-			"webenv":     webEnv,
-			"webreq":     webReq,
-			"selfsigned": selfSigned,
+			"killdaemon":  killDaemon,
+			"waitfor":     waitFor,
+			"upstream":    startUpstream,
+			"webenv":      webEnv,
+			"webreq":      webReq,
+			"selfsigned":  selfSigned,
+			"webhook":     webhook,
+			"pushservice": pushService,
 		},
 	})
 }

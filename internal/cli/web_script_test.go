@@ -46,7 +46,7 @@ func webEnv(ts *testscript.TestScript, neg bool, args []string) {
 // the Location and Set-Cookie headers, then the body:
 //
 //	webreq [-token FILE] [-cookie FILE] [-save-cookie FILE] [-cacert FILE] [-unix SOCKET]
-//	       [-H 'Name: value']... [-form k=v] METHOD URL
+//	       [-H 'Name: value']... [-form k=v] [-json FILE] METHOD URL
 //	webreq -ws [same flags] URL ARGV...      an exec WebSocket running ARGV; prints its output and exit code
 //
 // A request that gets no answer prints "error: ...".
@@ -90,6 +90,8 @@ func webReq(ts *testscript.TestScript, neg bool, args []string) {
 			hdr.Set(name, strings.TrimSpace(value))
 		case "-form":
 			form, hdr["Content-Type"] = v, []string{"application/x-www-form-urlencoded"}
+		case "-json":
+			form, hdr["Content-Type"] = ts.ReadFile(v), []string{"application/json"}
 		default:
 			ts.Fatalf("webreq: unknown flag %s", flag)
 		}

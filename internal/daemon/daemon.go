@@ -22,6 +22,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -124,6 +125,12 @@ func Run(ctx context.Context, opts Options) error {
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
+	notifier, err := notify.New(notify.Options{Config: cfg.Notify, Store: st, StateDir: p.State, Logger: log.With("part", "notify"),
+		Getenv: os.Getenv, BaseURL: func() string { return web.Status().URL }})
+	if err != nil {
+		return err
+	}
+	apiSrv.EnableNotify(notifier)
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -137,6 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go svc.AutoSync(ctx)
+	go notifier.Run(ctx, svc.Events())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/notify"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// NotifyStatus is what GET /v1/notify reports: the key browsers subscribe with, and
+// where notifications go.
+type NotifyStatus struct {
+	// PublicKey is the daemon's VAPID public key (base64url), the applicationServerKey
+	// of PushManager.subscribe.
+	PublicKey string          `json:"public_key"`
+	Targets   []notify.Target `json:"targets"`
+}
+
+// PushSubscriptionRequest is the body of POST /v1/notify/subscriptions: a browser's
+// PushSubscription as its toJSON() gives it, and a label for people.
+type PushSubscriptionRequest struct {
+	Endpoint string `json:"endpoint"`
+	Keys     struct {
+		P256DH string `json:"p256dh"`
+		Auth   string `json:"auth"`
+	} `json:"keys"`
+	Label string `json:"label,omitempty"`
+}
+
+// EnableNotify gives the server the daemon's notifier; without it the /v1/notify routes
+// answer unavailable. Call it before Handler.
+func (s *Server) EnableNotify(n *notify.Notifier) { s.notifier = n }
+
+func (s *Server) notifyRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/notify", s.withNotifier(s.notifyStatus))
+	mux.HandleFunc("POST /v1/notify/subscriptions", s.withNotifier(s.subscribe))
+	mux.HandleFunc("DELETE /v1/notify/targets/{id}", s.withNotifier(s.removeTarget))
+	mux.HandleFunc("POST /v1/notify/test", s.withNotifier(s.testNotify))
+}
+
+func (s *Server) withNotifier(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.notifier == nil {
+			s.writeError(w, r, apperr.Unavailable("", "this daemon sends no notifications"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) notifyStatus(w http.ResponseWriter, r *http.Request) {
+	targets, err := s.notifier.Targets(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NotifyStatus{PublicKey: s.notifier.PublicKey(), Targets: targets})
+}
+
+func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
+	var req PushSubscriptionRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	label := req.Label
+	if len(label) > 100 {
+		label = label[:100]
+	}
+	id, err := s.notifier.Subscribe(r.Context(), store.PushSubscription{Endpoint: req.Endpoint, P256DH: req.Keys.P256DH, Auth: req.Keys.Auth, Label: label})
+	if err != nil {
+		s.writeError(w, r, apperr.Invalid("", "%v", err))
+		return
+	}
+	s.log.Info("push subscription added", "id", id, "label", label)
+	writeJSON(w, http.StatusOK, map[string]int64{"id": id})
+}
+
+func (s *Server) removeTarget(w http.ResponseWriter, r *http.Request) {
+	raw := r.PathValue("id")
+	if raw == "webhook" {
+		s.writeError(w, r, apperr.Invalid("remove webhook from [notify] in the config file then restart the daemon: paddock daemon stop (the next command starts it)",
+			"the webhook comes from the config file"))
+		return
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		s.writeError(w, r, apperr.Invalid("run `paddock notify ls` to see the targets", "%q is not a target id", raw))
+		return
+	}
+	if err := s.notifier.Unsubscribe(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = apperr.NotFound("run `paddock notify ls` to see the targets", "no push subscription %d", id)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("push subscription removed", "id", id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) testNotify(w http.ResponseWriter, r *http.Request) {
+	results, err := s.notifier.TestAll(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, results)
+}
+
+// NotifyStatus reads GET /v1/notify.
+func (c *Client) NotifyStatus(ctx context.Context) (NotifyStatus, error) {
+	var out NotifyStatus
+	err := c.do(ctx, http.MethodGet, "/v1/notify", nil, &out)
+	return out, err
+}
+
+// Subscribe stores a browser's push subscription and returns its id.
+func (c *Client) Subscribe(ctx context.Context, req PushSubscriptionRequest) (int64, error) {
+	body, _ := json.Marshal(req)
+	var out struct {
+		ID int64 `json:"id"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/notify/subscriptions", bytes.NewReader(body), &out)
+	return out.ID, err
+}
+
+// RemoveNotifyTarget removes a push subscription by id.
+func (c *Client) RemoveNotifyTarget(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/notify/targets/"+url.PathEscape(id), nil, nil)
+}
+
+// TestNotify sends a test notification to every target and says how each went.
+func (c *Client) TestNotify(ctx context.Context) ([]notify.Result, error) {
+	var out []notify.Result
+	err := c.do(ctx, http.MethodPost, "/v1/notify/test", nil, &out)
+	return out, err
+}
