@@ -49,7 +49,7 @@ const html = (await readFile(path.join(here, 'index.html'), 'utf8'))
   .replace('{{style}}', asset(css));
 await writeFile(path.join(outdir, 'index.html'), html);
 
-for (const f of ['icon.svg', 'manifest.webmanifest']) {
+for (const f of ['icon.svg', 'manifest.webmanifest', 'sw.js']) {
   await writeFile(path.join(outdir, f), await readFile(path.join(here, 'public', f)));
 }
 

@@ -4,6 +4,7 @@ import { Link, urls } from './router.jsx';
 import { changed, denialsOf, state, useStore } from './store.js';
 import { api } from './api.js';
 import { Action, Bar, ErrorText, State, Status, ago } from './ui.jsx';
+import { NotifyMe } from './notify.jsx';
 
 export function Home() {
   const st = useStore();
@@ -43,6 +44,7 @@ export function Home() {
         ))}
         {list && (
           <div class="buttons foot">
+            <NotifyMe />
             <Action class="small" run={signOut} confirm="Sign this browser out? You will need a new login URL from `paddock web`.">
               Sign out
             </Action>
