@@ -388,13 +388,13 @@ func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why string
 	if docker != nil && docker.Available {
 		for _, r := range docker.Runtimes {
 			if r.Name == "runsc" && r.Available {
-				return "docker", "runsc", "docker under gVisor (runsc): its own kernel between the agent and the host's (no VM backend here)"
+				return "docker", "runsc", "docker under gVisor (runsc): a kernel of its own between agent and host; no VM backend here"
 			}
 		}
-		return "docker", "", "docker: gVisor's runsc is not registered with the engine (see `paddock doctor`), and there is no VM backend here"
+		return "docker", "", "docker: gVisor (runsc) is not registered with the engine, and no VM backend is here"
 	}
 	if bwrap != nil && bwrap.Available {
-		return "bwrap", "", "bwrap: docker is not available here (see `paddock doctor`), and there is no VM backend here"
+		return "bwrap", "", "bwrap: docker is not available (see `paddock doctor`), and no VM backend is here"
 	}
 	return "", "", ""
 }
@@ -449,6 +449,9 @@ func (d *dialog) validate() (plan, bool) {
 	} else {
 		sb := d.m.sandboxes[p.sandbox]
 		p.backend, p.runtime = sb.Backend, sb.Runtime
+		if d.justDoIt {
+			p.why = "an existing sandbox keeps its backend (" + backendText(p.backend, p.runtime) + "): choose a new sandbox for the strongest here"
+		}
 	}
 	if len(d.agents) == 0 {
 		return fail("the daemon knows no agents")
@@ -588,11 +591,7 @@ func (d *dialog) view(w, h int) string {
 		backend := "…"
 		switch {
 		case d.justDoIt && p.backend != "":
-			backend = p.backend
-			if p.runtime != "" {
-				backend += " + " + p.runtime
-			}
-			backend = styleDim.Render(backend + " (chosen by Just do it)")
+			backend = styleDim.Render(backendText(p.backend, p.runtime) + " (chosen by Just do it)")
 		case len(d.backends) > 0:
 			b := d.backends[d.backendI]
 			backend = b.Name
@@ -644,11 +643,18 @@ func (d *dialog) view(w, h int) string {
 	} else {
 		what := fmt.Sprintf("will start %s in %s/%s", p.agent, p.sandbox, p.name)
 		if p.isNew {
-			what = fmt.Sprintf("will create sandbox %s on %s, then start %s in %s/%s", p.sandbox, p.backend, p.agent, p.sandbox, p.name)
+			what = fmt.Sprintf("will create sandbox %s on %s, then start %s in %s/%s", p.sandbox, backendText(p.backend, p.runtime), p.agent, p.sandbox, p.name)
 		}
 		lines = append(lines, styleInfo.Render(what))
 	}
 	lines = append(lines, "", styleDim.Render("↑/↓ tab field · ←/→ space change · tab completes the path · enter next · ctrl+s create · esc cancel"))
 	box := styleBox.Width(min(w-2, 110)).Render(strings.Join(lines, "\n"))
 	return lipgloss.Place(w, max(1, h-1), lipgloss.Center, lipgloss.Center, box)
+}
+
+func backendText(name, runtime string) string {
+	if runtime != "" {
+		return name + " under " + runtime
+	}
+	return name
 }

@@ -172,7 +172,9 @@ func (m *Model) renderPreview(w, h int) string {
 		lines = append(lines, styleTitle.Render(r.sandbox+"/"+r.session)+"  "+look.style.Render(look.symbol+" "+look.label), "")
 		switch {
 		case m.previewErr != "":
-			lines = append(lines, styleError.Render(ansi.Wordwrap(m.previewErr, w, "")))
+			for _, l := range strings.Split(ansi.Wrap(termtext.Escape(m.previewErr), w, " "), "\n") {
+				lines = append(lines, styleDim.Render(l))
+			}
 		case len(m.preview) == 0:
 			lines = append(lines, styleDim.Render("(no conversation yet)"))
 		default:
