@@ -370,8 +370,8 @@ func (d *dialog) suggestName() {
 // plan is what Create will make.
 type plan struct {
 	project, sandbox, name, agent, backend, runtime, network string
-	isNew, worktree, justDoIt                                  bool
-	why                                                        string // the backend choice, for "Just do it"
+	isNew, worktree, justDoIt                                bool
+	why                                                      string // the backend choice, for "Just do it"
 }
 
 // chooseJustDoIt picks the strongest isolation this daemon has for unattended work.

@@ -175,9 +175,6 @@ func (m *Model) loadAll() tea.Cmd {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
 		for _, sb := range list {
-			if sb.State != "running" {
-				continue
-			}
 			wg.Add(1)
 			go func(name string) {
 				defer wg.Done()
@@ -272,9 +269,7 @@ func (m *Model) refreshSandbox(name string) tea.Cmd {
 			return sandboxMsg{name: name, err: err}
 		}
 		out := sandboxMsg{name: name, info: info}
-		if info.State == "running" {
-			out.sessions, out.err = d.Sessions(ctx, name)
-		}
+		out.sessions, out.err = d.Sessions(ctx, name)
 		return out
 	}
 }
@@ -455,14 +450,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.errLine = msg.name + ": " + msg.err.Error()
 		default:
 			m.sandboxes[msg.name] = msg.info
-			if msg.info.State == "running" {
-				m.sessions[msg.name] = msg.sessions
-			} else {
-				ss := m.sessions[msg.name]
-				for i := range ss {
-					ss[i].Status = "exited"
-				}
-			}
+			m.sessions[msg.name] = msg.sessions
 		}
 		m.relayout()
 		return m, m.loadPreview(false)
