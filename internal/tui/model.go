@@ -121,6 +121,8 @@ type (
 		refresh []string
 	}
 	tickMsg time.Time
+	// previewAgainMsg asks to read the previewed session's transcript again.
+	previewAgainMsg string
 )
 
 // New returns the TUI's model; ctx bounds every call it makes.
@@ -469,7 +471,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.relayout()
 		if previewStale {
-			cmds = append(cmds, m.loadPreview(true))
+			// Agents write their transcript a moment after their hooks report: read it
+			// now and once more shortly after.
+			key := m.previewKey
+			cmds = append(cmds, m.loadPreview(true), tea.Tick(1500*time.Millisecond, func(time.Time) tea.Msg { return previewAgainMsg(key) }))
 		}
 		cmds = append(cmds, m.waitEvents())
 		return m, tea.Batch(cmds...)
@@ -486,6 +491,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			since = fmt.Sprint(m.lastSeq)
 		}
 		return m, tea.Batch(m.streamEvents(since), m.loadAll())
+	case previewAgainMsg:
+		if string(msg) == m.previewKey {
+			return m, m.loadPreview(true)
+		}
+		return m, nil
 	case transcriptMsg:
 		if msg.key == m.previewKey {
 			m.preview, m.previewErr = msg.entries, ""

@@ -309,4 +309,3 @@ func TestDialogCompletesThePath(t *testing.T) {
 	u.press("tab")
 	u.waitFor(base + "/projects/")
 }
-

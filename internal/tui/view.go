@@ -64,7 +64,7 @@ func (m *Model) header() string {
 			}
 		}
 	}
-	text := styleTitle.Render("paddock") + styleDim.Render(fmt.Sprintf("  %d sandboxes · %d sessions", nsb, nse))
+	text := styleTitle.Render("paddock") + styleDim.Render("  "+plural(nsb, "sandbox", "sandboxes")+" · "+plural(nse, "session", "sessions"))
 	if waiting > 0 {
 		text += "  " + lookOf("waiting").style.Render(fmt.Sprintf("%d waiting for you", waiting))
 	}
@@ -293,4 +293,11 @@ func pad(s string, w, h int) string {
 		lines[i] = l + strings.Repeat(" ", w-lw)
 	}
 	return strings.Join(lines, "\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
