@@ -32,8 +32,10 @@ func (tt *tmuxTerm) screen(flags ...string) string {
 	return tt.tmux(append([]string{"capture-pane", "-p", "-t", "tui"}, flags...)...)
 }
 
-func (tt *tmuxTerm) keys(keys ...string) { tt.tmux(append([]string{"send-keys", "-t", "tui"}, keys...)...) }
-func (tt *tmuxTerm) text(s string)      { tt.tmux("send-keys", "-t", "tui", "-l", s) }
+func (tt *tmuxTerm) keys(keys ...string) {
+	tt.tmux(append([]string{"send-keys", "-t", "tui"}, keys...)...)
+}
+func (tt *tmuxTerm) text(s string) { tt.tmux("send-keys", "-t", "tui", "-l", s) }
 
 // waitScreen waits until cond holds for the screen and returns it.
 func (tt *tmuxTerm) waitScreen(d time.Duration, what string, cond func(string) bool) string {
