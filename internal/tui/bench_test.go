@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // watchWriter is the program's terminal: it tells when text has been written since the
@@ -137,8 +138,8 @@ func BenchmarkTUIFirstFrame(b *testing.B) {
 }
 
 // BenchmarkTUIEventToScreen measures an event from the daemon's stream to the screen: a
-// session's status event whose detail shows on its line, with 50 sandboxes and 200
-// sessions listed. The baseline, in the same run, is the same with one session.
+// session's status event, on which the TUI reads the session's conversation and shows its
+// last words on the session's line, with 50 sandboxes and 200 sessions listed. The baseline, in the same run, is the same with one session.
 func BenchmarkTUIEventToScreen(b *testing.B) {
 	big, small := fleet(50, 4), fleet(1, 1)
 	type target struct {
@@ -164,6 +165,10 @@ func BenchmarkTUIEventToScreen(b *testing.B) {
 		detail := strings.Repeat(string(rune('a'+seq%26)), 12)
 		hit := t.w.expect(detail)
 		begin := time.Now()
+		// The agent's last words, which the TUI reads on the event and shows on the line.
+		t.f.mu.Lock()
+		t.f.transcript["sb000/w000-s0"] = []transcript.Entry{{Kind: transcript.KindAssistant, Text: detail}}
+		t.f.mu.Unlock()
 		t.f.publish(events.Event{Seq: seq, Time: time.Now(), Sandbox: "sb000", Session: "w000-s0", Kind: "session-status",
 			Detail: detail, Attrs: map[string]string{"status": []string{"working", "idle"}[seq%2]}})
 		waitHit(b, hit, detail)

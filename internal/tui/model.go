@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"os/exec"
 	"sync"
 	"time"
@@ -47,9 +48,14 @@ type Model struct {
 
 	sandboxes map[string]sandbox.Info
 	sessions  map[string][]session.Info
-	// lastLine is the latest thing said about a session (its status event's detail, or
-	// its exit), by "sandbox/session".
-	lastLine  map[string]string
+	// said is the last line of each session's conversation, note the last thing an event
+	// said about it (its exit), activity the time of its last event; by "sandbox/session".
+	said      map[string]string
+	note      map[string]string
+	activity  map[string]time.Time
+	// sem bounds the transcript reads in flight, so a large listing does not flood the
+	// daemon.
+	sem       chan struct{}
 	collapsed map[string]bool
 	loaded    bool
 	rows      []row
@@ -121,8 +127,8 @@ type (
 		refresh []string
 	}
 	tickMsg time.Time
-	// previewAgainMsg asks to read the previewed session's transcript again.
-	previewAgainMsg string
+	// transcriptAgainMsg asks to read a session's transcript again.
+	transcriptAgainMsg struct{ sandbox, name string }
 )
 
 // New returns the TUI's model; ctx bounds every call it makes.
@@ -145,7 +151,8 @@ func New(ctx context.Context, opts Options) *Model {
 		ctx: ctx, cancel: cancel, opts: opts, d: opts.Daemon,
 		width: 100, height: 30,
 		sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
-		lastLine: map[string]string{}, collapsed: map[string]bool{},
+		said: map[string]string{}, note: map[string]string{}, activity: map[string]time.Time{},
+		sem: make(chan struct{}, 4), collapsed: map[string]bool{},
 		filter: f, input: in, spin: sp, pager: viewport.New(),
 		busy: map[int]string{}, evch: make(chan tea.Msg, 256), now: time.Now,
 	}
@@ -309,13 +316,63 @@ func (m *Model) loadPreview(force bool) tea.Cmd {
 		m.preview, m.previewErr = nil, ""
 	}
 	m.previewKey = key
-	ctx, d, sb, name := m.ctx, m.d, r.sandbox, r.session
+	return m.readTranscript(r.sandbox, r.session)
+}
+
+// readTranscript reads a session's conversation, for its line and the preview; at most
+// cap(sem) reads run at once.
+func (m *Model) readTranscript(sb, name string) tea.Cmd {
+	ctx, d, sem := m.ctx, m.d, m.sem
 	return func() tea.Msg {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		defer func() { <-sem }()
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		entries, err := d.Transcript(cctx, sb, name)
-		return transcriptMsg{key: key, entries: entries, err: err}
+		return transcriptMsg{key: sb + "/" + name, entries: entries, err: err}
 	}
+}
+
+// readAllTranscripts reads the conversation of every listed session, for their lines.
+func (m *Model) readAllTranscripts() tea.Cmd {
+	var cmds []tea.Cmd
+	for sb, list := range m.sessions {
+		for _, se := range list {
+			cmds = append(cmds, m.readTranscript(sb, se.Name))
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// lastSaid is a conversation's last line worth showing in the list.
+func lastSaid(entries []transcript.Entry) string {
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		var text string
+		switch e.Kind {
+		case transcript.KindAssistant:
+			text = e.Text
+		case transcript.KindUser:
+			text = "› " + e.Text
+		case transcript.KindToolCall:
+			text = e.Tool + " " + string(e.Input)
+		default:
+			continue
+		}
+		text = strings.TrimSpace(text)
+		if j := strings.IndexByte(text, '\n'); j >= 0 {
+			text = text[:j]
+		}
+		if len(text) > 300 {
+			text = text[:300]
+		}
+		return text
+	}
+	return ""
 }
 
 func (m *Model) selected() (row, bool) {
@@ -380,10 +437,9 @@ func (m *Model) applyEvent(ev events.Event) (refresh bool) {
 				if st := ev.Attrs["status"]; st != "" {
 					list[i].Status = st
 				}
-				list[i].LastActivity = ev.Time
 			}
 		}
-		m.lastLine[key] = ev.Detail
+		m.activity[key] = ev.Time
 		return true
 	case "session-exited":
 		list := m.sessions[ev.Sandbox]
@@ -393,7 +449,7 @@ func (m *Model) applyEvent(ev events.Event) (refresh bool) {
 				list[i].Detail = ev.Detail
 			}
 		}
-		m.lastLine[key] = ev.Detail
+		m.note[key], m.activity[key] = ev.Detail, ev.Time
 		return true
 	case "removed":
 		delete(m.sandboxes, ev.Sandbox)
@@ -405,7 +461,7 @@ func (m *Model) applyEvent(ev events.Event) (refresh bool) {
 		return false
 	}
 	if ev.Session != "" {
-		m.lastLine[key] = ev.Detail
+		m.note[key], m.activity[key] = ev.Detail, ev.Time
 	}
 	return true
 }
@@ -442,7 +498,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.sessions[name] = ss
 		}
 		m.relayout()
-		return m, m.loadPreview(false)
+		return m, tea.Batch(m.loadPreview(false), m.readAllTranscripts())
 	case sandboxMsg:
 		switch {
 		case msg.gone:
@@ -458,24 +514,24 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.loadPreview(false)
 	case eventsMsg:
 		seen := map[string]bool{}
+		talked := map[string]bool{}
 		var cmds []tea.Cmd
-		previewStale := false
 		for _, ev := range msg {
 			if m.applyEvent(ev) && ev.Sandbox != "" && !seen[ev.Sandbox] {
 				seen[ev.Sandbox] = true
 				cmds = append(cmds, m.refreshSandbox(ev.Sandbox))
 			}
-			if ev.Sandbox+"/"+ev.Session == m.previewKey {
-				previewStale = true
+			if ev.Kind == "session-status" && !talked[ev.Sandbox+"/"+ev.Session] {
+				// Agents write their transcript a moment after their hooks report: read
+				// it now and once more shortly after.
+				talked[ev.Sandbox+"/"+ev.Session] = true
+				sb, name := ev.Sandbox, ev.Session
+				cmds = append(cmds, m.readTranscript(sb, name), tea.Tick(1500*time.Millisecond, func(time.Time) tea.Msg {
+					return transcriptAgainMsg{sb, name}
+				}))
 			}
 		}
 		m.relayout()
-		if previewStale {
-			// Agents write their transcript a moment after their hooks report: read it
-			// now and once more shortly after.
-			key := m.previewKey
-			cmds = append(cmds, m.loadPreview(true), tea.Tick(1500*time.Millisecond, func(time.Time) tea.Msg { return previewAgainMsg(key) }))
-		}
 		cmds = append(cmds, m.waitEvents())
 		return m, tea.Batch(cmds...)
 	case streamEndMsg:
@@ -491,12 +547,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			since = fmt.Sprint(m.lastSeq)
 		}
 		return m, tea.Batch(m.streamEvents(since), m.loadAll())
-	case previewAgainMsg:
-		if string(msg) == m.previewKey {
-			return m, m.loadPreview(true)
-		}
-		return m, nil
+	case transcriptAgainMsg:
+		return m, m.readTranscript(msg.sandbox, msg.name)
 	case transcriptMsg:
+		if msg.err == nil {
+			m.said[msg.key] = lastSaid(msg.entries)
+		}
 		if msg.key == m.previewKey {
 			m.preview, m.previewErr = msg.entries, ""
 			if msg.err != nil {

@@ -59,18 +59,29 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	u.press("down", "down")
 	u.waitFor("Looking at the session cache first.")
 
-	// An event changes the line at once, with its detail as the last activity.
+	// An event changes the line at once; the line ends with the conversation's last words.
 	f.publish(events.Event{Seq: 7, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
 		Detail: "fix-auth is waiting", Attrs: map[string]string{"status": "waiting"}})
 	s = u.waitFor("2 waiting for you")
-	if l := lineWith(s, "fix-auth           claude"); !strings.Contains(l, "◆") || !strings.Contains(l, "fix-auth is waiting") {
+	if l := lineWith(s, "fix-auth           claude"); !strings.Contains(l, "◆") || !strings.Contains(l, "0s  Looking at the sessio") {
 		t.Errorf("after the event, fix-auth's line is %q", l)
+	}
+
+	// A session whose process ends says how, on its line.
+	f.mu.Lock()
+	f.sessions["web"][0].Status = "exited"
+	f.mu.Unlock()
+	f.publish(events.Event{Seq: 8, Time: time.Now(), Sandbox: "web", Session: "ui", Kind: "session-exited",
+		Detail: "ui exited with status 137", Attrs: map[string]string{"exit_status": "137"}})
+	s = u.waitFor("ui exited with status")
+	if l := lineWith(s, " ui "); !strings.Contains(l, "✕") {
+		t.Errorf("the exited session's line is %q", l)
 	}
 
 	// A session the daemon reports gone (after an event) leaves the list.
 	f.RemoveSession(t.Context(), "api", "docs")
 	f.calls = nil
-	f.publish(events.Event{Seq: 8, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
+	f.publish(events.Event{Seq: 9, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
 	u.waitGone("docs ")
 
 	// Folding a project hides its sandboxes.

@@ -132,13 +132,22 @@ func (m *Model) renderRow(r row, w int) string {
 	case rowSession:
 		se, _ := m.sessionInfo(r.sandbox, r.session)
 		look := lookOf(se.Status)
-		age := ""
-		if !se.LastActivity.IsZero() {
-			age = ageText(m.now().Sub(se.LastActivity))
+		key := r.sandbox + "/" + r.session
+		at := se.LastActivity
+		if ev := m.activity[key]; ev.After(at) {
+			at = ev
 		}
-		last := m.lastLine[r.sandbox+"/"+r.session]
-		if last == "" {
-			last = se.Detail
+		age := ""
+		if !at.IsZero() {
+			age = ageText(m.now().Sub(at))
+		}
+		last := m.said[key]
+		if se.Status == "exited" || last == "" {
+			if note := m.note[key]; note != "" && se.Status == "exited" {
+				last = note
+			} else if last == "" {
+				last = se.Detail
+			}
 		}
 		last = termtext.Escape(strings.ReplaceAll(last, "\n", " "))
 		head := fmt.Sprintf("    %s %-18s %-7s %s", look.style.Render(look.symbol), ansi.Truncate(r.session, 18, "…"), se.Agent, look.style.Render(fmt.Sprintf("%-15s", look.label)))
