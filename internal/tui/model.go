@@ -3,8 +3,8 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +50,9 @@ type Model struct {
 	sessions  map[string][]session.Info
 	// said is the last line of each session's conversation, note the last thing an event
 	// said about it (its exit), activity the time of its last event; by "sandbox/session".
-	said      map[string]string
-	note      map[string]string
-	activity  map[string]time.Time
+	said     map[string]string
+	note     map[string]string
+	activity map[string]time.Time
 	// sem bounds the transcript reads in flight, so a large listing does not flood the
 	// daemon.
 	sem       chan struct{}
