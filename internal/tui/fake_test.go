@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,8 @@ type fakeDaemon struct {
 	sandboxes  map[string]sandbox.Info
 	sessions   map[string][]session.Info
 	transcript map[string][]transcript.Entry
+	// screens are what sessions' panes show, by "sandbox/session:" (capture-pane's target).
+	screens map[string]string
 	doctor     api.Doctor
 	calls      []string
 	events     chan events.Event
@@ -43,7 +46,7 @@ type fakeDaemon struct {
 
 func newFake() *fakeDaemon {
 	return &fakeDaemon{sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
-		transcript: map[string][]transcript.Entry{}, events: make(chan events.Event, 1024)}
+		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, events: make(chan events.Event, 1024)}
 }
 
 func (f *fakeDaemon) addSandbox(name, project, state string, sessions ...session.Info) {
@@ -233,6 +236,17 @@ func (f *fakeDaemon) Doctor(ctx context.Context) (api.Doctor, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.doctor, nil
+}
+
+func (f *fakeDaemon) Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error) {
+	f.mu.Lock()
+	screen, ok := f.screens[name+"/"+strings.TrimPrefix(req.Argv[len(req.Argv)-1], "=")]
+	f.mu.Unlock()
+	if !slices.Equal(req.Argv[:len(req.Argv)-1], []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t"}) || !ok {
+		return 1, nil
+	}
+	io.WriteString(eio.Stdout, screen)
+	return 0, nil
 }
 
 // commandLog records the paddock command lines the TUI runs; each runs `sh -c SCRIPT`,

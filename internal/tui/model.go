@@ -81,6 +81,8 @@ type Model struct {
 	preview    []transcript.Entry
 	previewKey string
 	previewErr string
+	// screen is the previewed session's screen, when it has no transcript.
+	screen string
 
 	evch    chan tea.Msg
 	lastSeq int64
@@ -127,6 +129,10 @@ type (
 		refresh []string
 	}
 	tickMsg time.Time
+	screenMsg struct {
+		key, text string
+		err       error
+	}
 	// transcriptAgainMsg asks to read a session's transcript again.
 	transcriptAgainMsg struct{ sandbox, name string }
 )
@@ -313,7 +319,7 @@ func (m *Model) loadPreview(force bool) tea.Cmd {
 		return nil
 	}
 	if key != m.previewKey {
-		m.preview, m.previewErr = nil, ""
+		m.preview, m.previewErr, m.screen = nil, "", ""
 	}
 	m.previewKey = key
 	return m.readTranscript(r.sandbox, r.session)
@@ -334,6 +340,33 @@ func (m *Model) readTranscript(sb, name string) tea.Cmd {
 		defer cancel()
 		entries, err := d.Transcript(cctx, sb, name)
 		return transcriptMsg{key: sb + "/" + name, entries: entries, err: err}
+	}
+}
+
+// readScreen reads what a session's pane shows.
+func (m *Model) readScreen(sb, name string) tea.Cmd {
+	ctx, d, sem := m.ctx, m.d, m.sem
+	st := m.sandboxes[sb].State
+	return func() tea.Msg {
+		key := sb + "/" + name
+		if st != "running" {
+			return screenMsg{key: key}
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		defer func() { <-sem }()
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var out strings.Builder
+		code, err := d.Exec(cctx, sb, api.ExecRequest{Argv: []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t", "=" + name + ":"}},
+			api.ExecIO{Stdout: &out})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("capture-pane exited with %d", code)
+		}
+		return screenMsg{key: key, text: out.String(), err: err}
 	}
 }
 
@@ -558,6 +591,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.err != nil {
 				m.previewErr = msg.err.Error()
 			}
+			if len(msg.entries) == 0 {
+				if r, ok := m.selected(); ok && r.kind == rowSession {
+					return m, m.readScreen(r.sandbox, r.session)
+				}
+			}
+		}
+		return m, nil
+	case screenMsg:
+		if msg.key == m.previewKey && msg.err == nil {
+			m.screen = msg.text
 		}
 		return m, nil
 	case doneMsg:

@@ -38,6 +38,9 @@ type Daemon interface {
 	CreateSession(ctx context.Context, sandboxName string, req session.CreateRequest, wait time.Duration) (session.Info, error)
 	WriteFile(ctx context.Context, name, p string, mode uint32, r io.Reader) error
 	Doctor(ctx context.Context) (api.Doctor, error)
+	// Exec runs a process in a sandbox: the preview reads a session's screen with it
+	// when its agent keeps no transcript paddock reads.
+	Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error)
 }
 
 var _ Daemon = (*api.Client)(nil)

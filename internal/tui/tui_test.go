@@ -40,6 +40,7 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 		{Kind: transcript.KindUser, Text: "make login faster"},
 		{Kind: transcript.KindAssistant, Text: "Looking at the session cache first."},
 	}
+	f.screens["api/docs:"] = "$ make docs\nbuilt 14 pages\n$ \x1b]0;title\x07\n"
 	u := startTUI(t, f, nil, 140, 20)
 
 	s := u.waitFor("fix-auth")
@@ -58,6 +59,14 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	// The preview shows the selected session's conversation.
 	u.press("down", "down")
 	u.waitFor("Looking at the session cache first.")
+	// Without a transcript, the preview shows the session's screen, control characters
+	// shown, not obeyed.
+	u.press("down")
+	s = u.waitFor("built 14 pages")
+	if !strings.Contains(s, `$ \x1b]0;title\x07`) {
+		t.Errorf("the screen's control characters are not shown as text:\n%s", s)
+	}
+	u.press("up")
 
 	// An event changes the line at once; the line ends with the conversation's last words.
 	f.publish(events.Event{Seq: 7, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",

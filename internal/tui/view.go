@@ -180,6 +180,13 @@ func (m *Model) renderPreview(w, h int) string {
 		look := lookOf(se.Status)
 		lines = append(lines, styleTitle.Render(r.sandbox+"/"+r.session)+"  "+look.style.Render(look.symbol+" "+look.label), "")
 		switch {
+		case len(m.preview) == 0 && strings.TrimSpace(m.screen) != "":
+			lines = append(lines, styleDim.Render("its screen:"))
+			screen := strings.Split(strings.TrimRight(termtext.Escape(m.screen), "\n "), "\n")
+			if len(screen) > h-3 {
+				screen = screen[len(screen)-(h-3):]
+			}
+			lines = append(lines, screen...)
 		case m.previewErr != "":
 			for _, l := range strings.Split(ansi.Wrap(termtext.Escape(m.previewErr), w, " "), "\n") {
 				lines = append(lines, styleDim.Render(l))
