@@ -35,9 +35,9 @@ type fakeDaemon struct {
 	transcript map[string][]transcript.Entry
 	// screens are what sessions' panes show, by "sandbox/session:" (capture-pane's target).
 	screens map[string]string
-	doctor     api.Doctor
-	calls      []string
-	events     chan events.Event
+	doctor  api.Doctor
+	calls   []string
+	events  chan events.Event
 	// gate, when set, holds every call that changes something until it is closed.
 	gate chan struct{}
 	// failRestart makes RestartSession fail with it.

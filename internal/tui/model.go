@@ -128,7 +128,7 @@ type (
 		pager   string
 		refresh []string
 	}
-	tickMsg time.Time
+	tickMsg   time.Time
 	screenMsg struct {
 		key, text string
 		err       error
