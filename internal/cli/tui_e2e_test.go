@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/tui/screenshot"
 )
 
 // tmuxTerm is a terminal the test types into and reads: a pane of a tmux server of its own.
@@ -68,17 +69,25 @@ func sessionLine(screen, name string) string {
 	return ""
 }
 
-// saveScreen keeps the pane, colours included, in $PADDOCK_SCREENSHOTS/NAME.ansi when set
-// (docs/screenshots is made this way).
+// saveScreen keeps the pane, colours included, in $PADDOCK_SCREENSHOTS/NAME.ansi and as
+// an image in NAME.svg, when that is set (docs/screenshots is made this way).
 func (tt *tmuxTerm) saveScreen(name string) {
 	dir := os.Getenv("PADDOCK_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".ansi"), []byte(tt.screen("-e")), 0o644); err != nil {
+	capture := tt.screen("-e")
+	if err := os.WriteFile(filepath.Join(dir, name+".ansi"), []byte(capture), 0o644); err != nil {
+		tt.t.Fatal(err)
+	}
+	svg := screenshot.SVG([]byte(capture), tuiCols, tuiRows)
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), svg, 0o644); err != nil {
 		tt.t.Fatal(err)
 	}
 }
+
+// The TUI's terminal size in the end-to-end test.
+const tuiCols, tuiRows = 150, 32
 
 // TestTUIEndToEnd drives the real binary's TUI in a terminal (tmux) against a real daemon,
 // a bwrap sandbox and the real Claude Code talking to a scripted model: a session started
@@ -103,7 +112,7 @@ func TestTUIEndToEnd(t *testing.T) {
 
 	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("pdk-tui-%d", os.Getpid())}
 	// The server inherits this environment: PATH with paddock (this test binary), PADDOCK_HOME.
-	tt.tmux("new-session", "-d", "-s", "tui", "-x", "150", "-y", "32", "-c", repo, "paddock")
+	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "paddock")
 	t.Cleanup(func() { exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
 	tt.waitFor(10*time.Second, "1 sandbox · 0 sessions")
 
@@ -112,7 +121,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	tt.waitFor(10*time.Second, "will create sandbox")
 	tt.keys("Down", "Right")
 	tt.waitFor(5*time.Second, "will start claude in repo/main")
-	tt.saveScreen("dialog")
+	tt.saveScreen("tui-claude-dialog")
 	tt.keys("C-s")
 	tt.waitFor(90*time.Second, "started repo/main")
 
@@ -122,7 +131,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	tt.text("RUN: sleep 4 && echo hi > /workspace/hi.txt")
 	tt.keys("Enter")
 	tt.waitScreen(60*time.Second, "main working", func(s string) bool { return strings.Contains(sessionLine(s, "main"), "working") })
-	tt.saveScreen("list")
+	tt.saveScreen("tui-claude-list")
 	tt.waitScreen(60*time.Second, "main idle or waiting", func(s string) bool {
 		l := sessionLine(s, "main")
 		return strings.Contains(l, "idle") || strings.Contains(l, "waiting")
