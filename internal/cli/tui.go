@@ -18,7 +18,7 @@ func newCmdTUI(f *Factory) *cobra.Command {
 (working, waiting for you, idle, exited), its last activity and a preview of its conversation,
 kept current from the daemon's events. Enter attaches (Ctrl-b d comes back), n starts a new
 session, R restarts one, ? lists every key. ` + "`paddock`" + ` with no arguments in a terminal opens it too.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTUI(cmd.Context(), f) },
 	}
 }
