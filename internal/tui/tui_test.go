@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/events"
@@ -328,4 +330,46 @@ func TestDialogCompletesThePath(t *testing.T) {
 	u.typeText(base + "/pro")
 	u.press("tab")
 	u.waitFor(base + "/projects/")
+}
+
+func TestMouseSelects(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		session.Info{Name: "docs", Agent: "claude", Status: "idle"})
+	f.transcript["api/docs"] = []transcript.Entry{{Kind: transcript.KindAssistant, Text: "The docs are rebuilt."}}
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("docs")
+	// The list starts on the screen's second line: rows project, sandbox, fix-auth, docs.
+	u.tm.Send(tea.MouseClickMsg{X: 8, Y: 4, Button: tea.MouseLeft})
+	u.waitFor("The docs are rebuilt.")
+	// A second click on a project line folds it.
+	u.tm.Send(tea.MouseClickMsg{X: 4, Y: 1, Button: tea.MouseLeft})
+	u.tm.Send(tea.MouseClickMsg{X: 4, Y: 1, Button: tea.MouseLeft})
+	u.waitGone("fix-auth")
+}
+
+func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, false)
+	repo := gitRepo(t, "main")
+	f.addSandbox("shop", repo, "running", session.Info{Name: "main", Agent: "claude", Status: "idle"})
+	cmds := &commandLog{}
+	u := startTUI(t, f, cmds, 130, 30)
+	u.waitFor("main ")
+	u.press("n")
+	u.waitFor("New session")
+	u.press("ctrl+u")
+	u.typeText(repo)
+	u.press("down", "right")
+	// The branch's name is taken in that sandbox: the suggestion moves on.
+	u.waitFor("will start claude in shop/main-2")
+	u.press("down", "right") // agent: codex
+	u.press("down", "down", "space")
+	u.waitFor("[x] its own worktree")
+	u.press("ctrl+s")
+	u.waitFor("started shop/main-2")
+	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
+		t.Fatalf("commands run: %q", got)
+	}
+	waitCalls(t, f, "create-session shop/main-2 agent=codex worktree=main-2")
 }
