@@ -65,5 +65,8 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
 	_, err := p.Run()
 	m.Close()
+	if ctx.Err() != nil {
+		return nil // ended by a signal: the terminal is restored, nothing to report
+	}
 	return err
 }
