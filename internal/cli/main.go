@@ -109,6 +109,13 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	// With no arguments: the TUI in a terminal, the help elsewhere.
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if isTerminal(f.IO.In) && isTerminal(f.IO.Out) {
+			return runTUI(cmd.Context(), f)
+		}
+		return cmd.Help()
+	}
 	root.AddCommand(
 		newCmdUp(f, nil),
 		newCmdLs(f, nil),
@@ -132,6 +139,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdEnv(f),
 		newCmdImage(f),
 		newCmdWeb(f, nil),
+		newCmdTUI(f),
 		newCmdToken(f),
 		newCmdNotify(f),
 		newCmdServe(f),

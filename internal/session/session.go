@@ -226,7 +226,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 // a session-exited event), and sets a long scrollback and the mouse. Session names are
 // checked (letters, digits, '.', '_', '-'), so they need no quoting in the hook.
 const tmuxConfig = `set -g remain-on-exit on
-set-hook -g pane-died 'run-shell -b "` + notifyPath + ` agent notify --status exited --session #{session_name} --exit-status #{pane_dead_status} </dev/null >/dev/null 2>&1"'
+set-hook -g pane-died 'run-shell -b "` + notifyPath + ` agent notify --status exited --session #{session_name} --exit-status=#{pane_dead_status} </dev/null >/dev/null 2>&1"'
 set -g history-limit 50000
 set -g mouse on
 set -g status-left "[#S] "

@@ -1,0 +1,176 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/tui/screenshot"
+)
+
+// tmuxTerm is a terminal the test types into and reads: a pane of a tmux server of its own.
+type tmuxTerm struct {
+	t      *testing.T
+	socket string
+}
+
+func (tt *tmuxTerm) tmux(args ...string) string {
+	tt.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tt.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		tt.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// screen is the pane as the user sees it (with -e, its colours too).
+func (tt *tmuxTerm) screen(flags ...string) string {
+	return tt.tmux(append([]string{"capture-pane", "-p", "-t", "tui"}, flags...)...)
+}
+
+func (tt *tmuxTerm) keys(keys ...string) {
+	tt.tmux(append([]string{"send-keys", "-t", "tui"}, keys...)...)
+}
+func (tt *tmuxTerm) text(s string) { tt.tmux("send-keys", "-t", "tui", "-l", s) }
+
+// waitScreen waits until cond holds for the screen and returns it.
+func (tt *tmuxTerm) waitScreen(d time.Duration, what string, cond func(string) bool) string {
+	tt.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := tt.screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tt.t.Fatalf("timed out after %v waiting for %s; the screen:\n%s", d, what, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (tt *tmuxTerm) waitFor(d time.Duration, text string) string {
+	tt.t.Helper()
+	return tt.waitScreen(d, fmt.Sprintf("%q", text), func(s string) bool { return strings.Contains(s, text) })
+}
+
+// sessionLine is the list's line of session name (of agent claude).
+func sessionLine(screen, name string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[1] == name && f[2] == "claude" {
+			return l
+		}
+	}
+	return ""
+}
+
+// saveScreen keeps the pane, colours included, in $PADDOCK_SCREENSHOTS/NAME.ansi and as
+// an image in NAME.svg, when that is set (docs/screenshots is made this way).
+func (tt *tmuxTerm) saveScreen(name string) {
+	dir := os.Getenv("PADDOCK_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	capture := tt.screen("-e")
+	if err := os.WriteFile(filepath.Join(dir, name+".ansi"), []byte(capture), 0o644); err != nil {
+		tt.t.Fatal(err)
+	}
+	svg := screenshot.SVG([]byte(capture), tuiCols, tuiRows)
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), svg, 0o644); err != nil {
+		tt.t.Fatal(err)
+	}
+}
+
+// The TUI's terminal size in the end-to-end test.
+const tuiCols, tuiRows = 150, 32
+
+// TestTUIEndToEnd drives the real binary's TUI in a terminal (tmux) against a real daemon,
+// a bwrap sandbox and the real Claude Code talking to a scripted model: a session started
+// from the dialog goes working then idle, attach and detach come back to the list, and a
+// killed agent comes back with R, its conversation resumed.
+func TestTUIEndToEnd(t *testing.T) {
+	for _, tool := range []string{"claude", "bwrap", "tmux"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s must be installed in CI (make setup)", tool)
+			}
+			t.Skipf("%s is not installed (make setup)", tool)
+		}
+	}
+	model := modeltest.NewAnthropic(t)
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-e2e-REAL-0123456789abcdefghijklmnop")
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo, "--backend", "bwrap")
+
+	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("pdk-tui-%d", os.Getpid())}
+	// The server inherits this environment: PATH with paddock (this test binary), PADDOCK_HOME.
+	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "paddock")
+	t.Cleanup(func() { exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
+	tt.waitFor(10*time.Second, "1 sandbox · 0 sessions")
+
+	// The dialog: the existing sandbox, Claude Code, the name suggested from the branch.
+	tt.keys("n")
+	tt.waitFor(10*time.Second, "will create sandbox")
+	tt.keys("Down", "Right")
+	tt.waitFor(5*time.Second, "will start claude in repo/main")
+	tt.saveScreen("tui-claude-dialog")
+	tt.keys("C-s")
+	tt.waitFor(90*time.Second, "started repo/main")
+
+	// A message without attaching; the list shows the turn: working, then idle.
+	tt.keys("m")
+	tt.waitFor(5*time.Second, "message to repo/main:")
+	tt.text("RUN: sleep 4 && echo hi > /workspace/hi.txt")
+	tt.keys("Enter")
+	tt.waitScreen(60*time.Second, "main working", func(s string) bool { return strings.Contains(sessionLine(s, "main"), "working") })
+	tt.saveScreen("tui-claude-list")
+	tt.waitScreen(60*time.Second, "main idle or waiting", func(s string) bool {
+		l := sessionLine(s, "main")
+		return strings.Contains(l, "idle") || strings.Contains(l, "waiting")
+	})
+	tt.waitFor(20*time.Second, "DONE:")
+
+	// Enter attaches to Claude Code's own screen; Ctrl-b d comes back to the list.
+	tt.keys("Enter")
+	tt.waitScreen(30*time.Second, "Claude's screen", func(s string) bool {
+		return !strings.Contains(s, "enter attach") && strings.Contains(s, "❯")
+	})
+	tt.keys("C-b", "d")
+	tt.waitFor(10*time.Second, "detached from repo/main")
+
+	// Kill the agent: the list shows it exited; R brings it back on its conversation.
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
+	tt.waitScreen(30*time.Second, "main exited", func(s string) bool { return strings.Contains(sessionLine(s, "main"), "exited") })
+	tt.keys("R")
+	tt.waitFor(90*time.Second, "repo/main resumed")
+	before := len(model.Requests())
+	tt.keys("m")
+	tt.waitFor(5*time.Second, "message to repo/main:")
+	tt.text("after the restart")
+	tt.keys("Enter")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resumed := false
+		for _, r := range model.Requests()[before:] {
+			if r.Contains("after the restart") && r.Contains("hi.txt") {
+				resumed = true
+			}
+		}
+		if resumed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request to the model carried the earlier conversation after R; the screen:\n%s", tt.screen())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	tt.keys("q")
+}

@@ -1,0 +1,347 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/paddockhq/paddock/internal/termtext"
+)
+
+// keyHelp is the help screen's table, and the footer's source.
+var keyHelp = [][2]string{
+	{"↑/↓ k/j", "move"},
+	{"enter", "attach to the session (detach with ctrl-b d to come back); on a project: fold"},
+	{"←/→ space", "fold / unfold the project"},
+	{"n", "new session"},
+	{"R", "restart: start a stopped sandbox, resume the session's conversation"},
+	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
+	{"D", "the sandbox's diff against where it started"},
+	{"m", "send the session a one-line message without attaching"},
+	{"f", "fork the session (Claude Code): a new session continuing its conversation"},
+	{"x", "stop the sandbox"},
+	{"d", "delete the session (on a sandbox line: the sandbox)"},
+	{"/", "filter by name, agent, status or backend; esc clears"},
+	{"?", "this help"},
+	{"q ctrl-c", "quit"},
+}
+
+const footerKeys = "enter attach · n new · R restart · s sync · D diff · m message · x stop · d delete · / filter · ? help · q quit"
+
+func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := msg.String()
+	if k == "ctrl+c" {
+		return m, tea.Quit
+	}
+	switch m.mode {
+	case modeHelp:
+		m.mode = modeList
+		return m, nil
+	case modePager:
+		switch k {
+		case "q", "esc":
+			m.mode = modeList
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.pager, cmd = m.pager.Update(msg)
+		return m, cmd
+	case modeConfirm:
+		m.mode = modeList
+		if k == "y" || k == "Y" {
+			return m, m.confirm.action()
+		}
+		m.infoLine = "cancelled"
+		return m, nil
+	case modeFilter:
+		switch k {
+		case "esc":
+			m.filter.SetValue("")
+			m.filter.Blur()
+			m.mode = modeList
+		case "enter":
+			m.filter.Blur()
+			m.mode = modeList
+		default:
+			var cmd tea.Cmd
+			m.filter, cmd = m.filter.Update(msg)
+			m.relayout()
+			return m, tea.Batch(cmd, m.loadPreview(false))
+		}
+		m.relayout()
+		return m, m.loadPreview(false)
+	case modeMessage:
+		switch k {
+		case "esc":
+			m.mode = modeList
+			m.input.Blur()
+			return m, nil
+		case "enter":
+			m.mode = modeList
+			m.input.Blur()
+			return m, m.sendMessage(strings.TrimSpace(m.input.Value()))
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	case modeDialog:
+		return m, m.dialog.key(msg)
+	}
+	return m, m.listKey(k)
+}
+
+func (m *Model) listKey(k string) tea.Cmd {
+	r, ok := m.selected()
+	switch k {
+	case "q":
+		return tea.Quit
+	case "up", "k":
+		return m.move(-1)
+	case "down", "j":
+		return m.move(1)
+	case "pgup":
+		return m.move(-m.listHeight())
+	case "pgdown":
+		return m.move(m.listHeight())
+	case "home", "g":
+		return m.move(-len(m.rows))
+	case "end", "G":
+		return m.move(len(m.rows))
+	case "?":
+		m.mode = modeHelp
+		return nil
+	case "/":
+		m.mode = modeFilter
+		return m.filter.Focus()
+	case "esc":
+		m.errLine, m.infoLine = "", ""
+		if m.filter.Value() != "" {
+			m.filter.SetValue("")
+			m.relayout()
+		}
+		return nil
+	case "n":
+		return m.openDialog()
+	}
+	if !ok {
+		return nil
+	}
+	switch k {
+	case "left", "right", "space", " ":
+		if r.kind == rowProject {
+			want := k == "left"
+			if k == "space" || k == " " {
+				want = !m.collapsed[r.project]
+			}
+			if m.collapsed[r.project] != want {
+				m.toggle(r.project)
+			}
+		}
+		return nil
+	case "enter":
+		switch r.kind {
+		case rowProject:
+			m.toggle(r.project)
+			return nil
+		case rowSandbox:
+			return m.attach(r.sandbox, "")
+		}
+		return m.attach(r.sandbox, r.session)
+	case "R":
+		return m.restart(r)
+	case "s":
+		return m.runCLI("syncing "+r.sandbox, "sync "+r.sandbox, "sync", r.sandbox)
+	case "D":
+		return m.runCLI("diffing "+r.sandbox, "diff "+r.sandbox, "diff", r.sandbox)
+	case "x":
+		return m.askStop(r)
+	case "d":
+		return m.askDelete(r)
+	case "m":
+		if r.kind != rowSession {
+			m.errLine = "select a session to send it a message"
+			return nil
+		}
+		m.input.SetValue("")
+		m.input.Prompt = fmt.Sprintf("message to %s/%s: ", r.sandbox, r.session)
+		m.mode = modeMessage
+		return m.input.Focus()
+	case "f":
+		return m.fork(r)
+	}
+	return nil
+}
+
+// attach runs `paddock chat SANDBOX/SESSION` on the terminal and comes back when it ends.
+func (m *Model) attach(sb, name string) tea.Cmd {
+	if st := m.sandboxes[sb].State; st != "running" {
+		m.errLine = fmt.Sprintf("%s is %s: press R to start it and resume the session", sb, st)
+		return nil
+	}
+	target := sb
+	if name != "" {
+		target += "/" + name
+		if se, ok := m.sessionInfo(sb, name); ok && se.Status == "exited" {
+			m.errLine = fmt.Sprintf("%s has exited: press R to resume it", target)
+			return nil
+		}
+	}
+	cmd := m.opts.Command(m.ctx, "chat", target)
+	if name == "" {
+		cmd = m.opts.Command(m.ctx, "attach", target)
+	}
+	return tea.ExecProcess(cmd, func(err error) tea.Msg {
+		if err != nil {
+			return doneMsg{err: fmt.Errorf("attach %s: %w", target, err), refresh: []string{sb}}
+		}
+		return doneMsg{info: "detached from " + target, refresh: []string{sb}}
+	})
+}
+
+// restart brings a session back: the sandbox started first when stopped, then the agent
+// relaunched on its conversation. On a sandbox line it only starts the sandbox.
+func (m *Model) restart(r row) tea.Cmd {
+	if r.kind == rowProject {
+		return nil
+	}
+	d, sb, name := m.d, r.sandbox, r.session
+	stopped := m.sandboxes[sb].State != "running"
+	what := "restarting " + sb + "/" + name
+	if r.kind == rowSandbox {
+		what = "starting " + sb
+	}
+	return m.call(what, func(ctx context.Context) doneMsg {
+		done := doneMsg{refresh: []string{sb}}
+		if stopped {
+			if _, err := d.Start(ctx, sb); err != nil {
+				done.err = fmt.Errorf("start %s: %w", sb, err)
+				return done
+			}
+			done.info = sb + " started"
+		}
+		if name == "" {
+			return done
+		}
+		info, err := d.RestartSession(ctx, sb, name)
+		if err != nil {
+			done.err = fmt.Errorf("restart %s/%s: %w", sb, name, err)
+			return done
+		}
+		done.info = fmt.Sprintf("%s/%s resumed: %s", sb, name, info.Status)
+		return done
+	})
+}
+
+// runCLI runs a paddock command on the host (sync and diff work on the host repo) and
+// shows its output in the pager.
+func (m *Model) runCLI(what, title string, args ...string) tea.Cmd {
+	command := m.opts.Command
+	sb := args[len(args)-1]
+	return m.call(what, func(ctx context.Context) doneMsg {
+		cmd := command(ctx, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Stdin = nil
+		err := cmd.Run()
+		text := termtext.Escape(out.String())
+		if err != nil {
+			return doneMsg{err: fmt.Errorf("paddock %s: %v", strings.Join(args, " "), firstLine(text, err)), title: title, pager: text, refresh: []string{sb}}
+		}
+		if strings.TrimSpace(text) == "" {
+			text = "(nothing)\n"
+		}
+		return doneMsg{info: title + " done", title: title, pager: text, refresh: []string{sb}}
+	})
+}
+
+// firstLine is the gist of a failed command: its last "paddock:" line, or err.
+func firstLine(out string, err error) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "paddock: ") {
+			return strings.TrimPrefix(lines[i], "paddock: ")
+		}
+	}
+	return err.Error()
+}
+
+func (m *Model) askStop(r row) tea.Cmd {
+	if r.kind == rowProject {
+		return nil
+	}
+	sb := r.sandbox
+	n := len(m.sessions[sb])
+	m.confirm = confirmation{
+		text: fmt.Sprintf("Stop %s? Its %d session(s) end (their conversations can be resumed with R); /workspace is kept. [y/N]", sb, n),
+		action: func() tea.Cmd {
+			d := m.d
+			return m.call("stopping "+sb, func(ctx context.Context) doneMsg {
+				if _, err := d.Stop(ctx, sb); err != nil {
+					return doneMsg{err: fmt.Errorf("stop %s: %w", sb, err), refresh: []string{sb}}
+				}
+				return doneMsg{info: sb + " stopped", refresh: []string{sb}}
+			})
+		},
+	}
+	m.mode = modeConfirm
+	return nil
+}
+
+func (m *Model) askDelete(r row) tea.Cmd {
+	d := m.d
+	switch r.kind {
+	case rowSession:
+		sb, name := r.sandbox, r.session
+		m.confirm = confirmation{
+			text: fmt.Sprintf("Delete session %s/%s? Its process ends and it leaves the list; the sandbox and its files stay. [y/N]", sb, name),
+			action: func() tea.Cmd {
+				return m.call("deleting "+sb+"/"+name, func(ctx context.Context) doneMsg {
+					if err := d.RemoveSession(ctx, sb, name); err != nil {
+						return doneMsg{err: fmt.Errorf("delete %s/%s: %w", sb, name, err), refresh: []string{sb}}
+					}
+					return doneMsg{info: "deleted " + sb + "/" + name, refresh: []string{sb}}
+				})
+			},
+		}
+	case rowSandbox:
+		sb := r.sandbox
+		m.confirm = confirmation{
+			text: fmt.Sprintf("Delete sandbox %s? Its %d session(s), /workspace and everything not synced (press s first) are lost for good. [y/N]", sb, len(m.sessions[sb])),
+			action: func() tea.Cmd {
+				return m.call("deleting "+sb, func(ctx context.Context) doneMsg {
+					if err := d.Remove(ctx, sb, true); err != nil {
+						return doneMsg{err: fmt.Errorf("delete %s: %w", sb, err), refresh: []string{sb}}
+					}
+					return doneMsg{info: "deleted " + sb, refresh: []string{sb}}
+				})
+			},
+		}
+	default:
+		return nil
+	}
+	m.mode = modeConfirm
+	return nil
+}
+
+func (m *Model) sendMessage(text string) tea.Cmd {
+	r, ok := m.selected()
+	if !ok || r.kind != rowSession || text == "" {
+		return nil
+	}
+	d, sb, name := m.d, r.sandbox, r.session
+	return m.call("sending to "+sb+"/"+name, func(ctx context.Context) doneMsg {
+		if err := d.SendToSession(ctx, sb, name, text); err != nil {
+			return doneMsg{err: fmt.Errorf("send to %s/%s: %w", sb, name, err)}
+		}
+		return doneMsg{info: "sent to " + sb + "/" + name}
+	})
+}
+
+// fork is not offered: the daemon's API has no fork of a session yet.
+func (m *Model) fork(r row) tea.Cmd {
+	m.errLine = "fork is not available yet: start a new session with n"
+	return nil
+}

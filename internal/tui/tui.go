@@ -1,0 +1,72 @@
+// Package tui is paddock's terminal UI: every sandbox and session at a glance, kept
+// current from the daemon's event stream, with keys to attach, restart, sync, diff, stop,
+// delete, message and start sessions. It talks to the daemon only through Daemon (the API
+// client satisfies it) and runs paddock itself for what the CLI does on the host side
+// (attach, sync, diff, up).
+package tui
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/transcript"
+)
+
+// Daemon is what the TUI asks of the daemon; *api.Client implements it. Every call is
+// made off the UI's goroutine, so a slow daemon never freezes the screen.
+type Daemon interface {
+	List(ctx context.Context) ([]sandbox.Info, error)
+	Get(ctx context.Context, name string) (sandbox.Info, error)
+	Sessions(ctx context.Context, sandboxName string) ([]session.Info, error)
+	// Events streams events until ctx ends (see api.Client.Events).
+	Events(ctx context.Context, q api.EventsQuery, fn func(events.Event) error) error
+	Transcript(ctx context.Context, sandboxName, name string) ([]transcript.Entry, error)
+	Start(ctx context.Context, name string) (sandbox.Info, error)
+	Stop(ctx context.Context, name string) (sandbox.Info, error)
+	Remove(ctx context.Context, name string, force bool) error
+	RemoveSession(ctx context.Context, sandboxName, name string) error
+	RestartSession(ctx context.Context, sandboxName, name string) (session.Info, error)
+	SendToSession(ctx context.Context, sandboxName, name, text string) error
+	CreateSession(ctx context.Context, sandboxName string, req session.CreateRequest, wait time.Duration) (session.Info, error)
+	WriteFile(ctx context.Context, name, p string, mode uint32, r io.Reader) error
+	Doctor(ctx context.Context) (api.Doctor, error)
+	// Exec runs a process in a sandbox: the preview reads a session's screen with it
+	// when its agent keeps no transcript paddock reads.
+	Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error)
+}
+
+var _ Daemon = (*api.Client)(nil)
+
+// Options configure the TUI.
+type Options struct {
+	Daemon Daemon
+	// Command returns a paddock command line (argv after the program name) ready to run:
+	// attach is `chat SANDBOX/SESSION`, sync `sync SANDBOX`, diff `diff SANDBOX`, a new
+	// sandbox `up ...`.
+	Command func(ctx context.Context, args ...string) *exec.Cmd
+	// LookPath says whether a program is on the host's PATH (the dialog checks agent CLIs
+	// for backends that run the host's /usr); nil uses exec.LookPath.
+	LookPath func(string) (string, error)
+	// Cwd is where the new-session dialog's project path starts.
+	Cwd string
+}
+
+// Run shows the TUI on the terminal in and out until the user quits.
+func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	m := New(ctx, opts)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	_, err := p.Run()
+	m.Close()
+	if ctx.Err() != nil {
+		return nil // ended by a signal: the terminal is restored, nothing to report
+	}
+	return err
+}

@@ -1,0 +1,375 @@
+package tui
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/transcript"
+)
+
+// lineWith is the screen's line holding text.
+func lineWith(screen, text string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.Contains(l, text) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
+	f := newFake()
+	now := time.Now()
+	f.addSandbox("api", "/src/api", "running",
+		session.Info{Name: "fix-auth", Agent: "claude", Status: "working", LastActivity: now.Add(-3 * time.Minute)},
+		session.Info{Name: "docs", Agent: "codex", Status: "idle"})
+	f.addSandbox("web", "/src/web", "running", session.Info{Name: "ui", Agent: "gemini", Status: "waiting"})
+	f.transcript["api/fix-auth"] = []transcript.Entry{
+		{Kind: transcript.KindUser, Text: "make login faster"},
+		{Kind: transcript.KindAssistant, Text: "Looking at the session cache first."},
+	}
+	f.screens["api/docs:"] = "$ make docs\nbuilt 14 pages\n$ \x1b]0;title\x07\n"
+	u := startTUI(t, f, nil, 140, 20)
+
+	s := u.waitFor("fix-auth")
+	for _, want := range []string{"api  /src/api", "web  /src/web", "2 sandboxes · 3 sessions", "1 waiting for you"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the list lacks %q:\n%s", want, s)
+		}
+	}
+	if l := lineWith(s, "fix-auth           claude"); !strings.Contains(l, "● fix-auth") || !strings.Contains(l, "working") || !strings.Contains(l, "3m") {
+		t.Errorf("fix-auth's line lacks its symbol, status or age: %q", l)
+	}
+	if l := lineWith(s, " ui "); !strings.Contains(l, "◆") || !strings.Contains(l, "waiting for you") {
+		t.Errorf("ui's line does not say it waits: %q", l)
+	}
+
+	// The preview shows the selected session's conversation.
+	u.press("down", "down")
+	u.waitFor("Looking at the session cache first.")
+	// Without a transcript, the preview shows the session's screen, control characters
+	// shown, not obeyed.
+	u.press("down")
+	s = u.waitFor("built 14 pages")
+	if !strings.Contains(s, `$ \x1b]0;title\x07`) {
+		t.Errorf("the screen's control characters are not shown as text:\n%s", s)
+	}
+	u.press("up")
+
+	// An event changes the line at once; the line ends with the conversation's last words.
+	f.publish(events.Event{Seq: 7, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
+		Detail: "fix-auth is waiting", Attrs: map[string]string{"status": "waiting"}})
+	s = u.waitFor("2 waiting for you")
+	if l := lineWith(s, "fix-auth           claude"); !strings.Contains(l, "◆") || !strings.Contains(l, "0s  Looking at the sessio") {
+		t.Errorf("after the event, fix-auth's line is %q", l)
+	}
+
+	// A session whose process ends says how, on its line.
+	f.mu.Lock()
+	f.sessions["web"][0].Status = "exited"
+	f.mu.Unlock()
+	f.publish(events.Event{Seq: 8, Time: time.Now(), Sandbox: "web", Session: "ui", Kind: "session-exited",
+		Detail: "ui exited with status 137", Attrs: map[string]string{"exit_status": "137"}})
+	s = u.waitFor("ui exited with status")
+	if l := lineWith(s, " ui "); !strings.Contains(l, "✕") {
+		t.Errorf("the exited session's line is %q", l)
+	}
+
+	// A session the daemon reports gone (after an event) leaves the list.
+	f.RemoveSession(t.Context(), "api", "docs")
+	f.calls = nil
+	f.publish(events.Event{Seq: 9, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
+	u.waitGone("docs ")
+
+	// Folding a project hides its sandboxes.
+	u.press("home", "space")
+	s = u.waitGone("fix-auth")
+	if !strings.Contains(s, "▸ api") {
+		t.Errorf("the folded project is not marked:\n%s", s)
+	}
+	u.press("space")
+	u.waitFor("fix-auth")
+}
+
+func TestFilterKeepsMatchingSessions(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running",
+		session.Info{Name: "fix-auth", Agent: "claude", Status: "working"},
+		session.Info{Name: "docs", Agent: "codex", Status: "idle"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("docs")
+	u.press("/")
+	u.typeText("codex")
+	s := u.waitGone("fix-auth")
+	if !strings.Contains(s, "docs") {
+		t.Fatalf("the filter hid the matching session:\n%s", s)
+	}
+	u.press("esc")
+	u.waitFor("fix-auth")
+}
+
+func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("stopped")
+	u.press("down", "down", "R")
+	waitCalls(t, f, "start api", "restart api/fix-auth")
+	s := u.waitFor("api/fix-auth resumed")
+	if l := lineWith(s, "fix-auth "); !strings.Contains(l, "working") {
+		t.Errorf("after R the session is not shown working: %q", l)
+	}
+}
+
+func TestSlowCallShowsSpinnerAndFailureShowsError(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
+	f.gate = make(chan struct{})
+	f.failRestart = errors.New("the agent did not come back")
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("fix-auth")
+	u.press("down", "down", "R")
+	u.waitFor("restarting api/fix-auth…")
+	// The screen still answers while the call hangs.
+	u.press("?")
+	u.waitFor("paddock: keys")
+	u.press("q")
+	u.waitGone("paddock: keys")
+	close(f.gate)
+	u.waitFor("✕ restart api/fix-auth: the agent did not come back")
+}
+
+func TestStopAndDeleteAskFirst(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	u := startTUI(t, f, nil, 160, 16)
+	u.waitFor("fix-auth")
+
+	u.press("down", "down", "d")
+	u.waitFor("Delete session api/fix-auth? Its process ends")
+	u.press("n")
+	u.waitFor("cancelled")
+	u.press("up", "x")
+	u.waitFor("Stop api? Its 1 session(s) end")
+	u.press("y")
+	u.waitFor("api stopped")
+	u.press("d")
+	u.waitFor("Delete sandbox api? Its 1 session(s), /workspace and everything not synced")
+	u.press("y")
+	u.waitFor("deleted api")
+	u.waitFor("No sandboxes yet")
+	waitCalls(t, f, "stop api", "rm api force=true")
+}
+
+func TestMessageSendsOneLine(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "waiting"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("fix-auth")
+	u.press("down", "down", "m")
+	u.waitFor("message to api/fix-auth:")
+	u.typeText("yes, go on")
+	u.press("enter")
+	waitCalls(t, f, `send api/fix-auth "yes, go on"`)
+	u.waitFor("sent to api/fix-auth")
+}
+
+func TestSyncAndDiffShowWhatArrived(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	cmds := &commandLog{scripts: map[string]string{
+		"sync": "echo 'refs/paddock/api/main: 2 commit(s), 3 file(s)'",
+		"diff": "printf 'diff --git a/x b/x\\n+hello\\n'",
+	}}
+	u := startTUI(t, f, cmds, 120, 16)
+	u.waitFor("fix-auth")
+	u.press("down", "s")
+	u.waitFor("refs/paddock/api/main: 2 commit(s), 3 file(s)")
+	u.press("q", "D")
+	u.waitFor("+hello")
+	u.press("q")
+	u.waitFor("fix-auth")
+	if got := cmds.log(); !slices.Equal(got, []string{"sync api", "diff api"}) {
+		t.Fatalf("commands run: %q", got)
+	}
+}
+
+func TestAttachRunsChatAndComesBack(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		session.Info{Name: "old", Agent: "claude", Status: "exited"})
+	cmds := &commandLog{}
+	u := startTUI(t, f, cmds, 120, 16)
+	u.waitFor("fix-auth")
+	u.press("down", "down", "enter")
+	u.waitFor("detached from api/fix-auth")
+	u.press("down", "enter")
+	u.waitFor("api/old has exited: press R to resume it")
+	if got := cmds.log(); !slices.Equal(got, []string{"chat api/fix-auth"}) {
+		t.Fatalf("commands run: %q", got)
+	}
+}
+
+// gitRepo makes a repository on branch.
+func gitRepo(t *testing.T, branch string) string {
+	dir := filepath.Join(t.TempDir(), "shop")
+	for _, args := range [][]string{{"init", "-q", "-b", branch, dir}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func doctorWith(dockerOK, runsc bool) api.Doctor {
+	docker := sandbox.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd"}
+	if runsc {
+		docker.Runtimes = []backend.RuntimeReport{{Name: "runsc", Available: true}}
+	}
+	return api.Doctor{
+		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true}, docker},
+		Agents: []sandbox.AgentReport{{Name: "claude", Available: true}, {Name: "codex", Available: true},
+			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}},
+	}
+}
+
+func TestDialogRefusesWhatCannotWork(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(false, false)
+	repo := gitRepo(t, "feature/login")
+	u := startTUI(t, f, nil, 130, 30)
+	u.waitFor("No sandboxes yet")
+	u.press("n")
+	u.waitFor("New session")
+	u.press("ctrl+u")
+	u.typeText(filepath.Dir(repo))
+	u.waitFor("is not a git repository")
+	u.typeText("/shop")
+	s := u.waitFor("will create sandbox shop on bwrap, then start claude in shop/feature-login")
+	if !strings.Contains(s, "feature-login") {
+		t.Errorf("the session name is not suggested from the branch:\n%s", s)
+	}
+	// docker is down: choosing it is refused with doctor's reason.
+	u.press("down", "down", "right")
+	u.waitFor("backend docker is not available: no engine answers start dockerd")
+	u.press("left", "down", "right", "right")
+	u.waitFor("agent gemini is not installed (a bwrap sandbox runs the host's /usr): npm install -g @google/gemini-cli")
+	u.press("ctrl+s")
+	time.Sleep(100 * time.Millisecond)
+	u.waitFor("New session")
+	// An invalid name is refused too.
+	u.press("right", "down", "ctrl+u")
+	u.typeText("bad name")
+	u.waitFor("session name: choose letters")
+	if calls := f.callLog(); len(calls) != 0 {
+		t.Fatalf("the dialog made something: %q", calls)
+	}
+}
+
+func TestDialogCreatesSandboxAndSession(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, true)
+	repo := gitRepo(t, "main")
+	cmds := &commandLog{}
+	u := startTUI(t, f, cmds, 130, 30)
+	u.waitFor("No sandboxes yet")
+	u.press("n")
+	u.waitFor("New session")
+	u.press("ctrl+u")
+	u.typeText(repo)
+	u.waitFor("will create sandbox shop on bwrap")
+	// Just do it: docker under runsc, said why.
+	for range 7 {
+		u.press("down")
+	}
+	u.press("space")
+	s := u.waitFor("will create sandbox shop on docker under runsc")
+	if !strings.Contains(s, "docker under gVisor (runsc)") {
+		t.Errorf("Just do it does not say why it chose the backend:\n%s", s)
+	}
+	// The daemon's sandbox appears once up has run (the fake up adds it).
+	cmds.mu.Lock()
+	cmds.onRun = func(args []string) {
+		if args[0] == "up" {
+			f.addSandbox("shop", repo, "running")
+		}
+	}
+	cmds.mu.Unlock()
+	u.press("ctrl+s")
+	u.waitFor("started shop/main")
+	want := "up " + repo + " --name shop --backend docker --network closed --runtime runsc"
+	if got := cmds.log(); !slices.Equal(got, []string{want}) {
+		t.Fatalf("commands run: %q, want %q", got, want)
+	}
+	waitCalls(t, f, "write shop:/home/agent/.claude/CLAUDE.md "+strconv.Itoa(len(DisposableNote))+" bytes", "create-session shop/main agent=claude worktree=")
+	u.waitFor("main ")
+}
+
+func TestDialogCompletesThePath(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, false)
+	base := t.TempDir()
+	os.Mkdir(filepath.Join(base, "projects"), 0o755)
+	u := startTUI(t, f, nil, 130, 30)
+	u.waitFor("No sandboxes yet")
+	u.press("n", "ctrl+u")
+	u.typeText(base + "/pro")
+	u.press("tab")
+	u.waitFor(base + "/projects/")
+}
+
+func TestMouseSelects(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		session.Info{Name: "docs", Agent: "claude", Status: "idle"})
+	f.transcript["api/docs"] = []transcript.Entry{{Kind: transcript.KindAssistant, Text: "The docs are rebuilt."}}
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("docs")
+	// The list starts on the screen's second line: rows project, sandbox, fix-auth, docs.
+	u.tm.Send(tea.MouseClickMsg{X: 8, Y: 4, Button: tea.MouseLeft})
+	u.waitFor("The docs are rebuilt.")
+	// A second click on a project line folds it.
+	u.tm.Send(tea.MouseClickMsg{X: 4, Y: 1, Button: tea.MouseLeft})
+	u.tm.Send(tea.MouseClickMsg{X: 4, Y: 1, Button: tea.MouseLeft})
+	u.waitGone("fix-auth")
+}
+
+func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, false)
+	repo := gitRepo(t, "main")
+	f.addSandbox("shop", repo, "running", session.Info{Name: "main", Agent: "claude", Status: "idle"})
+	cmds := &commandLog{}
+	u := startTUI(t, f, cmds, 130, 30)
+	u.waitFor("main ")
+	u.press("n")
+	u.waitFor("New session")
+	u.press("ctrl+u")
+	u.typeText(repo)
+	u.press("down", "right")
+	// The branch's name is taken in that sandbox: the suggestion moves on.
+	u.waitFor("will start claude in shop/main-2")
+	u.press("down", "right") // agent: codex
+	u.press("down", "down", "space")
+	u.waitFor("[x] its own worktree")
+	u.press("ctrl+s")
+	u.waitFor("started shop/main-2")
+	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
+		t.Fatalf("commands run: %q", got)
+	}
+	waitCalls(t, f, "create-session shop/main-2 agent=codex worktree=main-2")
+}

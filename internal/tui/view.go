@@ -1,0 +1,319 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/paddockhq/paddock/internal/termtext"
+	"github.com/paddockhq/paddock/internal/transcript"
+)
+
+// View draws the screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "paddock"
+	return v
+}
+
+func (m *Model) listWidth() int {
+	if m.width < 90 {
+		return m.width
+	}
+	return m.width * 55 / 100
+}
+
+// listHeight is how many rows fit between the title line and the two bottom lines.
+func (m *Model) listHeight() int { return max(1, m.height-3) }
+
+func (m *Model) render() string {
+	switch m.mode {
+	case modeHelp:
+		return m.renderHelp()
+	case modePager:
+		return styleTitle.Render(m.title) + "  " + styleDim.Render("↑/↓ pgup/pgdn scroll · q back") + "\n" + m.pager.View()
+	case modeDialog:
+		if m.dialog != nil {
+			return m.dialog.view(m.width, m.height) + "\n" + m.statusLine()
+		}
+	}
+	h := m.listHeight()
+	lw := m.listWidth()
+	list := m.renderList(lw, h)
+	body := list
+	if lw < m.width {
+		pw := m.width - lw - 1
+		sep := strings.TrimSuffix(strings.Repeat("│\n", h), "\n")
+		body = lipgloss.JoinHorizontal(lipgloss.Top, list, styleDim.Render(sep), m.renderPreview(pw, h))
+	}
+	return m.header() + "\n" + body + "\n" + m.statusLine() + "\n" + m.footer()
+}
+
+func (m *Model) header() string {
+	nsb, nse, waiting := len(m.sandboxes), 0, 0
+	for _, ss := range m.sessions {
+		nse += len(ss)
+		for _, s := range ss {
+			if s.Status == "waiting" {
+				waiting++
+			}
+		}
+	}
+	text := styleTitle.Render("paddock") + styleDim.Render("  "+plural(nsb, "sandbox", "sandboxes")+" · "+plural(nse, "session", "sessions"))
+	if waiting > 0 {
+		text += "  " + lookOf("waiting").style.Render(fmt.Sprintf("%d waiting for you", waiting))
+	}
+	if f := m.filter.Value(); f != "" && m.mode != modeFilter {
+		text += styleDim.Render("  filter: ") + f
+	}
+	return ansi.Truncate(text, m.width, "…")
+}
+
+func (m *Model) renderList(w, h int) string {
+	if !m.loaded {
+		return pad(m.spin.View()+" reading sandboxes…", w, h)
+	}
+	if len(m.rows) == 0 {
+		text := "No sandboxes yet. Press n to start a session (or run `paddock up` in a project)."
+		if m.filter.Value() != "" {
+			text = "Nothing matches the filter (esc clears it)."
+		}
+		return pad(text, w, h)
+	}
+	if m.cursor < m.top {
+		m.top = m.cursor
+	}
+	if m.cursor >= m.top+h {
+		m.top = m.cursor - h + 1
+	}
+	m.top = max(0, min(m.top, len(m.rows)-h))
+	var b strings.Builder
+	for i := m.top; i < len(m.rows) && i < m.top+h; i++ {
+		line := m.renderRow(m.rows[i], w)
+		if i == m.cursor {
+			line = styleSelected.Render(ansi.Strip(line))
+		}
+		b.WriteString(line)
+		if i < m.top+h-1 {
+			b.WriteByte('\n')
+		}
+	}
+	return pad(b.String(), w, h)
+}
+
+func (m *Model) renderRow(r row, w int) string {
+	var line string
+	switch r.kind {
+	case rowProject:
+		mark := "▾"
+		if m.collapsed[r.project] {
+			mark = "▸"
+		}
+		line = styleProject.Render(mark+" "+projectTitle(r.project)) + styleDim.Render(fmt.Sprintf("  (%d)", r.count))
+	case rowSandbox:
+		sb := m.sandboxes[r.sandbox]
+		st, ok := sandboxStateStyle[sb.State]
+		if !ok {
+			st = lipgloss.NewStyle()
+		}
+		extra := sb.Backend
+		if sb.Runtime != "" {
+			extra += "/" + sb.Runtime
+		}
+		if sb.Network == "open" {
+			extra += " · network open"
+		}
+		line = "  " + styleTitle.Render(r.sandbox) + " " + st.Render(sb.State) + styleDim.Render("  "+extra)
+	case rowSession:
+		se, _ := m.sessionInfo(r.sandbox, r.session)
+		look := lookOf(se.Status)
+		key := r.sandbox + "/" + r.session
+		at := se.LastActivity
+		if ev := m.activity[key]; ev.After(at) {
+			at = ev
+		}
+		age := ""
+		if !at.IsZero() {
+			age = ageText(m.now().Sub(at))
+		}
+		last := m.said[key]
+		if se.Status == "exited" || last == "" {
+			if note := m.note[key]; note != "" && se.Status == "exited" {
+				last = note
+			} else if last == "" {
+				last = se.Detail
+			}
+		}
+		last = termtext.Escape(strings.ReplaceAll(last, "\n", " "))
+		head := fmt.Sprintf("    %s %-18s %-7s %s", look.style.Render(look.symbol), ansi.Truncate(r.session, 18, "…"), se.Agent, look.style.Render(fmt.Sprintf("%-15s", look.label)))
+		tail := fmt.Sprintf(" %4s  ", age)
+		room := w - ansi.StringWidth(head) - ansi.StringWidth(tail)
+		line = head + styleDim.Render(tail+ansi.Truncate(last, max(0, room), "…"))
+	}
+	return ansi.Truncate(line, w, "…")
+}
+
+// renderPreview shows the selected session's latest exchanges, newest at the bottom.
+func (m *Model) renderPreview(w, h int) string {
+	r, ok := m.selected()
+	var lines []string
+	switch {
+	case !ok:
+	case r.kind != rowSession:
+		sb := m.sandboxes[r.sandbox]
+		if r.kind == rowProject {
+			lines = append(lines, styleTitle.Render(projectTitle(r.project)), "", "enter or space folds it")
+			break
+		}
+		lines = append(lines, styleTitle.Render(sb.Name), "backend  "+sb.Backend, "state    "+sb.State, "network  "+sb.Network,
+			"sync     "+sb.SyncMode, "project  "+projectOf(sb))
+		if sb.Detail != "" {
+			lines = append(lines, "", termtext.Escape(sb.Detail))
+		}
+	default:
+		se, _ := m.sessionInfo(r.sandbox, r.session)
+		look := lookOf(se.Status)
+		lines = append(lines, styleTitle.Render(r.sandbox+"/"+r.session)+"  "+look.style.Render(look.symbol+" "+look.label), "")
+		switch {
+		case len(m.preview) == 0 && strings.TrimSpace(m.screen) != "":
+			lines = append(lines, styleDim.Render("its screen:"))
+			screen := strings.Split(strings.TrimRight(termtext.Escape(m.screen), "\n "), "\n")
+			if len(screen) > h-3 {
+				screen = screen[len(screen)-(h-3):]
+			}
+			lines = append(lines, screen...)
+		case m.previewErr != "":
+			for _, l := range strings.Split(ansi.Wrap(termtext.Escape(m.previewErr), w, " "), "\n") {
+				lines = append(lines, styleDim.Render(l))
+			}
+		case len(m.preview) == 0:
+			lines = append(lines, styleDim.Render("(no conversation yet)"))
+		default:
+			lines = append(lines, conversation(m.preview, w, h-2)...)
+		}
+	}
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, w, "…")
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	return pad(strings.Join(lines, "\n"), w, h)
+}
+
+// conversation renders the last entries that fit in h lines of width w.
+func conversation(entries []transcript.Entry, w, h int) []string {
+	var out []string
+	for i := len(entries) - 1; i >= 0 && len(out) < h; i-- {
+		e := entries[i]
+		var label, text string
+		var st lipgloss.Style
+		switch e.Kind {
+		case transcript.KindUser:
+			label, text, st = "you", e.Text, stylePrompt
+		case transcript.KindAssistant:
+			label, text, st = "agent", e.Text, styleAssist
+		case transcript.KindToolCall:
+			label, text, st = "tool", e.Tool+" "+string(e.Input), styleTool
+		case transcript.KindToolResult:
+			label, text, st = "  ⎿", e.Output, styleDim
+		case transcript.KindFileChange:
+			label, text, st = "file", e.Path, styleTool
+		default:
+			continue
+		}
+		text = termtext.Escape(strings.TrimSpace(text))
+		wrapped := strings.Split(ansi.Wrap(text, max(10, w-7), ""), "\n")
+		if e.Kind == transcript.KindToolResult || e.Kind == transcript.KindToolCall {
+			wrapped = wrapped[:min(len(wrapped), 3)]
+		}
+		block := make([]string, 0, len(wrapped))
+		for j, l := range wrapped {
+			prefix := "      "
+			if j == 0 {
+				prefix = fmt.Sprintf("%-5s ", label)
+			}
+			block = append(block, st.Render(prefix+l))
+		}
+		out = append(block, out...)
+	}
+	if len(out) > h {
+		out = out[len(out)-h:]
+	}
+	return out
+}
+
+func (m *Model) statusLine() string {
+	var parts []string
+	for _, what := range m.busy {
+		parts = append(parts, m.spin.View()+" "+what+"…")
+		break
+	}
+	if n := len(m.busy); n > 1 {
+		parts = append(parts, styleDim.Render(fmt.Sprintf("(+%d)", n-1)))
+	}
+	switch {
+	case m.mode == modeFilter:
+		parts = append(parts, m.filter.View())
+	case m.mode == modeMessage:
+		parts = append(parts, m.input.View())
+	case m.mode == modeConfirm:
+		parts = append(parts, styleError.Render(m.confirm.text))
+	case m.errLine != "":
+		parts = append(parts, styleError.Render("✕ "+termtext.Escape(m.errLine)))
+	case m.infoLine != "":
+		parts = append(parts, styleInfo.Render(termtext.Escape(m.infoLine)))
+	}
+	return ansi.Truncate(strings.Join(parts, " "), m.width, "…")
+}
+
+func (m *Model) footer() string {
+	return ansi.Truncate(styleDim.Render(footerKeys), m.width, "…")
+}
+
+func (m *Model) renderHelp() string {
+	var b strings.Builder
+	b.WriteString(styleTitle.Render("paddock: keys") + "\n\n")
+	for _, kv := range keyHelp {
+		fmt.Fprintf(&b, "  %s  %s\n", styleKey.Render(fmt.Sprintf("%-10s", kv[0])), kv[1])
+	}
+	b.WriteString("\n  Status: ")
+	for _, st := range []string{"working", "waiting", "idle", "running", "starting", "exited", "error"} {
+		l := lookOf(st)
+		b.WriteString(l.style.Render(l.symbol+" "+l.label) + "   ")
+	}
+	b.WriteString("\n\n" + styleDim.Render("  any key closes this help"))
+	return b.String()
+}
+
+// pad makes s exactly h lines of width w, so the panes line up and stale text is erased.
+func pad(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	for i, l := range lines {
+		lw := ansi.StringWidth(l)
+		if lw > w {
+			l = ansi.Truncate(l, w, "")
+			lw = ansi.StringWidth(l)
+		}
+		lines[i] = l + strings.Repeat(" ", w-lw)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
