@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,4 +185,43 @@ func socketOwners(proc string, ls []listener) map[string]socketOwner {
 		}
 	}
 	return found
+}
+
+// Port is a TCP port a process of the sandbox listens on, as `paddock agent ports` lists it.
+type Port struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+	Process string `json:"process,omitempty"`
+	PID     string `json:"pid,omitempty"`
+}
+
+// Listening lists the ports processes of the sandbox listen on now (proc is /proc),
+// smallest first: the same ports the watcher reports, without paddock's own tunnels and
+// listeners, and without sockets no process of the sandbox holds (the host's, when the
+// sandbox shares its network namespace).
+func Listening(proc string) []Port {
+	var ls []listener
+	for _, name := range []string{"net/tcp", "net/tcp6"} {
+		if data, err := os.ReadFile(filepath.Join(proc, name)); err == nil {
+			ls = append(ls, parseListeners(data)...)
+		}
+	}
+	owners := socketOwners(proc, ls)
+	byPort := map[int]Port{}
+	for _, l := range ls {
+		o, ok := owners[l.inode]
+		if tunnelPorts[l.port] || !ok || o.process == "paddock" {
+			continue
+		}
+		if prev, ok := byPort[l.port]; ok && !isWildcard(l.addr) && prev.Address != "" {
+			continue // the same port in tcp and tcp6: keep the wider address
+		}
+		byPort[l.port] = Port{Port: l.port, Address: l.addr, Process: o.process, PID: o.pid}
+	}
+	out := make([]Port, 0, len(byPort))
+	for _, p := range byPort {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Port) int { return a.Port - b.Port })
+	return out
 }

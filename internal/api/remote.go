@@ -193,16 +193,22 @@ func (a *remoteAuth) newSession(ctx context.Context) (string, error) {
 // limits and a rate limit on failures; /login turns a login code into a session.
 // docs/api.md states the rules. Call it after EnableWeb.
 func (s *Server) Remote(opts RemoteOptions) http.Handler {
-	return &remote{opts: opts, auth: s.web.auth, log: s.log}
+	return &remote{opts: opts, auth: s.web.auth, log: s.log, preview: s.preview}
 }
 
 type remote struct {
-	opts RemoteOptions
-	auth *remoteAuth
-	log  *slog.Logger
+	opts    RemoteOptions
+	auth    *remoteAuth
+	log     *slog.Logger
+	preview *previews
 }
 
 func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// PORT-SANDBOX.localhost is a preview, an origin of its own with its own sign-in.
+	if sb, port, ok := previewHost(r.Host); ok && h.preview != nil {
+		h.preview.serveHost(h, w, r, sb, port)
+		return
+	}
 	hdr := w.Header()
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	// same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with
@@ -254,6 +260,8 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.opts.API.ServeHTTP(w, r)
 	case r.URL.Path == "/logout":
 		h.logout(w, r, c)
+	case strings.HasPrefix(r.URL.Path, previewPrefix) && h.preview != nil:
+		h.preview.servePath(w, r)
 	case h.opts.UI != nil:
 		h.opts.UI.ServeHTTP(w, r)
 	case r.URL.Path == "/":

@@ -50,6 +50,8 @@ type Server struct {
 	web *webState
 	// notifier sends notifications, when the daemon has one (EnableNotify).
 	notifier *notify.Notifier
+	// preview serves port previews on the TCP listener (EnableWeb).
+	preview *previews
 }
 
 // NewServer builds the API handler.
@@ -84,6 +86,7 @@ func (s *Server) Handler() http.Handler {
 	s.webRoutes(mux)
 	s.sessionRoutes(mux)
 	s.notifyRoutes(mux)
+	s.portRoutes(mux)
 	return s.logged(mux)
 }
 

@@ -62,6 +62,7 @@ type webState struct {
 // login codes the TCP handler (Remote) accepts. Call it before Handler.
 func (s *Server) EnableWeb(l WebListener) {
 	s.web = &webState{listener: l, auth: newRemoteAuth(s.svc.Store(), s.log)}
+	s.preview = newPreviews(s)
 }
 
 func (s *Server) webRoutes(mux *http.ServeMux) {

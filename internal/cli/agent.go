@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -77,6 +78,14 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		},
 	}
 	connect.Flags().StringVar(&socket, "socket", "/run/paddock/agent.sock", "the resident agent's socket")
-	cmd.AddCommand(serve, connect, newCmdAgentNotify(f))
+	ports := &cobra.Command{
+		Use:   "ports",
+		Short: "List the TCP ports processes of this sandbox listen on, as JSON",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return json.NewEncoder(f.IO.Out).Encode(agent.Listening("/proc"))
+		},
+	}
+	cmd.AddCommand(serve, connect, ports, newCmdAgentNotify(f))
 	return cmd
 }

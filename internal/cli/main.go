@@ -142,6 +142,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdTUI(f),
 		newCmdToken(f),
 		newCmdNotify(f),
+		newCmdPorts(f),
+		newCmdOpen(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
 		newCmdAgent(f),
@@ -153,6 +155,16 @@ func NewRootCmd(f *Factory) *cobra.Command {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			return usagef("%s takes %s (see `paddock %s --help`)", cmd.Name(), what, cmd.Name())
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs with an error the exit-code mapping knows as usage.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
 			return usagef("%s takes %s (see `paddock %s --help`)", cmd.Name(), what, cmd.Name())
 		}
 		return nil

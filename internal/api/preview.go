@@ -1,0 +1,454 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// Port previews: a web server listening inside a sandbox, reached from a browser through
+// the TCP listener (paddock web) and the sandbox agent's forward tunnel, in two forms:
+//
+//	http://PORT-SANDBOX.localhost:WEBPORT/   its own origin (browsers resolve *.localhost
+//	                                         to the loopback); signed in by a one-time code
+//	/preview/SANDBOX/PORT/                    under the UI's origin, for one host name (a
+//	                                         phone, a proxy); behind the UI's own sign-in,
+//	                                         its pages sandboxed by CSP so they cannot act as it
+//
+// The preview never passes paddock's credentials on: the Authorization header and
+// paddock's cookies are taken off each request, and a response may not set paddock's
+// cookies or cookies for other hosts.
+const (
+	previewPrefix     = "/preview/"
+	previewCodeParam  = "paddock_code"
+	previewCookie     = "paddock_preview"
+	previewCodeTTL    = 2 * time.Minute
+	previewSessionTTL = 12 * time.Hour
+)
+
+// previewHostRE matches PORT-SANDBOX.localhost[:port]; a sandbox name in a host name is
+// letters, digits and dashes (names with dots or underscores use the path form).
+var previewHostRE = regexp.MustCompile(`(?i)^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,62})\.localhost(:[0-9]+)?$`)
+
+// PortInfo is a port of GET /v1/sandboxes/{name}/ports.
+type PortInfo struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+	Process string `json:"process,omitempty"`
+	PID     string `json:"pid,omitempty"`
+	// URL is the port's own origin (http://PORT-SANDBOX.localhost:WEBPORT/), for browsers
+	// on the daemon's machine; empty when paddock web serves nothing or the name cannot
+	// be a host name. Opening it needs a code: POST .../ports/{port}/open.
+	URL string `json:"url,omitempty"`
+	// PathURL is the path form under the web UI's address, wherever the UI is reached.
+	PathURL string `json:"path_url,omitempty"`
+}
+
+// OpenPort is the answer of POST /v1/sandboxes/{name}/ports/{port}/open.
+type OpenPort struct {
+	// URL opens the preview once, signing that browser in to it.
+	URL string `json:"url"`
+}
+
+type previewGrant struct {
+	sandbox string
+	port    int
+	expires time.Time
+}
+
+// previews keeps preview codes and sessions (in memory: a restarted daemon needs a new
+// link) and one HTTP transport per sandbox port, so requests reuse tunnel connections.
+type previews struct {
+	s *Server
+
+	mu         sync.Mutex
+	codes      map[string]previewGrant
+	sessions   map[string]previewGrant // by the SHA-256 of the cookie
+	transports map[string]*http.Transport
+}
+
+func newPreviews(s *Server) *previews {
+	return &previews{s: s, codes: map[string]previewGrant{}, sessions: map[string]previewGrant{}, transports: map[string]*http.Transport{}}
+}
+
+func (s *Server) portRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/sandboxes/{name}/ports", s.listPorts)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/ports/{port}/open", s.openPort)
+}
+
+func (s *Server) listPorts(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ports, err := s.svc.Ports(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	base := s.webURL()
+	out := make([]PortInfo, 0, len(ports))
+	for _, p := range ports {
+		pi := PortInfo{Port: p.Port, Address: p.Address, Process: p.Process, PID: p.PID}
+		if base != nil {
+			pi.URL = hostPreviewURL(base, name, p.Port)
+			pi.PathURL = base.String() + pathPreview(name, p.Port)
+		}
+		out = append(out, pi)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) openPort(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.writeError(w, r, apperr.Invalid("", "%q is not a TCP port", r.PathValue("port")))
+		return
+	}
+	if _, err := s.svc.Get(r.Context(), name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	base := s.webURL()
+	if base == nil {
+		s.writeError(w, r, apperr.Conflict("serve it first: paddock web", "previews are served by paddock web, which serves nothing now"))
+		return
+	}
+	if r.URL.Query().Get("form") == "path" {
+		writeJSON(w, http.StatusOK, OpenPort{URL: base.String() + pathPreview(name, port)})
+		return
+	}
+	u := hostPreviewURL(base, name, port)
+	if u == "" {
+		s.writeError(w, r, apperr.Invalid("open "+base.String()+pathPreview(name, port)+" instead (the path form)",
+			"sandbox name %q cannot be part of a host name", name))
+		return
+	}
+	code, _ := newSecret()
+	s.preview.mu.Lock()
+	now := time.Now()
+	for c, g := range s.preview.codes {
+		if now.After(g.expires) {
+			delete(s.preview.codes, c)
+		}
+	}
+	s.preview.codes[code] = previewGrant{sandbox: name, port: port, expires: now.Add(previewCodeTTL)}
+	s.preview.mu.Unlock()
+	writeJSON(w, http.StatusOK, OpenPort{URL: u + "?" + previewCodeParam + "=" + code})
+}
+
+// webURL is where paddock web serves, or nil.
+func (s *Server) webURL() *url.URL {
+	if s.web == nil {
+		return nil
+	}
+	st := s.web.listener.Status()
+	if !st.Serving || st.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSuffix(st.URL, "/"))
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+func hostPreviewURL(base *url.URL, name string, port int) string {
+	if !regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`).MatchString(name) {
+		return ""
+	}
+	webPort := base.Port()
+	host := fmt.Sprintf("%d-%s.localhost", port, strings.ToLower(name))
+	if webPort != "" {
+		host += ":" + webPort
+	}
+	return base.Scheme + "://" + host + "/"
+}
+
+func pathPreview(name string, port int) string {
+	return previewPrefix + url.PathEscape(name) + "/" + strconv.Itoa(port) + "/"
+}
+
+// previewHost reads PORT-SANDBOX.localhost.
+func previewHost(host string) (string, int, bool) {
+	m := previewHostRE.FindStringSubmatch(host)
+	if m == nil {
+		return "", 0, false
+	}
+	port, err := strconv.Atoi(m[1])
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, false
+	}
+	return strings.ToLower(m[2]), port, true
+}
+
+// serveHost serves a request for PORT-SANDBOX.localhost.
+func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, host string, port int) {
+	if code := r.URL.Query().Get(previewCodeParam); code != "" {
+		p.redeem(h, w, r, code, host, port)
+		return
+	}
+	grant, ok := p.grant(r, host, port)
+	switch {
+	case ok:
+		// A page of another preview (same site: *.localhost) may not use this one's cookie.
+		if r.Header.Get("Sec-Fetch-Site") == "same-site" {
+			previewPage(w, http.StatusForbidden, "Refused", "A request from another site on this machine (another preview?) may not use this preview's sign-in.")
+			return
+		}
+	case r.Header.Get("Authorization") != "":
+		c, ok := h.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if c.readOnly && !safeMethod(r.Method) {
+			h.refuse(w, r, readOnlyError(c))
+			return
+		}
+	default:
+		previewPage(w, http.StatusUnauthorized, "Sign in to this preview",
+			fmt.Sprintf("Open it with <code>paddock open %s:%d</code> on the daemon's machine, or from the sandbox's ports in the web UI: the link signs this browser in to this preview.",
+				html.EscapeString(host), port))
+		return
+	}
+	name := host
+	if grant.sandbox != "" {
+		name = grant.sandbox
+	} else if n, err := p.sandboxNamed(r.Context(), host); err == nil {
+		name = n
+	}
+	p.proxy(w, r, name, port, "")
+}
+
+// sandboxNamed finds the sandbox a host name's lower-case label means.
+func (p *previews) sandboxNamed(ctx context.Context, label string) (string, error) {
+	list, err := p.s.svc.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, sb := range list {
+		if strings.EqualFold(sb.Name, label) {
+			return sb.Name, nil
+		}
+	}
+	return "", apperr.NotFound("", "no sandbox %q", label)
+}
+
+func (p *previews) redeem(h *remote, w http.ResponseWriter, r *http.Request, code, host string, port int) {
+	if !h.allowAttempt(w, r) {
+		return
+	}
+	p.mu.Lock()
+	g, ok := p.codes[code]
+	delete(p.codes, code)
+	p.mu.Unlock()
+	if !ok || time.Now().After(g.expires) || !strings.EqualFold(g.sandbox, host) || g.port != port {
+		h.failed(r, "unknown, used or expired preview code")
+		previewPage(w, http.StatusUnauthorized, "This link has expired",
+			"A preview link works once, for two minutes. Get a new one with <code>paddock open SANDBOX:PORT</code> or from the web UI.")
+		return
+	}
+	secret, _ := newSecret()
+	p.mu.Lock()
+	now := time.Now()
+	for k, s := range p.sessions {
+		if now.After(s.expires) {
+			delete(p.sessions, k)
+		}
+	}
+	g.expires = now.Add(previewSessionTTL)
+	p.sessions[string(hashSecret(secret))] = g
+	p.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: previewCookie, Value: secret, Path: "/", HttpOnly: true, Secure: h.opts.TLS,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(previewSessionTTL.Seconds())})
+	q := r.URL.Query()
+	q.Del(previewCodeParam)
+	to := *r.URL
+	to.RawQuery = q.Encode()
+	http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
+}
+
+// grant is the preview session of the request's cookie, if it is one for this preview.
+func (p *previews) grant(r *http.Request, host string, port int) (previewGrant, bool) {
+	ck, err := r.Cookie(previewCookie)
+	if err != nil {
+		return previewGrant{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g, ok := p.sessions[string(hashSecret(ck.Value))]
+	if !ok || time.Now().After(g.expires) || !strings.EqualFold(g.sandbox, host) || g.port != port {
+		return previewGrant{}, false
+	}
+	return g, true
+}
+
+// servePath serves /preview/SANDBOX/PORT/..., already authenticated as the UI.
+func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, previewPrefix)
+	name, rest, _ := strings.Cut(rest, "/")
+	portStr, tail, hasSlash := strings.Cut(rest, "/")
+	port, err := strconv.Atoi(portStr)
+	if name == "" || err != nil || port < 1 || port > 65535 {
+		previewPage(w, http.StatusNotFound, "No such preview", "A preview's address is /preview/SANDBOX/PORT/.")
+		return
+	}
+	if !hasSlash {
+		http.Redirect(w, r, pathPreview(name, port), http.StatusMovedPermanently)
+		return
+	}
+	// What the sandbox answers runs in an opaque origin: its scripts cannot read the
+	// UI's pages, call the API with the browser's cookie, or register a service worker.
+	w.Header().Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
+	w.Header().Del("X-Frame-Options")
+	p.proxy(w, r, name, port, "/"+tail)
+}
+
+// proxy forwards the request to port inside the sandbox, rewriting its path to path
+// ("" keeps it), WebSockets and streamed answers included.
+func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, port int, path string) {
+	if _, err := p.s.svc.Get(r.Context(), name); err != nil {
+		previewPage(w, http.StatusNotFound, "No such sandbox", fmt.Sprintf("There is no sandbox %q. <code>paddock ls</code> lists them.", html.EscapeString(name)))
+		return
+	}
+	rp := &httputil.ReverseProxy{
+		Transport: p.transport(name, port),
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = fmt.Sprintf("127.0.0.1:%d", port)
+			if path != "" {
+				pr.Out.URL.Path, pr.Out.URL.RawPath = path, ""
+				pr.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(pathPreview(name, port), "/"))
+			}
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			pr.Out.Header.Del("Authorization")
+			stripPaddockCookies(pr.Out)
+			q := pr.Out.URL.Query()
+			if q.Has(previewCodeParam) {
+				q.Del(previewCodeParam)
+				pr.Out.URL.RawQuery = q.Encode()
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			cleanSetCookies(resp.Header)
+			resp.Header.Del("Clear-Site-Data")
+			return nil
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			p.s.log.Debug("preview", "sandbox", name, "port", port, "err", err)
+			var ae *apperr.Error
+			switch {
+			case errors.As(err, &ae) && ae.Kind == apperr.KindConflict:
+				previewPage(w, http.StatusServiceUnavailable, "The sandbox is not running",
+					fmt.Sprintf("Start it with <code>paddock start %s</code>, then reload.", html.EscapeString(name)))
+			default:
+				previewPage(w, http.StatusBadGateway, "Nothing answers on this port",
+					fmt.Sprintf("Nothing in sandbox %s answered on port %d (%s). <code>paddock ports %s</code> lists the ports that listen.",
+						html.EscapeString(name), port, html.EscapeString(err.Error()), html.EscapeString(name)))
+			}
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// transport is the HTTP transport to one sandbox port, kept so connections are reused.
+func (p *previews) transport(name string, port int) *http.Transport {
+	key := name + ":" + strconv.Itoa(port)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.transports[key]; ok {
+		return t
+	}
+	t := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := p.s.svc.Client(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			return c.Forward(ctx, uint32(port))
+		},
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+	p.transports[key] = t
+	return t
+}
+
+// stripPaddockCookies removes paddock's own cookies from a request going into a sandbox.
+func stripPaddockCookies(r *http.Request) {
+	cookies := r.Cookies()
+	r.Header.Del("Cookie")
+	for _, c := range cookies {
+		if isPaddockCookie(c.Name) {
+			continue
+		}
+		r.AddCookie(c)
+	}
+}
+
+func isPaddockCookie(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "paddock_") || strings.HasPrefix(n, "__host-paddock") || strings.HasPrefix(n, "__secure-paddock")
+}
+
+// cleanSetCookies drops cookies a sandbox may not set: paddock's own, and any for a
+// wider domain (Domain=localhost would reach the UI and every other preview).
+func cleanSetCookies(h http.Header) {
+	var keep []string
+	for _, line := range h.Values("Set-Cookie") {
+		c, err := http.ParseSetCookie(line)
+		if err != nil || isPaddockCookie(c.Name) || c.Domain != "" {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	h.Del("Set-Cookie")
+	for _, v := range keep {
+		h.Add("Set-Cookie", v)
+	}
+}
+
+// previewPage answers a page of paddock's own, in place of the sandbox's.
+func previewPage(w http.ResponseWriter, status int, title, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>%s</title><style>body{font:16px system-ui,sans-serif;margin:2em auto;max-width:36em;padding:0 1em}code{background:#eee;padding:0 .2em}</style>
+<h1>%s</h1><p>%s</p><p><small>paddock preview</small></p>
+`, html.EscapeString(title), html.EscapeString(title), body)
+}
+
+// Ports lists the ports processes inside a sandbox listen on, with their preview URLs.
+func (c *Client) Ports(ctx context.Context, name string) ([]PortInfo, error) {
+	var out []PortInfo
+	err := c.do(ctx, http.MethodGet, sandboxPath(name)+"/ports", nil, &out)
+	return out, err
+}
+
+// OpenPort makes a link that opens a port's preview; pathForm asks for the
+// /preview/SANDBOX/PORT/ form instead of the port's own origin.
+func (c *Client) OpenPort(ctx context.Context, name string, port int, pathForm bool) (OpenPort, error) {
+	q := ""
+	if pathForm {
+		q = "?form=path"
+	}
+	var out OpenPort
+	err := c.do(ctx, http.MethodPost, sandboxPath(name)+"/ports/"+strconv.Itoa(port)+"/open"+q, nil, &out)
+	return out, err
+}

@@ -1,0 +1,45 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/paddockhq/paddock/internal/agentclient"
+)
+
+// guestBinary is where every backend puts the guest agent inside a sandbox.
+const guestBinary = "/opt/paddock/bin/paddock"
+
+// Port is a TCP port a process inside a sandbox listens on, as `paddock agent ports`
+// (agent.Listening) reports it.
+type Port struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+	Process string `json:"process,omitempty"`
+	PID     string `json:"pid,omitempty"`
+}
+
+// Ports lists the ports processes inside the sandbox listen on now, asked of the
+// sandbox itself (`paddock agent ports`), so the answer holds after a daemon restart and
+// for ports that opened before anyone watched.
+func (s *Service) Ports(ctx context.Context, name string) ([]Port, error) {
+	c, err := s.Client(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out, errOut bytes.Buffer
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{guestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
+	if err != nil {
+		return nil, fmt.Errorf("list the ports of sandbox %q: %w", name, err)
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("list the ports of sandbox %q: exit %d: %s", name, code, bytes.TrimSpace(errOut.Bytes()))
+	}
+	var ports []Port
+	if err := json.Unmarshal(out.Bytes(), &ports); err != nil {
+		return nil, fmt.Errorf("list the ports of sandbox %q: %w", name, err)
+	}
+	return ports, nil
+}
