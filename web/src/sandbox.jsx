@@ -6,6 +6,7 @@ import { SessionRow } from './home.jsx';
 import { Link, navigate, urls } from './router.jsx';
 import { denialsOf, refreshDenials, refreshRules, refreshSandbox, refreshSessions, refreshSyncs, sandbox, useStore } from './store.js';
 import { Action, Bar, ErrorText, State, ago } from './ui.jsx';
+import { onEvent } from './events.js';
 
 export function Sandbox({ sb: name }) {
   const st = useStore();
@@ -72,6 +73,7 @@ export function Sandbox({ sb: name }) {
           {running && <NewSession sb={name} />}
         </section>
 
+        {running && <Ports sb={name} />}
         <Network sb={name} />
         <Sync sb={sb} />
       </main>
@@ -170,6 +172,73 @@ function NewSession({ sb }) {
       </div>
       <ErrorText err={err} />
     </form>
+  );
+}
+
+/** Is this page on the daemon's own machine, where *.localhost reaches it? */
+function onLoopback() {
+  const h = location.hostname;
+  return h === 'localhost' || h === '127.0.0.1' || h === '[::1]' || h === '::1';
+}
+
+/**
+ * Ports listening inside the sandbox, read again when one opens or closes; each opens
+ * its preview: its own origin (http://PORT-SANDBOX.localhost) on the daemon's machine,
+ * the path form (/preview/SANDBOX/PORT/) elsewhere, as a phone cannot reach *.localhost.
+ */
+function Ports({ sb }) {
+  const [ports, setPorts] = useState(null);
+  const [err, setErr] = useState(null);
+  useEffect(() => {
+    let live = true;
+    const load = () =>
+      api('GET', `${sandboxPath(sb)}/ports`).then(
+        (p) => live && (setPorts(p || []), setErr(null)),
+        (e) => live && setErr(e),
+      );
+    load();
+    const off = onEvent((ev) => {
+      if (ev.sandbox === sb && (ev.kind === 'port-open' || ev.kind === 'port-closed' || ev.kind === 'started')) load();
+    });
+    return () => {
+      live = false;
+      off();
+    };
+  }, [sb]);
+  const open = (p) => async () => {
+    // The window opens at once (a phone allows a popup only on the tap itself), then
+    // goes to the link the daemon makes.
+    const win = window.open('about:blank', '_blank');
+    try {
+      const { url } = await api('POST', `${sandboxPath(sb)}/ports/${p.port}/open${onLoopback() && p.url ? '' : '?form=path'}`);
+      if (win) win.location = url;
+      else location.href = url;
+    } catch (e) {
+      if (win) win.close();
+      throw e;
+    }
+  };
+  return (
+    <section class="card" id="ports" aria-label="Ports">
+      <h2>Ports</h2>
+      <ErrorText err={err} />
+      {ports && ports.length === 0 && <p class="muted">Nothing listens in this sandbox. A server an agent starts shows here.</p>}
+      <ul class="rows">
+        {(ports || []).map((p) => (
+          <li class="row port" key={p.port} data-port={p.port}>
+            <span class="row-main">
+              <span class="name">{p.port}</span>
+              <span class="muted small">
+                {p.process || 'a process'} on {p.address}
+              </span>
+            </span>
+            <Action class="small" run={open(p)} aria-label={`Open port ${p.port}`}>
+              Open
+            </Action>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 

@@ -1,0 +1,133 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/cli"
+)
+
+// previewServer answers GET / with a small page over HTTP/1.1 keep-alive.
+const previewServer = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes
+    def do_GET(self):
+        body = b"<h1>hello</h1>" * 8
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`
+
+// getClient makes N sequential GETs on one keep-alive connection and prints the median
+// latency in µs; the same program runs inside the sandbox (direct) and on the host
+// (through the preview), so the difference is the preview's.
+const getClient = `
+import http.client, statistics, sys, time
+host, port, n, hosthdr, auth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+c = http.client.HTTPConnection(host, port)
+hdrs = {}
+if hosthdr: hdrs["Host"] = hosthdr
+if auth: hdrs["Authorization"] = auth
+lat = []
+for i in range(n):
+    t = time.perf_counter()
+    c.request("GET", "/", headers=hdrs)
+    r = c.getresponse()
+    r.read()
+    if r.status != 200: sys.exit("status %d" % r.status)
+    lat.append(time.perf_counter() - t)
+print(int(statistics.median(lat) * 1e6))
+`
+
+// BenchmarkPreview measures the port preview (a browser's request to
+// PORT-SANDBOX.localhost on paddock web, through the daemon and the sandbox agent's
+// tunnel) against a request to the same server from inside the sandbox, in the same run.
+func BenchmarkPreview(b *testing.B) {
+	for _, prog := range []string{"bwrap", "python3"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			b.Skip(prog + " is not installed")
+		}
+	}
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.Chmod(home, 0o711)
+	b.Setenv("PADDOCK_HOME", home)
+	defer teardown(home)
+	repo := filepath.Join(home, "prev")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	var out, errOut strings.Builder
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	run := func(args ...string) string {
+		out.Reset()
+		if code := cli.Run(ctx, f, args); code != 0 {
+			b.Fatalf("paddock %v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	run("up", repo)
+	run("chat", "prev", "--new", "web", "--agent", "shell", "--command", "exec python3 -c '"+previewServer+"' 8123")
+	var st api.WebStatus
+	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
+		b.Fatal(err)
+	}
+	webPort := st.Listen[strings.LastIndex(st.Listen, ":")+1:]
+	token := "Bearer " + strings.TrimSpace(run("token", "create", "--name", "bench"))
+	for i := 0; ; i++ {
+		if strings.Contains(run("ports", "prev"), "8123") {
+			break
+		}
+		if i == 100 {
+			b.Fatal("the server inside never listened")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	n := strconv.Itoa(max(b.N, 200))
+	measure := func(inSandbox bool, args ...string) float64 {
+		var text string
+		if inSandbox {
+			text = run(append([]string{"exec", "prev", "--", "python3", "-c", getClient}, args...)...)
+		} else {
+			o, err := exec.Command("python3", append([]string{"-c", getClient}, args...)...).CombinedOutput()
+			if err != nil {
+				b.Fatalf("%v: %s", err, o)
+			}
+			text = string(o)
+		}
+		var v float64
+		if _, err := fmt.Sscan(text, &v); err != nil {
+			b.Fatalf("client output %q: %v", text, err)
+		}
+		return v
+	}
+	b.ResetTimer()
+	direct := measure(true, "127.0.0.1", "8123", n, "", "")
+	preview := measure(false, "127.0.0.1", webPort, n, "8123-prev.localhost:"+webPort, token)
+	b.StopTimer()
+	b.ReportMetric(direct, "direct-median-µs")
+	b.ReportMetric(preview, "preview-median-µs")
+	b.ReportMetric(preview-direct, "preview-added-median-µs")
+	b.ReportMetric(preview/direct, "preview-x-direct")
+}

@@ -1,0 +1,51 @@
+package webui_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserPreview opens, from the sandbox's page, the preview of a web server started
+// inside it: the page lists the port live, Open signs the browser in to the preview with
+// a one-time link, and the server's page shows from http://PORT-SANDBOX.localhost.
+func TestBrowserPreview(t *testing.T) {
+	chrome := chromium(t)
+	need(t, "bwrap", "sandboxes")
+	need(t, "python3", "the web server inside the sandbox")
+	d := newDaemon(t)
+	d.paddock("up", filepath.Join(d.home, "repo"))
+	login := d.web()
+
+	b := newBrowser(t, chrome)
+	b.do(chromedp.Navigate(login))
+	b.tap(`form[action="/login"] button`)
+	b.waitFor("the sandbox in the list", `!!document.querySelector('[data-sandbox="repo"] h2 a')`)
+	b.tap(`[data-sandbox="repo"] h2 a`)
+	b.waitFor("the ports card", `!!document.querySelector('#ports')`)
+
+	// A server started now shows up without a reload (the port-open event).
+	d.paddock("exec", "repo", "--", "sh", "-c", "mkdir -p /tmp/site && echo '<title>inside</title><h1>served from the sandbox</h1>' > /tmp/site/index.html")
+	d.paddock("chat", "repo", "--new", "web", "--agent", "shell", "--command", "exec python3 -m http.server 8123 --bind 127.0.0.1 --directory /tmp/site")
+	b.waitFor("the port listed", `!!document.querySelector('#ports [data-port="8123"]')`)
+	if row := b.text(`#ports [data-port="8123"]`); !strings.Contains(row, "python3") {
+		t.Errorf("port row %q does not name the process", row)
+	}
+	b.fits("the sandbox with its ports")
+
+	// Open: in this tab (as a browser that blocks the new window would).
+	eval[any](b, `window.open = () => null`)
+	b.tap(`#ports [data-port="8123"] button`)
+	b.waitFor("the sandbox's page", `location.hostname === '8123-repo.localhost' && document.title === 'inside'`)
+	if got := b.text("h1"); got != "served from the sandbox" {
+		t.Fatalf("the preview shows %q", got)
+	}
+	if strings.Contains(eval[string](b, `location.href`), "paddock_code") {
+		t.Error("the one-time code stayed in the address bar")
+	}
+	// The sign-in holds for the next page of the preview.
+	b.do(chromedp.Reload())
+	b.waitFor("the page after a reload", `document.title === 'inside'`)
+}
