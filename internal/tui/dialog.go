@@ -625,6 +625,9 @@ func (d *dialog) view(w, h int) string {
 	if d.justDoIt && p.why != "" {
 		lines = append(lines, "               "+styleDim.Render(p.why))
 	}
+	if d.justDoIt && p.agent != "" && p.agent != "claude" {
+		lines = append(lines, "               "+styleDim.Render(p.agent+" gets paddock's usual system prompt: only Claude Code is told its machine is disposable"))
+	}
 	lines = append(lines, "")
 	button := "[ Create ]"
 	if d.focus == fCreate {
