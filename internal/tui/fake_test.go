@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -42,6 +43,10 @@ type fakeDaemon struct {
 	gate chan struct{}
 	// failRestart makes RestartSession fail with it.
 	failRestart error
+	// cut, when closed, ends the event streams open at that time, as a daemon restart does;
+	// streams records each stream's since.
+	cut     chan struct{}
+	streams []string
 }
 
 func newFake() *fakeDaemon {
@@ -113,8 +118,14 @@ func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info,
 }
 
 func (f *fakeDaemon) Events(ctx context.Context, q api.EventsQuery, fn func(events.Event) error) error {
+	f.mu.Lock()
+	f.streams = append(f.streams, q.Since)
+	cut := f.cut
+	f.mu.Unlock()
 	for {
 		select {
+		case <-cut:
+			return errors.New("the daemon ended the event stream: it has stopped, or restarted")
 		case <-ctx.Done():
 			return nil
 		case ev := <-f.events:

@@ -81,10 +81,12 @@ type Model struct {
 	// screen is the previewed session's screen, when it has no transcript.
 	screen string
 
-	evch    chan tea.Msg
-	lastSeq int64
-	evOnce  sync.Once
-	now     func() time.Time
+	evch chan tea.Msg
+	// streamDown is set while the event stream is being reconnected.
+	streamDown bool
+	lastSeq    int64
+	evOnce     sync.Once
+	now        func() time.Time
 }
 
 // confirmation is a question asked before something that loses work.
@@ -307,6 +309,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.loaded = true
 		if msg.err != nil {
 			m.errLine = "daemon: " + msg.err.Error()
+		} else if m.streamDown {
+			// The daemon answers again: the stream was opened again before this listing.
+			m.streamDown = false
+			m.errLine, m.infoLine = "", "reconnected to the daemon"
 		}
 		for _, sb := range msg.sandboxes {
 			m.sandboxes[sb.Name] = sb
@@ -357,6 +363,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			text = msg.err.Error()
 		}
 		m.errLine = "events: " + text + " (reconnecting)"
+		m.streamDown = true
 		return m, tea.Batch(m.waitEvents(), tea.Tick(2*time.Second, func(time.Time) tea.Msg { return reconnectMsg{} }))
 	case reconnectMsg:
 		since := ""

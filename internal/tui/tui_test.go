@@ -373,3 +373,38 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	}
 	waitCalls(t, f, "create-session shop/main-2 agent=codex worktree=main-2")
 }
+
+func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
+	f := newFake()
+	f.cut = make(chan struct{})
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "working"})
+	u := startTUI(t, f, nil, 140, 16)
+	u.waitFor("fix-auth")
+	f.publish(events.Event{Seq: 41, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "idle"}})
+	u.waitScreen("fix-auth idle", func(s string) bool { return strings.Contains(lineWith(s, "fix-auth           claude"), "idle") })
+	f.mu.Lock()
+	close(f.cut)
+	f.cut = make(chan struct{})
+	f.mu.Unlock()
+	u.waitFor("✕ events: the daemon ended the event stream: it has stopped, or restarted (reconnecting)")
+	// It comes back after the last event it saw, and follows again.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		streams := slices.Clone(f.streams)
+		f.mu.Unlock()
+		if len(streams) == 2 {
+			if streams[1] != "41" {
+				t.Fatalf("the stream resumed with since=%q, want 41", streams[1])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream was not opened again: %q", streams)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	u.waitFor("reconnected to the daemon")
+	f.publish(events.Event{Seq: 42, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "waiting"}})
+	u.waitFor("1 waiting for you")
+}
