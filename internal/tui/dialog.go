@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -96,8 +97,12 @@ func (m *Model) openDialog() tea.Cmd {
 	}, m.spin.Tick)
 }
 
-// defaultProject is the selected row's project, else the directory the TUI started in.
+// defaultProject is the repository the TUI was started in, else the selected row's
+// project, else the directory the TUI was started in.
 func (m *Model) defaultProject() string {
+	if out, err := exec.Command("git", "-C", m.opts.Cwd, "rev-parse", "--show-toplevel").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
 	if r, ok := m.selected(); ok && r.project != "" && !strings.Contains(r.project, "://") {
 		return r.project
 	}
