@@ -139,13 +139,22 @@ func (m *Model) call(what string, fn func(ctx context.Context) doneMsg) tea.Cmd 
 	m.busy[id] = what
 	m.errLine = ""
 	ctx := m.ctx
-	return func() tea.Msg {
+	return tea.Batch(func() tea.Msg {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		msg := fn(cctx)
 		msg.id = id
 		return msg
+	}, m.spinCmd())
+}
+
+// spinCmd starts the spinner's ticks unless they run; they stop when nothing waits.
+func (m *Model) spinCmd() tea.Cmd {
+	if m.spinning {
+		return nil
 	}
+	m.spinning = true
+	return m.spin.Tick
 }
 
 // readTranscript reads a session's conversation, for its line and the preview; at most

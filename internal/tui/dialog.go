@@ -94,7 +94,7 @@ func (m *Model) openDialog() tea.Cmd {
 		defer cancel()
 		doc, err := daemon.Doctor(cctx)
 		return doctorMsg{doc, err}
-	}, m.spin.Tick)
+	}, m.spinCmd())
 }
 
 // defaultProject is the repository the TUI was started in, else the selected row's

@@ -82,6 +82,8 @@ type Model struct {
 	screen string
 
 	evch chan tea.Msg
+	// spinning is set while the spinner's ticks run.
+	spinning bool
 	// streamDown is set while the event stream is being reconnected.
 	streamDown bool
 	lastSeq    int64
@@ -168,7 +170,7 @@ func (m *Model) Close() { m.cancel() }
 
 // Init loads the listing and opens the event stream.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.loadAll(), m.streamEvents(""), m.waitEvents(), m.spin.Tick, tickEvery())
+	return tea.Batch(m.loadAll(), m.streamEvents(""), m.waitEvents(), m.spinCmd(), tickEvery())
 }
 
 // tickEvery redraws the ages once a minute; nothing is fetched.
@@ -294,10 +296,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pager.SetHeight(max(1, msg.Height-3))
 		return m, nil
 	case spinner.TickMsg:
-		if len(m.busy) == 0 && m.dialog == nil {
+		if len(m.busy) == 0 && m.dialog == nil && m.loaded {
 			// Idle: let the spinner's ticks lapse, so nothing is redrawn. A new call
-			// starts it again.
+			// starts them again (spinCmd).
 			m.spin, _ = m.spin.Update(msg)
+			m.spinning = false
 			return m, nil
 		}
 		var cmd tea.Cmd

@@ -278,7 +278,7 @@ func (d *dialog) submit() tea.Cmd {
 	m.busy[id] = fmt.Sprintf("creating %s/%s", p.sandbox, p.name)
 	m.errLine = ""
 	ctx := m.ctx
-	return func() tea.Msg {
+	return tea.Batch(m.spinCmd(), func() tea.Msg {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
 		res := dialogResultMsg{id: id, sandbox: p.sandbox, name: p.name}
@@ -318,7 +318,7 @@ func (d *dialog) submit() tea.Cmd {
 			res.err = fmt.Errorf("start %s/%s: %w", p.sandbox, p.name, err)
 		}
 		return res
-	}
+	})
 }
 
 func backendText(name, runtime string) string {

@@ -142,8 +142,14 @@ func TestSlowCallShowsSpinnerAndFailureShowsError(t *testing.T) {
 	f.failRestart = errors.New("the agent did not come back")
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("fix-auth")
+	time.Sleep(300 * time.Millisecond) // idle: the spinner has stopped turning by now
 	u.press("down", "down", "R")
-	u.waitFor("restarting api/fix-auth…")
+	first := lineWith(u.waitFor("restarting api/fix-auth…"), "restarting")
+	// The spinner turns while the call is held.
+	u.waitScreen("the spinner to turn", func(s string) bool {
+		l := lineWith(s, "restarting")
+		return l != "" && l != first
+	})
 	// The screen still answers while the call hangs.
 	u.press("?")
 	u.waitFor("paddock: keys")
