@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
+// loadAll reads the listing: every sandbox, and the sessions of each (8 sandboxes at once).
 func (m *Model) loadAll() tea.Cmd {
 	ctx := m.ctx
 	d := m.d
