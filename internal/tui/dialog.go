@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
@@ -58,7 +59,12 @@ type dialog struct {
 
 	doctor    *api.Doctor
 	doctorErr string
-	problem   string // why Create is refused, shown under the form
+	// inside holds, by "sandbox/agent", why the agent's CLI cannot run in an existing
+	// sandbox ("" when it can), as checked in the sandbox itself; checking marks the
+	// checks under way.
+	inside   map[string]string
+	checking map[string]bool
+	problem  string // why Create is refused, shown under the form
 }
 
 type (
@@ -67,6 +73,9 @@ type (
 		err error
 	}
 	// dialogResultMsg ends a creation started from the dialog.
+	insideMsg struct {
+		key, reason string
+	}
 	dialogResultMsg struct {
 		id      int
 		sandbox string
@@ -76,7 +85,7 @@ type (
 )
 
 func (m *Model) openDialog() tea.Cmd {
-	d := &dialog{m: m}
+	d := &dialog{m: m, inside: map[string]string{}, checking: map[string]bool{}}
 	d.project = textinput.New()
 	d.project.Prompt = ""
 	d.project.ShowSuggestions = true
@@ -110,6 +119,12 @@ func (m *Model) defaultProject() string {
 }
 
 func (d *dialog) update(msg tea.Msg) tea.Cmd {
+	if im, ok := msg.(insideMsg); ok {
+		d.inside[im.key] = im.reason
+		delete(d.checking, im.key)
+		d.validate()
+		return nil
+	}
 	if dm, ok := msg.(doctorMsg); ok {
 		if dm.err != nil {
 			d.doctorErr = "checking backends and agents: " + dm.err.Error()
@@ -350,4 +365,36 @@ func (d *dialog) view(w, h int) string {
 	lines = append(lines, "", styleDim.Render("↑/↓ tab field · ←/→ space change · tab completes the path · enter next · ctrl+s create · esc cancel"))
 	box := styleBox.Width(min(w-2, 110)).Render(strings.Join(lines, "\n"))
 	return lipgloss.Place(w, max(1, h-1), lipgloss.Center, lipgloss.Center, box)
+}
+
+// checkInside asks the selected existing sandbox whether the selected agent's CLI is on
+// its PATH (the daemon refuses a session otherwise), unless that is known or being asked.
+func (d *dialog) checkInside() tea.Cmd {
+	if d.isNew() || len(d.agents) == 0 || d.sandboxI >= len(d.sandboxes) {
+		return nil
+	}
+	sb, agent := d.sandboxes[d.sandboxI], d.agents[d.agentI].Name
+	key := sb + "/" + agent
+	if _, known := d.inside[key]; known || d.checking[key] || d.m.sandboxes[sb].State != "running" {
+		return nil
+	}
+	a, err := agents.Get(agent)
+	if err != nil {
+		d.inside[key] = err.Error()
+		return nil
+	}
+	d.checking[key] = true
+	ctx, daemon, bin := d.m.ctx, d.m.d, a.Binary()
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		code, err := daemon.Exec(cctx, sb, api.ExecRequest{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", bin}}, api.ExecIO{})
+		switch {
+		case err != nil:
+			return insideMsg{key, fmt.Sprintf("checking %s in %s: %v", agent, sb, err)}
+		case code != 0:
+			return insideMsg{key, fmt.Sprintf("agent %s is not installed in %s (no %q on its PATH)", agent, sb, bin)}
+		}
+		return insideMsg{key, ""}
+	}
 }

@@ -88,7 +88,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
 	case modeDialog:
-		return m, m.dialog.key(msg)
+		cmd := m.dialog.key(msg)
+		if m.dialog != nil {
+			cmd = tea.Batch(cmd, m.dialog.checkInside())
+		}
+		return m, cmd
 	}
 	return m, m.listKey(k)
 }

@@ -433,7 +433,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	}
 	if m.mode == modeDialog && m.dialog != nil {
-		return m, m.dialog.update(msg)
+		return m, tea.Batch(m.dialog.update(msg), m.dialog.checkInside())
 	}
 	return m, nil
 }

@@ -228,7 +228,7 @@ func (d *dialog) validate() (plan, bool) {
 	}
 	a := d.agents[d.agentI]
 	p.agent = a.Name
-	if !a.Available && (p.backend == "bwrap" || p.backend == "") {
+	if !a.Available && p.isNew && p.backend == "bwrap" {
 		hint := a.Install
 		if hint == "" {
 			hint = "install it on the host"
@@ -244,6 +244,13 @@ func (d *dialog) validate() (plan, bool) {
 		}
 		if st := d.m.sandboxes[p.sandbox].State; st != "running" {
 			return fail("%s is %s: start it first (R on its line)", p.sandbox, st)
+		}
+		reason, known := d.inside[p.sandbox+"/"+p.agent]
+		if !known {
+			return fail("checking that %s is installed in %s…", p.agent, p.sandbox)
+		}
+		if reason != "" {
+			return fail("%s", reason)
 		}
 	}
 	d.problem = ""

@@ -377,7 +377,30 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
 		t.Fatalf("commands run: %q", got)
 	}
-	waitCalls(t, f, "create-session shop/main-2 agent=codex worktree=main-2")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2")
+}
+
+func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, false)
+	repo := gitRepo(t, "main")
+	f.addSandbox("shop", repo, "running")
+	f.mu.Lock()
+	f.sandboxes["shop"] = sandbox.Info{Name: "shop", Backend: "docker", State: "running", SourcePath: repo}
+	f.missing["shop/codex"] = true
+	f.mu.Unlock()
+	u := startTUI(t, f, nil, 130, 30)
+	u.waitFor("shop running")
+	u.press("n", "ctrl+u")
+	u.typeText(repo)
+	u.press("down", "right")
+	u.waitFor("will start claude in shop/main")
+	u.press("down", "right")
+	u.waitFor("✕ agent codex is not installed in shop (no \"codex\" on its PATH)")
+	u.press("ctrl+s")
+	time.Sleep(100 * time.Millisecond)
+	u.waitFor("New session")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex")
 }
 
 func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
