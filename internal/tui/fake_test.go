@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -35,6 +36,8 @@ type fakeDaemon struct {
 	transcript map[string][]transcript.Entry
 	// screens are what sessions' panes show, by "sandbox/session:" (capture-pane's target).
 	screens map[string]string
+	// missing are the programs not on a sandbox's PATH, by "sandbox/program".
+	missing map[string]bool
 	doctor  api.Doctor
 	calls   []string
 	events  chan events.Event
@@ -42,11 +45,15 @@ type fakeDaemon struct {
 	gate chan struct{}
 	// failRestart makes RestartSession fail with it.
 	failRestart error
+	// cut, when closed, ends the event streams open at that time, as a daemon restart does;
+	// streams records each stream's since.
+	cut     chan struct{}
+	streams []string
 }
 
 func newFake() *fakeDaemon {
 	return &fakeDaemon{sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
-		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, events: make(chan events.Event, 1024)}
+		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, missing: map[string]bool{}, events: make(chan events.Event, 1024)}
 }
 
 func (f *fakeDaemon) addSandbox(name, project, state string, sessions ...session.Info) {
@@ -113,8 +120,14 @@ func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info,
 }
 
 func (f *fakeDaemon) Events(ctx context.Context, q api.EventsQuery, fn func(events.Event) error) error {
+	f.mu.Lock()
+	f.streams = append(f.streams, q.Since)
+	cut := f.cut
+	f.mu.Unlock()
 	for {
 		select {
+		case <-cut:
+			return errors.New("the daemon ended the event stream: it has stopped, or restarted")
 		case <-ctx.Done():
 			return nil
 		case ev := <-f.events:
@@ -239,6 +252,15 @@ func (f *fakeDaemon) Doctor(ctx context.Context) (api.Doctor, error) {
 }
 
 func (f *fakeDaemon) Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error) {
+	if slices.Equal(req.Argv[:4], []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh"}) {
+		f.record("exec %s: command -v %s", name, req.Argv[4])
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.missing[name+"/"+req.Argv[4]] {
+			return 1, nil
+		}
+		return 0, nil
+	}
 	f.mu.Lock()
 	screen, ok := f.screens[name+"/"+strings.TrimPrefix(req.Argv[len(req.Argv)-1], "=")]
 	f.mu.Unlock()

@@ -21,7 +21,7 @@ var keyHelp = [][2]string{
 	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
 	{"D", "the sandbox's diff against where it started"},
 	{"m", "send the session a one-line message without attaching"},
-	{"f", "fork the session (Claude Code): a new session continuing its conversation"},
+	{"f", "fork a session: not available yet (the daemon cannot fork a conversation)"},
 	{"x", "stop the sandbox"},
 	{"d", "delete the session (on a sandbox line: the sandbox)"},
 	{"/", "filter by name, agent, status or backend; esc clears"},
@@ -88,7 +88,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
 	case modeDialog:
-		return m, m.dialog.key(msg)
+		cmd := m.dialog.key(msg)
+		if m.dialog != nil {
+			cmd = tea.Batch(cmd, m.dialog.checkInside())
+		}
+		return m, cmd
 	}
 	return m, m.listKey(k)
 }
@@ -340,8 +344,8 @@ func (m *Model) sendMessage(text string) tea.Cmd {
 	})
 }
 
-// fork is not offered: the daemon's API has no fork of a session yet.
-func (m *Model) fork(r row) tea.Cmd {
+// fork is not offered: the daemon's API has no fork of a conversation yet.
+func (m *Model) fork(row) tea.Cmd {
 	m.errLine = "fork is not available yet: start a new session with n"
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	_ "github.com/paddockhq/paddock/internal/agents/all" // the dialog asks adapters for their CLI's name
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"

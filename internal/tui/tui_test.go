@@ -142,8 +142,14 @@ func TestSlowCallShowsSpinnerAndFailureShowsError(t *testing.T) {
 	f.failRestart = errors.New("the agent did not come back")
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("fix-auth")
+	time.Sleep(300 * time.Millisecond) // idle: the spinner has stopped turning by now
 	u.press("down", "down", "R")
-	u.waitFor("restarting api/fix-auth…")
+	first := lineWith(u.waitFor("restarting api/fix-auth…"), "restarting")
+	// The spinner turns while the call is held.
+	u.waitScreen("the spinner to turn", func(s string) bool {
+		l := lineWith(s, "restarting")
+		return l != "" && l != first
+	})
 	// The screen still answers while the call hangs.
 	u.press("?")
 	u.waitFor("paddock: keys")
@@ -371,5 +377,63 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
 		t.Fatalf("commands run: %q", got)
 	}
-	waitCalls(t, f, "create-session shop/main-2 agent=codex worktree=main-2")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2")
+}
+
+func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, false)
+	repo := gitRepo(t, "main")
+	f.addSandbox("shop", repo, "running")
+	f.mu.Lock()
+	f.sandboxes["shop"] = sandbox.Info{Name: "shop", Backend: "docker", State: "running", SourcePath: repo}
+	f.missing["shop/codex"] = true
+	f.mu.Unlock()
+	u := startTUI(t, f, nil, 130, 30)
+	u.waitFor("shop running")
+	u.press("n", "ctrl+u")
+	u.typeText(repo)
+	u.press("down", "right")
+	u.waitFor("will start claude in shop/main")
+	u.press("down", "right")
+	u.waitFor("✕ agent codex is not installed in shop (no \"codex\" on its PATH)")
+	u.press("ctrl+s")
+	time.Sleep(100 * time.Millisecond)
+	u.waitFor("New session")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex")
+}
+
+func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
+	f := newFake()
+	f.cut = make(chan struct{})
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "working"})
+	u := startTUI(t, f, nil, 140, 16)
+	u.waitFor("fix-auth")
+	f.publish(events.Event{Seq: 41, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "idle"}})
+	u.waitScreen("fix-auth idle", func(s string) bool { return strings.Contains(lineWith(s, "fix-auth           claude"), "idle") })
+	f.mu.Lock()
+	close(f.cut)
+	f.cut = make(chan struct{})
+	f.mu.Unlock()
+	u.waitFor("✕ events: the daemon ended the event stream: it has stopped, or restarted (reconnecting)")
+	// It comes back after the last event it saw, and follows again.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		streams := slices.Clone(f.streams)
+		f.mu.Unlock()
+		if len(streams) == 2 {
+			if streams[1] != "41" {
+				t.Fatalf("the stream resumed with since=%q, want 41", streams[1])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream was not opened again: %q", streams)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	u.waitFor("reconnected to the daemon")
+	f.publish(events.Event{Seq: 42, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "waiting"}})
+	u.waitFor("1 waiting for you")
 }

@@ -1,0 +1,336 @@
+package tui
+
+// What the new-session dialog will make: its checks, its choices and the creation.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/termtext"
+)
+
+// plan is what Create will make.
+type plan struct {
+	project, sandbox, name, agent, backend, runtime, network string
+	isNew, worktree, justDoIt                                bool
+	why                                                      string // the backend choice, for "Just do it"
+}
+
+// projectPath is the project field as an absolute path.
+func (d *dialog) projectPath() string {
+	p := strings.TrimSpace(d.project.Value())
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[2:])
+		}
+	}
+	if p != "" && !filepath.IsAbs(p) {
+		p = filepath.Join(d.m.opts.Cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// projectChanged offers directory completions and the project's sandboxes.
+func (d *dialog) projectChanged() {
+	d.project.SetSuggestions(dirCompletions(d.project.Value()))
+	p := d.projectPath()
+	d.sandboxes = []string{newSandbox}
+	for name, sb := range d.m.sandboxes {
+		if sb.SourcePath == p {
+			d.sandboxes = append(d.sandboxes, name)
+		}
+	}
+	sort.Strings(d.sandboxes[1:])
+	if d.sandboxI >= len(d.sandboxes) {
+		d.sandboxI = 0
+	}
+	d.suggestName()
+	d.validate()
+}
+
+// completeProject completes the project field to the longest common prefix of the
+// directories it could name; it says whether it changed anything.
+func (d *dialog) completeProject() bool {
+	opts := dirCompletions(d.project.Value())
+	if len(opts) == 0 {
+		return false
+	}
+	prefix := opts[0]
+	for _, o := range opts[1:] {
+		for !strings.HasPrefix(o, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	if len(opts) == 1 {
+		prefix += "/"
+	}
+	if prefix == d.project.Value() || len(prefix) < len(d.project.Value()) {
+		return false
+	}
+	d.project.SetValue(prefix)
+	d.project.CursorEnd()
+	d.projectChanged()
+	return true
+}
+
+// dirCompletions lists the directories whose path starts with what was typed.
+func dirCompletions(typed string) []string {
+	if typed == "" {
+		return nil
+	}
+	dir, base := filepath.Split(typed)
+	lookIn := dir
+	if lookIn == "" {
+		lookIn = "."
+	}
+	if strings.HasPrefix(lookIn, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			lookIn = filepath.Join(home, lookIn[2:])
+		}
+	}
+	entries, err := os.ReadDir(lookIn)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), base) || (strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(base, ".")) {
+			continue
+		}
+		out = append(out, dir+e.Name())
+		if len(out) == 50 {
+			break
+		}
+	}
+	return out
+}
+
+// suggestName proposes a session name from the project's current branch, until the user
+// types one.
+func (d *dialog) suggestName() {
+	if d.nameEdited {
+		return
+	}
+	base := "main"
+	if out, err := exec.Command("git", "-C", d.projectPath(), "symbolic-ref", "--short", "-q", "HEAD").Output(); err == nil {
+		base = strings.TrimSpace(string(out))
+	}
+	base = sandbox.NameFor(strings.ReplaceAll(base, "/", "-"))
+	if base == "" {
+		base = "session"
+	}
+	taken := map[string]bool{}
+	if !d.isNew() {
+		for _, s := range d.m.sessions[d.sandboxes[d.sandboxI]] {
+			taken[s.Name] = true
+		}
+	}
+	name := base
+	for i := 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	d.name.SetValue(name)
+	d.name.CursorEnd()
+}
+
+// chooseJustDoIt picks the strongest isolation this daemon has for unattended work.
+func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why string) {
+	var docker, bwrap *sandbox.BackendReport
+	for i := range backends {
+		switch b := &backends[i]; b.Name {
+		case "docker":
+			docker = b
+		case "bwrap":
+			bwrap = b
+		}
+	}
+	if docker != nil && docker.Available {
+		for _, r := range docker.Runtimes {
+			if r.Name == "runsc" && r.Available {
+				return "docker", "runsc", "docker under gVisor (runsc): a kernel of its own between agent and host; no VM backend here"
+			}
+		}
+		return "docker", "", "docker: gVisor (runsc) is not registered with the engine, and no VM backend is here"
+	}
+	if bwrap != nil && bwrap.Available {
+		return "bwrap", "", "bwrap: docker is not available (see `paddock doctor`), and no VM backend is here"
+	}
+	return "", "", ""
+}
+
+// validate works out the plan, or why it cannot work, before anything is made.
+func (d *dialog) validate() (plan, bool) {
+	p := plan{project: d.projectPath(), name: strings.TrimSpace(d.name.Value()), isNew: d.isNew(),
+		worktree: d.worktree, justDoIt: d.justDoIt, network: "closed"}
+	if d.open {
+		p.network = "open"
+	}
+	fail := func(format string, args ...any) (plan, bool) {
+		d.problem = fmt.Sprintf(format, args...)
+		return p, false
+	}
+	if d.doctor == nil {
+		if d.doctorErr != "" {
+			return fail("%s", d.doctorErr)
+		}
+		return fail("checking backends and agents…")
+	}
+	if p.isNew {
+		if strings.TrimSpace(d.project.Value()) == "" {
+			return fail("give the project: the path of a git repository")
+		}
+		if st, err := os.Stat(p.project); err != nil || !st.IsDir() {
+			return fail("%s is not a directory", p.project)
+		}
+		if _, err := os.Stat(filepath.Join(p.project, ".git")); err != nil {
+			return fail("%s is not a git repository (run `git init` there first)", p.project)
+		}
+		p.sandbox = d.newSandboxName(p.project)
+	} else {
+		p.sandbox = d.sandboxes[d.sandboxI]
+	}
+	if p.isNew {
+		if d.justDoIt {
+			p.backend, p.runtime, p.why = chooseJustDoIt(d.backends)
+			if p.backend == "" {
+				return fail("no backend is available here: run `paddock doctor`")
+			}
+		} else {
+			if len(d.backends) == 0 {
+				return fail("the daemon has no backends: run `paddock doctor`")
+			}
+			b := d.backends[d.backendI]
+			if !b.Available {
+				return fail("backend %s is not available: %s", b.Name, strings.TrimSpace(b.Reason+" "+b.Fix))
+			}
+			p.backend = b.Name
+		}
+	} else {
+		sb := d.m.sandboxes[p.sandbox]
+		p.backend, p.runtime = sb.Backend, sb.Runtime
+		if d.justDoIt {
+			p.why = "an existing sandbox keeps its backend (" + backendText(p.backend, p.runtime) + "): choose a new sandbox for the strongest here"
+		}
+	}
+	if len(d.agents) == 0 {
+		return fail("the daemon knows no agents")
+	}
+	a := d.agents[d.agentI]
+	p.agent = a.Name
+	if !a.Available && p.isNew && p.backend == "bwrap" {
+		hint := a.Install
+		if hint == "" {
+			hint = "install it on the host"
+		}
+		return fail("agent %s is not installed (a bwrap sandbox runs the host's /usr): %s", a.Name, hint)
+	}
+	if err := sandbox.ValidateName(p.name); err != nil {
+		return fail("session name: choose letters, digits, '.', '_' and '-' (at most 63)")
+	}
+	if !p.isNew {
+		if _, ok := d.m.sessionInfo(p.sandbox, p.name); ok {
+			return fail("%s already has a session named %s", p.sandbox, p.name)
+		}
+		if st := d.m.sandboxes[p.sandbox].State; st != "running" {
+			return fail("%s is %s: start it first (R on its line)", p.sandbox, st)
+		}
+		reason, known := d.inside[p.sandbox+"/"+p.agent]
+		if !known {
+			return fail("checking that %s is installed in %s…", p.agent, p.sandbox)
+		}
+		if reason != "" {
+			return fail("%s", reason)
+		}
+	}
+	d.problem = ""
+	return p, true
+}
+
+// newSandboxName is the project directory's name, made unique.
+func (d *dialog) newSandboxName(project string) string {
+	base := sandbox.NameFor(project)
+	name := base
+	for i := 2; ; i++ {
+		if _, taken := d.m.sandboxes[name]; !taken {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// submit creates what the plan says, off the UI goroutine: the sandbox (paddock up, which
+// bundles the host repo), the worktree, then the session.
+func (d *dialog) submit() tea.Cmd {
+	p, ok := d.validate()
+	if !ok {
+		return nil
+	}
+	m := d.m
+	m.mode = modeList
+	m.dialog = nil
+	command, daemon := m.opts.Command, m.d
+	m.nextCall++
+	id := m.nextCall
+	m.busy[id] = fmt.Sprintf("creating %s/%s", p.sandbox, p.name)
+	m.errLine = ""
+	ctx := m.ctx
+	return tea.Batch(m.spinCmd(), func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		res := dialogResultMsg{id: id, sandbox: p.sandbox, name: p.name}
+		run := func(args ...string) error {
+			cmd := command(cctx, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("paddock %s: %s", args[0], firstLine(termtext.Escape(out.String()), err))
+			}
+			return nil
+		}
+		if p.isNew {
+			args := []string{"up", p.project, "--name", p.sandbox, "--backend", p.backend, "--network", p.network}
+			if p.runtime != "" {
+				args = append(args, "--runtime", p.runtime)
+			}
+			if res.err = run(args...); res.err != nil {
+				return res
+			}
+		}
+		req := session.CreateRequest{Name: p.name, Agent: p.agent}
+		if p.justDoIt && p.agent == "claude" {
+			// Claude Code reads its user memory file into the system prompt at start.
+			if err := daemon.WriteFile(cctx, p.sandbox, "/home/agent/.claude/CLAUDE.md", 0o644, strings.NewReader(DisposableNote)); err != nil {
+				res.err = fmt.Errorf("tell the agent its machine is disposable: %w", err)
+				return res
+			}
+		}
+		if p.worktree {
+			if res.err = run("worktree", "add", p.sandbox, p.name); res.err != nil {
+				return res
+			}
+			req.Worktree = p.name
+		}
+		if _, err := daemon.CreateSession(cctx, p.sandbox, req, 60*time.Second); err != nil {
+			res.err = fmt.Errorf("start %s/%s: %w", p.sandbox, p.name, err)
+		}
+		return res
+	})
+}
+
+func backendText(name, runtime string) string {
+	if runtime != "" {
+		return name + " under " + runtime
+	}
+	return name
+}
