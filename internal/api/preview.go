@@ -230,9 +230,13 @@ func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, 
 	p.proxy(w, r, name, port, "")
 }
 
-// sandboxNamed finds the sandbox a host name's lower-case label means.
+// sandboxNamed finds the sandbox a host name's lower-case label means (from the store
+// alone: this runs for every request).
 func (p *previews) sandboxNamed(ctx context.Context, label string) (string, error) {
-	list, err := p.s.svc.List(ctx)
+	if sb, err := p.s.svc.Store().GetSandbox(ctx, label); err == nil {
+		return sb.Name, nil
+	}
+	list, err := p.s.svc.Store().ListSandboxes(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -317,10 +321,6 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 // proxy forwards the request to port inside the sandbox, rewriting its path to path
 // ("" keeps it), WebSockets and streamed answers included.
 func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, port int, path string) {
-	if _, err := p.s.svc.Get(r.Context(), name); err != nil {
-		previewPage(w, http.StatusNotFound, "No such sandbox", fmt.Sprintf("There is no sandbox %q. <code>paddock ls</code> lists them.", html.EscapeString(name)))
-		return
-	}
 	rp := &httputil.ReverseProxy{
 		Transport: p.transport(name, port),
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -350,6 +350,8 @@ func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, po
 			p.s.log.Debug("preview", "sandbox", name, "port", port, "err", err)
 			var ae *apperr.Error
 			switch {
+			case errors.As(err, &ae) && ae.Kind == apperr.KindNotFound:
+				previewPage(w, http.StatusNotFound, "No such sandbox", fmt.Sprintf("There is no sandbox %q. <code>paddock ls</code> lists them.", html.EscapeString(name)))
 			case errors.As(err, &ae) && ae.Kind == apperr.KindConflict:
 				previewPage(w, http.StatusServiceUnavailable, "The sandbox is not running",
 					fmt.Sprintf("Start it with <code>paddock start %s</code>, then reload.", html.EscapeString(name)))
