@@ -1,0 +1,127 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/cli"
+)
+
+// wsEcho is a WebSocket server in the Python standard library alone: the RFC 6455
+// handshake, then each text frame from the client echoed back with "echo: " before it.
+const wsEcho = `
+import base64, hashlib, socket, struct, sys, threading
+def serve(c):
+    req = b""
+    while b"\r\n\r\n" not in req:
+        req += c.recv(4096)
+    key = [l.split(b":", 1)[1].strip() for l in req.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
+    acc = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n\r\n")
+    f = c.makefile("rb")
+    while True:
+        h = f.read(2)
+        if len(h) < 2: return
+        op, n = h[0] & 15, h[1] & 127
+        if n == 126: n = struct.unpack(">H", f.read(2))[0]
+        elif n == 127: n = struct.unpack(">Q", f.read(8))[0]
+        mask = f.read(4)
+        data = bytes(b ^ mask[i % 4] for i, b in enumerate(f.read(n)))
+        if op == 8: c.sendall(b"\x88\x00"); return
+        out = b"echo: " + data
+        c.sendall(bytes([0x81, len(out)]) + out)
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+`
+
+// TestPreviewWebSocket: a WebSocket to a server inside the sandbox works through the
+// port's preview, and not without a sign-in.
+func TestPreviewWebSocket(t *testing.T) {
+	for _, prog := range []string{"bwrap", "python3"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing in CI: make setup installs it", prog)
+			}
+			t.Skip(prog + " is not installed: run make setup")
+		}
+	}
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o711)
+	t.Setenv("PADDOCK_HOME", home)
+	t.Cleanup(func() { teardown(home) })
+	repo := filepath.Join(home, "ws")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut strings.Builder
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	run := func(args ...string) string {
+		out.Reset()
+		if code := cli.Run(ctx, f, args); code != 0 {
+			t.Fatalf("paddock %v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	run("up", repo)
+	run("chat", "ws", "--new", "echo", "--agent", "shell", "--command", "exec python3 -c '"+wsEcho+"' 8124")
+	var st api.WebStatus
+	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	webPort := st.Listen[strings.LastIndex(st.Listen, ":")+1:]
+	token := strings.TrimSpace(run("token", "create", "--name", "ws"))
+	for i := 0; !strings.Contains(run("ports", "ws"), "8124"); i++ {
+		if i == 100 {
+			t.Fatal("the WebSocket server inside never listened")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Go resolves only "localhost" itself: dial the loopback, name the preview's host.
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, "127.0.0.1:"+webPort)
+	}}}
+	u := "ws://8124-ws.localhost:" + webPort + "/chat"
+
+	if _, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: client}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a sign-in: %v %v", resp, err)
+	}
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: client, HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for _, msg := range []string{"hello", "from the host"} {
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "echo: "+msg {
+			t.Fatalf("got %q, want the echo of %q", got, msg)
+		}
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}
