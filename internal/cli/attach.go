@@ -16,7 +16,7 @@ func newCmdAttach(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach [SANDBOX]",
 		Short: "Attach to a sandbox's sessions in tmux (Ctrl-b d detaches; they keep running)",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  maxArgs(1, "at most one sandbox"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			arg := ""

@@ -24,6 +24,7 @@ type chatOptions struct {
 	json           bool
 	rename         string
 	renameTo       string
+	remove         bool
 	nonInteractive bool
 	message        string
 	command        string
@@ -44,10 +45,11 @@ session inside the sandbox; detaching (Ctrl-b d) leaves it running.
   echo "status?" | paddock chat myrepo/fix-auth-bug --non-interactive   the final answer on stdout
   paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY
   paddock chat myrepo --rename fix-auth-bug auth-v2
+  paddock chat myrepo/fix-auth-bug --rm                end the session
 
 Without SANDBOX, the current directory's project must have exactly one sandbox; without
 /SESSION, the sandbox must have exactly one session.`,
-		Args: cobra.MaximumNArgs(2),
+		Args: maxArgs(2, "SANDBOX[/SESSION] and at most one more argument"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.rename != "" {
 				// paddock chat [SANDBOX] --rename OLD NEW
@@ -62,6 +64,9 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 			if len(args) == 1 {
 				opts.target = args[0]
 			}
+			if opts.remove && (opts.list || opts.rename != "" || opts.newName != "" || opts.nonInteractive) {
+				return usagef("--rm goes alone: paddock chat SANDBOX/SESSION --rm")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -75,6 +80,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
 	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")
+	cmd.Flags().BoolVar(&opts.remove, "rm", false, "end the session SANDBOX/SESSION: its agent's process ends; its transcript stays in the sandbox")
 	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "send stdin (or -m) as one message, print the final answer, exit")
 	cmd.Flags().StringVarP(&opts.message, "message", "m", "", "the message to send, instead of stdin")
 	return cmd
@@ -99,6 +105,16 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 			return writeJSON(f, list)
 		}
 		printSessions(f.IO.Out, list)
+		return nil
+	case opts.remove:
+		sb, name, err := resolveTarget(ctx, c, opts.target, true)
+		if err != nil {
+			return err
+		}
+		if err := c.RemoveSession(ctx, sb, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: ended %s/%s\n", sb, name)
 		return nil
 	case opts.rename != "":
 		sb, _, err := resolveTarget(ctx, c, opts.target, false)

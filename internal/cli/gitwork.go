@@ -68,12 +68,12 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 		return info, nil, gitsync.Result{}, err
 	}
 	res, err := g.Sync(ctx, name, info.BaseCommit, sandboxExec(c, name))
-	var ae *apperr.Error
+	var clash *gitsync.BranchClashError
 	switch {
 	case errors.Is(err, gitsync.ErrNoCommits):
 		err = apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", name)
-	case err != nil && !errors.As(err, &ae):
-		err = apperr.Conflict("", "%v", err)
+	case errors.As(err, &clash):
+		err = apperr.Conflict("", "%v", err) // exit 4; a failure of git or the connection stays 1
 	}
 	return info, g, res, err
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,8 +77,8 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 // and uses 125 for its own failures, as docker exec does.
 func ExitCode(err error) int {
 	var usage *usageError
-	if errors.As(err, &usage) {
-		return 2
+	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command ") {
+		return 2 // cobra's own "unknown command" has no type of its own
 	}
 	switch apperr.KindOf(err) {
 	case apperr.KindInvalid:
@@ -155,6 +156,16 @@ func NewRootCmd(f *Factory) *cobra.Command {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			return usagef("%s takes %s (see `paddock %s --help`)", cmd.Name(), what, cmd.Name())
+		}
+		return nil
+	}
+}
+
+// minArgs is cobra.MinimumNArgs with an error the exit-code mapping knows as usage.
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
 			return usagef("%s takes %s (see `paddock %s --help`)", cmd.Name(), what, cmd.Name())
 		}
 		return nil

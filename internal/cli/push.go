@@ -16,7 +16,7 @@ func newCmdPush(f *Factory) *cobra.Command {
 		Long: `Push host branches (default: the current one) into the sandbox's repository. A branch
 moves only by fast-forward; the checked-out branch is updated only if the sandbox's working tree is
 clean. Host git runs with hooks off.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgs(1, "a sandbox, then the refs to push (default: the current branch)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := f.Client(ctx)

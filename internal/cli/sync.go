@@ -31,7 +31,7 @@ sync prints the git command to merge or check out what arrived.
 
 With --files, copy files that are not in git (build outputs, reports) out of /workspace into the
 same paths of the host repository; an existing host file is never overwritten without --force.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1, "at most one sandbox"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.name = args[0]

@@ -32,13 +32,24 @@ type Result struct {
 	Updates []Update `json:"updates"`
 }
 
+// BranchClashError is a sandbox branch whose name would clash with paddock's own refs:
+// the one sync failure that is a conflict with the sandbox's state, not a failure of git
+// or of the connection.
+type BranchClashError struct {
+	Sandbox, Branch string
+}
+
+func (e *BranchClashError) Error() string {
+	return fmt.Sprintf("the sandbox's branch %q would clash with paddock's %s%s refs: rename it in the sandbox (git branch -m)",
+		e.Branch, Namespace(e.Sandbox), WIPBranch)
+}
+
 // CheckBranches refuses branch names that would clash with the WIP refs in the host's
 // namespace of the sandbox, before anything is fetched.
 func CheckBranches(sandbox string, branches []string) error {
 	for _, branch := range branches {
 		if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
-			return fmt.Errorf("the sandbox's branch %q would clash with paddock's %s%s refs: rename it in the sandbox (git branch -m)",
-				branch, Namespace(sandbox), WIPBranch)
+			return &BranchClashError{Sandbox: sandbox, Branch: branch}
 		}
 	}
 	return nil
