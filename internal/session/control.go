@@ -224,8 +224,22 @@ func (s *Service) Rename(ctx context.Context, sandboxName, from, to string) erro
 	} else if err != nil {
 		return err
 	}
-	run(ctx, t.client, "tmux", "-S", Socket, "rename-session", "-t", "="+from, to)
-	run(ctx, t.client, "sh", "-c", `[ -f "$1/$2.json" ] && mv "$1/$2.json" "$1/$3.json" || true`, "sh", StatusDir, from, to)
+	// All or nothing: a tmux session that cannot be renamed (one that is gone, after the
+	// sandbox restarted, comes back under the new name) undoes the database's rename.
+	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "rename-session", "-t", "="+from, to); err != nil ||
+		(code != 0 && !strings.Contains(out, "can't find session")) {
+		if err == nil {
+			err = fmt.Errorf("exit %d: %s", code, strings.TrimSpace(out))
+		}
+		if uerr := s.store.RenameSession(context.WithoutCancel(ctx), t.sb.ID, to, from); uerr != nil {
+			s.log.Error("undo a session's rename", "sandbox", sandboxName, "from", to, "to", from, "err", uerr)
+		}
+		return fmt.Errorf("rename session %s of sandbox %s: tmux: %w", from, sandboxName, err)
+	}
+	if out, code, err := run(ctx, t.client, "sh", "-c", `[ ! -f "$1/$2.json" ] || mv "$1/$2.json" "$1/$3.json"`, "sh", StatusDir, from, to); err != nil || code != 0 {
+		s.log.Warn("move a renamed session's status file; its status is unknown until its agent reports again",
+			"sandbox", sandboxName, "session", to, "exit", code, "out", out, "err", err)
+	}
 	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-renamed", Session: to, Detail: from + " to " + to,
 		Attrs: map[string]string{"from": from}})
 	return nil
@@ -237,8 +251,12 @@ func (s *Service) Remove(ctx context.Context, sandboxName, name string) error {
 	if err != nil {
 		return err
 	}
-	run(ctx, t.client, "sh", "-c", endSession, "sh", Socket, name)
-	run(ctx, t.client, "rm", "-f", StatusDir+"/"+name+".json")
+	if _, code, err := run(ctx, t.client, "sh", "-c", endSession, "sh", Socket, name); err != nil || code != 0 {
+		return fmt.Errorf("end session %s of sandbox %s: exit %d: %v", name, sandboxName, code, err)
+	}
+	if out, code, err := run(ctx, t.client, "rm", "-f", StatusDir+"/"+name+".json"); err != nil || code != 0 {
+		s.log.Warn("remove an ended session's status file", "sandbox", sandboxName, "session", name, "out", out, "err", err)
+	}
 	if err := s.store.DeleteSession(ctx, t.sb.ID, name); err != nil {
 		return err
 	}
