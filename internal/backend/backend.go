@@ -15,9 +15,6 @@ import (
 	"sync"
 )
 
-// ErrNotSupported is returned by an operation a backend cannot perform.
-var ErrNotSupported = errors.New("not supported by this backend")
-
 // ErrNotFound is returned when the backend has no sandbox with the given ID.
 var ErrNotFound = errors.New("no such sandbox in the backend")
 
@@ -35,16 +32,6 @@ const (
 	StateMissing State = "missing" // the backend has no trace of it
 	StateError   State = "error"   // exists but broken; Detail says why
 )
-
-// Features says what a backend can do, as data.
-type Features struct {
-	// CanSuspend is true when Suspend/Resume keep processes frozen in memory.
-	CanSuspend bool
-	// NetworkIsolation is true when the sandbox has no network but loopback.
-	NetworkIsolation bool
-	// PersistentWorkspace is true when /workspace survives Stop and Start.
-	PersistentWorkspace bool
-}
 
 // Spec describes a sandbox to create.
 type Spec struct {
@@ -90,8 +77,6 @@ type Status struct {
 type Backend interface {
 	// Name is the registry name ("bwrap", "docker").
 	Name() string
-	// Features reports capabilities.
-	Features() Features
 	// Available reports whether the backend can run sandboxes on this machine; a non-nil
 	// error is an *UnavailableError saying why and how to fix it.
 	Available(ctx context.Context) error

@@ -132,11 +132,6 @@ func absOption(opts map[string]any, key string) (string, error) {
 // Name implements backend.Backend.
 func (b *Bwrap) Name() string { return Name }
 
-// Features implements backend.Backend.
-func (b *Bwrap) Features() backend.Features {
-	return backend.Features{NetworkIsolation: true, PersistentWorkspace: true}
-}
-
 // Available runs a trivial sandbox to prove bubblewrap and user namespaces work here.
 func (b *Bwrap) Available(ctx context.Context) error {
 	if b.bwrap == "" {

@@ -75,11 +75,6 @@ func New(env backend.Env) (*Docker, error) {
 // Name implements backend.Backend.
 func (d *Docker) Name() string { return Name }
 
-// Features implements backend.Backend.
-func (d *Docker) Features() backend.Features {
-	return backend.Features{NetworkIsolation: true, PersistentWorkspace: true}
-}
-
 // Available pings the engine and checks the default image exists.
 func (d *Docker) Available(ctx context.Context) error {
 	if _, err := d.cli.Ping(ctx); err != nil {
