@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // subscribe starts an Events.Subscribe call on srv and returns its events, heartbeats
@@ -177,9 +178,7 @@ func TestPortEvents(t *testing.T) {
 
 // TestBranchEvents commits with real git in a watched workspace.
 func TestBranchEvents(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.Program(t, "git", "apt-get install git")
 	ws := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
@@ -268,9 +267,7 @@ func TestParseListeners(t *testing.T) {
 // process named like tmux's server that does not reap its ended child. Two looks later it
 // has been sent a SIGCHLD.
 func TestTmuxReaperNudges(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.Program(t, "python3", "apt-get install python3")
 	dir := t.TempDir()
 	got := filepath.Join(dir, "sigchld")
 	script := `

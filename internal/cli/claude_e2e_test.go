@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // paddockRun runs the CLI in-process and returns its stdout, stderr and exit code.
@@ -74,15 +75,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 // TestClaudeEndToEnd runs the real Claude Code CLI in a bwrap sandbox against a scripted
 // model server reached through the credential proxy.
 func TestClaudeEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("claude"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("claude must be installed in CI (make setup)")
-		}
-		t.Skip("claude is not installed: npm install -g @anthropic-ai/claude-code")
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap is not installed")
-	}
+	modeltest.RequireCLI(t, "claude")
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	claudeEndToEnd(t, "bwrap")
 }
 
@@ -90,7 +84,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 // (`paddock image build --agents claude`).
 func TestClaudeEndToEndDocker(t *testing.T) {
 	if !dockerReady() {
-		t.Skip("no docker engine with the paddock/sandbox image (make setup)")
+		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
 	claudeEndToEnd(t, "docker")
 }
@@ -99,13 +93,10 @@ func TestClaudeEndToEndDocker(t *testing.T) {
 // runsc`), which `make setup` registers with the engine.
 func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 	if !dockerReady() {
-		t.Skip("no docker engine with the paddock/sandbox image (make setup)")
+		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
 	if out, _ := exec.Command("docker", "info", "--format", "{{json .Runtimes.runsc}}").Output(); !strings.Contains(string(out), "runsc") {
-		if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
-			t.Fatal("the engine must have runsc registered in CI (make setup)")
-		}
-		t.Skip("runsc is not registered with the engine (make setup)")
+		testenv.Missing(t, "runsc is not registered with the engine", "make setup")
 	}
 	claudeEndToEnd(t, "docker", "--runtime", "runsc")
 }

@@ -1,27 +1,19 @@
 package cli_test
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestCodexEndToEnd runs the real Codex CLI in a sandbox against a scripted Responses
 // API server reached through the credential proxy.
 func TestCodexEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("codex"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("codex must be installed in CI (make setup)")
-		}
-		t.Skip("codex is not installed: npm install -g @openai/codex")
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap is not installed")
-	}
+	modeltest.RequireCLI(t, "codex")
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewOpenAIResponses(t)
 	const realKey = "sk-openai-e2e-REAL-0123456789abcdef"
 	t.Setenv("OPENAI_BASE_URL", model.URL()+"/v1")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // wsEcho is a WebSocket server in the Python standard library alone: the RFC 6455
@@ -51,12 +52,7 @@ while True:
 // port's preview, and not without a sign-in.
 func TestPreviewWebSocket(t *testing.T) {
 	for _, prog := range []string{"bwrap", "python3"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing in CI: make setup installs it", prog)
-			}
-			t.Skip(prog + " is not installed: run make setup")
-		}
+		testenv.Program(t, prog, "make setup")
 	}
 	home, err := os.MkdirTemp("", "pdk")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestMain makes this test binary the paddock command for the scripts: as "paddock" on
@@ -31,9 +32,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar: every command line a user types, against a
 // real daemon and real bubblewrap sandboxes, one isolated PADDOCK_HOME per script.
 func TestScripts(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") == "" {
-		t.Skip("bubblewrap is not installed; run `make setup`")
-	}
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -132,10 +131,10 @@ func condition(cond string) (bool, error) {
 }
 
 // dockerReady reports whether the docker backend can run here: an engine answers and
-// the sandbox image exists. With PADDOCK_TEST_DOCKER set (CI), it is taken as ready, so
+// the sandbox image exists. Under testenv.Strict (CI), it is taken as ready, so
 // that a broken engine fails the docker scripts instead of skipping them.
 func dockerReady() bool {
-	if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
+	if testenv.Strict() {
 		return true
 	}
 	return exec.Command("docker", "image", "inspect", "paddock/sandbox:latest").Run() == nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
 	"github.com/paddockhq/paddock/internal/tui/screenshot"
 )
 
@@ -95,12 +96,7 @@ const tuiCols, tuiRows = 150, 32
 // killed agent comes back with R, its conversation resumed.
 func TestTUIEndToEnd(t *testing.T) {
 	for _, tool := range []string{"claude", "bwrap", "tmux"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s must be installed in CI (make setup)", tool)
-			}
-			t.Skipf("%s is not installed (make setup)", tool)
-		}
+		testenv.Program(t, tool, "make setup")
 	}
 	model := modeltest.NewAnthropic(t)
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())

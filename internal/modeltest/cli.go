@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestKey is the API key the CLI helpers hand the agents.
@@ -15,15 +17,12 @@ const TestKey = "test-key"
 // codexKeyEnv is the variable Codex reads its key from (config env_key).
 const codexKeyEnv = "MODELTEST_API_KEY"
 
-// RequireCLI returns the path of the agent CLI name, skipping the test when
-// it is not installed.
+// RequireCLI returns the path of the agent CLI name, skipping the test when it is not
+// installed (failing it under testenv.Strict: make setup installs every CLI the tests
+// drive).
 func RequireCLI(tb testing.TB, name string) string {
 	tb.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		tb.Skipf("the real %s CLI is not installed (%v): install it to run this test", name, err)
-	}
-	return path
+	return testenv.Program(tb, name, "make setup installs the agent CLIs from npm")
 }
 
 // baseEnv is the environment every agent starts from: PATH and HOME only,

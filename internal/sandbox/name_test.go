@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 func TestValidateName(t *testing.T) {
@@ -28,9 +30,7 @@ func TestValidateName(t *testing.T) {
 // TestValidNamesAreBranchComponents checks every accepted name against git itself: as
 // the component of a ref paddock makes (refs/paddock/NAME/main) and as a branch.
 func TestValidNamesAreBranchComponents(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.Program(t, "git", "apt-get install git")
 	names := []string{"myrepo", "fix-auth_bug.2", "A1", "head-start", "forehead", "x.lock-not", "a.b-c_d", "HEADS", "my_heads"}
 	for _, name := range names {
 		if err := ValidateName(name); err != nil {

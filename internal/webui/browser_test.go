@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestMain makes this test binary paddock too: the daemon the browser tests start (as
@@ -40,10 +41,7 @@ func need(t *testing.T, prog, why string) string {
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing in CI: make setup installs it (%s)", prog, why)
-	}
-	t.Skipf("%s is not installed (%s): run make setup", prog, why)
+	testenv.Missing(t, prog+" is not installed ("+why+")", "make setup")
 	return ""
 }
 

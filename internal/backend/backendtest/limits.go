@@ -160,7 +160,7 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 		t.Fatalf("Start after the fork bomb: %v", err)
 	}
 	sb.client = connect(t, sb.h, sb.id)
-	if got := sb.mustRun(t, "ps -eo comm= | grep -c -e '^sleep$' -e '^python3$' || true"); got != "0" {
+	if got := sb.mustRun(t, countProcs("sleep", "python3")); got != "0" {
 		t.Fatalf("%s of the bomb's processes survived Stop", got)
 	}
 }

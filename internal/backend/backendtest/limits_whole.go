@@ -69,7 +69,7 @@ func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
 		t.Fatalf("the agent is the one from before (pid %d, started %d): the sandbox was not ended", after.GetPid(), after.GetStartedUnix())
 	}
 	fresh := &sandbox{h: sb.h, id: sb.id, client: c}
-	if got := fresh.mustRun(t, "ps -eo comm= | grep -c -e '^sleep$' -e '^python3$' -e '^tail$' || true"); got != "0" {
+	if got := fresh.mustRun(t, countProcs("sleep", "python3", "tail")); got != "0" {
 		t.Fatalf("%s processes of before survived", got)
 	}
 }

@@ -49,6 +49,10 @@ func testNetwork(t *testing.T, sb *sandbox) {
 		}
 	}()
 	port := host.Addr().(*net.TCPAddr).Port
+	// bash's /dev/tcp makes the connection; without bash the check would pass unproven.
+	if code, _, _ := runWith(t, sb.client, execOpts("sh", "-c", "command -v bash")); code != 0 {
+		t.Fatal("bash is missing in the sandbox: the loopback check connects with bash's /dev/tcp")
+	}
 	script := "exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + " && echo connected"
 	code, out, _ := runWith(t, sb.client, execOpts("bash", "-c", script))
 	if code == 0 || strings.Contains(out, "connected") {

@@ -617,7 +617,7 @@ func testOutputFlood(t *testing.T, sb *sandbox) {
 		t.Fatal("Exec did not return within a second of being cancelled while the output flooded")
 	}
 	for {
-		count := sb.mustRun(t, "ps -eo args= | grep -c '^yes "+marker+"' || true")
+		count := sb.mustRun(t, countArgs("yes "+marker))
 		if count == "0" {
 			break
 		}

@@ -3,9 +3,9 @@ package bwrap_test
 import (
 	"context"
 	"debug/elf"
+	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestMain lets this test binary serve as the guest agent: the backend runs it inside the
@@ -43,10 +44,7 @@ func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.AgentB
 		t.Fatal(err)
 	}
 	if err := b.Available(context.Background()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap must work in CI: %v", err)
-		}
-		t.Skipf("bwrap is not available: %v", err)
+		testenv.Missing(t, fmt.Sprintf("bwrap is not available (%v)", err), "apt-get install bubblewrap")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -88,19 +86,13 @@ func TestConformance(t *testing.T) {
 // TestRootfs runs a sandbox on a root filesystem directory instead of the host's: a
 // busybox one made here, which the sandbox must see in place of the host's /usr and /etc.
 func TestRootfs(t *testing.T) {
-	busybox, err := exec.LookPath("busybox")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("busybox-static must be installed in CI")
-		}
-		t.Skip("busybox is not installed (apt-get install busybox-static)")
-	}
+	busybox := testenv.Program(t, "busybox", "apt-get install busybox-static")
 	if !isStatic(t, busybox) {
-		t.Skip("busybox is not static (install busybox-static)")
+		testenv.Missing(t, "busybox is not static", "apt-get install busybox-static")
 	}
 	self, _ := os.Executable()
 	if !isStatic(t, self) {
-		t.Skip("the test binary is not static: run with CGO_ENABLED=0 (make test does)")
+		testenv.Missing(t, "the test binary is not static", "run with CGO_ENABLED=0 (make test does)")
 	}
 	b, agent := newBackend(t)
 	rootfs := filepath.Join(shortTempDir(t), "rootfs")

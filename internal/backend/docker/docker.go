@@ -186,15 +186,21 @@ func (d *Docker) Leftovers(id backend.ID) []string {
 	ctx := context.Background()
 	var out []string
 	f := filters.NewArgs(filters.Arg("label", Label+"="+string(id)))
-	if cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err == nil {
-		for _, c := range cs {
-			out = append(out, "container "+c.ID[:12])
-		}
+	// An engine that cannot answer is itself a leftover to report: an empty list would
+	// pass the check it feeds while proving nothing.
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		out = append(out, "containers not listed: "+err.Error())
 	}
-	if vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f}); err == nil {
-		for _, v := range vs.Volumes {
-			out = append(out, "volume "+v.Name)
-		}
+	for _, c := range cs {
+		out = append(out, "container "+c.ID[:12])
+	}
+	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		out = append(out, "volumes not listed: "+err.Error())
+	}
+	for _, v := range vs.Volumes {
+		out = append(out, "volume "+v.Name)
 	}
 	return out
 }

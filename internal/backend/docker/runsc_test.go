@@ -14,10 +14,11 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/docker"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // runscBackend is the docker backend with gVisor's runsc as its runtime. Without runsc
-// registered with the engine the test is skipped, except in CI (PADDOCK_TEST_DOCKER),
+// registered with the engine the test is skipped, except under testenv.Strict (CI),
 // where `make setup` registers it and the test must run.
 func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 	t.Helper()
@@ -31,7 +32,7 @@ func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 		err = b.CheckRuntime(ctx, docker.Runsc, false)
 	}
 	if err != nil {
-		if os.Getenv("PADDOCK_TEST_DOCKER") != "" {
+		if testenv.Strict() {
 			t.Fatalf("docker with runsc must work here (make setup registers it): %v", err)
 		}
 		t.Skipf("docker with runsc is not available: %v", err)

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 const token = "paddock-sandbox-token-123"
@@ -225,9 +227,7 @@ func TestSandboxEnv(t *testing.T) {
 // (curl reuses it across URLs) all arrive whole. net/http can cancel a server request's
 // context on a keep-alive connection mid-answer; the proxy must not pass that on.
 func TestKeepAliveStreamsAreNotCutShort(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed")
-	}
+	testenv.Program(t, "curl", "apt-get install curl")
 	var cancelled atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
