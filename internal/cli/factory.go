@@ -37,11 +37,19 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 		return nil, err
 	}
 	c := api.NewClient(p.Socket)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = c.Version(pctx)
-	cancel()
-	if err == nil {
-		return c, nil
+	// A daemon that was just killed can take a moment to let go of its socket: until then
+	// a connection is taken and reset. Asking again shortly sees it gone.
+	for try := 0; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = c.Version(pctx)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if try == 20 || !errors.Is(err, syscall.ECONNRESET) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if !daemonAbsent(err) {
 		return nil, fmt.Errorf("the daemon at %s does not answer: %w", p.Socket, err)

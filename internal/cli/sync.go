@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 type syncOptions struct {
@@ -81,10 +82,11 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 	case len(opts.files) > 0:
 		return syncFiles(ctx, f, c, name, opts)
 	}
-	info, _, res, err := fetchWork(ctx, f, c, name)
+	info, g, res, err := fetchWork(ctx, f, c, name)
 	if err != nil {
 		return err
 	}
+	hostCode := g.RunsOnHost(ctx, res, info.BaseCommit)
 	if err := c.RecordSync(ctx, name, struct {
 		gitsync.Result
 		Mode string `json:"mode"`
@@ -92,7 +94,10 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: the sync was not recorded: %v\n", err)
 	}
 	if opts.json {
-		return writeJSON(f, res)
+		return writeJSON(f, struct {
+			gitsync.Result
+			RunsOnHost []gitsync.HostCode `json:"runs_on_host"`
+		}{res, append([]gitsync.HostCode{}, hostCode...)})
 	}
 	if len(res.Updates) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: nothing new in %s\n", name)
@@ -110,6 +115,12 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 		}
 		for _, file := range u.Files {
 			fmt.Fprintf(f.IO.Out, "    %s\n", file)
+		}
+	}
+	if len(hostCode) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "\npaddock: warning: the agent's work changes files that run code on this machine once merged; read them before merging:\n")
+		for _, h := range hostCode {
+			fmt.Fprintf(f.IO.ErrOut, "  %s: %s (%s)\n", strings.TrimPrefix(h.Ref, ns), termtext.Escape(h.Path), h.Why)
 		}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "\nto look:   git log -p %s..%s%s\n", short(info.BaseCommit), ns, gitsync.WIPBranch)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -71,7 +72,7 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 				return err
 			}
 			var out, errOut strings.Builder
-			code, err := c.Exec(ctx, args[0], api.ExecRequest{Argv: []string{"git", "-C", "/workspace", "worktree", "list", "--porcelain"}},
+			code, err := c.Exec(ctx, args[0], api.ExecRequest{Argv: []string{"git", "-C", "/workspace", "worktree", "list", "--porcelain"}, Env: gitsync.SandboxGitEnv},
 				api.ExecIO{Stdout: &out, Stderr: &errOut})
 			if err != nil {
 				return err
@@ -128,7 +129,9 @@ func sandboxScript(ctx context.Context, f *Factory, name, script string, args ..
 		return err
 	}
 	var out strings.Builder
-	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...)},
+	// With the sandbox's hooks and fsmonitor off, as every git command paddock runs there:
+	// what the agent configured must not break (or ride on) paddock's own work.
+	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...), Env: gitsync.SandboxGitEnv},
 		api.ExecIO{Stdout: &out, Stderr: &out})
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ type webListener struct {
 
 	mu     sync.Mutex
 	srv    *http.Server
+	ln     net.Listener // srv's; closed by close even when srv.Serve has not started yet
 	status api.WebStatus
 	saved  store.WebListener
 	// hijacked are the current server's connections taken over by WebSockets (exec),
@@ -177,7 +178,7 @@ func (l *webListener) startLocked(req api.WebRequest, host string, cfg *tls.Conf
 			l.log.Error("the TCP listener failed", "listen", addr.String(), "err", err)
 		}
 	}()
-	l.srv, l.hijacked = srv, hijacked
+	l.srv, l.ln, l.hijacked = srv, ln, hijacked
 	l.saved = store.WebListener{Listen: addr.String(), TLSCert: req.TLSCert, TLSKey: req.TLSKey}
 	l.status = api.WebStatus{Serving: true, Listen: addr.String(), URL: browseURL(addr, host, cfg != nil), TLS: cfg != nil, Loopback: loopback}
 	return l.status, nil
@@ -250,7 +251,10 @@ func (l *webListener) closeLocked(ctx context.Context) {
 		l.srv.Close()
 	}
 	cancel()
+	// Shutdown closes only the listeners Serve has taken; Serve runs in a goroutine that
+	// may not have started, and a listener left open keeps the port from the next one.
+	l.ln.Close()
 	l.hijacked.closeAll()
-	l.srv, l.hijacked = nil, nil
+	l.srv, l.ln, l.hijacked = nil, nil, nil
 	l.status.Serving = false
 }

@@ -1,0 +1,123 @@
+package gitsync
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path"
+	"reflect"
+	"strings"
+)
+
+// HostCode is a file the agent's work changes that runs code on the host once merged:
+// nothing runs at sync (host git is hardened), but a merge, a checkout, `npm install`,
+// `make` or opening the folder in an editor would run what the sandbox wrote.
+type HostCode struct {
+	Ref  string `json:"ref"`
+	Path string `json:"path"`
+	// Why says what runs it.
+	Why string `json:"why"`
+}
+
+// runsOnHost says why a path runs code on the host, or "" when it does not. hooksPath is
+// the host repository's core.hooksPath, relative to its top ("" when unset).
+func runsOnHost(p, hooksPath string) string {
+	under := func(dir string) bool { return strings.HasPrefix(p, dir+"/") }
+	base := path.Base(p)
+	switch {
+	case hooksPath != "" && under(strings.TrimSuffix(hooksPath, "/")):
+		return "a git hook (core.hooksPath " + hooksPath + ")"
+	case under(".husky"):
+		return "a git hook (husky)"
+	case under(".githooks"):
+		return "a git hook, once core.hooksPath points at .githooks"
+	case p == ".pre-commit-config.yaml":
+		return "pre-commit's hooks"
+	case base == ".envrc":
+		return "direnv runs it on entering the directory"
+	case p == ".vscode/tasks.json" || p == ".vscode/settings.json" || p == ".vscode/launch.json":
+		return "VS Code runs its tasks and settings"
+	case under(".devcontainer") || p == ".devcontainer.json":
+		return "a dev container's build and lifecycle commands"
+	case base == "Makefile" || base == "makefile" || base == "GNUmakefile":
+		return "make runs its recipes"
+	case p == ".gitmodules":
+		return "submodule URLs and commands, on git submodule update"
+	case p == ".gitattributes":
+		return "filter and diff drivers it names, once configured"
+	}
+	return ""
+}
+
+// RunsOnHost lists the files the fetched updates change that run code on the host after
+// a merge: git hooks, .envrc, editor tasks, dev container files, Makefiles, and
+// package.json when its scripts changed (its other fields run nothing). base is the
+// commit the sandbox started from, for refs that are new.
+func (g *Git) RunsOnHost(ctx context.Context, res Result, base string) []HostCode {
+	hooksPath := g.userConfig(ctx, "core.hooksPath")
+	hooksPath = strings.TrimPrefix(hooksPath, "./")
+	if path.IsAbs(hooksPath) {
+		hooksPath = strings.TrimPrefix(hooksPath, strings.TrimSuffix(g.Repo, "/")+"/")
+	}
+	var out []HostCode
+	seen := map[string]bool{} // a path is named once, at the first ref that changes it
+	for _, u := range res.Updates {
+		from := u.Old
+		if from == "" {
+			from = base
+		}
+		for _, f := range u.Files {
+			fields := strings.Split(f, "\t")
+			p := fields[len(fields)-1]
+			if seen[p] {
+				continue
+			}
+			why := runsOnHost(p, hooksPath)
+			if why == "" && path.Base(p) == "package.json" && g.scriptsChanged(ctx, from, u.New, p) {
+				why = "npm runs its scripts (they changed)"
+			}
+			if why != "" {
+				seen[p] = true
+				out = append(out, HostCode{Ref: u.Ref, Path: p, Why: why})
+			}
+		}
+	}
+	return out
+}
+
+// scriptsChanged says whether the "scripts" of a package.json differ between two commits
+// (a file that does not parse counts as changed).
+func (g *Git) scriptsChanged(ctx context.Context, from, to, p string) bool {
+	scripts := func(rev string) (any, bool) {
+		if rev == "" {
+			return nil, true
+		}
+		text, err := g.Run(ctx, "cat-file", "blob", rev+":"+p)
+		if err != nil {
+			return nil, true // absent on that side
+		}
+		var v struct {
+			Scripts any `json:"scripts"`
+		}
+		if json.Unmarshal([]byte(text), &v) != nil {
+			return nil, false
+		}
+		return v.Scripts, true
+	}
+	a, okA := scripts(from)
+	b, okB := scripts(to)
+	return !okA || !okB || !reflect.DeepEqual(a, b)
+}
+
+// userConfig reads a value of the host repository's own config (and the user's), which
+// Run's hardening overrides: reading config runs nothing.
+func (g *Git) userConfig(ctx context.Context, key string) string {
+	cmd := exec.CommandContext(ctx, "git", "-C", g.Repo, "config", "--get", key)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
