@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Session is what an adapter is told about the conversation it starts.
@@ -67,8 +69,16 @@ type Adapter interface {
 	// Answer extracts the final answer (and the conversation id, if it says one) from
 	// Ask's output.
 	Answer(output []byte) (text, resumeID string, err error)
-	// Transcript is the path of the conversation's transcript inside the sandbox, or "".
+	// Transcript is the path of the conversation's transcript inside the sandbox, or "";
+	// it may be a shell glob (the agent names the file itself), of which the newest match
+	// is the transcript.
 	Transcript(s Session) string
+	// Parse reads a transcript into the common schema; nil when paddock reads none of
+	// this agent's.
+	Parse() func(data []byte) ([]transcript.Entry, error)
+	// ChoosesID is true when the agent takes a conversation id paddock chooses before the
+	// first launch (claude --session-id); otherwise the id is learnt from its hooks.
+	ChoosesID() bool
 	// StatusSource says, in words, how the session's status is known.
 	StatusSource() string
 	// Reports says which statuses the agent's own hooks report through

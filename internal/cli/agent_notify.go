@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,7 @@ import (
 // (exited). It writes the session's status file, which the guest agent watches and the
 // daemon reads on demand. It never fails the hook: problems go to stderr.
 func newCmdAgentNotify(f *Factory) *cobra.Command {
-	var status, name, exitStatus string
+	var status, name, exitStatus, idGlob string
 	cmd := &cobra.Command{
 		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
 		Short: "Report a session's status from an agent's hook (inside a sandbox)",
@@ -32,11 +33,17 @@ func newCmdAgentNotify(f *Factory) *cobra.Command {
 				return nil // not in a paddock session: nothing to report
 			}
 			path := filepath.Join(session.StatusDir, filepath.Base(name)+".json")
+			id := hookSessionID(f.IO.In, args)
+			if idGlob != "" && id != "" && !conversationExists(idGlob, id) {
+				// A turn of a thread that is not the conversation (Codex titles a new
+				// conversation in a thread of its own): not this session's news.
+				return nil
+			}
 			rec := map[string]any{"status": status, "time": time.Now().Unix()}
 			if status == "exited" && exitStatus != "" {
 				rec["exit_status"] = exitStatus
 			}
-			if id := hookSessionID(f.IO.In, args); id != "" {
+			if id != "" {
 				rec["agent_session"] = id
 			} else if id := previousAgentSession(path); id != "" {
 				// Keep the conversation id an earlier report gave: restart needs it.
@@ -52,6 +59,7 @@ func newCmdAgentNotify(f *Factory) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "working, waiting, idle or exited")
 	cmd.Flags().StringVar(&name, "session", "", "the session (default $PADDOCK_SESSION)")
 	cmd.Flags().StringVar(&exitStatus, "exit-status", "", "with --status exited: the process's exit status")
+	cmd.Flags().StringVar(&idGlob, "conversation-file", "", "a glob with {id} naming the conversation's transcript: a report whose id has no such file is ignored")
 	return cmd
 }
 
@@ -110,4 +118,13 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// conversationExists says whether the glob, {id} replaced by id, names a file.
+func conversationExists(glob, id string) bool {
+	if strings.ContainsAny(id, "/*?[") {
+		return false
+	}
+	matches, _ := filepath.Glob(strings.ReplaceAll(glob, "{id}", id))
+	return len(matches) > 0
 }

@@ -75,8 +75,8 @@ func waitEcho(ctx context.Context, c *agentclient.Client, name, text string, tim
 // fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
 func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
 	tp := t.adapter.Transcript(sess)
-	if t.se.ResumeID == "" || !strings.HasSuffix(tp, ".jsonl") {
-		return false
+	if !t.adapter.ChoosesID() || t.se.ResumeID == "" || !strings.HasSuffix(tp, ".jsonl") {
+		return false // an id learnt from the agent names a conversation that exists
 	}
 	_, err := t.client.Stat(ctx, "/", tp)
 	return errors.Is(err, fs.ErrNotExist)
@@ -166,7 +166,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 // whose non-interactive mode cannot share the conversation with the interactive one.
 func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text string) (string, error) {
 	name := t.se.Name
-	if _, ok := parsers[t.se.Agent]; !ok || !t.adapter.Reports().Idle {
+	if t.adapter.Parse() == nil || !t.adapter.Reports().Idle {
 		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
 	}
 	if st, _ := statusOf(l, name); st == "exited" {
@@ -183,6 +183,11 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text
 	}
 	// The hook may run before the transcript has the answer: read it until it does.
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		// The turn's end may have taught paddock the conversation's id (Codex reports it
+		// then), which names the transcript.
+		if se, err := s.store.GetSession(ctx, t.sb.ID, name); err == nil {
+			t.se = se
+		}
 		entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se)
 		if err != nil {
 			return "", err

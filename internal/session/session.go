@@ -151,8 +151,8 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 				"sandbox %q has no worktree %q", sandboxName, req.Worktree)
 		}
 	}
-	if a.Name() == "claude" {
-		se.ResumeID = newUUID() // Claude Code takes the conversation id paddock chooses
+	if a.ChoosesID() {
+		se.ResumeID = newUUID() // the agent takes the conversation id paddock chooses
 	}
 	if err := s.store.CreateSession(ctx, se); errors.Is(err, store.ErrNameTaken) {
 		return Info{}, apperr.Conflict(fmt.Sprintf("attach to it with `paddock chat %s/%s`, or choose another name", sandboxName, req.Name),

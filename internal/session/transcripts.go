@@ -14,28 +14,20 @@ import (
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-// parsers maps an agent to its transcript parser.
-var parsers = map[string]func([]byte) ([]transcript.Entry, error){
-	"claude": func(b []byte) ([]transcript.Entry, error) { return transcript.ParseClaude(bytes.NewReader(b)) },
-	"codex":  func(b []byte) ([]transcript.Entry, error) { return transcript.ParseCodex(bytes.NewReader(b)) },
-}
-
 // readTranscript reads and parses a session's transcript; ok is false when the agent has
 // none paddock can read (yet).
 func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
-	parse, ok := parsers[se.Agent]
-	if !ok {
+	a, err := agents.Get(se.Agent)
+	if err != nil || a.Parse() == nil {
 		return nil, false, nil
 	}
+	parse := a.Parse()
 	t := &target{sb: sb, se: se}
-	p := ""
-	if a, err := agents.Get(se.Agent); err == nil {
-		p = a.Transcript(t.session())
+	p := a.Transcript(t.session())
+	if strings.ContainsAny(p, "*?[") {
+		p = newestMatch(ctx, c, p)
 	}
-	if se.Agent == "codex" {
-		p = newestRollout(ctx, c, p)
-	}
-	if p == "" || !strings.HasSuffix(p, ".jsonl") {
+	if p == "" || !(strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".json")) {
 		return nil, false, nil
 	}
 	var buf bytes.Buffer
@@ -48,13 +40,16 @@ func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb 
 	return entries, true, err
 }
 
-// newestRollout finds Codex's newest rollout file under dir.
-func newestRollout(ctx context.Context, c *agentclient.Client, dir string) string {
-	out, _, err := run(ctx, c, "sh", "-c", `ls -t $(find "$1" -name 'rollout-*.jsonl' 2>/dev/null) 2>/dev/null | head -1`, "sh", dir)
+// newestMatch finds the newest file matching a transcript's glob inside the sandbox.
+func newestMatch(ctx context.Context, c *agentclient.Client, pattern string) string {
+	out, _, err := run(ctx, c, "sh", "-c", `ls -td -- $1 2>/dev/null | head -1`, "sh", pattern)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	if p := strings.TrimSpace(out); p != pattern {
+		return p
+	}
+	return ""
 }
 
 // summarize fills the message count and last activity from the transcript.

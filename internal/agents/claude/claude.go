@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 func init() { agents.Register(Adapter{}) }
@@ -129,3 +130,11 @@ func tail(b []byte) string {
 	}
 	return string(b)
 }
+
+// Parse implements agents.Adapter.
+func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
+	return func(b []byte) ([]transcript.Entry, error) { return transcript.ParseClaude(bytes.NewReader(b)) }
+}
+
+// ChoosesID implements agents.Adapter.
+func (Adapter) ChoosesID() bool { return true }

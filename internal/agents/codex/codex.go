@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 func init() { agents.Register(Adapter{}) }
@@ -52,7 +53,7 @@ model_provider = "paddock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-notify = ["/opt/paddock/bin/paddock", "agent", "notify", "--status", "idle"]
+notify = ["/opt/paddock/bin/paddock", "agent", "notify", "--status", "idle", "--conversation-file", "` + rolloutGlob("{id}") + `"]
 
 [model_providers.paddock]
 name = "paddock"
@@ -91,9 +92,15 @@ func (Adapter) Launch(s agents.Session) []string {
 	return []string{"codex", "--dangerously-bypass-approvals-and-sandbox", "--no-daemon"}
 }
 
-// Resume continues the latest conversation in the working directory.
-func (Adapter) Resume(s agents.Session) []string {
-	return []string{"codex", "resume", "--last", "--dangerously-bypass-approvals-and-sandbox", "--no-daemon"}
+// Resume continues the session's own conversation, by the thread id Codex's notify
+// program reported at the end of its first turn (`--last` would take the newest of the
+// whole sandbox, another session's when two run). Before a first turn there is nothing
+// to resume: a new conversation starts.
+func (a Adapter) Resume(s agents.Session) []string {
+	if s.ResumeID == "" {
+		return a.Launch(s)
+	}
+	return []string{"codex", "resume", s.ResumeID, "--dangerously-bypass-approvals-and-sandbox", "--no-daemon"}
 }
 
 // Env implements agents.Adapter.
@@ -104,7 +111,8 @@ func (Adapter) Env(s agents.Session) []string { return []string{"CODEX_HOME=/hom
 // and reads the answer from the transcript instead.
 func (Adapter) Ask(s agents.Session, prompt string) []string { return nil }
 
-// Answer takes the last agent message of the JSONL events.
+// Answer is never called (Ask is nil); it reads `codex exec --json` output, should Ask
+// come back.
 func (Adapter) Answer(output []byte) (string, string, error) {
 	var answer, thread string
 	sc := bufio.NewScanner(bytes.NewReader(output))
@@ -134,6 +142,22 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 	return answer, thread, nil
 }
 
-// Transcript: Codex keeps rollouts by date under $CODEX_HOME/sessions; paddock finds the
-// newest one.
-func (Adapter) Transcript(s agents.Session) string { return "/home/agent/.codex/sessions" }
+// Transcript: Codex keeps rollouts by date under $CODEX_HOME/sessions, named after their
+// thread id; before the first turn reports the id there is none of this session's.
+func (Adapter) Transcript(s agents.Session) string {
+	if s.ResumeID == "" {
+		return ""
+	}
+	return rolloutGlob(s.ResumeID)
+}
+
+// rolloutGlob matches the rollout of one conversation: Codex names it after the thread.
+func rolloutGlob(id string) string { return "/home/agent/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl" }
+
+// Parse implements agents.Adapter.
+func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
+	return func(b []byte) ([]transcript.Entry, error) { return transcript.ParseCodex(bytes.NewReader(b)) }
+}
+
+// ChoosesID implements agents.Adapter.
+func (Adapter) ChoosesID() bool { return false }

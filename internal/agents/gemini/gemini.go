@@ -2,10 +2,12 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 func init() { agents.Register(Adapter{}) }
@@ -74,4 +76,12 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 }
 
 // Transcript implements agents.Adapter.
-func (Adapter) Transcript(s agents.Session) string { return "/home/agent/.gemini/tmp" }
+func (Adapter) Transcript(s agents.Session) string { return "/home/agent/.gemini/tmp/*/chats/session-*.json" }
+
+// Parse implements agents.Adapter.
+func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
+	return func(b []byte) ([]transcript.Entry, error) { return transcript.ParseGemini(bytes.NewReader(b)) }
+}
+
+// ChoosesID implements agents.Adapter.
+func (Adapter) ChoosesID() bool { return false }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 func init() { agents.Register(Adapter{}) }
@@ -62,3 +63,9 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 
 // Transcript implements agents.Adapter.
 func (Adapter) Transcript(agents.Session) string { return "" }
+
+// Parse implements agents.Adapter.
+func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }
+
+// ChoosesID implements agents.Adapter.
+func (Adapter) ChoosesID() bool { return false }

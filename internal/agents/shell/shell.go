@@ -2,7 +2,10 @@
 // shell) in tmux, with no conversation to resume.
 package shell
 
-import "github.com/paddockhq/paddock/internal/agents"
+import (
+	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/transcript"
+)
 
 func init() { agents.Register(Adapter{}) }
 
@@ -51,3 +54,9 @@ func (Adapter) Answer([]byte) (string, string, error) { return "", "", nil }
 
 // Transcript implements agents.Adapter.
 func (Adapter) Transcript(agents.Session) string { return "" }
+
+// Parse implements agents.Adapter.
+func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }
+
+// ChoosesID implements agents.Adapter.
+func (Adapter) ChoosesID() bool { return false }
