@@ -152,7 +152,9 @@ func (Adapter) Transcript(s agents.Session) string {
 }
 
 // rolloutGlob matches the rollout of one conversation: Codex names it after the thread.
-func rolloutGlob(id string) string { return "/home/agent/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl" }
+func rolloutGlob(id string) string {
+	return "/home/agent/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl"
+}
 
 // Parse implements agents.Adapter.
 func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {

@@ -76,7 +76,9 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 }
 
 // Transcript implements agents.Adapter.
-func (Adapter) Transcript(s agents.Session) string { return "/home/agent/.gemini/tmp/*/chats/session-*.json" }
+func (Adapter) Transcript(s agents.Session) string {
+	return "/home/agent/.gemini/tmp/*/chats/session-*.json"
+}
 
 // Parse implements agents.Adapter.
 func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
