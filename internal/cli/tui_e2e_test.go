@@ -116,14 +116,16 @@ func TestTUIEndToEnd(t *testing.T) {
 	tt.keys("n")
 	tt.waitFor(10*time.Second, "will create sandbox")
 	tt.keys("Down", "Right")
-	tt.waitFor(5*time.Second, "will start claude in repo/main")
+	tt.waitFor(20*time.Second, "will start claude in repo/main")
 	tt.saveScreen("tui-claude-dialog")
 	tt.keys("C-s")
 	tt.waitFor(90*time.Second, "started repo/main")
 
 	// A message without attaching; the list shows the turn: working, then idle.
+	// m goes to the selected session: wait for the list to have selected it.
+	tt.waitFor(30*time.Second, "│repo/main ")
 	tt.keys("m")
-	tt.waitFor(5*time.Second, "message to repo/main:")
+	tt.waitFor(20*time.Second, "message to repo/main:")
 	tt.text("RUN: sleep 4 && echo hi > /workspace/hi.txt")
 	tt.keys("Enter")
 	tt.waitScreen(60*time.Second, "main working", func(s string) bool { return strings.Contains(sessionLine(s, "main"), "working") })
@@ -148,8 +150,10 @@ func TestTUIEndToEnd(t *testing.T) {
 	tt.keys("R")
 	tt.waitFor(90*time.Second, "repo/main resumed")
 	before := len(model.Requests())
+	// m goes to the selected session: wait for the list to have selected it.
+	tt.waitFor(30*time.Second, "│repo/main ")
 	tt.keys("m")
-	tt.waitFor(5*time.Second, "message to repo/main:")
+	tt.waitFor(20*time.Second, "message to repo/main:")
 	tt.text("after the restart")
 	tt.keys("Enter")
 	deadline := time.Now().Add(60 * time.Second)
