@@ -107,7 +107,32 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 		return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
 	}
+	// A program that was still busy (loading a resumed conversation) can drop the Enter:
+	// the text then stays on the line of the cursor. Press it once more, as a person would.
+	if stillTyped(ctx, t.client, name, text, 2*time.Second) {
+		if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
+			return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
+		}
+	}
 	return nil
+}
+
+// stillTyped reports whether, for all of timeout, the end of text stays on the pane's
+// cursor line: what was typed was not submitted.
+func stillTyped(ctx context.Context, c *agentclient.Client, name, text string, timeout time.Duration) bool {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	tail := strings.TrimSpace(lines[len(lines)-1])
+	if len(tail) > 20 {
+		tail = tail[len(tail)-20:]
+	}
+	const cursorLine = `y=$(tmux -S "$1" display-message -p -t "=$2:" '#{cursor_y}') && tmux -S "$1" capture-pane -p -J -t "=$2:" -S "$y" -E "$y"`
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		line, code, err := run(ctx, c, "sh", "-c", cursorLine, "sh", Socket, name)
+		if err != nil || code != 0 || !strings.Contains(line, tail) {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitReady waits (up to timeout) until a session's agent is at its prompt: its hooks

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -38,13 +39,12 @@ type geminiMessage struct {
 // ParseGemini reads a Gemini CLI session, ~/.gemini/tmp/<project>/chats/
 // session-*.jsonl, or the older single JSON document session-*.json.
 //
-// Best effort: this parser was NOT run against a transcript of the real
-// Gemini CLI. It follows the CLI's ChatRecordingService records as
-// published (messages of type "user" and "gemini" with content, toolCalls
-// holding args and functionResponse results, and tokens), and assumes that
-// in the JSON Lines form each line is one message record, a later record
-// with the same id replacing the earlier one; lines that are not message
-// records (session metadata, updates) are skipped. write_file and replace
+// Gemini CLI 0.61.0 writes JSON Lines: a session header, message records
+// (type "user" or "gemini", content as text or parts, toolCalls holding
+// args and functionResponse results, tokens), a later record with the same
+// id replacing the earlier one (a model turn is written again once its
+// tools ran), and {"$set": ...} updates, whose messages are the CLI's own
+// session context and are skipped like other lines that are no message. write_file and replace
 // calls that did not fail give a file_change entry.
 func ParseGemini(r io.Reader) ([]Entry, error) {
 	data, err := io.ReadAll(r)
@@ -114,7 +114,8 @@ func geminiEntries(b *builder, m geminiMessage) error {
 		return err
 	}
 	if m.Type == "user" {
-		if txt != "" {
+		// The CLI's own first message, the environment it describes, is no one's turn.
+		if txt != "" && !strings.HasPrefix(strings.TrimSpace(txt), "<session_context>") {
 			b.add(Entry{Time: m.Timestamp, Kind: KindUser, Text: txt})
 		}
 		return nil

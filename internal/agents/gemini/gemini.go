@@ -77,7 +77,7 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 
 // Transcript implements agents.Adapter.
 func (Adapter) Transcript(s agents.Session) string {
-	return "/home/agent/.gemini/tmp/*/chats/session-*.json"
+	return "/home/agent/.gemini/tmp/*/chats/session-*.jsonl"
 }
 
 // Parse implements agents.Adapter.
