@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,11 +120,27 @@ func runDaemonStop(ctx context.Context, f *Factory) error {
 	if err := c.StopDaemon(ctx); err != nil {
 		return err
 	}
+	// Stopped once its socket is gone and it has let go of its lock: the socket goes
+	// first, and a command that started a daemon in between would find the lock held.
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := c.Version(ctx); daemonAbsent(err) {
+		if _, err := c.Version(ctx); daemonAbsent(err) && lockFree(filepath.Join(p.State, "daemon.lock")) {
 			fmt.Fprintf(f.IO.ErrOut, "paddock: stopped the daemon (pid %d); sandboxes keep running\n", v.PID)
 			return nil
 		}
 	}
 	return fmt.Errorf("the daemon (pid %d) did not stop within 15 s", v.PID)
+}
+
+// lockFree says whether no daemon holds the lock at path.
+func lockFree(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer fh.Close()
+	if syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false
+	}
+	syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+	return true
 }
