@@ -79,6 +79,9 @@ type Adapter interface {
 	// ChoosesID is true when the agent takes a conversation id paddock chooses before the
 	// first launch (claude --session-id); otherwise the id is learnt from its hooks.
 	ChoosesID() bool
+	// Fork is the argv of a new conversation that continues a copy of conversation
+	// from (s.ResumeID names the copy); nil when the agent cannot fork one.
+	Fork(s Session, from string) []string
 	// StatusSource says, in words, how the session's status is known.
 	StatusSource() string
 	// Reports says which statuses the agent's own hooks report through

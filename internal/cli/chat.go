@@ -25,6 +25,7 @@ type chatOptions struct {
 	rename         string
 	renameTo       string
 	remove         bool
+	fork           string
 	nonInteractive bool
 	message        string
 	command        string
@@ -46,6 +47,7 @@ session inside the sandbox; detaching (Ctrl-b d) leaves it running.
   paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY
   paddock chat myrepo --rename fix-auth-bug auth-v2
   paddock chat myrepo/fix-auth-bug --rm                end the session
+  paddock chat myrepo/fix-auth-bug --fork try-b        a new session on a copy of its conversation
 
 Without SANDBOX, the current directory's project must have exactly one sandbox; without
 /SESSION, the sandbox must have exactly one session.`,
@@ -64,6 +66,9 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 			if len(args) == 1 {
 				opts.target = args[0]
 			}
+			if opts.fork != "" && (opts.newName != "" || opts.list || opts.rename != "" || opts.remove) {
+				return usagef("--fork NEW goes alone: paddock chat SANDBOX/SESSION --fork NEW")
+			}
 			if opts.remove && (opts.list || opts.rename != "" || opts.newName != "" || opts.nonInteractive) {
 				return usagef("--rm goes alone: paddock chat SANDBOX/SESSION --rm")
 			}
@@ -80,6 +85,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
 	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")
+	cmd.Flags().StringVar(&opts.fork, "fork", "", "start session NEW continuing a copy of SANDBOX/SESSION's conversation (Claude Code); the original goes on unchanged")
 	cmd.Flags().BoolVar(&opts.remove, "rm", false, "end the session SANDBOX/SESSION: its agent's process ends; its transcript stays in the sandbox")
 	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "send stdin (or -m) as one message, print the final answer, exit")
 	cmd.Flags().StringVarP(&opts.message, "message", "m", "", "the message to send, instead of stdin")
@@ -129,7 +135,19 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 	}
 
 	var sb, name string
-	if opts.newName != "" {
+	if opts.fork != "" {
+		from := ""
+		if sb, from, err = resolveTarget(ctx, c, opts.target, true); err != nil {
+			return err
+		}
+		name = opts.fork
+		fmt.Fprintf(f.IO.ErrOut, "paddock: forking %s/%s into %s/%s\n", sb, from, sb, name)
+		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, ForkOf: from}, 60*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
+	} else if opts.newName != "" {
 		if sb, _, err = resolveTarget(ctx, c, opts.target, false); err != nil {
 			return err
 		}
@@ -174,7 +192,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: sent to %s/%s\n", sb, name)
 	}
 	if !interactive {
-		if message == "" && opts.newName == "" {
+		if message == "" && opts.newName == "" && opts.fork == "" {
 			return usagef("chat attaches a terminal: run it in one, or pipe a message in")
 		}
 		return nil

@@ -203,3 +203,62 @@ func claudeEndToEnd(t *testing.T, backend string, upArgs ...string) {
 	}
 	_ = io.Discard
 }
+
+// TestClaudeFork forks a Claude Code session: the fork starts on a copy of the
+// conversation (its first request carries the earlier turn) under its own id, and what is
+// said in the fork stays out of the original's transcript.
+func TestClaudeFork(t *testing.T) {
+	modeltest.RequireCLI(t, "claude")
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	model := modeltest.NewAnthropic(t)
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fork-0123456789abcdefghijklmnop")
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo, "--agent", "claude")
+	pane := func(name string) string {
+		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", name)
+	}
+	waitUntil(t, 60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane("claude"), "❯") })
+	must("RUN: echo original > /workspace/original.txt", "chat", "repo/claude")
+	waitUntil(t, 60*time.Second, "the first turn to end", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
+	})
+
+	must("", "chat", "repo/claude", "--fork", "alt")
+	waitUntil(t, 60*time.Second, "the fork's prompt", func() bool { return strings.Contains(pane("alt"), "❯") })
+	before := len(model.Requests())
+	must("only in the fork", "chat", "repo/alt")
+	waitUntil(t, 60*time.Second, "the fork's request", func() bool {
+		for _, r := range model.Requests()[before:] {
+			if r.Contains("only in the fork") {
+				if !r.Contains("original.txt") {
+					t.Fatal("the fork's request lacks the conversation it was forked from")
+				}
+				return true
+			}
+		}
+		return false
+	})
+	list := must("", "chat", "repo", "--list", "--json")
+	var sessions []struct {
+		Name     string `json:"name"`
+		ResumeID string `json:"resume_id"`
+	}
+	if err := json.Unmarshal([]byte(list), &sessions); err != nil || len(sessions) != 2 || sessions[0].ResumeID == sessions[1].ResumeID {
+		t.Fatalf("two sessions with their own conversation ids, got %s", list)
+	}
+	waitUntil(t, 20*time.Second, "the fork's transcript", func() bool {
+		out, _, code := paddock("", "transcript", "repo/alt", "--json")
+		return code == 0 && strings.Contains(out, "only in the fork") && strings.Contains(out, "original.txt")
+	})
+	if orig := must("", "transcript", "repo/claude", "--json"); strings.Contains(orig, "only in the fork") {
+		t.Fatal("the original's transcript has what was said in the fork")
+	}
+	// An agent that cannot fork is refused with the reason, before anything starts.
+	must("", "chat", "repo", "--new", "sh", "--agent", "shell", "--command", "sleep 1000")
+	if _, errOut, code := paddock("", "chat", "repo/sh", "--fork", "sh2"); code != 2 || !strings.Contains(errOut, "cannot fork") {
+		t.Fatalf("forking a shell session: exit %d %s", code, errOut)
+	}
+}

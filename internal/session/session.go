@@ -117,6 +117,9 @@ type CreateRequest struct {
 	Command string `json:"command,omitempty"`
 	// Worktree binds the session to /workspace/.worktrees/WORKTREE (see `paddock worktree add`).
 	Worktree string `json:"worktree,omitempty"`
+	// ForkOf names a session of the same sandbox whose conversation the new one continues
+	// a copy of (its agent, working directory and history), where the agent can fork.
+	ForkOf string `json:"fork_of,omitempty"`
 }
 
 // Create starts a new session; its agent is at its prompt when Create returns (or, for
@@ -124,6 +127,22 @@ type CreateRequest struct {
 func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequest) (Info, error) {
 	if err := sandbox.ValidateName(req.Name); err != nil {
 		return Info{}, apperr.Invalid("", "session name: %v", err)
+	}
+	var from store.Session
+	if req.ForkOf != "" {
+		sb, err := s.sandboxes.Record(ctx, sandboxName)
+		if err != nil {
+			return Info{}, err
+		}
+		if from, err = s.store.GetSession(ctx, sb.ID, req.ForkOf); errors.Is(err, store.ErrNotFound) {
+			return Info{}, apperr.NotFound(fmt.Sprintf("see them with `paddock chat %s --list`", sandboxName), "sandbox %q has no session named %q", sandboxName, req.ForkOf)
+		} else if err != nil {
+			return Info{}, err
+		}
+		if req.Agent != "" && req.Agent != from.Agent {
+			return Info{}, apperr.Invalid("leave --agent out: a fork runs the agent of its session", "session %q runs %s, not %s", req.ForkOf, from.Agent, req.Agent)
+		}
+		req.Agent = from.Agent
 	}
 	if req.Agent == "" {
 		req.Agent = "claude"
@@ -151,6 +170,15 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 				"sandbox %q has no worktree %q", sandboxName, req.Worktree)
 		}
 	}
+	if req.ForkOf != "" {
+		if a.Fork(agents.Session{}, "x") == nil || !a.ChoosesID() {
+			return Info{}, apperr.Invalid("start a new session instead", "agent %s cannot fork a conversation", a.Name())
+		}
+		if from.ResumeID == "" {
+			return Info{}, apperr.Conflict("send it a message first", "session %q has no conversation to fork yet", req.ForkOf)
+		}
+		se.Dir = from.Dir
+	}
 	if a.ChoosesID() {
 		se.ResumeID = newUUID() // the agent takes the conversation id paddock chooses
 	}
@@ -161,12 +189,20 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		return Info{}, err
 	}
 	t := &target{sb: sb, se: se, adapter: a, client: c}
-	if err := s.launch(ctx, t, a.Launch(t.session())); err != nil {
+	argv := a.Launch(t.session())
+	if req.ForkOf != "" {
+		argv = a.Fork(t.session(), from.ResumeID)
+	}
+	if err := s.launch(ctx, t, argv); err != nil {
 		s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
 		return Info{}, err
 	}
-	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: req.Name + " (" + a.Name() + ")",
-		Attrs: map[string]string{"agent": a.Name()}})
+	attrs := map[string]string{"agent": a.Name()}
+	detail := req.Name + " (" + a.Name() + ")"
+	if req.ForkOf != "" {
+		attrs["fork_of"], detail = req.ForkOf, req.Name+" ("+a.Name()+", a fork of "+req.ForkOf+")"
+	}
+	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: detail, Attrs: attrs})
 	return s.info(ctx, t)
 }
 

@@ -228,7 +228,11 @@ func (f *fakeDaemon) SendToSession(ctx context.Context, sb, name, text string) e
 }
 
 func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req session.CreateRequest, wait time.Duration) (session.Info, error) {
-	f.record("create-session %s/%s agent=%s worktree=%s", sb, req.Name, req.Agent, req.Worktree)
+	if req.ForkOf != "" {
+		f.record("create-session %s/%s fork_of=%s", sb, req.Name, req.ForkOf)
+	} else {
+		f.record("create-session %s/%s agent=%s worktree=%s", sb, req.Name, req.Agent, req.Worktree)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sandboxes[sb].State != "running" {

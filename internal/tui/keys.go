@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -21,7 +23,7 @@ var keyHelp = [][2]string{
 	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
 	{"D", "the sandbox's diff against where it started"},
 	{"m", "send the session a one-line message without attaching"},
-	{"f", "fork a session: not available yet (the daemon cannot fork a conversation)"},
+	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
 	{"x", "stop the sandbox"},
 	{"d", "delete the session (on a sandbox line: the sandbox)"},
 	{"/", "filter by name, agent, status or backend; esc clears"},
@@ -29,7 +31,7 @@ var keyHelp = [][2]string{
 	{"q ctrl-c", "quit"},
 }
 
-const footerKeys = "enter attach · n new · R restart · s sync · D diff · m message · x stop · d delete · / filter · ? help · q quit"
+const footerKeys = "enter attach · n new · R restart · s sync · D diff · m message · f fork · x stop · d delete · / filter · ? help · q quit"
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := msg.String()
@@ -345,7 +347,27 @@ func (m *Model) sendMessage(text string) tea.Cmd {
 }
 
 // fork is not offered: the daemon's API has no fork of a conversation yet.
-func (m *Model) fork(row) tea.Cmd {
-	m.errLine = "fork is not available yet: start a new session with n"
-	return nil
+func (m *Model) fork(r row) tea.Cmd {
+	if r.kind != rowSession {
+		m.errLine = "select a session to fork its conversation"
+		return nil
+	}
+	d, sb, from := m.d, r.sandbox, r.session
+	name := from + "-fork"
+	taken := map[string]bool{}
+	for _, s := range m.sessions[sb] {
+		taken[s.Name] = true
+	}
+	for i := 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s-fork%d", from, i)
+	}
+	return m.call("forking "+sb+"/"+from, func(ctx context.Context) doneMsg {
+		done := doneMsg{refresh: []string{sb}}
+		if _, err := d.CreateSession(ctx, sb, session.CreateRequest{Name: name, ForkOf: from}, 60*time.Second); err != nil {
+			done.err = fmt.Errorf("fork %s/%s: %w", sb, from, err)
+			return done
+		}
+		done.info = fmt.Sprintf("forked %s/%s into %s/%s: enter attaches", sb, from, sb, name)
+		return done
+	})
 }

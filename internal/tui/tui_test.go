@@ -194,6 +194,19 @@ func TestMessageSendsOneLine(t *testing.T) {
 	u.waitFor("sent to api/fix-auth")
 }
 
+func TestForkNamesTheCopy(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		session.Info{Name: "fix-auth-fork", Agent: "claude", Status: "idle"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("fix-auth-fork")
+	u.press("down", "down", "f")
+	waitCalls(t, f, "create-session api/fix-auth-fork2 fork_of=fix-auth")
+	u.waitFor("forked api/fix-auth into api/fix-auth-fork2")
+	u.press("up", "f")
+	u.waitFor("select a session to fork")
+}
+
 func TestSyncAndDiffShowWhatArrived(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})

@@ -76,6 +76,12 @@ func (Adapter) Launch(s agents.Session) []string {
 	return append(common(), "--session-id", s.ResumeID)
 }
 
+// Fork continues a copy of conversation from under the id s.ResumeID (--fork-session):
+// the original goes on unchanged.
+func (Adapter) Fork(s agents.Session, from string) []string {
+	return append(common(), "--resume", from, "--fork-session", "--session-id", s.ResumeID)
+}
+
 // Resume continues the conversation.
 func (Adapter) Resume(s agents.Session) []string {
 	return append(common(), "--resume", s.ResumeID)

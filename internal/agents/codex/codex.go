@@ -163,3 +163,6 @@ func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
 
 // ChoosesID implements agents.Adapter.
 func (Adapter) ChoosesID() bool { return false }
+
+// Fork implements agents.Adapter: Codex cannot continue a copy of a conversation.
+func (Adapter) Fork(agents.Session, string) []string { return nil }

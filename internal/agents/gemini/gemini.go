@@ -87,3 +87,6 @@ func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
 
 // ChoosesID implements agents.Adapter.
 func (Adapter) ChoosesID() bool { return false }
+
+// Fork implements agents.Adapter: Gemini CLI cannot continue a copy of a conversation.
+func (Adapter) Fork(agents.Session, string) []string { return nil }

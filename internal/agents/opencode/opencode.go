@@ -69,3 +69,6 @@ func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }
 
 // ChoosesID implements agents.Adapter.
 func (Adapter) ChoosesID() bool { return false }
+
+// Fork implements agents.Adapter: OpenCode cannot continue a copy of a conversation.
+func (Adapter) Fork(agents.Session, string) []string { return nil }

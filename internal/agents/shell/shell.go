@@ -60,3 +60,6 @@ func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }
 
 // ChoosesID implements agents.Adapter.
 func (Adapter) ChoosesID() bool { return false }
+
+// Fork implements agents.Adapter: a shell cannot continue a copy of a conversation.
+func (Adapter) Fork(agents.Session, string) []string { return nil }
