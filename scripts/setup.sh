@@ -17,14 +17,14 @@ if ((${#missing[@]})); then
 fi
 
 # The agent CLIs the end-to-end tests run for real, at the versions they were written for.
-agents=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0")
+agents=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@qwen-code/qwen-code@0.24.4")
 if ! command -v npm >/dev/null; then
   echo "setup: installing nodejs and npm"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
 fi
 for pkg in "${agents[@]}"; do
-  bin=claude; [[ $pkg == @openai/codex* ]] && bin=codex; [[ $pkg == @google/gemini-cli* ]] && bin=gemini
+  bin=claude; [[ $pkg == @openai/codex* ]] && bin=codex; [[ $pkg == @google/gemini-cli* ]] && bin=gemini; [[ $pkg == @qwen-code/* ]] && bin=qwen
   if ! command -v "$bin" >/dev/null || ! "$bin" --version 2>/dev/null | grep -q "${pkg##*@}"; then
     echo "setup: npm install -g $pkg"
     $sudo npm install -g --no-fund --no-audit "$pkg" >/dev/null

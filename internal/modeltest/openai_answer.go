@@ -65,6 +65,8 @@ func openaiScript(rec Request, req openaiRequest, n int64) []map[string]any {
 	switch {
 	case t.call == callRun && toolType["exec_command"] == "function":
 		return []map[string]any{message(t.text), function("exec_command", map[string]any{"cmd": t.arg})}
+	case t.call == callRun && toolType["run_shell_command"] == "function": // Qwen Code
+		return []map[string]any{message(t.text), function("run_shell_command", map[string]any{"command": t.arg})}
 	case t.call == callRun && toolType["shell"] == "function":
 		return []map[string]any{message(t.text), function("shell", map[string]any{"command": []string{"bash", "-lc", t.arg}})}
 	case t.call == callWrite && toolType["apply_patch"] == "custom":

@@ -8,5 +8,6 @@ import (
 	_ "github.com/paddockhq/paddock/internal/agents/gemini"   // registers gemini
 	_ "github.com/paddockhq/paddock/internal/agents/goose"    // registers goose
 	_ "github.com/paddockhq/paddock/internal/agents/opencode" // registers opencode
+	_ "github.com/paddockhq/paddock/internal/agents/qwen"     // registers qwen
 	_ "github.com/paddockhq/paddock/internal/agents/shell"    // registers shell
 )
