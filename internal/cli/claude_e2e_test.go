@@ -42,7 +42,7 @@ func mustSucceed(t *testing.T, paddock paddockRun) func(stdin string, args ...st
 
 // e2eHome makes an isolated PADDOCK_HOME and a git repo, and removes every sandbox at
 // the end.
-func e2eHome(t *testing.T) (home, repo string) {
+func e2eHome(t testing.TB) (home, repo string) {
 	home, err := os.MkdirTemp("", "pdk")
 	if err != nil {
 		t.Fatal(err)

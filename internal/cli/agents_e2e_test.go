@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// scriptedModel is what the end-to-end tests read of a scripted model server.
+type scriptedModel interface {
+	Requests() []modeltest.Request
+	Key() string
+}
+
+// agentRun is one agent CLI for cliEndToEnd.
+type agentRun struct {
+	agent string
+	model scriptedModel
+	// env points the daemon (and so the credential proxy) at the model, with the real key.
+	env map[string]string
+	// ready is text of the agent's prompt screen; kill a pkill -f pattern of its process.
+	ready, kill string
+	// dialogs are texts of first-run screens that must not show.
+	dialogs []string
+	// files lists the agent's own files, for the log of a failure.
+	files string
+}
+
+// TestGeminiEndToEnd runs the real Gemini CLI in a sandbox against a scripted Gemini API
+// server reached through the credential proxy.
+func TestGeminiEndToEnd(t *testing.T) {
+	modeltest.RequireCLI(t, "gemini")
+	model := modeltest.NewGemini(t)
+	cliEndToEnd(t, agentRun{agent: "gemini", model: model, ready: "Type your message", kill: "^node.*[g]emini -m|^[g]emini -m",
+		env:     map[string]string{"GOOGLE_GEMINI_BASE_URL": model.URL(), "GEMINI_API_KEY": "AIza-gemini-e2e-REAL-0123456789abcdef"},
+		dialogs: []string{"Do you trust", "Get started", "Login with Google", "How would you like to authenticate"},
+		files:   "/home/agent/.gemini/tmp/*/chats/*"})
+}
+
+// TestQwenEndToEnd runs the real Qwen Code in a sandbox against a scripted OpenAI
+// Responses API server (an OpenAI-compatible endpoint) reached through the credential proxy.
+func TestQwenEndToEnd(t *testing.T) {
+	modeltest.RequireCLI(t, "qwen")
+	model := modeltest.NewOpenAIResponses(t)
+	cliEndToEnd(t, agentRun{agent: "qwen", model: model, ready: "Type your message", kill: "^node .*[q]wen --auth-type",
+		env:     map[string]string{"OPENAI_BASE_URL": model.URL() + "/v1", "OPENAI_API_KEY": "sk-qwen-e2e-REAL-0123456789abcdef"},
+		dialogs: []string{"Do you trust", "Get started", "How would you like to authenticate", "Select Authentication"},
+		files:   "/home/agent/.qwen/projects/*/chats/*"})
+}
+
+// cliEndToEnd makes the checks Claude Code's end-to-end test makes, for another agent CLI
+// on bwrap: its first screen is its prompt with no dialog, a tool call runs in /workspace
+// as agent, the transcript parses, --non-interactive returns the final text, a restart
+// resumes the conversation, and the real key is nowhere inside.
+func cliEndToEnd(t *testing.T, a agentRun) {
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	for k, v := range a.env {
+		t.Setenv(k, v)
+	}
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo, "--agent", a.agent)
+	target := "repo/" + a.agent
+	pane := func() string {
+		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", a.agent)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("screen:\n%s\nmodel requests: %d", pane(), len(a.model.Requests()))
+			files, _, _ := paddock("", "exec", "repo", "--", "sh", "-c", "for f in "+a.files+"; do echo == $f; head -c 4000 $f; done")
+			t.Logf("%s files:\n%s", a.agent, files)
+			for _, r := range a.model.Requests() {
+				t.Logf("request %s tools=%v body=%.300s", r.Path, r.Tools, r.Body)
+			}
+		}
+	}()
+	waitUntil(t, 90*time.Second, a.agent+"'s prompt", func() bool { return strings.Contains(pane(), a.ready) })
+	screen := pane()
+	t.Logf("%s's first screen:\n%s", a.agent, screen)
+	for _, dialog := range a.dialogs {
+		if strings.Contains(screen, dialog) {
+			t.Fatalf("%s stopped at a dialog (%q):\n%s", a.agent, dialog, screen)
+		}
+	}
+
+	// A prompt makes the model call the agent's shell tool, which runs in /workspace as agent.
+	must("RUN: id -un > /workspace/whoami.txt && pwd >> /workspace/whoami.txt", "chat", target)
+	waitUntil(t, 90*time.Second, "the tool's output file", func() bool {
+		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
+		return code == 0 && out == "agent\n/workspace\n"
+	})
+	var realKey string
+	for k, v := range a.env {
+		if strings.HasSuffix(k, "_KEY") {
+			realKey = v
+		}
+	}
+	if a.model.Key() != realKey {
+		t.Fatalf("the model server got key %q, want the real one", a.model.Key())
+	}
+
+	// The transcript, in paddock's schema.
+	waitUntil(t, 30*time.Second, "the whole turn in the transcript", func() bool {
+		var entries []struct {
+			Kind, Text, Tool string
+			Input            json.RawMessage
+		}
+		out, _, code := paddock("", "transcript", target, "--json")
+		if code != 0 || json.Unmarshal([]byte(out), &entries) != nil {
+			return false
+		}
+		var prompt, call, done bool
+		for _, e := range entries {
+			prompt = prompt || e.Kind == "user" && strings.Contains(e.Text, "RUN: id -un")
+			call = call || e.Kind == "tool_call" && strings.Contains(string(e.Input), "whoami.txt")
+			done = done || e.Kind == "assistant" && strings.HasPrefix(e.Text, "DONE:")
+		}
+		return prompt && call && done
+	})
+
+	// --non-interactive: the final text on stdout.
+	answer := must("what is the status?", "chat", target, "--non-interactive")
+	if strings.TrimSpace(answer) != "ECHO: what is the status?" {
+		t.Fatalf("--non-interactive answered %q", answer)
+	}
+
+	// Kill the agent: restart resumes the conversation.
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '"+a.kill+"' || true")
+	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
+	})
+	// The dead pane still shows the old prompt: wait for the new process's screen, drawn
+	// and settled, before typing (an agent without hooks reports no readiness).
+	old := pane()
+	must("", "restart", target)
+	last := ""
+	waitUntil(t, 90*time.Second, a.agent+"'s prompt after restart", func() bool {
+		p := pane()
+		settled := p == last
+		last = p
+		return p != old && strings.Contains(p, a.ready) && settled
+	})
+	before := len(a.model.Requests())
+	must("after the restart", "chat", target)
+	waitUntil(t, 90*time.Second, "the resumed conversation's request", func() bool {
+		for _, r := range a.model.Requests()[before:] {
+			if r.Contains("after the restart") && r.Contains("whoami.txt") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The real key is nowhere in the sandbox.
+	leak := must("", "exec", "repo", "--", "sh", "-c",
+		"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'e2e-REA[L]' ; grep -rl 'e2e-REA[L]' /home/agent /workspace /tmp 2>/dev/null | wc -l")
+	if f := strings.Fields(leak); len(f) != 2 || f[0] != "0" || f[1] != "0" {
+		t.Fatalf("the real key leaked into the sandbox: %q", leak)
+	}
+}
