@@ -60,6 +60,25 @@ func e2eHome(t testing.TB) (home, repo string) {
 	return home, repo
 }
 
+// upRepo makes an isolated PADDOCK_HOME with a sandbox "repo" on bwrap, and returns a
+// paddock that fails tb when a command fails, and the home.
+func upRepo(tb testing.TB) (run func(args ...string) string, home string) {
+	tb.Helper()
+	testenv.Program(tb, "bwrap", "apt-get install bubblewrap")
+	home, repo := e2eHome(tb)
+	run = func(args ...string) string {
+		tb.Helper()
+		var out, errOut strings.Builder
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code := cli.Run(context.Background(), f, args); code != 0 {
+			tb.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	run("up", repo)
+	return run, home
+}
+
 // waitUntil polls cond every 200 ms for up to d.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddockhq/paddock/internal/api"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -51,42 +47,18 @@ while True:
 // TestPreviewWebSocket: a WebSocket to a server inside the sandbox works through the
 // port's preview, and not without a sign-in.
 func TestPreviewWebSocket(t *testing.T) {
-	for _, prog := range []string{"bwrap", "python3"} {
-		testenv.Program(t, prog, "make setup")
-	}
-	home, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(home, 0o711)
-	t.Setenv("PADDOCK_HOME", home)
-	t.Cleanup(func() { teardown(home) })
-	repo := filepath.Join(home, "ws")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	testenv.Program(t, "python3", "apt-get install python3")
+	run, _ := upRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out, errOut strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	run := func(args ...string) string {
-		out.Reset()
-		if code := cli.Run(ctx, f, args); code != 0 {
-			t.Fatalf("paddock %v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())
-		}
-		return out.String()
-	}
-	run("up", repo)
-	run("chat", "ws", "--new", "echo", "--agent", "shell", "--command", "exec python3 -c '"+wsEcho+"' 8124")
+	run("chat", "repo", "--new", "echo", "--agent", "shell", "--command", "exec python3 -c '"+wsEcho+"' 8124")
 	var st api.WebStatus
 	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	webPort := st.Listen[strings.LastIndex(st.Listen, ":")+1:]
 	token := strings.TrimSpace(run("token", "create", "--name", "ws"))
-	for i := 0; !strings.Contains(run("ports", "ws"), "8124"); i++ {
+	for i := 0; !strings.Contains(run("ports", "repo"), "8124"); i++ {
 		if i == 100 {
 			t.Fatal("the WebSocket server inside never listened")
 		}
@@ -97,7 +69,7 @@ func TestPreviewWebSocket(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, "127.0.0.1:"+webPort)
 	}}}
-	u := "ws://8124-ws.localhost:" + webPort + "/chat"
+	u := "ws://8124-repo.localhost:" + webPort + "/chat"
 
 	if _, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: client}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a sign-in: %v %v", resp, err)

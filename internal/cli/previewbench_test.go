@@ -1,20 +1,17 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
-	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // previewServer answers GET / with a small page over HTTP/1.1 keep-alive.
@@ -59,43 +56,16 @@ print(int(statistics.median(lat) * 1e6))
 // PORT-SANDBOX.localhost on paddock web, through the daemon and the sandbox agent's
 // tunnel) against a request to the same server from inside the sandbox, in the same run.
 func BenchmarkPreview(b *testing.B) {
-	for _, prog := range []string{"bwrap", "python3"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			b.Skip(prog + " is not installed")
-		}
-	}
-	home, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		b.Fatal(err)
-	}
-	os.Chmod(home, 0o711)
-	b.Setenv("PADDOCK_HOME", home)
-	defer teardown(home)
-	repo := filepath.Join(home, "prev")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	ctx := context.Background()
-	var out, errOut strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	run := func(args ...string) string {
-		out.Reset()
-		if code := cli.Run(ctx, f, args); code != 0 {
-			b.Fatalf("paddock %v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())
-		}
-		return out.String()
-	}
-	run("up", repo)
-	run("chat", "prev", "--new", "web", "--agent", "shell", "--command", "exec python3 -c '"+previewServer+"' 8123")
+	testenv.Program(b, "python3", "apt-get install python3")
+	run, _ := upRepo(b)
+	run("chat", "repo", "--new", "web", "--agent", "shell", "--command", "exec python3 -c '"+previewServer+"' 8123")
 	var st api.WebStatus
 	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
 		b.Fatal(err)
 	}
 	webPort := st.Listen[strings.LastIndex(st.Listen, ":")+1:]
 	for i := 0; ; i++ {
-		if strings.Contains(run("ports", "prev"), "8123") {
+		if strings.Contains(run("ports", "repo"), "8123") {
 			break
 		}
 		if i == 100 {
@@ -105,9 +75,9 @@ func BenchmarkPreview(b *testing.B) {
 	}
 
 	// Signed in as a browser is: the one-time link redeemed for the preview's cookie.
-	link := strings.TrimSpace(run("open", "prev:8123", "--print"))
+	link := strings.TrimSpace(run("open", "repo:8123", "--print"))
 	req, _ := http.NewRequest(http.MethodGet, link, nil)
-	req.Host = "8123-prev.localhost:" + webPort
+	req.Host = "8123-repo.localhost:" + webPort
 	req.URL.Host = "127.0.0.1:" + webPort
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
@@ -126,7 +96,7 @@ func BenchmarkPreview(b *testing.B) {
 	measure := func(inSandbox bool, args ...string) float64 {
 		var text string
 		if inSandbox {
-			text = run(append([]string{"exec", "prev", "--", "python3", "-c", getClient}, args...)...)
+			text = run(append([]string{"exec", "repo", "--", "python3", "-c", getClient}, args...)...)
 		} else {
 			o, err := exec.Command("python3", append([]string{"-c", getClient}, args...)...).CombinedOutput()
 			if err != nil {
@@ -142,7 +112,7 @@ func BenchmarkPreview(b *testing.B) {
 	}
 	b.ResetTimer()
 	direct := measure(true, "127.0.0.1", "8123", n, "", "")
-	preview := measure(false, "127.0.0.1", webPort, n, "8123-prev.localhost:"+webPort, cookie)
+	preview := measure(false, "127.0.0.1", webPort, n, "8123-repo.localhost:"+webPort, cookie)
 	b.StopTimer()
 	b.ReportMetric(direct, "direct-median-µs")
 	b.ReportMetric(preview, "preview-median-µs")

@@ -6,10 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/paddockhq/paddock/internal/api"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 )
 
@@ -26,31 +23,10 @@ import (
 // UI's terminal uses), against the same bytes through a local pty on the host, in the
 // same run.
 func BenchmarkTerminal(b *testing.B) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap is not installed")
-	}
-	home, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		b.Fatal(err)
-	}
-	os.Chmod(home, 0o711)
-	b.Setenv("PADDOCK_HOME", home)
-	defer teardown(home)
-	repo := filepath.Join(home, "term")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	run, home := upRepo(b)
 	ctx := context.Background()
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	if code := cli.Run(ctx, f, []string{"up", repo}); code != 0 {
-		b.Fatalf("up: exit %d", code)
-	}
 	const gen = "head -c 36000000 /dev/urandom | base64 -w 120 > "
-	if code := cli.Run(ctx, f, []string{"exec", "term", "--", "sh", "-c", gen + "/tmp/data"}); code != 0 {
-		b.Fatal("make the data inside")
-	}
+	run("exec", "repo", "--", "sh", "-c", gen+"/tmp/data")
 	local := filepath.Join(home, "data")
 	if out, err := exec.Command("sh", "-c", gen+local).CombinedOutput(); err != nil {
 		b.Fatalf("%v %s", err, out)
@@ -62,7 +38,7 @@ func BenchmarkTerminal(b *testing.B) {
 	}}}
 
 	overWebSocket := func() (int64, time.Duration) {
-		c, _, err := websocket.Dial(ctx, "ws://paddock/v1/sandboxes/term/exec", &websocket.DialOptions{HTTPClient: hc})
+		c, _, err := websocket.Dial(ctx, "ws://paddock/v1/sandboxes/repo/exec", &websocket.DialOptions{HTTPClient: hc})
 		if err != nil {
 			b.Fatal(err)
 		}
