@@ -12,6 +12,7 @@ import (
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 type lsOptions struct {
@@ -88,18 +89,8 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	return tw.Flush()
 }
 
-// age formats a duration the way people read ages: 45s, 12m, 3h, 5d.
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+// age is termtext.Age.
+func age(d time.Duration) string { return termtext.Age(d) }
 
 // apiClient is a client that does not start a daemon.
 func apiClient(p config.Paths) *api.Client { return api.NewClient(p.Socket) }

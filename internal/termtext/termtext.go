@@ -7,6 +7,7 @@ package termtext
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Escape returns s with every control character but newline and tab written as \xNN
@@ -28,4 +29,17 @@ func Escape(s string) string {
 
 func isControl(r rune) bool {
 	return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0
+}
+
+// Age is a duration the way people read ages in a listing: 45s, 12m, 3h, 5d.
+func Age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -1,6 +1,9 @@
 package termtext
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{
@@ -13,6 +16,16 @@ func TestEscape(t *testing.T) {
 	} {
 		if got := Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		45 * time.Second: "45s", 12 * time.Minute: "12m", 3 * time.Hour: "3h", 47 * time.Hour: "47h", 5 * 24 * time.Hour: "5d",
+	} {
+		if got := Age(d); got != want {
+			t.Errorf("Age(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -1,10 +1,11 @@
 package tui
 
 import (
-	"fmt"
 	"time"
 
 	"charm.land/lipgloss/v2"
+
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // statusLook is how a status is drawn: a symbol that tells statuses apart without colour,
@@ -52,15 +53,5 @@ var (
 	styleTool     = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
 )
 
-// ageText is a short age: 5s, 3m, 2h, 4d.
-func ageText(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+// ageText is termtext.Age.
+func ageText(d time.Duration) string { return termtext.Age(d) }
