@@ -79,60 +79,105 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 var gitURL = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://|[^/@:\s]+@[^/:\s]+:)`)
 
 func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
-	if opts.network != "closed" && opts.network != "open" {
-		return usagef("--network is closed or open, not %q", opts.network)
-	}
-	limits, err := parseLimits(opts)
+	limits, err := checkUpFlags(opts)
 	if err != nil {
 		return err
 	}
+	if _, statErr := os.Stat(opts.target); !gitURL.MatchString(opts.target) && statErr != nil {
+		return upByName(ctx, f, opts, limits)
+	}
+	repo, url, src, err := resolveSource(ctx, f, opts)
+	if err != nil {
+		return err
+	}
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if started, err := reuseExisting(ctx, f, c, opts, repo, limits); started || err != nil {
+		return err
+	}
+	if len(src.dirty) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s has uncommitted changes that will not be in the sandbox:\n", repo)
+		for _, line := range src.dirty {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", line)
+		}
+	}
+	info, err := createSandbox(ctx, f, c, opts, limits, repo, url, src)
+	if err != nil {
+		return err
+	}
+	if err := firstSession(ctx, f, c, opts, info); err != nil {
+		return err
+	}
+	fmt.Fprintln(f.IO.Out, info.Name)
+	return nil
+}
+
+// checkUpFlags refuses flags that cannot work, before anything is asked of the daemon,
+// and returns the limits asked for.
+func checkUpFlags(opts *upOptions) (backend.Limits, error) {
+	if opts.network != "closed" && opts.network != "open" {
+		return backend.Limits{}, usagef("--network is closed or open, not %q", opts.network)
+	}
+	limits, err := parseLimits(opts)
+	if err != nil {
+		return limits, err
+	}
 	if opts.name != "" {
 		if err := sandbox.ValidateName(opts.name); err != nil {
-			return err
+			return limits, err
 		}
 	}
 	if opts.rootfs != "" {
 		abs, err := filepath.Abs(opts.rootfs)
 		if err != nil {
-			return err
+			return limits, err
 		}
 		if err := backend.CheckRootfs(abs); err != nil {
-			return apperr.Invalid(backend.RootfsHint, "--%v", err)
+			return limits, apperr.Invalid(backend.RootfsHint, "--%v", err)
 		}
 		opts.rootfs = abs
 	}
-	isURL := gitURL.MatchString(opts.target)
-	_, statErr := os.Stat(opts.target)
-	if !isURL && statErr != nil {
-		// Not a path: perhaps the name of an existing sandbox to start again.
-		if err := sandbox.ValidateName(opts.target); err == nil {
-			c, err := f.Client(ctx)
-			if err != nil {
-				return err
-			}
-			if info, err := c.Get(ctx, opts.target); err == nil {
-				if !opts.fresh {
-					if err := sameRuntime(opts, info); err != nil {
-						return err
-					}
-					if err := sameLimits(limits, info); err != nil {
-						return err
-					}
-					return startExisting(ctx, f, c, opts.target)
-				}
-				if info.SourcePath == "" {
-					return usagef("sandbox %s has no host repository to start afresh from", info.Name)
-				}
-				opts.name, opts.target = info.Name, info.SourcePath
-				return runUp(ctx, f, opts)
-			}
-		}
-		return apperr.NotFound("give the path of a git repository, a git URL, or the name of a sandbox (`paddock ls`)",
-			"%s is neither a path nor a sandbox", opts.target)
-	}
+	return limits, nil
+}
 
-	var repo, url string
-	if isURL {
+// upByName starts again the sandbox a target that is no path or URL names (or, with
+// --fresh, makes it again from its host repository).
+func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.Limits) error {
+	notFound := apperr.NotFound("give the path of a git repository, a git URL, or the name of a sandbox (`paddock ls`)",
+		"%s is neither a path nor a sandbox", opts.target)
+	if sandbox.ValidateName(opts.target) != nil {
+		return notFound
+	}
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	info, err := c.Get(ctx, opts.target)
+	if err != nil {
+		return notFound
+	}
+	if !opts.fresh {
+		if err := sameRuntime(opts, info); err != nil {
+			return err
+		}
+		if err := sameLimits(limits, info); err != nil {
+			return err
+		}
+		return startExisting(ctx, f, c, opts.target)
+	}
+	if info.SourcePath == "" {
+		return usagef("sandbox %s has no host repository to start afresh from", info.Name)
+	}
+	opts.name, opts.target = info.Name, info.SourcePath
+	return runUp(ctx, f, opts)
+}
+
+// resolveSource finds the host repository of the target (cloning a URL first), names the
+// sandbox after it when no name was given, and describes its state.
+func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url string, src source, err error) {
+	if gitURL.MatchString(opts.target) {
 		url = opts.target
 		if opts.name == "" {
 			opts.name = sandbox.NameFor(url)
@@ -145,52 +190,52 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		}
 	}
 	if err != nil {
-		return err
+		return "", "", src, err
 	}
-	src, err := describeRepo(ctx, repo)
-	if err != nil {
-		return err
-	}
+	src, err = describeRepo(ctx, repo)
+	return repo, url, src, err
+}
 
-	c, err := f.Client(ctx)
+// reuseExisting deals with a sandbox of the same name: from this repository it is
+// started again (or removed, with --fresh); from another, the name is taken. started
+// says the sandbox is up and nothing is left to do.
+func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, repo string, limits backend.Limits) (started bool, err error) {
+	existing, err := c.Get(ctx, opts.name)
+	if apperr.KindOf(err) == apperr.KindNotFound {
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if existing, err := c.Get(ctx, opts.name); err == nil {
-		if existing.SourcePath == repo && opts.fresh {
-			fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
-			if err := c.Remove(ctx, opts.name, true); err != nil {
-				return err
-			}
-		} else if existing.SourcePath == repo {
-			if err := sameRuntime(opts, existing); err != nil {
-				return err
-			}
-			if err := sameLimits(limits, existing); err != nil {
-				return err
-			}
-			return startExisting(ctx, f, c, opts.name)
-		} else {
-			return apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
-				"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
+	switch {
+	case existing.SourcePath == repo && opts.fresh:
+		fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
+		return false, c.Remove(ctx, opts.name, true)
+	case existing.SourcePath == repo:
+		if err := sameRuntime(opts, existing); err != nil {
+			return false, err
 		}
-	} else if apperr.KindOf(err) != apperr.KindNotFound {
-		return err
+		if err := sameLimits(limits, existing); err != nil {
+			return false, err
+		}
+		return true, startExisting(ctx, f, c, opts.name)
 	}
+	return false, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
+		"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
+}
 
-	if len(src.dirty) > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s has uncommitted changes that will not be in the sandbox:\n", repo)
-		for _, line := range src.dirty {
-			fmt.Fprintf(f.IO.ErrOut, "  %s\n", line)
-		}
-	}
+// createSandbox asks the daemon for the sandbox, streaming the repository's bundle to
+// it and printing its progress.
+func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits, repo, url string, src source) (sandbox.Info, error) {
 	bundle, wait, err := gitBundle(ctx, repo)
 	if err != nil {
-		return err
+		return sandbox.Info{}, err
 	}
 	dc, err := devcontainerFor(f, opts, repo)
 	if err != nil {
-		return err
+		bundle.Close()
+		wait()
+		return sandbox.Info{}, err
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
 		Image: opts.image, CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
@@ -205,26 +250,30 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 		err = werr
 	}
 	if err != nil {
-		return err
+		return info, err
 	}
 	on := info.Backend
 	if info.Runtime != "" {
 		on += " under " + info.Runtime
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.commit))
-	if len(opts.agents) > 0 {
-		// The first agent gets a first session, ready at its prompt.
-		agent := opts.agents[0]
-		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", agent, info.Name, agent)
-		s, err := c.CreateSession(ctx, info.Name, session.CreateRequest{Name: agent, Agent: agent}, 60*time.Second)
-		if err != nil {
-			return fmt.Errorf("the sandbox is up, but its first session is not: %w", err)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\nnext: paddock chat %s/%s\n", info.Name, s.Name, s.Status, info.Name, s.Name)
-	} else {
+	return info, nil
+}
+
+// firstSession starts the first agent's session, ready at its prompt, or says how to
+// get a shell when no agent was asked for.
+func firstSession(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, info sandbox.Info) error {
+	if len(opts.agents) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
+		return nil
 	}
-	fmt.Fprintln(f.IO.Out, info.Name)
+	agent := opts.agents[0]
+	fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", agent, info.Name, agent)
+	s, err := c.CreateSession(ctx, info.Name, session.CreateRequest{Name: agent, Agent: agent}, 60*time.Second)
+	if err != nil {
+		return fmt.Errorf("the sandbox is up, but its first session is not: %w", err)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\nnext: paddock chat %s/%s\n", info.Name, s.Name, s.Status, info.Name, s.Name)
 	return nil
 }
 
