@@ -11,10 +11,12 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // defaultRoot is the root of Files calls that name none.
-const defaultRoot = "/workspace"
+const defaultRoot = inside.Workspace
 
 // The error detail (an errdetails.ErrorInfo) that marks an InvalidArgument status for a
 // path that would leave its root; agentclient recognises it.

@@ -14,10 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // defaultDir is the working directory of a process started without one.
-const defaultDir = "/workspace"
+const defaultDir = inside.Workspace
 
 // process is one started command: its output files, its input and its process group.
 type process struct {

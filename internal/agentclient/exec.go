@@ -24,7 +24,7 @@ type ExecOptions struct {
 	Argv []string
 	// Env is added, as KEY=VALUE, over the sandbox's base environment.
 	Env []string
-	// Dir is the working directory; "/workspace" (or "/" when that is missing) when empty.
+	// Dir is the working directory; /workspace (inside.Workspace; "/" when that is missing) when empty.
 	Dir string
 	// TTY runs the process on a pseudo-terminal of size Size; all its output then comes
 	// to Stdout.

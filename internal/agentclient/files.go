@@ -11,7 +11,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agentproto/agentpb"
 )
 
-// Every Files call names a root (an absolute directory inside the sandbox, "/workspace"
+// Every Files call names a root (an absolute directory inside the sandbox, /workspace
 // when empty) and a path: relative paths are taken beneath the root, absolute ones must
 // lie beneath it. The agent never resolves a path outside the root, not through ".." and
 // not through symlinks; such paths fail with an error matching ErrPathEscapes.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/agent"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/session"
 )
 
@@ -77,7 +78,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 			return agent.Bridge(socket, f.IO.In, f.IO.Out)
 		},
 	}
-	connect.Flags().StringVar(&socket, "socket", "/run/paddock/agent.sock", "the resident agent's socket")
+	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident agent's socket")
 	ports := &cobra.Command{
 		Use:   "ports",
 		Short: "List the TCP ports processes of this sandbox listen on, as JSON",

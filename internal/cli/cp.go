@@ -14,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 type cpOptions struct {
@@ -53,7 +54,7 @@ func sandboxRef(arg string) (name, p string, ok bool) {
 	name, p = arg[:i], arg[i+1:]
 	trailing := strings.HasSuffix(p, "/")
 	if !path.IsAbs(p) {
-		p = path.Join("/workspace", p)
+		p = path.Join(inside.Workspace, p)
 	}
 	p = path.Clean(p)
 	if trailing && p != "/" {

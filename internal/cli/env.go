@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 func newCmdEnv(f *Factory) *cobra.Command {
@@ -55,7 +56,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 			// Check every file before copying any.
 			for _, src := range files {
 				fi, _ := os.Stat(src)
-				dst := "/workspace/" + filepath.Base(src)
+				dst := inside.Workspace + "/" + filepath.Base(src)
 				st, err := c.Stat(ctx, info.Name, dst)
 				if err != nil || force {
 					continue
@@ -69,7 +70,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 				if err != nil {
 					return err
 				}
-				err = c.WriteFile(ctx, info.Name, "/workspace/"+filepath.Base(src), 0o600, in)
+				err = c.WriteFile(ctx, info.Name, inside.Workspace+"/"+filepath.Base(src), 0o600, in)
 				in.Close()
 				if err != nil {
 					return err

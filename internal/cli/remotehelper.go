@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -45,9 +46,9 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 		case strings.HasPrefix(line, "connect "):
 			service := strings.TrimPrefix(line, "connect ")
 			argv, ok := map[string][]string{
-				"git-upload-pack": {"git", "upload-pack", "/workspace"},
+				"git-upload-pack": {"git", "upload-pack", inside.Workspace},
 				// A push may update the checked-out branch when the tree is clean.
-				"git-receive-pack": {"git", "-c", "receive.denyCurrentBranch=updateInstead", "receive-pack", "/workspace"},
+				"git-receive-pack": {"git", "-c", "receive.denyCurrentBranch=updateInstead", "receive-pack", inside.Workspace},
 			}[service]
 			if !ok {
 				return fail("unsupported service %q", service)
@@ -61,7 +62,7 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 			if p := os.Getenv("GIT_PROTOCOL"); p != "" {
 				env = append(env, "GIT_PROTOCOL="+p)
 			}
-			code, err := c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env, Dir: "/workspace"},
+			code, err := c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env, Dir: inside.Workspace},
 				api.ExecIO{Stdin: in, Stdout: f.IO.Out, Stderr: f.IO.ErrOut})
 			if err != nil {
 				return fail("%v", err)

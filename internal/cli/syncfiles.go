@@ -14,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/hostfs"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // syncFiles copies /workspace paths out into the same paths of the host repository. It
@@ -28,7 +29,7 @@ import (
 func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts *syncOptions) error {
 	var rels []string
 	for _, p := range opts.files {
-		rel := path.Clean(strings.TrimPrefix(strings.TrimPrefix(p, "/workspace"), "/"))
+		rel := path.Clean(strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/"))
 		if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 			return usagef("--files takes paths inside /workspace, got %q", p)
 		}
@@ -63,7 +64,7 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 
 	var total archive.Stats
 	for _, rel := range rels {
-		body, err := c.TarOutBeneath(ctx, name, "/workspace", "/workspace/"+rel)
+		body, err := c.TarOutBeneath(ctx, name, inside.Workspace, inside.Workspace+"/"+rel)
 		if err != nil {
 			return err
 		}

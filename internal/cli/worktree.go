@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -72,7 +73,7 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 				return err
 			}
 			var out, errOut strings.Builder
-			code, err := c.Exec(ctx, args[0], api.ExecRequest{Argv: []string{"git", "-C", "/workspace", "worktree", "list", "--porcelain"}, Env: gitsync.SandboxGitEnv},
+			code, err := c.Exec(ctx, args[0], api.ExecRequest{Argv: []string{"git", "-C", inside.Workspace, "worktree", "list", "--porcelain"}, Env: gitsync.SandboxGitEnv},
 				api.ExecIO{Stdout: &out, Stderr: &errOut})
 			if err != nil {
 				return err
@@ -99,7 +100,7 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 						w.Branch = strings.TrimPrefix(v, "refs/heads/")
 					}
 				}
-				if strings.HasPrefix(w.Path, "/workspace/.worktrees/") {
+				if strings.HasPrefix(w.Path, inside.Workspace+"/.worktrees/") {
 					list = append(list, w)
 				}
 			}

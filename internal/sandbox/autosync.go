@@ -13,6 +13,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -171,7 +172,7 @@ func (s *Service) recordSync(ctx context.Context, sb store.Sandbox, mode string,
 func agentExec(c *agentclient.Client) gitsync.Exec {
 	return func(ctx context.Context, argv, env []string) (string, string, int, error) {
 		var stdout, stderr strings.Builder
-		code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: "/workspace", Stdout: &stdout, Stderr: &stderr})
+		code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: inside.Workspace, Stdout: &stdout, Stderr: &stderr})
 		return stdout.String(), stderr.String(), code, err
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -88,20 +89,20 @@ func (s *Service) writeMCP(ctx context.Context, c *agentclient.Client, sb store.
 	}
 	servers := s.mcpServers(sb)
 	project, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
-	if _, err := c.WriteFile(ctx, "/workspace", ".mcp.json", 0o644, false, bytes.NewReader(project)); err != nil {
+	if _, err := c.WriteFile(ctx, inside.Workspace, ".mcp.json", 0o644, false, bytes.NewReader(project)); err != nil {
 		return nil, fmt.Errorf("write .mcp.json: %w", err)
 	}
-	if err := appendLine(ctx, c, "/workspace", ".git/info/exclude", ".mcp.json"); err != nil {
+	if err := appendLine(ctx, c, inside.Workspace, ".git/info/exclude", ".mcp.json"); err != nil {
 		return nil, err
 	}
 	user := map[string]any{}
 	var buf bytes.Buffer
-	if _, err := c.ReadFile(ctx, "/home/agent", ".claude.json", &buf); err == nil {
+	if _, err := c.ReadFile(ctx, inside.Home, ".claude.json", &buf); err == nil {
 		json.Unmarshal(buf.Bytes(), &user)
 	}
 	user["mcpServers"] = servers
 	data, _ := json.MarshalIndent(user, "", "  ")
-	if _, err := c.WriteFile(ctx, "/home/agent", ".claude.json", 0o600, false, bytes.NewReader(data)); err != nil {
+	if _, err := c.WriteFile(ctx, inside.Home, ".claude.json", 0o600, false, bytes.NewReader(data)); err != nil {
 		return nil, fmt.Errorf("write ~/.claude.json: %w", err)
 	}
 	var warnings []string

@@ -7,10 +7,11 @@ import (
 	"fmt"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // guestBinary is where every backend puts the guest agent inside a sandbox.
-const guestBinary = "/opt/paddock/bin/paddock"
+const guestBinary = inside.GuestBinary
 
 // Port is a TCP port a process inside a sandbox listens on, as `paddock agent ports`
 // (agent.Listening) reports it.

@@ -108,8 +108,9 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 		return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
 	}
 	// A program that was still busy (loading a resumed conversation) can drop the Enter:
-	// the text then stays on the line of the cursor. Press it once more, as a person would.
-	if stillTyped(ctx, t.client, name, text, 2*time.Second) {
+	// the text then stays on the line of the cursor. Press it again, as a person would,
+	// while it stays there (a few times, a couple of seconds apart).
+	for try := 0; try < 5 && stillTyped(ctx, t.client, name, text, 2*time.Second); try++ {
 		if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 			return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
 		}

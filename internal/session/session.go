@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -26,13 +27,13 @@ import (
 // Paths inside every sandbox.
 const (
 	// Socket is the sandbox's tmux server socket.
-	Socket = "/run/paddock/tmux.sock"
+	Socket = inside.Run + "/tmux.sock"
 	// StatusDir holds one status file per session, written by `paddock agent notify`.
-	StatusDir = "/run/paddock/sessions"
+	StatusDir = inside.Run + "/sessions"
 	// tmuxConf is read when the tmux server starts.
-	tmuxConf = "/home/agent/.paddock/tmux.conf"
+	tmuxConf = inside.Home + "/.paddock/tmux.conf"
 	// Workdir is where sessions start.
-	Workdir = "/workspace"
+	Workdir = inside.Workspace
 )
 
 // WorktreeDir is where a worktree of branch lives inside the sandbox.
@@ -269,7 +270,7 @@ set -g status-left "[#S] "
 `
 
 // notifyPath is the paddock binary inside every sandbox.
-const notifyPath = "/opt/paddock/bin/paddock"
+const notifyPath = inside.GuestBinary
 
 // run executes argv in the sandbox and returns its combined output and exit code.
 func run(ctx context.Context, c *agentclient.Client, argv ...string) (string, int, error) {

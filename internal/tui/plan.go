@@ -15,6 +15,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -310,7 +311,7 @@ func (d *dialog) submit() tea.Cmd {
 		req := session.CreateRequest{Name: p.name, Agent: p.agent}
 		if p.justDoIt && p.agent == "claude" {
 			// Claude Code reads its user memory file into the system prompt at start.
-			if err := daemon.WriteFile(cctx, p.sandbox, "/home/agent/.claude/CLAUDE.md", 0o644, strings.NewReader(DisposableNote)); err != nil {
+			if err := daemon.WriteFile(cctx, p.sandbox, inside.Home+"/.claude/CLAUDE.md", 0o644, strings.NewReader(DisposableNote)); err != nil {
 				res.err = fmt.Errorf("tell the agent its machine is disposable: %w", err)
 				return res
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -37,11 +38,11 @@ func (Adapter) StatusSource() string {
 
 // Files implements agents.Adapter.
 func (Adapter) Files(agents.Session) []agents.File {
-	return []agents.File{{Path: "/home/agent/.paddock/CONVENTIONS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
+	return []agents.File{{Path: inside.Home + "/.paddock/CONVENTIONS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
 }
 
 func common() []string {
-	return []string{"aider", "--yes-always", "--no-check-update", "--no-show-release-notes", "--read", "/home/agent/.paddock/CONVENTIONS.md"}
+	return []string{"aider", "--yes-always", "--no-check-update", "--no-show-release-notes", "--read", inside.Home + "/.paddock/CONVENTIONS.md"}
 }
 
 // Launch implements agents.Adapter.
@@ -68,7 +69,7 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 }
 
 // Transcript implements agents.Adapter.
-func (Adapter) Transcript(agents.Session) string { return "/workspace/.aider.chat.history.md" }
+func (Adapter) Transcript(agents.Session) string { return inside.Workspace + "/.aider.chat.history.md" }
 
 // Parse implements agents.Adapter.
 func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }

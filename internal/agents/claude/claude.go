@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -47,7 +48,7 @@ func (Adapter) Files(s agents.Session) []agents.File {
 		return []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": agents.NotifyCommand(status)}}}}
 	}
 	return []agents.File{
-		{Path: "/home/agent/.claude.json", Mode: 0o600, Merge: map[string]any{
+		{Path: inside.Home + "/.claude.json", Mode: 0o600, Merge: map[string]any{
 			"hasCompletedOnboarding":        true,
 			"bypassPermissionsModeAccepted": true,
 			"customApiKeyResponses":         map[string]any{"approved": []any{approved}, "rejected": []any{}},
@@ -55,7 +56,7 @@ func (Adapter) Files(s agents.Session) []agents.File {
 				"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true,
 			}},
 		}},
-		{Path: "/home/agent/.claude/settings.json", Mode: 0o600, Merge: map[string]any{
+		{Path: inside.Home + "/.claude/settings.json", Mode: 0o600, Merge: map[string]any{
 			"skipDangerousModePermissionPrompt": true,
 			"hooks": map[string]any{
 				"SessionStart":     hook("idle"),
@@ -127,7 +128,7 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 // Transcript is where Claude Code keeps the conversation: the working directory with
 // every "/" made "-", then the session id.
 func (Adapter) Transcript(s agents.Session) string {
-	return "/home/agent/.claude/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/" + s.ResumeID + ".jsonl"
+	return inside.Home + "/.claude/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/" + s.ResumeID + ".jsonl"
 }
 
 func tail(b []byte) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -53,7 +54,7 @@ model_provider = "paddock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-notify = ["/opt/paddock/bin/paddock", "agent", "notify", "--status", "idle", "--conversation-file", "` + rolloutGlob("{id}") + `"]
+notify = ["` + inside.GuestBinary + `", "agent", "notify", "--status", "idle", "--conversation-file", "` + rolloutGlob("{id}") + `"]
 
 [model_providers.paddock]
 name = "paddock"
@@ -82,8 +83,8 @@ model_migrations = { "` + Model + `" = "` + upgradeTarget + `" }
 screen_reader_detection_done = true
 `
 	return []agents.File{
-		{Path: "/home/agent/.codex/config.toml", Content: []byte(config), Mode: 0o600},
-		{Path: "/home/agent/.codex/AGENTS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
+		{Path: inside.Home + "/.codex/config.toml", Content: []byte(config), Mode: 0o600},
+		{Path: inside.Home + "/.codex/AGENTS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
 	}
 }
 
@@ -153,7 +154,7 @@ func (Adapter) Transcript(s agents.Session) string {
 
 // rolloutGlob matches the rollout of one conversation: Codex names it after the thread.
 func rolloutGlob(id string) string {
-	return "/home/agent/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl"
+	return inside.Home + "/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl"
 }
 
 // Parse implements agents.Adapter.

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -40,11 +41,11 @@ func (Adapter) StatusSource() string {
 // Files select API-key auth, trust /workspace and add paddock's context.
 func (Adapter) Files(s agents.Session) []agents.File {
 	return []agents.File{
-		{Path: "/home/agent/.gemini/settings.json", Mode: 0o600, Merge: map[string]any{
+		{Path: inside.Home + "/.gemini/settings.json", Mode: 0o600, Merge: map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 		}},
-		{Path: "/home/agent/.gemini/trustedFolders.json", Mode: 0o600, Merge: map[string]any{s.Dir: "TRUST_FOLDER"}},
-		{Path: "/home/agent/.gemini/GEMINI.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
+		{Path: inside.Home + "/.gemini/trustedFolders.json", Mode: 0o600, Merge: map[string]any{s.Dir: "TRUST_FOLDER"}},
+		{Path: inside.Home + "/.gemini/GEMINI.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
 	}
 }
 
@@ -77,7 +78,7 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 
 // Transcript implements agents.Adapter.
 func (Adapter) Transcript(s agents.Session) string {
-	return "/home/agent/.gemini/tmp/*/chats/session-*.jsonl"
+	return inside.Home + "/.gemini/tmp/*/chats/session-*.jsonl"
 }
 
 // Parse implements agents.Adapter.

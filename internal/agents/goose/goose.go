@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -39,7 +40,7 @@ func (Adapter) StatusSource() string {
 
 // Files implements agents.Adapter.
 func (Adapter) Files(s agents.Session) []agents.File {
-	return []agents.File{{Path: "/home/agent/.config/goose/.goosehints", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
+	return []agents.File{{Path: inside.Home + "/.config/goose/.goosehints", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
 }
 
 // Launch implements agents.Adapter.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -35,7 +36,7 @@ func (Adapter) StatusSource() string {
 
 // Files implements agents.Adapter.
 func (Adapter) Files(agents.Session) []agents.File {
-	return []agents.File{{Path: "/home/agent/.config/opencode/AGENTS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
+	return []agents.File{{Path: inside.Home + "/.config/opencode/AGENTS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
 }
 
 // Launch implements agents.Adapter.

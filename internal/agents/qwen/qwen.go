@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -42,11 +43,11 @@ func (Adapter) StatusSource() string {
 // Files add paddock's context to Qwen Code's memory file and accept its defaults.
 func (Adapter) Files(s agents.Session) []agents.File {
 	return []agents.File{
-		{Path: "/home/agent/.qwen/settings.json", Mode: 0o600, Merge: map[string]any{
+		{Path: inside.Home + "/.qwen/settings.json", Mode: 0o600, Merge: map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": "openai-responses"}},
 			"model":    map[string]any{"name": Model},
 		}},
-		{Path: "/home/agent/.qwen/QWEN.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
+		{Path: inside.Home + "/.qwen/QWEN.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
 	}
 }
 
@@ -90,7 +91,7 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 
 // Transcript is the chat named after the session's id, in the project's directory.
 func (Adapter) Transcript(s agents.Session) string {
-	return "/home/agent/.qwen/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/chats/" + s.ResumeID + ".jsonl"
+	return inside.Home + "/.qwen/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/chats/" + s.ResumeID + ".jsonl"
 }
 
 // Parse implements agents.Adapter.

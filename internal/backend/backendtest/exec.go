@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 func testExec(t *testing.T, sb *sandbox) {
@@ -89,7 +90,7 @@ func testEnvironment(t *testing.T, sb *sandbox) {
 		}
 	}
 	if home, _ := os.UserHomeDir(); home != "" && home != "/" {
-		if code, _, _ := sb.run(t, "test -e "+home+"/."); code == 0 && home != "/home/agent" {
+		if code, _, _ := sb.run(t, "test -e "+home+"/."); code == 0 && home != inside.Home {
 			t.Errorf("the host home %s is visible in the sandbox", home)
 		}
 	}

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
-const ws = "/workspace"
+const ws = inside.Workspace
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -86,7 +88,7 @@ func testFiles(t *testing.T, sb *sandbox) {
 			}
 		}
 		sb.mustRun(t, "ln -s one /workspace/d/link")
-		fi, err := c.Stat(ctx, ws, "/workspace/d/one")
+		fi, err := c.Stat(ctx, ws, inside.Workspace+"/d/one")
 		if err != nil || fi.Type != "file" || fi.Size != 5 || fi.Mode != 0o600 {
 			t.Fatalf("stat: %+v %v", fi, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // How a sandbox is launched: bwrap's options, which it reads from a descriptor, the
@@ -162,14 +163,14 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 		"--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
 	a = append(a, b.mountArgs(spec)...)
 	a = append(a,
-		"--bind", p.workspace(), "/workspace", "--bind", p.home(), "/home/agent",
+		"--bind", p.workspace(), inside.Workspace, "--bind", p.home(), inside.Home,
 		"--ro-bind", spec.AgentBinary, agentPath,
 	)
 	a = append(a, b.rootArgs()...)
 	if !b.noSeccomp {
 		a = append(a, "--seccomp", strconv.Itoa(fdSeccomp))
 	}
-	a = append(a, "--chdir", "/workspace", "--info-fd", strconv.Itoa(fdInfo))
+	a = append(a, "--chdir", inside.Workspace, "--info-fd", strconv.Itoa(fdInfo))
 	return a, nil
 }
 

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // agentPath is where the guest agent appears inside every sandbox.
-const agentPath = "/opt/paddock/bin/paddock"
+const agentPath = inside.GuestBinary
 
 // Start implements backend.Backend.
 func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {

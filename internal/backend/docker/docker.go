@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // Name is the registry name.
@@ -36,8 +37,8 @@ const DefaultImage = "paddock/sandbox:latest"
 const Label = "dev.paddock.sandbox"
 
 const (
-	agentPath   = "/opt/paddock/bin/paddock"
-	agentSocket = "/run/paddock/agent.sock"
+	agentPath   = inside.GuestBinary
+	agentSocket = inside.Run + "/agent.sock"
 )
 
 // Docker is the backend.

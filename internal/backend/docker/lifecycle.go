@@ -20,6 +20,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // Create makes the sandbox's volumes and container, and copies the guest agent in
@@ -53,7 +54,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		netMode = "bridge"
 	}
 	cfg := &container.Config{
-		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: "/workspace",
+		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
 		Env:    append(env, spec.Env...),
 		Cmd:    []string{agentPath, "agent", "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
@@ -63,8 +64,8 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	host := &container.HostConfig{
 		NetworkMode: netMode,
 		Mounts: []mount.Mount{
-			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "workspace"), Target: "/workspace"},
-			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "home"), Target: "/home/agent"},
+			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "workspace"), Target: inside.Workspace},
+			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "home"), Target: inside.Home},
 		},
 		Tmpfs:         tmpfsMounts(limits),
 		CapDrop:       []string{"ALL"},

@@ -1,0 +1,22 @@
+// Package inside names the paths every sandbox has, whatever its backend: where the work
+// is, the agent user's home, paddock's runtime directory and the guest agent's binary.
+// Backends make them; the daemon, sessions and agent adapters use them. Shell scripts
+// and config templates written as text spell them out, and say so.
+package inside
+
+const (
+	// Workspace is the repository's working tree, the agents' working directory.
+	Workspace = "/workspace"
+	// Deliverables is kept whole by snapshots and shown by the web UI.
+	Deliverables = Workspace + "/deliverables"
+	// Worktrees holds the sessions' worktrees (paddock worktree add).
+	Worktrees = Workspace + "/.worktrees"
+	// Home is the home of the sandbox's user, agent (uid 1000).
+	Home = "/home/agent"
+	// User is the sandbox's user.
+	User = "agent"
+	// Run is paddock's runtime directory: the guest agent's socket, tmux's, session status.
+	Run = "/run/paddock"
+	// GuestBinary is the guest agent, injected read-only into every sandbox.
+	GuestBinary = "/opt/paddock/bin/paddock"
+)
