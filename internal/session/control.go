@@ -104,36 +104,38 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
 	waitEcho(ctx, t.client, name, text, 5*time.Second)
 	time.Sleep(100 * time.Millisecond)
-	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
-		return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
-	}
-	// A program that was still busy (loading a resumed conversation) can drop the Enter:
-	// the text then stays on the line of the cursor. Press it again, as a person would,
-	// while it stays there (a few times, a couple of seconds apart).
-	for try := 0; try < 5 && stillTyped(ctx, t.client, name, text, 2*time.Second); try++ {
+	// A program that is still busy (loading a resumed conversation) can drop the Enter,
+	// and then nothing on the screen changes. Press it again, as a person would, while the
+	// screen stays as it was (a few times, a couple of seconds apart).
+	before := screenOf(ctx, t.client, name)
+	for try := 0; try < 5; try++ {
 		if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 			return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
+		}
+		if before == "" || screenChanged(ctx, t.client, name, before, 2*time.Second) {
+			return nil
 		}
 	}
 	return nil
 }
 
-// stillTyped reports whether, for all of timeout, the end of text stays on the pane's
-// cursor line: what was typed was not submitted.
-func stillTyped(ctx context.Context, c *agentclient.Client, name, text string, timeout time.Duration) bool {
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	tail := strings.TrimSpace(lines[len(lines)-1])
-	if len(tail) > 20 {
-		tail = tail[len(tail)-20:]
+// screenOf is the session's screen now, "" when it cannot be read.
+func screenOf(ctx context.Context, c *agentclient.Client, name string) string {
+	screen, code, err := run(ctx, c, "tmux", "-S", Socket, "capture-pane", "-p", "-J", "-t", "="+name+":")
+	if err != nil || code != 0 {
+		return ""
 	}
-	const cursorLine = `y=$(tmux -S "$1" display-message -p -t "=$2:" '#{cursor_y}') && tmux -S "$1" capture-pane -p -J -t "=$2:" -S "$y" -E "$y"`
+	return screen
+}
+
+// screenChanged reports whether the session's screen differs from before within timeout.
+func screenChanged(ctx context.Context, c *agentclient.Client, name, before string, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		line, code, err := run(ctx, c, "sh", "-c", cursorLine, "sh", Socket, name)
-		if err != nil || code != 0 || !strings.Contains(line, tail) {
-			return false
+		if now := screenOf(ctx, c, name); now != before {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // WaitReady waits (up to timeout) until a session's agent is at its prompt: its hooks
