@@ -42,6 +42,9 @@ const (
 // letters, digits and dashes (names with dots or underscores use the path form).
 var previewHostRE = regexp.MustCompile(`(?i)^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,62})\.localhost(:[0-9]+)?$`)
 
+// hostLabelRE matches the sandbox names that can be a host name's label.
+var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+
 // PortInfo is a port of GET /v1/sandboxes/{name}/ports.
 type PortInfo struct {
 	Port    int    `json:"port"`
@@ -164,7 +167,7 @@ func (s *Server) webURL() *url.URL {
 }
 
 func hostPreviewURL(base *url.URL, name string, port int) string {
-	if !regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`).MatchString(name) {
+	if !hostLabelRE.MatchString(name) {
 		return ""
 	}
 	webPort := base.Port()

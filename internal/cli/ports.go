@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 func newCmdPorts(f *Factory) *cobra.Command {
@@ -56,11 +58,12 @@ Open one with paddock open SANDBOX:PORT.`,
 				} else {
 					web = true
 				}
-				proc := p.Process
+				// The process name is the sandbox's to choose (prctl): shown, never obeyed.
+				proc := termtext.Escape(p.Process)
 				if p.PID != "" {
-					proc += " (" + p.PID + ")"
+					proc += " (" + termtext.Escape(p.PID) + ")"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.Port, p.Address, proc, preview)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.Port, termtext.Escape(p.Address), proc, preview)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -251,9 +252,9 @@ func (n *Notifier) link(sandbox, session string) string {
 	if sandbox == "" {
 		return base + "/"
 	}
-	u := base + "/s/" + pathEscape(sandbox)
+	u := base + "/s/" + url.PathEscape(sandbox)
 	if session != "" {
-		u += "/" + pathEscape(session)
+		u += "/" + url.PathEscape(session)
 	}
 	return u
 }
@@ -263,16 +264,13 @@ func (n *Notifier) link(sandbox, session string) string {
 func (n *Notifier) Send(msg Message) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if n.opts.Config.Webhook != "" {
-		n.enqueue(job{msg: msg, target: "webhook"})
-	}
-	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	targets, err := n.targets(ctx)
 	if err != nil {
 		n.log.Error("read push subscriptions", "err", err)
-		return
 	}
-	for i := range subs {
-		n.enqueue(job{msg: msg, target: fmt.Sprint(subs[i].ID), push: &subs[i]})
+	for _, tj := range targets {
+		tj.j.msg = msg
+		n.enqueue(tj.j)
 	}
 }
 
@@ -327,16 +325,34 @@ func (n *Notifier) deliver(ctx context.Context, j job) error {
 
 // Targets lists where notifications go.
 func (n *Notifier) Targets(ctx context.Context) ([]Target, error) {
-	var out []Target
+	jobs, err := n.targets(ctx)
+	out := make([]Target, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.t
+	}
+	return out, err
+}
+
+// targetJob is a target and the job that delivers to it.
+type targetJob struct {
+	t Target
+	j job
+}
+
+// targets are the webhook, then each push subscription, read once; on a failure to read
+// the subscriptions, the webhook still comes back, with the error.
+func (n *Notifier) targets(ctx context.Context) ([]targetJob, error) {
+	var out []targetJob
 	if w := n.opts.Config.Webhook; w != "" {
-		out = append(out, Target{ID: "webhook", Kind: "webhook", Where: w, Label: n.format()})
+		out = append(out, targetJob{Target{ID: "webhook", Kind: "webhook", Where: w, Label: n.format()}, job{target: "webhook"}})
 	}
 	subs, err := n.opts.Store.PushSubscriptions(ctx)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	for _, s := range subs {
-		out = append(out, pushTarget(s))
+	for i := range subs {
+		t := pushTarget(subs[i])
+		out = append(out, targetJob{t, job{target: t.ID, push: &subs[i]}})
 	}
 	return out, nil
 }
@@ -346,30 +362,19 @@ func (n *Notifier) Targets(ctx context.Context) ([]Target, error) {
 func (n *Notifier) TestAll(ctx context.Context) ([]Result, error) {
 	msg := Message{What: Test, Title: "paddock: test notification", Body: "Notifications from this paddock reach you here.",
 		URL: n.link("", ""), Time: time.Now()}
-	targets, err := n.Targets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	targets, err := n.targets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	results := make([]Result, len(targets))
 	var wg sync.WaitGroup
-	for i, t := range targets {
-		j := job{msg: msg, target: t.ID}
-		if t.Kind == "push" {
-			for k := range subs {
-				if fmt.Sprint(subs[k].ID) == t.ID {
-					j.push = &subs[k]
-				}
-			}
-		}
+	for i, tj := range targets {
+		tj.j.msg = msg
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = Result{Target: t}
-			if err := n.deliver(ctx, j); err != nil {
+			results[i] = Result{Target: tj.t}
+			if err := n.deliver(ctx, tj.j); err != nil {
 				results[i].Error = err.Error()
 			}
 		}()

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 )
-
-func pathEscape(s string) string { return url.PathEscape(s) }
 
 func (n *Notifier) format() string {
 	if f := n.opts.Config.Format; f != "" {

@@ -10,9 +10,6 @@ import (
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// guestBinary is where every backend puts the guest agent inside a sandbox.
-const guestBinary = inside.GuestBinary
-
 // Port is a TCP port a process inside a sandbox listens on, as `paddock agent ports`
 // (agent.Listening) reports it.
 type Port struct {
@@ -31,7 +28,7 @@ func (s *Service) Ports(ctx context.Context, name string) ([]Port, error) {
 		return nil, err
 	}
 	var out, errOut bytes.Buffer
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{guestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{inside.GuestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
 	if err != nil {
 		return nil, fmt.Errorf("list the ports of sandbox %q: %w", name, err)
 	}

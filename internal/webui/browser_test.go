@@ -37,12 +37,7 @@ func TestMain(m *testing.M) {
 // them all) that is a failure instead.
 func need(t *testing.T, prog, why string) string {
 	t.Helper()
-	p, err := exec.LookPath(prog)
-	if err == nil {
-		return p
-	}
-	testenv.Missing(t, prog+" is not installed ("+why+")", "make setup")
-	return ""
+	return testenv.Program(t, prog, "make setup ("+why+")")
 }
 
 // chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium.
