@@ -1,27 +1,106 @@
-// Package agents defines what paddock needs to know about each coding agent CLI, and the
-// registry of the adapters (one package each: claude, codex, gemini, ...).
+// Package agents describes the coding agent CLIs paddock runs (Claude Code, Codex,
+// Gemini CLI, Qwen Code, OpenCode, goose, Aider, any command), and keeps their registry.
 //
-// An adapter knows how to start its agent with every permission on, as the sandbox's
-// non-root user, straight into its prompt (the first-run files that skip onboarding,
-// trust and API-key dialogs), how to resume a conversation, how to add paddock's context
-// to the system prompt, how its hooks report status through `paddock agent notify`,
-// where its transcript lives, and how to ask it one question non-interactively.
+// An agent is a description, one small package each (claude, codex, gemini, ...): the
+// command that starts it with every permission on, as the sandbox's non-root user,
+// straight into its prompt; the first-run files that skip its onboarding, trust and
+// API-key dialogs; how it resumes, forks and answers one message non-interactively;
+// where its transcript lives and how it parses; how its hooks report status through
+// `paddock agent notify`; and what paddock's tests run of it for real. Functions appear
+// only where agents really differ (their settings files, their non-interactive output).
 package agents
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"strings"
 	"sync"
 
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-// Session is what an adapter is told about the conversation it starts.
+// Default is the agent of a session that names none.
+const Default = "claude"
+
+// Agent describes one agent CLI. Argument lists may hold placeholders, each replaced
+// once, whole words or inside a word: {id} the conversation's id, {from} the id of the
+// conversation a fork copies, {prompt} the message of Ask, {system} paddock's context
+// (SystemPrompt), {dir} the working directory, {name} the session's name, {command} a
+// shell session's command line (a login shell when it has none).
+type Agent struct {
+	// Name is how a user chooses the agent: claude, codex, gemini...
+	Name string
+	// Binary is the command that must be on the sandbox's PATH.
+	Binary string
+	// Package is the npm package and version paddock's image installs and its tests run
+	// ("" for agents that do not come from npm); NeedsNode when its command is a node script.
+	Package   string
+	NeedsNode bool
+	// Install says how to get the agent when it is missing.
+	Install string
+	// Tested says what paddock's own tests run of this agent, for real or not, and why.
+	Tested string
+	// Hosts are the provider's API hosts, opened in the egress allowlist of a sandbox made
+	// for this agent (the credential proxy's routes need none of them).
+	Hosts []string
+
+	// Command starts every run of the agent; New, Resume or Fork follows it.
+	Command []string
+	// New starts a new conversation (under {id} when ChoosesID).
+	New []string
+	// Resume continues conversation {id}. An agent that learns its id from its hooks
+	// starts a new conversation instead until it has reported one.
+	Resume []string
+	// Fork starts conversation {id} as a copy of {from}; nil when the agent cannot fork.
+	Fork []string
+	// Ask sends {prompt} to conversation {id} and prints the answer, for Answer to read;
+	// AskNew does so for a conversation with no transcript yet (Ask when nil). Nil Ask:
+	// paddock types the message into the session and reads the answer from the
+	// transcript, which needs Parse and an Idle hook.
+	Ask, AskNew []string
+	// Answer reads the final answer (and the conversation's id, when it says one) from
+	// Ask's output.
+	Answer func(output []byte) (text, id string, err error)
+	// ChoosesID is true when the agent takes an id paddock chooses before its first
+	// launch; otherwise the id is learnt from its hooks, and {id} may be empty.
+	ChoosesID bool
+	// Env is added to the agent's environment.
+	Env []string
+	// Files are written before every launch (JSON settings merged into what is there).
+	Files func(s Session) []File
+	// Memory is the file the agent reads into its context at start, "" when none:
+	// paddock's context goes there as a section (unless Command passes {system}), and so
+	// does a note that the sandbox is disposable.
+	Memory string
+	// Transcript locates a conversation's transcript inside the sandbox: a path with
+	// placeholders ({id}, {dir}, {dir-} the directory with every "/" made "-"), or a
+	// shell glob whose newest match is it; "" when paddock reads none. Parse reads it.
+	Transcript string
+	Parse      func(r io.Reader) ([]transcript.Entry, error)
+	// Status says what the agent's own hooks report, and in words how status is known.
+	Status Status
+}
+
+// Status is what an agent's hooks report through `paddock agent notify`; what they do
+// not report comes from its process (running until it exits).
+type Status struct {
+	// Ready: a hook runs when the agent is at its prompt after starting.
+	Ready bool
+	// Idle: a hook runs when the agent finishes a turn.
+	Idle bool
+	// Source says, in words, how the session's status is known.
+	Source string
+}
+
+// Session is what an agent is told about the conversation it starts.
 type Session struct {
 	// Name is the session's name, also set as PADDOCK_SESSION in its environment.
 	Name string
 	// ResumeID is the agent's conversation id: chosen by paddock before the first launch
-	// when the agent accepts one (claude --session-id), else learnt from the agent.
+	// when the agent accepts one, else learnt from the agent ("" until then).
 	ResumeID string
 	// Dir is the working directory, /workspace or a worktree.
 	Dir string
@@ -36,94 +115,158 @@ type Session struct {
 	Fresh bool
 }
 
-// File is a file an adapter wants in the sandbox before its agent starts.
+// File is a file an agent wants in the sandbox before it starts.
 type File struct {
 	// Path is absolute inside the sandbox, e.g. /home/agent/.claude.json.
 	Path string
 	// Merge, for a JSON file, is merged into the existing object (objects recursively,
 	// other values replaced); Content is ignored then.
-	Merge   map[string]any
+	Merge map[string]any
+	// Section, for a text file, names the part of it Content is: replaced between its
+	// markers when there, appended otherwise, and the rest of the file kept.
+	Section string
 	Content []byte
 	Mode    uint32
 }
 
-// Adapter describes one agent CLI. Implementations are stateless.
-type Adapter interface {
-	// Name is the adapter's name: claude, codex, gemini, goose, aider, opencode, shell.
-	Name() string
-	// Binary is the command that must be on the sandbox's PATH.
-	Binary() string
-	// Install says how to get the agent, e.g. "npm install -g @anthropic-ai/claude-code".
-	Install() string
-	// Files are written before the first launch (and again before each launch).
-	Files(s Session) []File
-	// Launch is the argv of a new interactive conversation; Resume continues s.ResumeID
-	// (or the latest conversation when the agent has no ids).
-	Launch(s Session) []string
-	Resume(s Session) []string
-	// Env is added to the agent's environment.
-	Env(s Session) []string
-	// Ask is the argv that sends prompt to the conversation non-interactively and prints
-	// the answer; nil when the agent has no such mode.
-	Ask(s Session, prompt string) []string
-	// Answer extracts the final answer (and the conversation id, if it says one) from
-	// Ask's output.
-	Answer(output []byte) (text, resumeID string, err error)
-	// Transcript is the path of the conversation's transcript inside the sandbox, or "";
-	// it may be a shell glob (the agent names the file itself), of which the newest match
-	// is the transcript.
-	Transcript(s Session) string
-	// Parse reads a transcript into the common schema; nil when paddock reads none of
-	// this agent's.
-	Parse() func(data []byte) ([]transcript.Entry, error)
-	// ChoosesID is true when the agent takes a conversation id paddock chooses before the
-	// first launch (claude --session-id); otherwise the id is learnt from its hooks.
-	ChoosesID() bool
-	// Fork is the argv of a new conversation that continues a copy of conversation
-	// from (s.ResumeID names the copy); nil when the agent cannot fork one.
-	Fork(s Session, from string) []string
-	// StatusSource says, in words, how the session's status is known.
-	StatusSource() string
-	// Reports says which statuses the agent's own hooks report through
-	// `paddock agent notify`; what they do not report comes from the process.
-	Reports() Reports
+// LaunchArgv is the argv of a new conversation.
+func (a *Agent) LaunchArgv(s Session) []string { return a.argv(s, a.New, "") }
+
+// ResumeArgv is the argv that continues s's conversation, or starts one when there is
+// none to continue (an id not yet learnt, or no transcript yet).
+func (a *Agent) ResumeArgv(s Session) []string {
+	if s.Fresh || a.Resume == nil || (!a.ChoosesID && s.ResumeID == "" && usesID(a.Resume)) {
+		return a.LaunchArgv(s)
+	}
+	return a.argv(s, a.Resume, "")
 }
 
-// Reports lists what an agent's hooks report.
-type Reports struct {
-	// Ready: a hook runs when the agent is at its prompt after starting.
-	Ready bool
-	// Idle: a hook runs when the agent finishes a turn.
-	Idle bool
+// ForkArgv is the argv of conversation s.ResumeID as a copy of from; nil when the agent
+// cannot fork.
+func (a *Agent) ForkArgv(s Session, from string) []string {
+	if !a.CanFork() {
+		return nil
+	}
+	return a.expand(append(append([]string(nil), a.Command...), a.Fork...), s, from, "")
+}
+
+// CanFork reports whether the agent can start a copy of a conversation under a new id.
+func (a *Agent) CanFork() bool { return a.Fork != nil && a.ChoosesID }
+
+// AskArgv is the argv that sends prompt non-interactively; nil when the agent has none.
+func (a *Agent) AskArgv(s Session, prompt string) []string {
+	args := a.Ask
+	if s.Fresh && a.AskNew != nil {
+		args = a.AskNew
+	}
+	if args == nil {
+		return nil
+	}
+	return a.argv(s, args, prompt)
+}
+
+// TranscriptPath is where s's transcript is (maybe a glob), "" when there is none to
+// read: the agent keeps none, or its id is not known yet.
+func (a *Agent) TranscriptPath(s Session) string {
+	if a.Transcript == "" || a.Parse == nil || (s.ResumeID == "" && strings.Contains(a.Transcript, "{id}")) {
+		return ""
+	}
+	return a.expand([]string{a.Transcript}, s, "", "")[0]
+}
+
+// PromptFiles are the files that carry paddock's context (and, for a disposable
+// sandbox, the note saying so) to an agent that reads a memory file.
+func (a *Agent) PromptFiles(disposable bool) []File {
+	if a.Memory == "" {
+		return nil
+	}
+	var out []File
+	if !passes(a.Command, "{system}") {
+		out = append(out, File{Path: a.Memory, Section: "paddock", Content: []byte(SystemPrompt + "\n"), Mode: 0o644})
+	}
+	if disposable {
+		out = append(out, File{Path: a.Memory, Section: "paddock-disposable", Content: []byte(DisposableNote + "\n"), Mode: 0o644})
+	}
+	return out
+}
+
+func (a *Agent) argv(s Session, args []string, prompt string) []string {
+	return a.expand(append(append([]string(nil), a.Command...), args...), s, "", prompt)
+}
+
+// expand replaces the placeholders in each argument in one pass, so that a value
+// holding a placeholder's spelling (a prompt saying "{id}") stays as it is.
+func (a *Agent) expand(args []string, s Session, from, prompt string) []string {
+	command := s.Command
+	if command == "" {
+		command = "exec bash -l"
+	}
+	r := strings.NewReplacer("{id}", s.ResumeID, "{from}", from, "{prompt}", prompt, "{system}", SystemPrompt,
+		"{dir-}", strings.ReplaceAll(s.Dir, "/", "-"), "{dir}", s.Dir, "{name}", s.Name, "{command}", command, "{home}", inside.Home)
+	out := make([]string, len(args))
+	for i, arg := range args {
+		out[i] = r.Replace(arg)
+	}
+	return out
+}
+
+func usesID(args []string) bool { return passes(args, "{id}") }
+
+func passes(args []string, placeholder string) bool {
+	for _, arg := range args {
+		if strings.Contains(arg, placeholder) {
+			return true
+		}
+	}
+	return false
 }
 
 var (
 	mu       sync.RWMutex
-	registry = map[string]Adapter{}
+	registry = map[string]*Agent{}
 )
 
-// Register adds an adapter; a duplicate name panics at start-up.
-func Register(a Adapter) {
+// Register adds an agent; a duplicate name, or a description that contradicts itself,
+// panics at start-up.
+func Register(a *Agent) {
+	if err := a.check(); err != nil {
+		panic("agents: " + a.Name + ": " + err.Error())
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := registry[a.Name()]; dup {
-		panic("agents: duplicate adapter " + a.Name())
+	if _, dup := registry[a.Name]; dup {
+		panic("agents: duplicate agent " + a.Name)
 	}
-	registry[a.Name()] = a
+	registry[a.Name] = a
 }
 
-// Get returns the adapter of that name.
-func Get(name string) (Adapter, error) {
+// check refuses a description the session code could not follow.
+func (a *Agent) check() error {
+	switch {
+	case a.Name == "" || a.Binary == "" || len(a.Command) == 0:
+		return fmt.Errorf("an agent needs a name, a binary and a command")
+	case a.Ask != nil && a.Answer == nil:
+		return fmt.Errorf("Ask without Answer")
+	case (a.Transcript == "") != (a.Parse == nil):
+		return fmt.Errorf("a transcript needs both its path and its parser")
+	case a.ChoosesID && !usesID(a.New):
+		return fmt.Errorf("an agent that takes a chosen id must be given it in New")
+	}
+	return nil
+}
+
+// Get returns the agent of that name.
+func Get(name string) (*Agent, error) {
 	mu.RLock()
 	defer mu.RUnlock()
 	a, ok := registry[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (known: %v)", name, namesLocked())
+		return nil, fmt.Errorf("unknown agent %q (known: %s)", name, strings.Join(namesLocked(), ", "))
 	}
 	return a, nil
 }
 
-// Names lists the registered adapters, sorted.
+// Names lists the registered agents, sorted.
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -142,7 +285,7 @@ func namesLocked() []string {
 // NotifyCommand is what an agent's hook runs to report a status: the guest agent binary
 // reads PADDOCK_SESSION from the environment the session was started with.
 func NotifyCommand(status string) string {
-	return "/opt/paddock/bin/paddock agent notify --status " + status
+	return inside.GuestBinary + " agent notify --status " + status
 }
 
 // SystemPrompt is the context paddock adds to every agent's system prompt.
@@ -150,3 +293,24 @@ const SystemPrompt = `You are running inside a paddock sandbox: an isolated Linu
 /workspace is a git checkout of the user's repository; the user pulls your work from it with git, so commit your changes on a branch with clear messages.
 Files you want kept but not committed (reports, build outputs) go in /workspace/deliverables.
 The network is closed: HTTP and HTTPS go through an allowlist proxy (package registries and GitHub are allowed). If a request is refused with 403, tell the user which host you need; they can allow it with "paddock net allow HOST --sandbox NAME".`
+
+// DisposableNote tells an agent that its sandbox was made to be thrown away ("Just do
+// it" in the TUI): it may install, change and run anything there without asking.
+const DisposableNote = `# This machine is disposable
+
+You run in a sandbox made for this task alone, and thrown away after it. Nothing you do here can harm the user's computer: install what you need, change any file, run anything, without asking first. Work until the task is done; commit your work on a branch in /workspace so the user can pull it.`
+
+// Tail is the end of an agent's output, for an error that quotes it.
+func Tail(output []byte) string {
+	return strings.TrimSpace(string(output[max(0, len(output)-400):]))
+}
+
+// PrintedAnswer is the Answer of an agent whose non-interactive mode prints just its
+// answer.
+func PrintedAnswer(output []byte) (string, string, error) {
+	text := strings.TrimSpace(string(output))
+	if text == "" {
+		return "", "", errors.New("the agent printed nothing")
+	}
+	return text, "", nil
+}

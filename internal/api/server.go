@@ -340,7 +340,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 	if req.Dockerfile != "" {
 		tag, err = req.Tag, s.svc.BuildDockerfile(r.Context(), req.Backend, req.Context, req.Dockerfile, req.Tag, progress)
 	} else {
-		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Agents: req.Agents, Minimal: req.Minimal}, progress)
+		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Minimal: req.Minimal}, req.Agents, progress)
 	}
 	if err != nil {
 		stream.fail(err)

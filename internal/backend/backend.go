@@ -193,8 +193,10 @@ type RuntimeReport struct {
 type ImageSpec struct {
 	// Tag names the image; the backend's default image when empty.
 	Tag string
-	// Agents are agent CLIs to install: claude, codex, gemini.
-	Agents []string
+	// NPM are the npm packages (name@version) of the agent CLIs to install; Node asks for
+	// Node.js even in a minimal image, for agents whose command is a node script.
+	NPM  []string
+	Node bool
 	// Minimal leaves out compilers and project tools (for tests).
 	Minimal bool
 	// CacheDir is a directory the build may use for its files.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/paddockhq/paddock/internal/agents/codex/codexconf"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -48,37 +49,10 @@ func (s *Anthropic) ClaudeCmd(ctx context.Context, home, dir string, args ...str
 	return cmd
 }
 
-// CodexConfig is a $CODEX_HOME/config.toml that sends Codex's model calls to
-// s, trusts dir, never asks for approval, and turns off what was seen
-// reaching outside (update check, analytics, plugins and apps look up
-// api.github.com, chatgpt.com and ab.chatgpt.com otherwise).
+// CodexConfig is the $CODEX_HOME/config.toml paddock writes for Codex (codexconf.Config),
+// sending its model calls to s with the key from codexKeyEnv, trusting dir.
 func (s *OpenAIResponses) CodexConfig(dir string) string {
-	return fmt.Sprintf(`model = "gpt-5.5"
-model_provider = "local"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[model_providers.local]
-name = "local"
-base_url = %q
-wire_api = "responses"
-env_key = %q
-
-[projects.%q]
-trust_level = "trusted"
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[tui]
-screen_reader_detection_done = true
-`, s.URL()+"/v1", codexKeyEnv, dir)
+	return codexconf.Config("gpt-5.5", "gpt-6-sol", s.URL()+"/v1", codexKeyEnv, dir, nil)
 }
 
 // CodexCmd writes CodexConfig(dir) to codexHome/config.toml and returns a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 )
@@ -49,8 +50,20 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 	return out
 }
 
-// BuildImage builds a backend's sandbox image.
-func (s *Service) BuildImage(ctx context.Context, backendName string, spec backend.ImageSpec, progress func(string)) (string, error) {
+// BuildImage builds a backend's sandbox image, with the CLIs of the named agents at the
+// versions paddock's tests run.
+func (s *Service) BuildImage(ctx context.Context, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
+	for _, name := range agentNames {
+		a, err := agents.Get(name)
+		if err != nil {
+			return "", apperr.Invalid("run `paddock doctor` to see the agents", "%v", err)
+		}
+		if a.Package == "" {
+			return "", apperr.Invalid("install it in an image of your own (paddock up --image, or a devcontainer)", "agent %s has no npm package paddock installs: %s", name, a.Install)
+		}
+		spec.NPM = append(spec.NPM, a.Package)
+		spec.Node = spec.Node || a.NeedsNode
+	}
 	if backendName == "" {
 		backendName = "docker"
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
@@ -22,7 +24,7 @@ func (s *Service) egressPolicy(ctx context.Context, name string) (egress.Policy,
 	if err != nil {
 		return egress.Policy{}, err
 	}
-	p := egress.Policy{Defaults: egress.DefaultAllowlist(splitList(sb.Agents))}
+	p := egress.Policy{Defaults: egress.DefaultAllowlist(providerHosts(splitList(sb.Agents)))}
 	for _, r := range rules {
 		rule := egress.Rule{Pattern: r.Pattern, Action: egress.Action(r.Action), Scope: "global"}
 		if r.Scope == store.GlobalScope {
@@ -195,4 +197,16 @@ func (s *Service) AllowDenial(ctx context.Context, id int64) (NetRule, error) {
 		}
 	}
 	return NetRule{}, apperr.NotFound("", "denial %d belongs to a sandbox that no longer exists", id)
+}
+
+// providerHosts are the hosts the named agents need to reach their model providers;
+// names paddock does not know add none.
+func providerHosts(names []string) []string {
+	var hosts []string
+	for _, name := range names {
+		if a, err := agents.Get(strings.ToLower(strings.TrimSpace(name))); err == nil {
+			hosts = append(hosts, a.Hosts...)
+		}
+	}
+	return hosts
 }

@@ -44,16 +44,14 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	// A dead pane is kept by remain-on-exit: clear it before starting again.
 	run(ctx, t.client, "tmux", "-S", Socket, "kill-session", "-t", "="+name)
 	sess := t.session()
-	argv := t.adapter.Resume(sess)
-	if s.fresh(ctx, t, sess) {
-		// An agent that never got a prompt has no conversation to resume yet.
-		argv = t.adapter.Launch(sess)
-	}
+	// An agent that never got a prompt has no conversation to resume yet.
+	sess.Fresh = s.fresh(ctx, t, sess)
+	argv := t.agent.ResumeArgv(sess)
 	if err := s.launch(ctx, t, argv); err != nil {
 		return Info{}, err
 	}
 	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-restarted", Session: name, Detail: name,
-		Attrs: map[string]string{"agent": t.adapter.Name()}})
+		Attrs: map[string]string{"agent": t.agent.Name}})
 	return s.info(ctx, t)
 }
 
@@ -74,8 +72,8 @@ func waitEcho(ctx context.Context, c *agentclient.Client, name, text string, tim
 
 // fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
 func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
-	tp := t.adapter.Transcript(sess)
-	if !t.adapter.ChoosesID() || t.se.ResumeID == "" || !strings.HasSuffix(tp, ".jsonl") {
+	tp := t.agent.TranscriptPath(sess)
+	if !t.agent.ChoosesID || tp == "" || strings.ContainsAny(tp, "*?[") {
 		return false // an id learnt from the agent names a conversation that exists
 	}
 	_, err := t.client.Stat(ctx, "/", tp)
@@ -167,19 +165,19 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 		return "", apperr.Conflict(fmt.Sprintf("wait for it, or watch it with `paddock chat %s/%s`", sandboxName, name),
 			"session %q is busy: its agent is working", name)
 	}
-	argv := t.adapter.Ask(sess, text)
+	argv := t.agent.AskArgv(sess, text)
 	if argv == nil {
 		return s.askThroughSession(ctx, t, l, text)
 	}
 	var stdout, stderr strings.Builder
-	env := append([]string{"PADDOCK_SESSION=" + name}, t.adapter.Env(sess)...)
+	env := append([]string{"PADDOCK_SESSION=" + name}, t.agent.Env...)
 	code, err := t.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return "", err
 	}
-	answer, resumeID, aerr := t.adapter.Answer([]byte(stdout.String()))
+	answer, resumeID, aerr := t.agent.Answer([]byte(stdout.String()))
 	if aerr != nil {
-		return "", fmt.Errorf("%s exited %d: %v %s", t.adapter.Name(), code, aerr, strings.TrimSpace(tailOf(stderr.String())))
+		return "", fmt.Errorf("%s exited %d: %v %s", t.agent.Name, code, aerr, strings.TrimSpace(tailOf(stderr.String())))
 	}
 	if resumeID != "" && resumeID != t.se.ResumeID {
 		// The agent continued the conversation under a new id: follow it, so that a
@@ -194,8 +192,8 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 // whose non-interactive mode cannot share the conversation with the interactive one.
 func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text string) (string, error) {
 	name := t.se.Name
-	if t.adapter.Parse() == nil || !t.adapter.Reports().Idle {
-		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.adapter.Name())
+	if t.agent.Parse == nil || !t.agent.Status.Idle {
+		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.agent.Name)
 	}
 	if st, _ := statusOf(l, name); st == "exited" {
 		return "", apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", t.sb.Name, name), "session %q has exited", name)

@@ -13,10 +13,18 @@ import (
 	"github.com/paddockhq/paddock/internal/agents"
 )
 
-// writeFile writes an adapter's file into the sandbox; a Merge file is merged into the
-// JSON object already there, so settings the user or another session wrote survive.
+// writeFile writes an agent's file into the sandbox; a Merge file is merged into the
+// JSON object already there, and a Section replaces its part of a text file, so what
+// the user or another session wrote survives.
 func writeFile(ctx context.Context, c *agentclient.Client, f agents.File) error {
 	content := f.Content
+	if f.Section != "" {
+		var buf bytes.Buffer
+		if _, err := c.ReadFile(ctx, "/", f.Path, &buf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		content = withSection(buf.Bytes(), f.Section, f.Content)
+	}
 	if f.Merge != nil {
 		existing := map[string]any{}
 		var buf bytes.Buffer
@@ -58,4 +66,21 @@ func merge(dst, src map[string]any) map[string]any {
 		dst[k] = v
 	}
 	return dst
+}
+
+// withSection is text with the section called name holding content: between its
+// markers where they are, appended otherwise.
+func withSection(text []byte, name string, content []byte) []byte {
+	begin, end := []byte("<!-- "+name+" -->\n"), []byte("<!-- /"+name+" -->\n")
+	section := append(append(append([]byte(nil), begin...), bytes.TrimRight(content, "\n")...), '\n')
+	section = append(section, end...)
+	if i := bytes.Index(text, begin); i >= 0 {
+		if j := bytes.Index(text[i:], end); j >= 0 {
+			return append(append(append([]byte(nil), text[:i]...), section...), text[i+j+len(end):]...)
+		}
+	}
+	if len(text) > 0 && !bytes.HasSuffix(text, []byte("\n\n")) {
+		text = append(bytes.TrimRight(text, "\n"), "\n\n"...)
+	}
+	return append(append([]byte(nil), text...), section...)
 }

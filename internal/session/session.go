@@ -71,10 +71,10 @@ func New(sandboxes *sandbox.Service, log *slog.Logger) *Service {
 
 // target is a resolved sandbox and session.
 type target struct {
-	sb      store.Sandbox
-	se      store.Session
-	adapter agents.Adapter
-	client  *agentclient.Client
+	sb     store.Sandbox
+	se     store.Session
+	agent  *agents.Agent
+	client *agentclient.Client
 }
 
 func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*target, error) {
@@ -98,7 +98,7 @@ func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*targe
 	if err != nil {
 		return nil, err
 	}
-	return &target{sb: sb, se: se, adapter: a, client: c}, nil
+	return &target{sb: sb, se: se, agent: a, client: c}, nil
 }
 
 func (t *target) session() agents.Session {
@@ -121,6 +121,9 @@ type CreateRequest struct {
 	// ForkOf names a session of the same sandbox whose conversation the new one continues
 	// a copy of (its agent, working directory and history), where the agent can fork.
 	ForkOf string `json:"fork_of,omitempty"`
+	// Disposable tells the agent its sandbox is made to be thrown away, so it may do
+	// anything there without asking ("Just do it"), through its memory file.
+	Disposable bool `json:"disposable,omitempty"`
 }
 
 // Create starts a new session; its agent is at its prompt when Create returns (or, for
@@ -146,7 +149,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		req.Agent = from.Agent
 	}
 	if req.Agent == "" {
-		req.Agent = "claude"
+		req.Agent = agents.Default
 	}
 	a, err := agents.Get(req.Agent)
 	if err != nil {
@@ -163,7 +166,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	if err := installed(ctx, c, a); err != nil {
 		return Info{}, err
 	}
-	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name(), Command: req.Command}
+	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name, Command: req.Command}
 	if req.Worktree != "" {
 		se.Dir = WorktreeDir(req.Worktree)
 		if _, err := c.Stat(ctx, "/", se.Dir); err != nil {
@@ -172,15 +175,15 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		}
 	}
 	if req.ForkOf != "" {
-		if a.Fork(agents.Session{}, "x") == nil || !a.ChoosesID() {
-			return Info{}, apperr.Invalid("start a new session instead", "agent %s cannot fork a conversation", a.Name())
+		if !a.CanFork() {
+			return Info{}, apperr.Invalid("start a new session instead", "agent %s cannot fork a conversation", a.Name)
 		}
 		if from.ResumeID == "" {
 			return Info{}, apperr.Conflict("send it a message first", "session %q has no conversation to fork yet", req.ForkOf)
 		}
 		se.Dir = from.Dir
 	}
-	if a.ChoosesID() {
+	if a.ChoosesID {
 		se.ResumeID = newUUID() // the agent takes the conversation id paddock chooses
 	}
 	if err := s.store.CreateSession(ctx, se); errors.Is(err, store.ErrNameTaken) {
@@ -189,46 +192,69 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	} else if err != nil {
 		return Info{}, err
 	}
-	t := &target{sb: sb, se: se, adapter: a, client: c}
-	argv := a.Launch(t.session())
+	t := &target{sb: sb, se: se, agent: a, client: c}
+	argv := a.LaunchArgv(t.session())
 	if req.ForkOf != "" {
-		argv = a.Fork(t.session(), from.ResumeID)
+		argv = a.ForkArgv(t.session(), from.ResumeID)
+	}
+	if req.Disposable {
+		if err := s.tellDisposable(ctx, t); err != nil {
+			s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
+			return Info{}, err
+		}
 	}
 	if err := s.launch(ctx, t, argv); err != nil {
 		s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
 		return Info{}, err
 	}
-	attrs := map[string]string{"agent": a.Name()}
-	detail := req.Name + " (" + a.Name() + ")"
+	attrs := map[string]string{"agent": a.Name}
+	detail := req.Name + " (" + a.Name + ")"
 	if req.ForkOf != "" {
-		attrs["fork_of"], detail = req.ForkOf, req.Name+" ("+a.Name()+", a fork of "+req.ForkOf+")"
+		attrs["fork_of"], detail = req.ForkOf, req.Name+" ("+a.Name+", a fork of "+req.ForkOf+")"
 	}
 	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: detail, Attrs: attrs})
 	return s.info(ctx, t)
 }
 
-// installed checks the adapter's binary is on the sandbox's PATH.
-func installed(ctx context.Context, c *agentclient.Client, a agents.Adapter) error {
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", a.Binary()}})
+// tellDisposable writes the note that the sandbox is disposable where the agent reads it
+// at start; an agent with no memory file cannot be told, and the session is refused.
+func (s *Service) tellDisposable(ctx context.Context, t *target) error {
+	files := t.agent.PromptFiles(true)
+	if len(files) == 0 || files[len(files)-1].Section != "paddock-disposable" {
+		return apperr.Invalid("start it without --disposable", "agent %s reads no memory file paddock could tell that its sandbox is disposable", t.agent.Name)
+	}
+	if err := writeFile(ctx, t.client, files[len(files)-1]); err != nil {
+		return fmt.Errorf("tell %s its sandbox is disposable: %w", t.agent.Name, err)
+	}
+	return nil
+}
+
+// installed checks the agent's binary is on the sandbox's PATH.
+func installed(ctx context.Context, c *agentclient.Client, a *agents.Agent) error {
+	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", a.Binary}})
 	if err != nil {
 		return err
 	}
 	if code != 0 {
 		hint := "install it in the sandbox's image"
-		if a.Install() != "" {
-			hint = "install it: " + a.Install() + " (on the bwrap backend, on the host: the sandbox sees the host's /usr)"
+		if a.Install != "" {
+			hint = "install it: " + a.Install + " (on the bwrap backend, on the host: the sandbox sees the host's /usr)"
 		}
-		return apperr.Unavailable(hint, "agent %s is not installed in the sandbox (no %q on its PATH)", a.Name(), a.Binary())
+		return apperr.Unavailable(hint, "agent %s is not installed in the sandbox (no %q on its PATH)", a.Name, a.Binary)
 	}
 	return nil
 }
 
-// launch writes the adapter's files and starts the tmux session running argv.
+// launch writes the agent's files and starts the tmux session running argv.
 func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	sess := t.session()
-	for _, f := range t.adapter.Files(sess) {
+	var files []agents.File
+	if t.agent.Files != nil {
+		files = t.agent.Files(sess)
+	}
+	for _, f := range append(files, t.agent.PromptFiles(false)...) {
 		if err := writeFile(ctx, t.client, f); err != nil {
-			return fmt.Errorf("prepare %s: %w", t.adapter.Name(), err)
+			return fmt.Errorf("prepare %s: %w", t.agent.Name, err)
 		}
 	}
 	if err := writeFile(ctx, t.client, agents.File{Path: tmuxConf, Mode: 0o644, Content: []byte(tmuxConfig)}); err != nil {
@@ -236,7 +262,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	}
 	args := []string{"tmux", "-S", Socket, "-f", tmuxConf, "new-session", "-d", "-s", t.se.Name, "-x", "200", "-y", "50",
 		"-c", sess.Dir, "-e", "PADDOCK_SESSION=" + t.se.Name}
-	for _, kv := range t.adapter.Env(sess) {
+	for _, kv := range t.agent.Env {
 		args = append(args, "-e", kv)
 	}
 	args = append(args, "--")
@@ -244,7 +270,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	// An agent whose hooks report readiness starts as "starting" until they do; for the
 	// others, the process is all there is to know until their first report.
 	initial := ""
-	if t.adapter.Reports().Ready {
+	if t.agent.Status.Ready {
 		initial = `{"status":"starting"}`
 	}
 	script := `mkdir -p "$(dirname "$1")" "$2" && rm -f "$2/$3.json" && { [ -z "$4" ] || printf '%s' "$4" > "$2/$3.json"; } && shift 4 && exec "$@"`

@@ -18,12 +18,11 @@ import (
 // none paddock can read (yet).
 func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
 	a, err := agents.Get(se.Agent)
-	if err != nil || a.Parse() == nil {
+	if err != nil {
 		return nil, false, nil
 	}
-	parse := a.Parse()
 	t := &target{sb: sb, se: se}
-	p := a.Transcript(t.session())
+	p := a.TranscriptPath(t.session())
 	if strings.ContainsAny(p, "*?[") {
 		p = newestMatch(ctx, c, p)
 	}
@@ -36,7 +35,7 @@ func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb 
 	} else if err != nil {
 		return nil, false, err
 	}
-	entries, err := parse(buf.Bytes())
+	entries, err := a.Parse(&buf)
 	return entries, true, err
 }
 

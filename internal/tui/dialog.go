@@ -32,12 +32,6 @@ const (
 
 const newSandbox = "new sandbox"
 
-// DisposableNote is what a "Just do it" session's agent is told about its machine.
-const DisposableNote = `# This machine is disposable
-
-You run in a sandbox made for this task alone, and thrown away after it. Nothing you do here can harm the user's computer: install what you need, change any file, run anything, without asking first. Work until the task is done; commit your work on a branch in /workspace so the user can pull it.
-`
-
 // dialog is the new-session form.
 type dialog struct {
 	m       *Model
@@ -139,7 +133,7 @@ func (d *dialog) update(msg tea.Msg) tea.Cmd {
 			}
 		}
 		for i, a := range d.agents {
-			if a.Name == "claude" {
+			if a.Name == agents.Default {
 				d.agentI = i
 			}
 		}
@@ -337,8 +331,8 @@ func (d *dialog) view(w, h int) string {
 	if d.justDoIt && p.why != "" {
 		lines = append(lines, "               "+styleDim.Render(p.why))
 	}
-	if d.justDoIt && p.agent != "" && p.agent != "claude" {
-		lines = append(lines, "               "+styleDim.Render(p.agent+" gets paddock's usual system prompt: only Claude Code is told its machine is disposable"))
+	if d.justDoIt && p.agent != "" && !p.disposable {
+		lines = append(lines, "               "+styleDim.Render(p.agent+" reads no memory file: it is not told its machine is disposable"))
 	}
 	lines = append(lines, "")
 	button := "[ Create ]"
@@ -384,7 +378,7 @@ func (d *dialog) checkInside() tea.Cmd {
 		return nil
 	}
 	d.checking[key] = true
-	ctx, daemon, bin := d.m.ctx, d.m.d, a.Binary()
+	ctx, daemon, bin := d.m.ctx, d.m.d, a.Binary
 	return func() tea.Msg {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

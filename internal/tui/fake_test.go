@@ -231,7 +231,7 @@ func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req session.C
 	if req.ForkOf != "" {
 		f.record("create-session %s/%s fork_of=%s", sb, req.Name, req.ForkOf)
 	} else {
-		f.record("create-session %s/%s agent=%s worktree=%s", sb, req.Name, req.Agent, req.Worktree)
+		f.record("create-session %s/%s agent=%s worktree=%s disposable=%t", sb, req.Name, req.Agent, req.Worktree, req.Disposable)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -25,7 +24,9 @@ import (
 type plan struct {
 	project, sandbox, name, agent, backend, runtime, network string
 	isNew, worktree, justDoIt                                bool
-	why                                                      string // the backend choice, for "Just do it"
+	// disposable: the agent is told its sandbox is disposable (it reads a memory file).
+	disposable bool
+	why        string // the backend choice, for "Just do it"
 }
 
 // projectPath is the project field as an absolute path.
@@ -229,6 +230,7 @@ func (d *dialog) validate() (plan, bool) {
 	}
 	a := d.agents[d.agentI]
 	p.agent = a.Name
+	p.disposable = p.justDoIt && a.Disposable
 	if !a.Available && p.isNew && p.backend == "bwrap" {
 		hint := a.Install
 		if hint == "" {
@@ -308,14 +310,7 @@ func (d *dialog) submit() tea.Cmd {
 				return res
 			}
 		}
-		req := session.CreateRequest{Name: p.name, Agent: p.agent}
-		if p.justDoIt && p.agent == "claude" {
-			// Claude Code reads its user memory file into the system prompt at start.
-			if err := daemon.WriteFile(cctx, p.sandbox, inside.Home+"/.claude/CLAUDE.md", 0o644, strings.NewReader(DisposableNote)); err != nil {
-				res.err = fmt.Errorf("tell the agent its machine is disposable: %w", err)
-				return res
-			}
-		}
+		req := session.CreateRequest{Name: p.name, Agent: p.agent, Disposable: p.disposable}
 		if p.worktree {
 			if res.err = run("worktree", "add", p.sandbox, p.name); res.err != nil {
 				return res

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,8 +260,8 @@ func doctorWith(dockerOK, runsc bool) api.Doctor {
 	}
 	return api.Doctor{
 		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true}, docker},
-		Agents: []sandbox.AgentReport{{Name: "claude", Available: true}, {Name: "codex", Available: true},
-			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}},
+		Agents: []sandbox.AgentReport{{Name: "claude", Available: true, Disposable: true}, {Name: "codex", Available: true, Disposable: true},
+			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}, {Name: "shell", Available: true}},
 	}
 }
 
@@ -334,7 +333,7 @@ func TestDialogCreatesSandboxAndSession(t *testing.T) {
 	if got := cmds.log(); !slices.Equal(got, []string{want}) {
 		t.Fatalf("commands run: %q, want %q", got, want)
 	}
-	waitCalls(t, f, "write shop:/home/agent/.claude/CLAUDE.md "+strconv.Itoa(len(DisposableNote))+" bytes", "create-session shop/main agent=claude worktree=")
+	waitCalls(t, f, "create-session shop/main agent=claude worktree= disposable=true")
 	u.waitFor("main ")
 }
 
@@ -390,7 +389,7 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
 		t.Fatalf("commands run: %q", got)
 	}
-	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2 disposable=false")
 }
 
 func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {

@@ -1,81 +1,31 @@
-// Package aider adapts Aider (PyPI aider-chat), which must be installed on the host
-// (bwrap) or in the image.
+// Package aider describes Aider (PyPI aider-chat), which must be installed in the image
+// or on the host (bwrap).
 package aider
 
 import (
-	"errors"
-	"strings"
-
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-func init() { agents.Register(Adapter{}) }
+func init() { agents.Register(Agent) }
 
-// Adapter is Aider: it answers every question itself (--yes-always) and keeps its chat
+// conventions is the file Aider is told to read (--read): paddock's context goes there.
+const conventions = inside.Home + "/.paddock/CONVENTIONS.md"
+
+// Agent is Aider: it answers every question itself (--yes-always) and keeps its chat
 // history in the workspace, from which it resumes.
-type Adapter struct{}
+var Agent = &agents.Agent{
+	Name:    "aider",
+	Binary:  "aider",
+	Install: "pipx install aider-chat (or pip install aider-chat)",
+	Tested:  "no: it comes from PyPI, which cannot be reached here; only its argv is checked",
+	Hosts:   []string{"api.anthropic.com", "api.openai.com", "openrouter.ai"},
 
-var _ agents.Adapter = Adapter{}
-
-// Name implements agents.Adapter.
-func (Adapter) Name() string { return "aider" }
-
-// Binary implements agents.Adapter.
-func (Adapter) Binary() string { return "aider" }
-
-// Install implements agents.Adapter.
-func (Adapter) Install() string { return "pipx install aider-chat (or pip install aider-chat)" }
-
-// Reports implements agents.Adapter.
-func (Adapter) Reports() agents.Reports { return agents.Reports{} }
-
-// StatusSource implements agents.Adapter.
-func (Adapter) StatusSource() string {
-	return "no hook: the session shows running until its process exits"
+	Command: []string{"aider", "--yes-always", "--no-check-update", "--no-show-release-notes", "--read", conventions},
+	New:     []string{},
+	Resume:  []string{"--restore-chat-history"},
+	Ask:     []string{"--restore-chat-history", "--message", "{prompt}"},
+	Answer:  agents.PrintedAnswer,
+	Memory:  conventions,
+	Status:  agents.Status{Source: "the process: running until it exits (no hook)"},
 }
-
-// Files implements agents.Adapter.
-func (Adapter) Files(agents.Session) []agents.File {
-	return []agents.File{{Path: inside.Home + "/.paddock/CONVENTIONS.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644}}
-}
-
-func common() []string {
-	return []string{"aider", "--yes-always", "--no-check-update", "--no-show-release-notes", "--read", inside.Home + "/.paddock/CONVENTIONS.md"}
-}
-
-// Launch implements agents.Adapter.
-func (Adapter) Launch(agents.Session) []string { return common() }
-
-// Resume implements agents.Adapter.
-func (Adapter) Resume(agents.Session) []string { return append(common(), "--restore-chat-history") }
-
-// Env implements agents.Adapter.
-func (Adapter) Env(agents.Session) []string { return nil }
-
-// Ask implements agents.Adapter.
-func (Adapter) Ask(_ agents.Session, prompt string) []string {
-	return append(common(), "--restore-chat-history", "--message", prompt)
-}
-
-// Answer returns aider's printed output.
-func (Adapter) Answer(output []byte) (string, string, error) {
-	text := strings.TrimSpace(string(output))
-	if text == "" {
-		return "", "", errors.New("aider printed nothing")
-	}
-	return text, "", nil
-}
-
-// Transcript implements agents.Adapter.
-func (Adapter) Transcript(agents.Session) string { return inside.Workspace + "/.aider.chat.history.md" }
-
-// Parse implements agents.Adapter.
-func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) { return nil }
-
-// ChoosesID implements agents.Adapter.
-func (Adapter) ChoosesID() bool { return false }
-
-// Fork implements agents.Adapter: Aider cannot continue a copy of a conversation.
-func (Adapter) Fork(agents.Session, string) []string { return nil }

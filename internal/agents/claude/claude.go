@@ -1,4 +1,4 @@
-// Package claude adapts Claude Code (npm @anthropic-ai/claude-code).
+// Package claude describes Claude Code (npm @anthropic-ai/claude-code).
 package claude
 
 import (
@@ -7,39 +7,45 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-func init() { agents.Register(Adapter{}) }
+func init() { agents.Register(Agent) }
 
-// Adapter is Claude Code.
-type Adapter struct{}
+// Agent is Claude Code: paddock chooses its session id, its hooks report every status.
+var Agent = &agents.Agent{
+	Name:    "claude",
+	Binary:  "claude",
+	Package: "@anthropic-ai/claude-code@2.1.330",
+	Install: "npm install -g @anthropic-ai/claude-code",
+	Tested:  "yes, end to end against a scripted Anthropic server: the prompt first, a tool call as agent in /workspace, the transcript, --non-interactive, restart resuming, fork, the TUI; on bwrap, docker and gVisor",
+	Hosts:   []string{"api.anthropic.com"},
 
-var _ agents.Adapter = Adapter{}
+	Command:   []string{"claude", "--dangerously-skip-permissions", "--append-system-prompt", "{system}"},
+	New:       []string{"--session-id", "{id}"},
+	Resume:    []string{"--resume", "{id}"},
+	Fork:      []string{"--resume", "{from}", "--fork-session", "--session-id", "{id}"},
+	Ask:       []string{"-p", "{prompt}", "--output-format", "stream-json", "--verbose", "--resume", "{id}"},
+	AskNew:    []string{"-p", "{prompt}", "--output-format", "stream-json", "--verbose", "--session-id", "{id}"},
+	Answer:    answer,
+	ChoosesID: true,
+	Env:       []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+	Files:     files,
+	Memory:    inside.Home + "/.claude/CLAUDE.md",
 
-// Name implements agents.Adapter.
-func (Adapter) Name() string { return "claude" }
+	// The working directory with every "/" made "-", then the session id.
+	Transcript: "{home}/.claude/projects/{dir-}/{id}.jsonl",
+	Parse:      transcript.ParseClaude,
+	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification, Stop"},
+}
 
-// Binary implements agents.Adapter.
-func (Adapter) Binary() string { return "claude" }
-
-// Install implements agents.Adapter.
-func (Adapter) Install() string { return "npm install -g @anthropic-ai/claude-code" }
-
-// Reports implements agents.Adapter.
-func (Adapter) Reports() agents.Reports { return agents.Reports{Ready: true, Idle: true} }
-
-// StatusSource implements agents.Adapter.
-func (Adapter) StatusSource() string { return "hooks" }
-
-// Files skip every dialog Claude Code shows before its prompt in a fresh home: onboarding,
+// files skip every dialog Claude Code shows before its prompt in a fresh home: onboarding,
 // "use this API key?", folder trust and the bypass-permissions warning; and install the
 // hooks that report status.
-func (Adapter) Files(s agents.Session) []agents.File {
+func files(s agents.Session) []agents.File {
 	approved := s.Token
 	if len(approved) > 20 {
 		approved = approved[len(approved)-20:]
@@ -68,42 +74,8 @@ func (Adapter) Files(s agents.Session) []agents.File {
 	}
 }
 
-func common() []string {
-	return []string{"claude", "--dangerously-skip-permissions", "--append-system-prompt", agents.SystemPrompt}
-}
-
-// Launch starts a conversation with the id paddock chose, so it can be resumed.
-func (Adapter) Launch(s agents.Session) []string {
-	return append(common(), "--session-id", s.ResumeID)
-}
-
-// Fork continues a copy of conversation from under the id s.ResumeID (--fork-session):
-// the original goes on unchanged.
-func (Adapter) Fork(s agents.Session, from string) []string {
-	return append(common(), "--resume", from, "--fork-session", "--session-id", s.ResumeID)
-}
-
-// Resume continues the conversation.
-func (Adapter) Resume(s agents.Session) []string {
-	return append(common(), "--resume", s.ResumeID)
-}
-
-// Env implements agents.Adapter.
-func (Adapter) Env(s agents.Session) []string {
-	return []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
-}
-
-// Ask resumes the conversation in print mode (or starts it, when it has no transcript yet).
-func (Adapter) Ask(s agents.Session, prompt string) []string {
-	id := []string{"--resume", s.ResumeID}
-	if s.Fresh {
-		id = []string{"--session-id", s.ResumeID}
-	}
-	return append(append(common(), "-p", prompt, "--output-format", "stream-json", "--verbose"), id...)
-}
-
-// Answer reads the stream-json output: the final "result" line holds the answer.
-func (Adapter) Answer(output []byte) (string, string, error) {
+// answer reads the stream-json output: the final "result" line holds the answer.
+func answer(output []byte) (string, string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -122,26 +94,5 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 		}
 		return line.Result, line.SessionID, nil
 	}
-	return "", "", errors.New("claude printed no result: " + strings.TrimSpace(tail(output)))
+	return "", "", errors.New("claude printed no result: " + agents.Tail(output))
 }
-
-// Transcript is where Claude Code keeps the conversation: the working directory with
-// every "/" made "-", then the session id.
-func (Adapter) Transcript(s agents.Session) string {
-	return inside.Home + "/.claude/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/" + s.ResumeID + ".jsonl"
-}
-
-func tail(b []byte) string {
-	if len(b) > 400 {
-		b = b[len(b)-400:]
-	}
-	return string(b)
-}
-
-// Parse implements agents.Adapter.
-func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
-	return func(b []byte) ([]transcript.Entry, error) { return transcript.ParseClaude(bytes.NewReader(b)) }
-}
-
-// ChoosesID implements agents.Adapter.
-func (Adapter) ChoosesID() bool { return true }

@@ -1,80 +1,61 @@
-// Package qwen adapts Qwen Code (npm @qwen-code/qwen-code), pointed at an OpenAI-compatible
-// endpoint: the credential proxy's OpenAI route, spoken to with the Responses API.
+// Package qwen describes Qwen Code (npm @qwen-code/qwen-code), pointed at an
+// OpenAI-compatible endpoint: the credential proxy's OpenAI route, spoken to with the
+// Responses API.
 package qwen
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-func init() { agents.Register(Adapter{}) }
-
-// Adapter is Qwen Code.
-type Adapter struct{}
-
-var _ agents.Adapter = Adapter{}
+func init() { agents.Register(Agent) }
 
 // Model is the model Qwen Code asks the OpenAI-compatible endpoint for.
 const Model = "gpt-5.5"
 
-// Name implements agents.Adapter.
-func (Adapter) Name() string { return "qwen" }
+// Agent is Qwen Code: paddock chooses its session id.
+var Agent = &agents.Agent{
+	Name:      "qwen",
+	Binary:    "qwen",
+	Package:   "@qwen-code/qwen-code@0.24.4",
+	NeedsNode: true,
+	Install:   "npm install -g @qwen-code/qwen-code",
+	Tested:    "yes, the same checks against a scripted OpenAI Responses server (an OpenAI-compatible endpoint)",
+	Hosts:     []string{"api.openai.com"},
 
-// Binary implements agents.Adapter.
-func (Adapter) Binary() string { return "qwen" }
+	Command:   []string{"qwen", "--auth-type", "openai-responses", "-m", Model, "--approval-mode", "yolo"},
+	New:       []string{"--session-id", "{id}"},
+	Resume:    []string{"-r", "{id}"},
+	Ask:       []string{"-r", "{id}", "--output-format", "json", "{prompt}"},
+	Answer:    answer,
+	ChoosesID: true,
+	// Quiet about running with every permission: paddock's sandbox is the sandbox.
+	Env:    []string{"QWEN_CODE_SUPPRESS_YOLO_WARNING=1"},
+	Files:  files,
+	Memory: inside.Home + "/.qwen/QWEN.md",
 
-// Install implements agents.Adapter.
-func (Adapter) Install() string { return "npm install -g @qwen-code/qwen-code" }
-
-// Reports implements agents.Adapter.
-func (Adapter) Reports() agents.Reports { return agents.Reports{} }
-
-// StatusSource implements agents.Adapter.
-func (Adapter) StatusSource() string {
-	return "no hook is installed yet: the session shows running until its process exits"
+	// The chat named after the session's id, in the project's directory.
+	Transcript: "{home}/.qwen/projects/{dir-}/chats/{id}.jsonl",
+	Parse:      transcript.ParseQwen,
+	Status:     agents.Status{Source: "the process: running until it exits (no hook)"},
 }
 
-// Files add paddock's context to Qwen Code's memory file and accept its defaults.
-func (Adapter) Files(s agents.Session) []agents.File {
-	return []agents.File{
-		{Path: inside.Home + "/.qwen/settings.json", Mode: 0o600, Merge: map[string]any{
-			"security": map[string]any{"auth": map[string]any{"selectedType": "openai-responses"}},
-			"model":    map[string]any{"name": Model},
-		}},
-		{Path: inside.Home + "/.qwen/QWEN.md", Content: []byte(agents.SystemPrompt + "\n"), Mode: 0o644},
-	}
+// files select the OpenAI Responses auth and the model.
+func files(agents.Session) []agents.File {
+	return []agents.File{{Path: inside.Home + "/.qwen/settings.json", Mode: 0o600, Merge: map[string]any{
+		"security": map[string]any{"auth": map[string]any{"selectedType": "openai-responses"}},
+		"model":    map[string]any{"name": Model},
+	}}}
 }
 
-func common() []string {
-	return []string{"qwen", "--auth-type", "openai-responses", "-m", Model, "--approval-mode", "yolo"}
-}
-
-// Launch starts a conversation under the id paddock chose.
-func (Adapter) Launch(s agents.Session) []string { return append(common(), "--session-id", s.ResumeID) }
-
-// Resume continues the session's own conversation by its id.
-func (Adapter) Resume(s agents.Session) []string { return append(common(), "-r", s.ResumeID) }
-
-// Env keeps Qwen Code quiet about running with every permission (paddock's sandbox is the
-// sandbox) and off the network beyond the model.
-func (Adapter) Env(s agents.Session) []string {
-	return []string{"QWEN_CODE_SUPPRESS_YOLO_WARNING=1"}
-}
-
-// Ask continues the conversation non-interactively and prints JSON.
-func (Adapter) Ask(s agents.Session, prompt string) []string {
-	return append(common(), "-r", s.ResumeID, "--output-format", "json", prompt)
-}
-
-// Answer reads the final result of Qwen Code's JSON output (a list of events whose last
+// answer reads the final result of Qwen Code's JSON output (a list of events whose last
 // is {"type": "result", "result": TEXT}).
-func (Adapter) Answer(output []byte) (string, string, error) {
+func answer(output []byte) (string, string, error) {
 	var events []struct {
 		Type   string `json:"type"`
 		Result string `json:"result"`
@@ -86,21 +67,5 @@ func (Adapter) Answer(output []byte) (string, string, error) {
 			}
 		}
 	}
-	return "", "", errors.New("qwen printed no result: " + strings.TrimSpace(string(output[max(0, len(output)-400):])))
+	return "", "", errors.New("qwen printed no result: " + agents.Tail(output))
 }
-
-// Transcript is the chat named after the session's id, in the project's directory.
-func (Adapter) Transcript(s agents.Session) string {
-	return inside.Home + "/.qwen/projects/" + strings.ReplaceAll(s.Dir, "/", "-") + "/chats/" + s.ResumeID + ".jsonl"
-}
-
-// Parse implements agents.Adapter.
-func (Adapter) Parse() func([]byte) ([]transcript.Entry, error) {
-	return func(b []byte) ([]transcript.Entry, error) { return transcript.ParseQwen(bytes.NewReader(b)) }
-}
-
-// ChoosesID implements agents.Adapter: Qwen Code takes --session-id.
-func (Adapter) ChoosesID() bool { return true }
-
-// Fork implements agents.Adapter: Qwen Code has no fork of a conversation.
-func (Adapter) Fork(agents.Session, string) []string { return nil }

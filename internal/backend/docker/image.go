@@ -25,12 +25,6 @@ var _ backend.ImageBuilder = (*Docker)(nil)
 var (
 	basePackages = []string{"bash", "git", "tmux", "curl", "ca-certificates", "sudo", "procps", "python3-minimal", "diffutils", "less"}
 	fullPackages = []string{"direnv", "ripgrep", "python3", "nodejs", "npm", "build-essential", "openssh-client", "unzip"}
-	// agentNPM pins the versions paddock's adapters were written and tested against.
-	agentNPM = map[string]string{
-		"claude": "@anthropic-ai/claude-code@2.1.330", "codex": "@openai/codex@0.169.0", "gemini": "@google/gemini-cli@0.61.0",
-	}
-	// agentNeedsNode: these agents' commands are node scripts (claude's is a native binary).
-	agentNeedsNode = map[string]bool{"codex": true, "gemini": true}
 )
 
 // imageKeyLabel records what an image was built from, so that a rebuild with nothing
@@ -48,16 +42,9 @@ func (d *Docker) BuildImage(ctx context.Context, opts backend.ImageSpec, progres
 	if !opts.Minimal {
 		pkgs = append(pkgs, fullPackages...)
 	}
-	var npm []string
-	for _, a := range opts.Agents {
-		p, ok := agentNPM[a]
-		if !ok {
-			return "", fmt.Errorf("no npm package known for agent %q (known: claude, codex, gemini)", a)
-		}
-		npm = append(npm, p)
-		if agentNeedsNode[a] && opts.Minimal {
-			pkgs = append(pkgs, "nodejs")
-		}
+	npm := append([]string(nil), opts.NPM...)
+	if opts.Node && opts.Minimal {
+		pkgs = append(pkgs, "nodejs")
 	}
 
 	sort.Strings(pkgs)

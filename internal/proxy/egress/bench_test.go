@@ -21,7 +21,7 @@ func BenchmarkGet(b *testing.B) {
 	fn.name("bench.test", "203.0.113.10")
 	fn.route("203.0.113.10:80", srv.Listener.Addr().String())
 	e := startProxy(b, fn)
-	e.rules.set(egress.Policy{Defaults: egress.DefaultAllowlist([]string{"claude"}), Global: []egress.Rule{allow("bench.test", "global")}})
+	e.rules.set(egress.Policy{Defaults: egress.DefaultAllowlist([]string{"api.anthropic.com"}), Global: []egress.Rule{allow("bench.test", "global")}})
 
 	direct := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
 	b.Cleanup(direct.CloseIdleConnections)

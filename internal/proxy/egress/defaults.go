@@ -1,20 +1,6 @@
 package egress
 
-import (
-	"slices"
-	"strings"
-)
-
-// agentHosts are the hosts each agent needs to talk to its model provider, and nothing else (no
-// telemetry, no error reporting).
-var agentHosts = map[string][]string{
-	"claude":   {"api.anthropic.com"},
-	"codex":    {"api.openai.com", "chatgpt.com"},
-	"gemini":   {"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
-	"goose":    {"api.anthropic.com", "api.openai.com", "openrouter.ai"},
-	"aider":    {"api.anthropic.com", "api.openai.com", "openrouter.ai"},
-	"opencode": {"api.anthropic.com", "api.openai.com", "openrouter.ai"},
-}
+import "slices"
 
 // commonHosts are the package registries and the GitHub hosts that coding work needs. Shared
 // buckets such as storage.googleapis.com are left out on purpose: they serve anyone's data.
@@ -33,15 +19,12 @@ var commonHosts = []string{
 	"github.com", "api.github.com", "codeload.github.com", "objects.githubusercontent.com", "raw.githubusercontent.com",
 }
 
-// DefaultAllowlist returns the built-in allow patterns for a sandbox running the given agents: each
-// agent's provider hosts plus package registries and GitHub, so a fresh sandbox can work without the
-// user writing rules. Agent names are case-insensitive; unknown ones add nothing. The result is sorted
-// and has no duplicates.
-func DefaultAllowlist(agents []string) []string {
-	hosts := slices.Clone(commonHosts)
-	for _, a := range agents {
-		hosts = append(hosts, agentHosts[strings.ToLower(strings.TrimSpace(a))]...)
-	}
+// DefaultAllowlist returns the built-in allow patterns for a sandbox: the hosts its agents need to
+// talk to their model providers (and nothing else: no telemetry, no error reporting; each agent's
+// description names them) plus package registries and GitHub, so a fresh sandbox can work without
+// the user writing rules. The result is sorted and has no duplicates.
+func DefaultAllowlist(providerHosts []string) []string {
+	hosts := append(slices.Clone(commonHosts), providerHosts...)
 	slices.Sort(hosts)
 	return slices.Compact(hosts)
 }

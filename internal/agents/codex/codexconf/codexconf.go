@@ -1,0 +1,60 @@
+// Package codexconf writes the Codex CLI's config.toml: one place for the provider,
+// trust and first-run settings that both paddock's sandboxes and its tests give Codex.
+package codexconf
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Config is a $CODEX_HOME/config.toml that asks for model (and marks Codex's offer to
+// move it to upgradeTarget as seen), sends Codex's model calls to baseURL (a
+// Responses API endpoint, ending in /v1) with the key from the variable envKey, trusts
+// dir, never asks for approval, runs notify (when given) at the end of each turn, and
+// turns off what was seen reaching outside or stopping at a screen before the prompt
+// (update check, analytics, plugins and apps look up api.github.com, chatgpt.com and
+// ab.chatgpt.com otherwise).
+func Config(model, upgradeTarget, baseURL, envKey, dir string, notify []string) string {
+	var b strings.Builder
+	b.WriteString(`model = ` + strconv.Quote(model) + `
+model_provider = "paddock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+`)
+	if notify != nil {
+		quoted := make([]string, len(notify))
+		for i, arg := range notify {
+			quoted[i] = strconv.Quote(arg)
+		}
+		b.WriteString("notify = [" + strings.Join(quoted, ", ") + "]\n")
+	}
+	b.WriteString(`
+[model_providers.paddock]
+name = "paddock"
+base_url = ` + strconv.Quote(baseURL) + `
+wire_api = "responses"
+env_key = ` + strconv.Quote(envKey) + `
+
+[projects.` + strconv.Quote(dir) + `]
+trust_level = "trusted"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[notice]
+hide_full_access_warning = true
+hide_world_writable_warning = true
+hide_rate_limit_model_nudge = true
+model_migrations = { ` + strconv.Quote(model) + ` = ` + strconv.Quote(upgradeTarget) + ` }
+
+[tui]
+screen_reader_detection_done = true
+`)
+	return b.String()
+}
