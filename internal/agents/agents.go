@@ -76,7 +76,8 @@ type Agent struct {
 	// does a note that the sandbox is disposable.
 	Memory string
 	// Transcript locates a conversation's transcript inside the sandbox: a path with
-	// placeholders ({id}, {dir}, {dir-} the directory with every "/" made "-"), or a
+	// placeholders ({id}, {id8} its first 8 characters, {dir}, {dir-} the directory with
+	// every "/" made "-"), or a
 	// shell glob whose newest match is it; "" when paddock reads none. Parse reads it.
 	Transcript string
 	Parse      func(r io.Reader) ([]transcript.Entry, error)
@@ -168,7 +169,7 @@ func (a *Agent) AskArgv(s Session, prompt string) []string {
 // TranscriptPath is where s's transcript is (maybe a glob), "" when there is none to
 // read: the agent keeps none, or its id is not known yet.
 func (a *Agent) TranscriptPath(s Session) string {
-	if a.Transcript == "" || a.Parse == nil || (s.ResumeID == "" && strings.Contains(a.Transcript, "{id}")) {
+	if a.Transcript == "" || a.Parse == nil || (s.ResumeID == "" && strings.Contains(a.Transcript, "{id")) {
 		return ""
 	}
 	return a.expand([]string{a.Transcript}, s, "", "")[0]
@@ -202,7 +203,7 @@ func (a *Agent) expand(args []string, s Session, from, prompt string) []string {
 		command = "exec bash -l"
 	}
 	r := strings.NewReplacer("{id}", s.ResumeID, "{from}", from, "{prompt}", prompt, "{system}", SystemPrompt,
-		"{dir-}", strings.ReplaceAll(s.Dir, "/", "-"), "{dir}", s.Dir, "{name}", s.Name, "{command}", command, "{home}", inside.Home)
+		"{id8}", s.ResumeID[:min(8, len(s.ResumeID))], "{dir-}", strings.ReplaceAll(s.Dir, "/", "-"), "{dir}", s.Dir, "{name}", s.Name, "{command}", command, "{home}", inside.Home)
 	out := make([]string, len(args))
 	for i, arg := range args {
 		out[i] = r.Replace(arg)
@@ -283,9 +284,26 @@ func namesLocked() []string {
 }
 
 // NotifyCommand is what an agent's hook runs to report a status: the guest agent binary
-// reads PADDOCK_SESSION from the environment the session was started with.
+// reads PADDOCK_SESSION from the environment the session was started with, and the
+// hook's JSON (with the conversation's id) from its stdin. It prints nothing (Qwen Code
+// adds a hook's output to the model's context) and always succeeds (exit 2 from a hook
+// blocks the agent's turn in Claude Code, Gemini CLI and Qwen Code).
 func NotifyCommand(status string) string {
-	return inside.GuestBinary + " agent notify --status " + status
+	return inside.GuestBinary + " agent notify --status " + status + " >/dev/null 2>&1 || true"
+}
+
+// Hook is an entry of the hooks settings Claude Code, Gemini CLI and Qwen Code share:
+// a command that reports status, with a timeout where the agent wants one.
+func Hook(status string, matcher string, timeout int) map[string]any {
+	h := map[string]any{"type": "command", "command": NotifyCommand(status)}
+	if timeout > 0 {
+		h["timeout"] = timeout
+	}
+	entry := map[string]any{"hooks": []any{h}}
+	if matcher != "" {
+		entry["matcher"] = matcher
+	}
+	return entry
 }
 
 // SystemPrompt is the context paddock adds to every agent's system prompt.

@@ -28,6 +28,8 @@ type agentRun struct {
 	dialogs []string
 	// files lists the agent's own files, for the log of a failure.
 	files string
+	// hooks: the agent's hooks report its status (idle once a turn ends).
+	hooks bool
 }
 
 // TestGeminiEndToEnd runs the real Gemini CLI in a sandbox against a scripted Gemini API
@@ -35,10 +37,21 @@ type agentRun struct {
 func TestGeminiEndToEnd(t *testing.T) {
 	modeltest.RequireCLI(t, "gemini")
 	model := modeltest.NewGemini(t)
-	cliEndToEnd(t, agentRun{agent: "gemini", model: model, ready: "Type your message", kill: "^node.*[g]emini -m|^[g]emini -m",
+	cliEndToEnd(t, gemini(model))
+}
+
+func gemini(model *modeltest.Gemini) agentRun {
+	return agentRun{agent: "gemini", model: model, ready: "Type your message", kill: "^node.*[g]emini -m|^[g]emini -m",
 		env:     map[string]string{"GOOGLE_GEMINI_BASE_URL": model.URL(), "GEMINI_API_KEY": "AIza-gemini-e2e-REAL-0123456789abcdef"},
 		dialogs: []string{"Do you trust", "Get started", "Login with Google", "How would you like to authenticate"},
-		files:   "/home/agent/.gemini/tmp/*/chats/*"})
+		files:   "/home/agent/.gemini/tmp/*/chats/*", hooks: true}
+}
+
+// TestGeminiTwoSessions: two Gemini conversations in one sandbox stay apart, each
+// resumed by the id paddock chose for it (-r latest would give both the newest).
+func TestGeminiTwoSessions(t *testing.T) {
+	modeltest.RequireCLI(t, "gemini")
+	twoSessions(t, gemini(modeltest.NewGemini(t)))
 }
 
 // TestQwenEndToEnd runs the real Qwen Code in a sandbox against a scripted OpenAI
@@ -49,7 +62,7 @@ func TestQwenEndToEnd(t *testing.T) {
 	cliEndToEnd(t, agentRun{agent: "qwen", model: model, ready: "Type your message", kill: "^node .*[q]wen --auth-type",
 		env:     map[string]string{"OPENAI_BASE_URL": model.URL() + "/v1", "OPENAI_API_KEY": "sk-qwen-e2e-REAL-0123456789abcdef"},
 		dialogs: []string{"Do you trust", "Get started", "How would you like to authenticate", "Select Authentication"},
-		files:   "/home/agent/.qwen/projects/*/chats/*"})
+		files:   "/home/agent/.qwen/projects/*/chats/*", hooks: true})
 }
 
 // cliEndToEnd makes the checks Claude Code's end-to-end test makes, for another agent CLI
@@ -94,6 +107,12 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
 		return code == 0 && out == "agent\n/workspace\n"
 	})
+	if a.hooks {
+		// The agent's own hooks say the turn is over: idle, which the process alone never tells.
+		waitUntil(t, 30*time.Second, "the hooks to report idle", func() bool {
+			return strings.Contains(must("", "chat", "repo", "--list", "--json"), `"status": "idle"`)
+		})
+	}
 	var realKey string
 	for k, v := range a.env {
 		if strings.HasSuffix(k, "_KEY") {
@@ -173,5 +192,84 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 		"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'e2e-REA[L]' ; grep -rl 'e2e-REA[L]' /home/agent /workspace /tmp 2>/dev/null | wc -l")
 	if f := strings.Fields(leak); len(f) != 2 || f[0] != "0" || f[1] != "0" {
 		t.Fatalf("the real key leaked into the sandbox: %q", leak)
+	}
+}
+
+// twoSessions: two conversations of one agent in one sandbox stay apart. Each is
+// restarted and resumes its own conversation (the model server sees each one's own
+// history), and each transcript is its own.
+func twoSessions(t *testing.T, a agentRun) {
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	for k, v := range a.env {
+		t.Setenv(k, v)
+	}
+	_, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo, "--agent", a.agent)
+	must("", "chat", "repo", "--new", "second", "--agent", a.agent)
+	pane := func(name string) string {
+		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", name)
+	}
+	for _, s := range []string{a.agent, "second"} {
+		waitUntil(t, 90*time.Second, s+"'s prompt", func() bool { return strings.Contains(pane(s), a.ready) })
+	}
+	files := map[string]string{a.agent: "first-file.txt", "second": "second-file.txt"}
+	otherOf := map[string]string{a.agent: "second", "second": a.agent}
+	for s, f := range files {
+		must("RUN: echo "+s+" > /workspace/"+f, "chat", "repo/"+s)
+	}
+	defer func() {
+		if t.Failed() {
+			out, _, _ := paddock("", "chat", "repo", "--list", "--json")
+			found, _, _ := paddock("", "exec", "repo", "--", "sh", "-c", "for f in "+a.files+"; do echo \"== $f\"; head -c 1200 \"$f\"; echo; done")
+			t.Logf("sessions: %s\ntranscripts:\n%s", out, found)
+		}
+	}()
+	waitUntil(t, 90*time.Second, "both turns to end, with their ids", func() bool {
+		out := must("", "chat", "repo", "--list", "--json")
+		return strings.Count(out, `"status": "idle"`) == 2 && strings.Count(out, `"resume_id": "`) == 2
+	})
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '"+a.kill+"' || true")
+	waitUntil(t, 20*time.Second, "both sessions to show exited", func() bool {
+		return strings.Count(must("", "chat", "repo", "--list"), "exited") == 2
+	})
+	for s, f := range files {
+		// The other's message (its file's name alone may show in a listing of /workspace).
+		other := "echo " + otherOf[s] + " >"
+		old := pane(s)
+		must("", "restart", "repo/"+s)
+		waitUntil(t, 90*time.Second, s+"'s prompt after restart", func() bool {
+			p := pane(s)
+			return p != old && strings.Contains(p, a.ready)
+		})
+		before := len(a.model.Requests())
+		must("back to "+s, "chat", "repo/"+s)
+		sent := time.Now()
+		// Codex also sends the new message alone, to title the conversation in a side
+		// thread: the conversation's own request is the one with history.
+		waitUntil(t, 90*time.Second, s+"'s resumed request", func() bool {
+			resumed := false
+			for _, r := range a.model.Requests()[before:] {
+				if !r.Contains("back to " + s) {
+					continue
+				}
+				if r.Contains(other) {
+					t.Fatalf("%s resumed the wrong conversation: its request has %s", s, other)
+				}
+				resumed = resumed || r.Contains(f)
+			}
+			if !resumed && time.Since(sent) > 20*time.Second {
+				// A loaded machine can let an agent clear its input after drawing its prompt.
+				t.Logf("no request 20 s after the message; the screen:\n%s", pane(s))
+				must("back to "+s, "chat", "repo/"+s)
+				sent = time.Now()
+			}
+			return resumed
+		})
+		tr := must("", "transcript", "repo/"+s, "--json")
+		if !strings.Contains(tr, f) || strings.Contains(tr, other) {
+			t.Fatalf("%s's transcript is not its own (has %s: %v, %s: %v)", s, f, strings.Contains(tr, f), other, strings.Contains(tr, other))
+		}
 	}
 }

@@ -82,70 +82,12 @@ func TestCodexEndToEnd(t *testing.T) {
 	}
 }
 
-// TestCodexTwoSessions: two Codex conversations in one sandbox stay apart. Each is
-// restarted and resumes its own conversation by the thread id its notify program
-// reported (the model server sees each one's own history), and each transcript is its
-// own.
+// TestCodexTwoSessions: two Codex conversations in one sandbox stay apart, each resumed
+// by the thread id its notify program reported.
 func TestCodexTwoSessions(t *testing.T) {
 	modeltest.RequireCLI(t, "codex")
-	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewOpenAIResponses(t)
-	t.Setenv("OPENAI_BASE_URL", model.URL()+"/v1")
-	t.Setenv("OPENAI_API_KEY", "sk-openai-two-0123456789abcdef")
-	_, repo := e2eHome(t)
-	paddock := newPaddock(t)
-	must := mustSucceed(t, paddock)
-	must("", "up", repo, "--agent", "codex")
-	must("", "chat", "repo", "--new", "second", "--agent", "codex")
-	pane := func(name string) string {
-		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", name)
-	}
-	for _, s := range []string{"codex", "second"} {
-		waitUntil(t, 60*time.Second, s+"'s prompt", func() bool { return strings.Contains(pane(s), "›") })
-	}
-	files := map[string]string{"codex": "first-file.txt", "second": "second-file.txt"}
-	for s, f := range files {
-		must("RUN: echo "+s+" > /workspace/"+f, "chat", "repo/"+s)
-	}
-	defer func() {
-		if t.Failed() {
-			out, _, _ := paddock("", "chat", "repo", "--list", "--json")
-			rollouts, _, _ := paddock("", "exec", "repo", "--", "find", "/home/agent/.codex/sessions", "-name", "*.jsonl")
-			t.Logf("sessions: %s\nrollouts:\n%s", out, rollouts)
-		}
-	}()
-	waitUntil(t, 90*time.Second, "both turns to end, with their ids", func() bool {
-		out := must("", "chat", "repo", "--list", "--json")
-		return strings.Count(out, `"status": "idle"`) == 2 && strings.Count(out, `"resume_id": "`) == 2
-	})
-	must("", "exec", "repo", "--", "sh", "-c", "pkill -f '[c]odex.*--dangerously-bypass' || true")
-	waitUntil(t, 20*time.Second, "both sessions to show exited", func() bool {
-		return strings.Count(must("", "chat", "repo", "--list"), "exited") == 2
-	})
-	for s, f := range files {
-		other := files[map[string]string{"codex": "second", "second": "codex"}[s]]
-		must("", "restart", "repo/"+s)
-		waitUntil(t, 60*time.Second, s+"'s prompt after restart", func() bool { return strings.Contains(pane(s), "›") })
-		before := len(model.Requests())
-		must("back to "+s, "chat", "repo/"+s)
-		// Codex also sends the new message alone, to title the conversation in a side
-		// thread: the conversation's own request is the one with history.
-		waitUntil(t, 60*time.Second, s+"'s resumed request", func() bool {
-			resumed := false
-			for _, r := range model.Requests()[before:] {
-				if !r.Contains("back to " + s) {
-					continue
-				}
-				if r.Contains(other) {
-					t.Fatalf("%s resumed the wrong conversation: its request has %s", s, other)
-				}
-				resumed = resumed || r.Contains(f)
-			}
-			return resumed
-		})
-		tr := must("", "transcript", "repo/"+s, "--json")
-		if !strings.Contains(tr, f) || strings.Contains(tr, other) {
-			t.Fatalf("%s's transcript is not its own (has %s: %v, %s: %v)", s, f, strings.Contains(tr, f), other, strings.Contains(tr, other))
-		}
-	}
+	twoSessions(t, agentRun{agent: "codex", model: model, ready: "›", kill: "^[^ ]*(node|codex)[^ ]* .*[c]odex.*--dangerously-bypass",
+		env:   map[string]string{"OPENAI_BASE_URL": model.URL() + "/v1", "OPENAI_API_KEY": "sk-openai-two-0123456789abcdef"},
+		files: "/home/agent/.codex/sessions/*/*/*/*.jsonl"})
 }

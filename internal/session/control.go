@@ -73,8 +73,11 @@ func waitEcho(ctx context.Context, c *agentclient.Client, name, text string, tim
 // fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
 func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
 	tp := t.agent.TranscriptPath(sess)
-	if !t.agent.ChoosesID || tp == "" || strings.ContainsAny(tp, "*?[") {
+	if !t.agent.ChoosesID || tp == "" {
 		return false // an id learnt from the agent names a conversation that exists
+	}
+	if strings.ContainsAny(tp, "*?[") {
+		return newestMatch(ctx, t.client, tp) == ""
 	}
 	_, err := t.client.Stat(ctx, "/", tp)
 	return errors.Is(err, fs.ErrNotExist)

@@ -50,9 +50,7 @@ func files(s agents.Session) []agents.File {
 	if len(approved) > 20 {
 		approved = approved[len(approved)-20:]
 	}
-	hook := func(status string) []any {
-		return []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": agents.NotifyCommand(status)}}}}
-	}
+	hook := func(status string) []any { return []any{agents.Hook(status, "", 0)} }
 	return []agents.File{
 		{Path: inside.Home + "/.claude.json", Mode: 0o600, Merge: map[string]any{
 			"hasCompletedOnboarding":        true,

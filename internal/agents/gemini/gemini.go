@@ -16,33 +16,58 @@ func init() { agents.Register(Agent) }
 const Model = "gemini-2.5-pro"
 
 // Agent is the Gemini CLI, with API-key auth against the credential proxy's Gemini route.
+// paddock chooses its session id (--session-id), so each session resumes its own
+// conversation (-r ID), two in one sandbox too.
 var Agent = &agents.Agent{
 	Name:      "gemini",
 	Binary:    "gemini",
 	Package:   "@google/gemini-cli@0.61.0",
 	NeedsNode: true,
 	Install:   "npm install -g @google/gemini-cli",
-	Tested:    "yes, the same checks against a scripted Gemini API server",
+	Tested:    "yes, the same checks against a scripted Gemini API server, and two sessions in one sandbox each resuming its own conversation",
 	Hosts:     []string{"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
 
-	Command: []string{"gemini", "-m", Model, "-y"},
-	New:     []string{},
-	Resume:  []string{"-r", "latest"},
-	Ask:     []string{"-r", "latest", "-o", "json", "-p", "{prompt}"},
-	Answer:  answer,
-	Files:   files,
-	Memory:  inside.Home + "/.gemini/GEMINI.md",
+	Command:   []string{"gemini", "-m", Model, "-y"},
+	New:       []string{"--session-id", "{id}"},
+	Resume:    []string{"-r", "{id}"},
+	Ask:       []string{"-r", "{id}", "-o", "json", "-p", "{prompt}"},
+	AskNew:    []string{"--session-id", "{id}", "-o", "json", "-p", "{prompt}"},
+	Answer:    answer,
+	ChoosesID: true,
+	Files:     files,
+	Memory:    inside.Home + "/.gemini/GEMINI.md",
 
-	Transcript: "{home}/.gemini/tmp/*/chats/session-*.jsonl",
+	// Chats are named after the minute they began and the id's first 8 characters.
+	Transcript: "{home}/.gemini/tmp/*/chats/session-*-{id8}.jsonl",
 	Parse:      transcript.ParseGemini,
-	Status:     agents.Status{Source: "the process: running until it exits (no hook)"},
+	Status: agents.Status{Ready: true, Idle: true,
+		Source: "its hooks: SessionStart, BeforeAgent, AfterAgent, AfterTool, Notification"},
 }
 
-// files select API-key auth and trust the working directory.
+// files select API-key auth, trust the working directory (Gemini runs no hook in an
+// untrusted folder) and install the hooks that report status.
 func files(s agents.Session) []agents.File {
+	// Gemini's timeouts are in milliseconds (and do not bound a hook: notify is quick).
+	hook := func(status string) []any {
+		h := agents.Hook(status, "", 10000)
+		h["hooks"].([]any)[0].(map[string]any)["name"] = "paddock-" + status
+		return []any{h}
+	}
 	return []agents.File{
 		{Path: inside.Home + "/.gemini/settings.json", Mode: 0o600, Merge: map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+			"hooks": map[string]any{
+				"SessionStart": hook("idle"),
+				"BeforeAgent":  hook("working"),
+				"AfterTool":    hook("working"),
+				"AfterAgent":   hook("idle"),
+				"Notification": hook("waiting"),
+			},
+			// No "Executing hooks" line on the screen for each report.
+			"hooksConfig": map[string]any{"notifications": false},
+			// A Gemini that starts cleans up the project's chats it finds no messages in,
+			// which deleted the chat of another session just started in the same sandbox.
+			"general": map[string]any{"sessionRetention": map[string]any{"enabled": false}},
 		}},
 		{Path: inside.Home + "/.gemini/trustedFolders.json", Mode: 0o600, Merge: map[string]any{s.Dir: "TRUST_FOLDER"}},
 	}

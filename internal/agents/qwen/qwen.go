@@ -42,14 +42,28 @@ var Agent = &agents.Agent{
 	// The chat named after the session's id, in the project's directory.
 	Transcript: "{home}/.qwen/projects/{dir-}/chats/{id}.jsonl",
 	Parse:      transcript.ParseQwen,
-	Status:     agents.Status{Source: "the process: running until it exits (no hook)"},
+	Status: agents.Status{Ready: true, Idle: true,
+		Source: "its hooks: SessionStart, UserPromptSubmit, Stop, PostToolUse, Notification (permission and idle prompts)"},
 }
 
-// files select the OpenAI Responses auth and the model.
+// files select the OpenAI Responses auth and the model, and install the hooks that
+// report status.
 func files(agents.Session) []agents.File {
+	// Qwen's timeouts are in seconds. Its Notification hook fires for more than waiting
+	// (auth_success at start, idle_prompt after every turn): the matchers tell them apart.
+	hook := func(status, matcher string) map[string]any { return agents.Hook(status, matcher, 10) }
 	return []agents.File{{Path: inside.Home + "/.qwen/settings.json", Mode: 0o600, Merge: map[string]any{
 		"security": map[string]any{"auth": map[string]any{"selectedType": "openai-responses"}},
 		"model":    map[string]any{"name": Model},
+		"hooks": map[string]any{
+			"SessionStart":       []any{hook("idle", "")},
+			"UserPromptSubmit":   []any{hook("working", "")},
+			"PostToolUse":        []any{hook("working", "")},
+			"PostToolUseFailure": []any{hook("working", "")},
+			"Stop":               []any{hook("idle", "")},
+			"StopFailure":        []any{hook("idle", "")},
+			"Notification":       []any{hook("waiting", "^permission_prompt$"), hook("idle", "^idle_prompt$")},
+		},
 	}}}
 }
 
