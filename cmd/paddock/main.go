@@ -1,5 +1,5 @@
 // Command paddock runs AI coding agents inside isolated sandboxes. One binary is the CLI,
-// the daemon (`paddock serve`) and the guest agent injected into every sandbox
+// the daemon (`paddock serve`) and the guest injected into every sandbox
 // (`paddock agent serve`).
 package main
 

@@ -282,7 +282,7 @@ func namesLocked() []string {
 	return out
 }
 
-// NotifyCommand is what an agent's hook runs to report a status: the guest agent binary
+// NotifyCommand is what an agent's hook runs to report a status: the guest binary
 // reads PADDOCK_SESSION from the environment the session was started with.
 func NotifyCommand(status string) string {
 	return inside.GuestBinary + " agent notify --status " + status

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/agent"
+	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -19,7 +19,7 @@ import (
 func newCmdAgent(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "agent",
-		Short:  "The guest agent that runs inside every sandbox",
+		Short:  "The guest that runs inside every sandbox",
 		Hidden: true,
 	}
 	var listenFD int
@@ -30,12 +30,12 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Short: "Serve the agent protocol (--listen-fd N, --socket PATH or --stdio)",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := agent.Untraceable(); err != nil {
+			if err := guest.Untraceable(); err != nil {
 				return err
 			}
 			// The agent never logs to stdout: with --stdio it is the protocol channel.
 			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-			srv := agent.NewServer(agent.Options{Sandbox: name, Version: Version, Logger: log,
+			srv := guest.NewServer(guest.Options{Sandbox: name, Version: Version, Logger: log,
 				StatusDir: session.StatusDir, Workspace: session.Workdir})
 			ctx := cmd.Context()
 			switch {
@@ -72,10 +72,10 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// It carries the daemon's connection: nothing inside may trace it either.
-			if err := agent.Untraceable(); err != nil {
+			if err := guest.Untraceable(); err != nil {
 				return err
 			}
-			return agent.Bridge(socket, f.IO.In, f.IO.Out)
+			return guest.Bridge(socket, f.IO.In, f.IO.Out)
 		},
 	}
 	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident agent's socket")
@@ -84,7 +84,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 		Short: "List the TCP ports processes of this sandbox listen on, as JSON",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return json.NewEncoder(f.IO.Out).Encode(agent.Listening("/proc"))
+			return json.NewEncoder(f.IO.Out).Encode(guest.Listening("/proc"))
 		},
 	}
 	cmd.AddCommand(serve, connect, ports, newCmdAgentNotify(f))

@@ -17,7 +17,7 @@ import (
 
 // newCmdAgentNotify is what agents' hooks run inside a sandbox to report a session's
 // status (working, waiting, idle), and what tmux runs when a session's process ends
-// (exited). It writes the session's status file, which the guest agent watches and the
+// (exited). It writes the session's status file, which the guest watches and the
 // daemon reads on demand. It never fails the hook: problems go to stderr.
 func newCmdAgentNotify(f *Factory) *cobra.Command {
 	var status, name, exitStatus, idGlob string

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // TestAgentConnectBridgesStdio runs a resident agent on a unix socket and reaches it
@@ -45,7 +45,7 @@ func TestAgentConnectBridgesStdio(t *testing.T) {
 		cmd.Args[0] = "paddock"
 		return commandConn(cmd)
 	}
-	c, err := agentclient.New(ctx, dial, "test")
+	c, err := guestclient.New(ctx, dial, "test")
 	if err != nil {
 		t.Fatalf("connect through the bridge: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestAgentConnectBridgesStdio(t *testing.T) {
 		t.Fatalf("Info through the bridge: %+v %v", info, err)
 	}
 	var out strings.Builder
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "cat; exit 4"},
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "cat; exit 4"},
 		Stdin: strings.NewReader("through the bridge"), Stdout: &out})
 	if err != nil || code != 4 || out.String() != "through the bridge" {
 		t.Fatalf("exec through the bridge: code %d out %q err %v", code, out.String(), err)

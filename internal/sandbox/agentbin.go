@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-// AgentBinary is a verified copy of the guest agent in the daemon's cache.
+// AgentBinary is a verified copy of the guest in the daemon's cache.
 type AgentBinary struct {
 	Path   string
 	SHA256 string

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -49,8 +49,8 @@ func (s *Service) SetSyncMode(ctx context.Context, name, mode string) (Info, err
 // runs lead to one more sync after it. Every sync is recorded, and reported as an event.
 func (s *Service) AutoSync(ctx context.Context) {
 	match := func(ev events.Event) bool {
-		return ev.Kind == agentproto.EventBranchMoved ||
-			(ev.Kind == agentproto.EventSessionStatus && ev.Attrs["status"] == "idle")
+		return ev.Kind == guestproto.EventBranchMoved ||
+			(ev.Kind == guestproto.EventSessionStatus && ev.Attrs["status"] == "idle")
 	}
 	sub := s.bus.Subscribe(0, match)
 	defer func() { sub.Close() }()
@@ -89,8 +89,8 @@ func (s *Service) AutoSync(ctx context.Context) {
 
 // triggers are the events that set off each automatic sync mode.
 var triggers = map[string]string{
-	SyncOnCommit: agentproto.EventBranchMoved,
-	SyncOnIdle:   agentproto.EventSessionStatus,
+	SyncOnCommit: guestproto.EventBranchMoved,
+	SyncOnIdle:   guestproto.EventSessionStatus,
 }
 
 // syncWorker runs the automatic syncs of one sandbox, one at a time, until ctx is done.
@@ -118,7 +118,7 @@ func (s *Service) syncWorker(ctx context.Context, name string, kick <-chan struc
 }
 
 // syncNow fetches a sandbox's work into its host repository and records what came.
-func (s *Service) syncNow(ctx context.Context, sb store.Sandbox, c *agentclient.Client) error {
+func (s *Service) syncNow(ctx context.Context, sb store.Sandbox, c *guestclient.Client) error {
 	if s.opts.HelperDir == "" {
 		return fmt.Errorf("no git-remote-paddock helper")
 	}
@@ -168,11 +168,11 @@ func (s *Service) recordSync(ctx context.Context, sb store.Sandbox, mode string,
 	return nil
 }
 
-// agentExec runs commands in a sandbox through its agent connection.
-func agentExec(c *agentclient.Client) gitsync.Exec {
+// agentExec runs commands in a sandbox through its guest connection.
+func agentExec(c *guestclient.Client) gitsync.Exec {
 	return func(ctx context.Context, argv, env []string) (string, string, int, error) {
 		var stdout, stderr strings.Builder
-		code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: inside.Workspace, Stdout: &stdout, Stderr: &stderr})
+		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: inside.Workspace, Stdout: &stdout, Stderr: &stderr})
 		return stdout.String(), stderr.String(), code, err
 	}
 }

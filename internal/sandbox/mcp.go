@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/store"
@@ -83,7 +83,7 @@ func (s *Service) mcpServers(sb store.Sandbox) map[string]any {
 // writeMCP writes the declared MCP servers where the agents look for them: .mcp.json in
 // the workspace (kept out of git through .git/info/exclude) and the user-scope
 // ~/.claude.json. It returns warnings for stdio servers whose command the sandbox lacks.
-func (s *Service) writeMCP(ctx context.Context, c *agentclient.Client, sb store.Sandbox) ([]string, error) {
+func (s *Service) writeMCP(ctx context.Context, c *guestclient.Client, sb store.Sandbox) ([]string, error) {
 	if len(s.opts.MCP) == 0 {
 		return nil, nil
 	}
@@ -116,7 +116,7 @@ func (s *Service) writeMCP(ctx context.Context, c *agentclient.Client, sb store.
 		if m.Transport != "stdio" {
 			continue
 		}
-		code, _ := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", m.Command}})
+		code, _ := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", m.Command}})
 		if code != 0 {
 			warnings = append(warnings, fmt.Sprintf("MCP server %s: command %q is not installed in the sandbox; it will fail until it is (install it in the image, or use a rootfs that has it)", name, m.Command))
 		}
@@ -125,7 +125,7 @@ func (s *Service) writeMCP(ctx context.Context, c *agentclient.Client, sb store.
 }
 
 // appendLine adds a line to a file beneath root unless it is there already.
-func appendLine(ctx context.Context, c *agentclient.Client, root, path, line string) error {
+func appendLine(ctx context.Context, c *guestclient.Client, root, path, line string) error {
 	var buf bytes.Buffer
 	if _, err := c.ReadFile(ctx, root, path, &buf); err != nil && !isNotExist(err) {
 		return err

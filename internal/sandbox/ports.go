@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
@@ -28,7 +28,7 @@ func (s *Service) Ports(ctx context.Context, name string) ([]Port, error) {
 		return nil, err
 	}
 	var out, errOut bytes.Buffer
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{inside.GuestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{inside.GuestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
 	if err != nil {
 		return nil, fmt.Errorf("list the ports of sandbox %q: %w", name, err)
 	}

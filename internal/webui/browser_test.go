@@ -24,7 +24,7 @@ import (
 )
 
 // TestMain makes this test binary paddock too: the daemon the browser tests start (as
-// "paddock serve"), the guest agent it injects into sandboxes, and git's remote helper.
+// "paddock serve"), the guest it injects into sandboxes, and git's remote helper.
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case "paddock", cli.RemoteHelperName:

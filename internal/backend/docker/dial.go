@@ -12,7 +12,7 @@ import (
 )
 
 // dial attaches to an exec of `paddock agent connect`, which bridges its stdin and stdout
-// to the resident agent's socket. The engine multiplexes the exec's stdout and stderr on
+// to the resident guest's socket. The engine multiplexes the exec's stdout and stderr on
 // the attached connection; stdcopy splits them, so the stream stays binary-safe.
 func (d *Docker) dial(ctx context.Context, name string) (net.Conn, error) {
 	exec, err := d.cli.ContainerExecCreate(ctx, name, container.ExecOptions{
