@@ -6,7 +6,7 @@
 // straight into its prompt; the first-run files that skip its onboarding, trust and
 // API-key dialogs; how it resumes, forks and answers one message non-interactively;
 // where its transcript lives and how it parses; how its hooks report status through
-// `paddock agent notify`; and what paddock's tests run of it for real. Functions appear
+// `paddock guest notify`; and what paddock's tests run of it for real. Functions appear
 // only where agents really differ (their settings files, their non-interactive output).
 package agents
 
@@ -84,7 +84,7 @@ type Agent struct {
 	Status Status
 }
 
-// Status is what an agent's hooks report through `paddock agent notify`; what they do
+// Status is what an agent's hooks report through `paddock guest notify`; what they do
 // not report comes from its process (running until it exits).
 type Status struct {
 	// Ready: a hook runs when the agent is at its prompt after starting.
@@ -285,7 +285,7 @@ func namesLocked() []string {
 // NotifyCommand is what an agent's hook runs to report a status: the guest binary
 // reads PADDOCK_SESSION from the environment the session was started with.
 func NotifyCommand(status string) string {
-	return inside.GuestBinary + " agent notify --status " + status
+	return inside.GuestBinary + " " + inside.GuestCommand + " notify --status " + status
 }
 
 // SystemPrompt is the context paddock adds to every agent's system prompt.

@@ -187,7 +187,7 @@ func socketOwners(proc string, ls []listener) map[string]socketOwner {
 	return found
 }
 
-// Port is a TCP port a process of the sandbox listens on, as `paddock agent ports` lists it.
+// Port is a TCP port a process of the sandbox listens on, as `paddock guest ports` lists it.
 type Port struct {
 	Port    int    `json:"port"`
 	Address string `json:"address"`

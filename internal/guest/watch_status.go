@@ -21,7 +21,7 @@ import (
 
 // The status watcher learns of session status changes from the status files themselves.
 //
-// `paddock agent notify` (and paddock's own scripts, which write `starting` and `working`)
+// `paddock guest notify` (and paddock's own scripts, which write `starting` and `working`)
 // write one file per session in the status directory; the guest watches that directory
 // with inotify. This was preferred to notify connecting to a socket of the guest: every
 // writer of the directory is seen without a second protocol, nothing is lost when the
@@ -32,7 +32,7 @@ import (
 // statusFileLimit bounds how much of a status file is read.
 const statusFileLimit = 64 << 10
 
-// statusRecord is a status file as `paddock agent notify` writes it.
+// statusRecord is a status file as `paddock guest notify` writes it.
 type statusRecord struct {
 	Status       string `json:"status"`
 	AgentSession string `json:"agent_session,omitempty"`

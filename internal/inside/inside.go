@@ -19,4 +19,11 @@ const (
 	Run = "/run/paddock"
 	// GuestBinary is the guest, injected read-only into every sandbox.
 	GuestBinary = "/opt/paddock/bin/paddock"
+	// GuestCommand is the command of GuestBinary whose subcommands (serve, connect, ports,
+	// notify) the daemon, the backends and agents' hooks run inside a sandbox. People type
+	// `paddock guest`; what paddock runs and writes still says "agent", the hidden alias
+	// every guest binary answers to, because a sandbox keeps the binary it was made with
+	// and a binary from before the rename knows only "agent". Make it "guest" once no
+	// sandbox can hold such a binary.
+	GuestCommand = "agent"
 )

@@ -3,7 +3,7 @@
 // agent adapter's argv, files and environment. Sessions outlive the CLI, the daemon and
 // a detach; their list and resume ids live in the daemon's state, their live status in
 // the sandbox (the tmux pane, and the status files the agents' hooks write through
-// `paddock agent notify`).
+// `paddock guest notify`).
 package session
 
 import (
@@ -28,7 +28,7 @@ import (
 const (
 	// Socket is the sandbox's tmux server socket.
 	Socket = inside.Run + "/tmux.sock"
-	// StatusDir holds one status file per session, written by `paddock agent notify`.
+	// StatusDir holds one status file per session, written by `paddock guest notify`.
 	StatusDir = inside.Run + "/sessions"
 	// tmuxConf is read when the tmux server starts.
 	tmuxConf = inside.Home + "/.paddock/tmux.conf"
@@ -289,7 +289,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 // a session-exited event), and sets a long scrollback and the mouse. Session names are
 // checked (letters, digits, '.', '_', '-'), so they need no quoting in the hook.
 const tmuxConfig = `set -g remain-on-exit on
-set-hook -g pane-died 'run-shell -b "` + notifyPath + ` agent notify --status exited --session #{session_name} --exit-status=#{pane_dead_status} </dev/null >/dev/null 2>&1"'
+set-hook -g pane-died 'run-shell -b "` + notifyPath + ` ` + inside.GuestCommand + ` notify --status exited --session #{session_name} --exit-status=#{pane_dead_status} </dev/null >/dev/null 2>&1"'
 set -g history-limit 50000
 set -g mouse on
 set -g status-left "[#S] "

@@ -24,7 +24,7 @@ type pane struct {
 	exitStatus string
 }
 
-// hookStatus is a status file, as `paddock agent notify` writes it.
+// hookStatus is a status file, as `paddock guest notify` writes it.
 type hookStatus struct {
 	Status string `json:"status"`
 	Time   int64  `json:"time"`

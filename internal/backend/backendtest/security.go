@@ -565,7 +565,7 @@ func testOutputFlood(t *testing.T, sb *sandbox) {
 	}
 	agentRSS := func() int {
 		n, _ := strconv.Atoi(sb.mustRun(t, `for p in /proc/[0-9]*; do
-			case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *"paddock agent"*|*"/opt/paddock/bin/paddock"*) awk '/^VmRSS/ {print $2}' $p/status;; esac
+			case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *"paddock agent"*|*"paddock guest"*|*"/opt/paddock/bin/paddock"*) awk '/^VmRSS/ {print $2}' $p/status;; esac
 		done | awk '{s += $1} END {print s + 0}'`))
 		return n << 10
 	}

@@ -91,7 +91,7 @@ func (sb *sandbox) notAllowed(t *testing.T, fails []string) []string {
 	return out
 }
 
-// agentProbe finds the guest's processes (agent serve, and agent connect where the
+// agentProbe finds the guest's processes (guest serve, and guest connect where the
 // backend bridges through it) and tries to trace them and read their memory and
 // environment, as a process of the sandbox, running as the guest's own user, would.
 const agentProbe = `
@@ -105,7 +105,7 @@ for my $p (sort { $a <=> $b } grep { /^\d+$/ } readdir($d)) {
     local $/;
     my $c = <$f>;
     # paddock's own argv: bwrap's init, whose command line ends with the agent's, is not it.
-    push @agents, $p if defined $c && $c =~ /^[^\0]*paddock\0agent\0(serve|connect)\0/;
+    push @agents, $p if defined $c && $c =~ /^[^\0]*paddock\0(?:guest|agent)\0(?:serve|connect)\0/;
 }
 print "agent processes: @agents; this probe's parent: ", getppid(), "\n";
 print "FAIL no process of the agent found\n" unless @agents;

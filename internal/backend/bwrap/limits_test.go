@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // TestCgroup checks a sandbox's cgroup on the host: every process of the sandbox (bwrap,
@@ -70,7 +71,7 @@ func TestCgroup(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(strings.Join(mapValues(procs), "\n"), "agent serve") {
+	if !strings.Contains(strings.Join(mapValues(procs), "\n"), inside.GuestCommand+" serve") {
 		t.Errorf("the resident agent is not among the sandbox's processes: %v", procs)
 	}
 	_ = sleeper

@@ -56,7 +56,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
 		Env:    append(env, spec.Env...),
-		Cmd:    []string{agentPath, "agent", "serve", "--socket", agentSocket, "--sandbox", spec.Name},
+		Cmd:    []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
 	}
 	runtime := d.runtimeOf(spec)

@@ -1,4 +1,4 @@
-// The guest protocol: what the daemon (host side) asks of `paddock agent serve`,
+// The guest protocol: what the daemon (host side) asks of `paddock guest serve`,
 // the small process that runs inside every sandbox.
 //
 // Transport and call order
@@ -1733,10 +1733,10 @@ type Event struct {
 	//	heartbeat        (none) every few seconds, so a silent stream is a live one.
 	//	session-status   session, status (starting, working, waiting, idle...), and
 	//	                 agent_session (the agent's conversation id) when its hook reported
-	//	                 one: a session's status file was written (`paddock agent notify`,
+	//	                 one: a session's status file was written (`paddock guest notify`,
 	//	                 or paddock's own scripts), seen at once through inotify.
 	//	session-exited   session, exit_status, detail ("exit status N"): a session's process
-	//	                 ended (tmux's pane-died hook runs `paddock agent notify --status
+	//	                 ended (tmux's pane-died hook runs `paddock guest notify --status
 	//	                 exited`).
 	//	port-open        port, address (the bound address: 127.0.0.1, 0.0.0.0, ::),
 	//	                 process and pid when the owner was found: a TCP port started

@@ -1,4 +1,4 @@
-// The guest protocol: what the daemon (host side) asks of `paddock agent serve`,
+// The guest protocol: what the daemon (host side) asks of `paddock guest serve`,
 // the small process that runs inside every sandbox.
 //
 // Transport and call order

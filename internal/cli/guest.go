@@ -15,25 +15,28 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 )
 
-// newCmdAgent holds the guest side: what runs inside a sandbox.
-func newCmdAgent(f *Factory) *cobra.Command {
+// newCmdGuest holds the guest side: what runs inside a sandbox. Its old name, "agent",
+// stays as an alias: hooks written into sandboxes before the rename, and the daemon
+// itself (see inside.GuestCommand), still run `paddock agent notify` and friends.
+func newCmdGuest(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:    "agent",
-		Short:  "The guest that runs inside every sandbox",
-		Hidden: true,
+		Use:     "guest",
+		Aliases: []string{"agent"},
+		Short:   "The guest that runs inside every sandbox (serve, connect, ports, notify)",
+		Hidden:  true,
 	}
 	var listenFD int
 	var socket, name string
 	var stdio bool
 	serve := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the agent protocol (--listen-fd N, --socket PATH or --stdio)",
+		Short: "Serve the guest protocol (--listen-fd N, --socket PATH or --stdio)",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := guest.Untraceable(); err != nil {
 				return err
 			}
-			// The agent never logs to stdout: with --stdio it is the protocol channel.
+			// The guest never logs to stdout: with --stdio it is the protocol channel.
 			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 			srv := guest.NewServer(guest.Options{Sandbox: name, Version: Version, Logger: log,
 				StatusDir: session.StatusDir, Workspace: session.Workdir})
@@ -42,7 +45,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 			case stdio:
 				return srv.ServeConn(ctx, stdioConn(f.IO))
 			case listenFD > 0:
-				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "agent-listener"))
+				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "guest-listener"))
 				if err != nil {
 					return fmt.Errorf("listen fd %d: %w", listenFD, err)
 				}
@@ -58,7 +61,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 				}
 				return srv.Serve(ctx, ln)
 			}
-			return usagef("agent serve needs one of --stdio, --listen-fd or --socket")
+			return usagef("guest serve needs one of --stdio, --listen-fd or --socket")
 		},
 	}
 	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
@@ -68,7 +71,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 
 	connect := &cobra.Command{
 		Use:   "connect",
-		Short: "Bridge stdin and stdout to a resident agent's unix socket",
+		Short: "Bridge stdin and stdout to the resident guest's unix socket",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// It carries the daemon's connection: nothing inside may trace it either.
@@ -78,7 +81,7 @@ func newCmdAgent(f *Factory) *cobra.Command {
 			return guest.Bridge(socket, f.IO.In, f.IO.Out)
 		},
 	}
-	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident agent's socket")
+	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident guest's socket")
 	ports := &cobra.Command{
 		Use:   "ports",
 		Short: "List the TCP ports processes of this sandbox listen on, as JSON",
@@ -87,6 +90,6 @@ func newCmdAgent(f *Factory) *cobra.Command {
 			return json.NewEncoder(f.IO.Out).Encode(guest.Listening("/proc"))
 		},
 	}
-	cmd.AddCommand(serve, connect, ports, newCmdAgentNotify(f))
+	cmd.AddCommand(serve, connect, ports, newCmdGuestNotify(f))
 	return cmd
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
-// TestAgentConnectBridgesStdio runs a resident agent on a unix socket and reaches it
-// through `paddock agent connect`, the bridge for backends whose only channel to a
+// TestGuestConnectBridgesStdio runs a resident guest on a unix socket and reaches it
+// through `paddock guest connect`, the bridge for backends whose only channel to a
 // sandbox is a process's stdin and stdout (docker exec, ssh).
-func TestAgentConnectBridgesStdio(t *testing.T) {
+func TestGuestConnectBridgesStdio(t *testing.T) {
 	dir, err := os.MkdirTemp("", "pdk")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestAgentConnectBridgesStdio(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	go cli.Run(ctx, f, []string{"agent", "serve", "--socket", sock, "--sandbox", "bridged"})
+	go cli.Run(ctx, f, []string{"guest", "serve", "--socket", sock, "--sandbox", "bridged"})
 	for i := 0; i < 200; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -41,7 +41,7 @@ func TestAgentConnectBridgesStdio(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, self, "agent", "connect", "--socket", sock)
+		cmd := exec.CommandContext(ctx, self, "guest", "connect", "--socket", sock)
 		cmd.Args[0] = "paddock"
 		return commandConn(cmd)
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 )
 
-// newCmdAgentNotify is what agents' hooks run inside a sandbox to report a session's
+// newCmdGuestNotify is what agents' hooks run inside a sandbox to report a session's
 // status (working, waiting, idle), and what tmux runs when a session's process ends
 // (exited). It writes the session's status file, which the guest watches and the
 // daemon reads on demand. It never fails the hook: problems go to stderr.
-func newCmdAgentNotify(f *Factory) *cobra.Command {
+func newCmdGuestNotify(f *Factory) *cobra.Command {
 	var status, name, exitStatus, idGlob string
 	cmd := &cobra.Command{
 		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
@@ -51,7 +51,7 @@ func newCmdAgentNotify(f *Factory) *cobra.Command {
 			}
 			data, _ := json.Marshal(rec)
 			if err := writeAtomic(path, data); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "paddock agent notify: %v\n", err)
+				fmt.Fprintf(f.IO.ErrOut, "paddock guest notify: %v\n", err)
 			}
 			return nil
 		},
