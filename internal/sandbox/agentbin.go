@@ -3,10 +3,8 @@ package sandbox
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -77,5 +75,3 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -12,6 +12,7 @@ import (
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -161,7 +162,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	if err := seed(ctx, c, req, bundle); err != nil {
 		return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
 	}
-	warnings, err := s.writeMCP(ctx, c, sb)
+	warnings, err := mcp.Write(ctx, c, s.opts.MCP, mcp.Proxy{Port: sb.CredsPort, Token: sb.CredsToken})
 	if err != nil {
 		return Info{}, fmt.Errorf("configure MCP servers in %q: %w", sb.Name, err)
 	}

@@ -184,14 +184,3 @@ func (b *bucket) take(now time.Time) bool {
 	b.tokens--
 	return true
 }
-
-// syncDetail sums up a sync's result for its event.
-func syncDetail(mode string, refs int) string {
-	switch refs {
-	case 0:
-		return mode + ": nothing new"
-	case 1:
-		return mode + ": 1 ref updated"
-	}
-	return fmt.Sprintf("%s: %d refs updated", mode, refs)
-}

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -116,7 +116,7 @@ func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *guestclient.C
 			return nil, fmt.Errorf("egress proxy tunnel on port %d: %w", sb.EgressPort, err)
 		}
 	}
-	for _, port := range s.mcpHostPorts() {
+	for _, port := range mcp.HostPorts(s.opts.MCP) {
 		if sb.Network == "open" {
 			break // the sandbox shares the host's loopback already
 		}
@@ -208,13 +208,3 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "tunnel" }
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}

@@ -1,6 +1,8 @@
 // Package sandbox is the service layer: it turns user requests (up, start, stop, rm,
 // exec...) into backend calls, state records and guest calls, so that the API
-// handlers stay thin.
+// handlers stay thin. What a sandbox has beyond its lifecycle lives in packages of its
+// own that the Service wires in: automatic syncs (autosync), the MCP files written into
+// it (mcp), its egress rules and denials (netpolicy), image builds (imagebuild).
 package sandbox
 
 import (
@@ -15,10 +17,12 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
@@ -77,10 +81,11 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 
-	egress  *egress.Proxy
-	denials pendingDenials // repeats of egress denials not written yet
-	bus     *events.Bus
-	emitMu  sync.Mutex // orders recording and publishing (Emit)
+	egress *egress.Proxy
+	net    *netpolicy.Rules
+	syncer *autosync.Syncer
+	bus    *events.Bus
+	emitMu sync.Mutex // orders recording and publishing (Emit)
 
 	mu      sync.Mutex
 	closed  bool
@@ -112,7 +117,10 @@ func New(opts Options) *Service {
 	if s.bus == nil {
 		s.bus = events.NewBus()
 	}
-	s.egress = egress.New(egress.Options{Policy: s.egressPolicy, OnDenial: s.recordDenial, Logger: log})
+	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
+		HelperDir: opts.HelperDir, Home: opts.Home, Logger: log})
+	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
+	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, Logger: log})
 	return s
 }
 
@@ -126,7 +134,7 @@ func (s *Service) Close() {
 		delete(s.clients, id)
 	}
 	s.mu.Unlock()
-	if err := s.flushDenials(context.Background()); err != nil {
+	if err := s.net.Flush(context.Background()); err != nil {
 		s.log.Error("close", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package netpolicy
 
 import (
 	"context"
@@ -33,79 +33,80 @@ type pendingDenials struct {
 	m  map[denialKey]*pendingDenial
 }
 
+// pendingDenial is the repeats of one denial since it was last written.
 type pendingDenial struct {
 	rec     store.NetDenial // the last repeat, with Count the repeats since the last write
 	written time.Time
 }
 
-// recordDenial keeps a refused egress request for `paddock net denials`. A new one is
+// RecordDenial keeps a refused egress request (egress.Options.OnDenial) for `paddock net denials`. A new one is
 // written at once, with an event; a repeat of a recent one (see egress.Denial) is counted
 // against it, written at most once a second per destination and before any listing.
-func (s *Service) recordDenial(d egress.Denial) {
+func (p *Rules) RecordDenial(d egress.Denial) {
 	ctx := context.Background()
-	sb, err := s.opts.Store.GetSandbox(ctx, d.Sandbox)
+	sb, err := p.opts.Store.GetSandbox(ctx, d.Sandbox)
 	if err != nil {
 		return
 	}
 	rec := store.NetDenial{Time: d.Time, SandboxID: sb.ID, Host: d.Host, Port: d.Port, Reason: d.Reason, Count: 1}
 	key := denialKey{sb.ID, d.Host, d.Port}
-	p := &s.denials
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[denialKey]*pendingDenial{}
+	pd := &p.denials
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.m == nil {
+		pd.m = map[denialKey]*pendingDenial{}
 	}
-	pend := p.m[key]
+	pend := pd.m[key]
 	if d.Repeat {
 		if pend == nil {
-			if len(p.m) >= maxPendingDenials {
-				if err := s.flushDenialsLocked(ctx); err != nil {
-					s.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
+			if len(pd.m) >= maxPendingDenials {
+				if err := p.flushLocked(ctx); err != nil {
+					p.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
 				}
 			}
 			pend = &pendingDenial{written: d.Time}
-			p.m[key] = pend
+			pd.m[key] = pend
 		}
 		rec.Count += pend.rec.Count
 		pend.rec = rec
 		if d.Time.Sub(pend.written) < denialFlushEvery {
 			return
 		}
-		delete(p.m, key)
-		if err := s.opts.Store.RepeatNetDenial(ctx, rec); err != nil {
-			s.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
+		delete(pd.m, key)
+		if err := p.opts.Store.RepeatNetDenial(ctx, rec); err != nil {
+			p.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
 		}
 		return
 	}
 	if pend != nil {
 		// Repeats of the window that just ended belong to the denial before this one.
-		delete(p.m, key)
-		if err := s.opts.Store.RepeatNetDenial(ctx, pend.rec); err != nil {
-			s.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
+		delete(pd.m, key)
+		if err := p.opts.Store.RepeatNetDenial(ctx, pend.rec); err != nil {
+			p.log.Error("count an egress denial", "sandbox", d.Sandbox, "err", err)
 		}
 	}
-	if err := s.opts.Store.AddNetDenial(ctx, rec); err != nil {
-		s.log.Error("record an egress denial", "sandbox", d.Sandbox, "err", err)
+	if err := p.opts.Store.AddNetDenial(ctx, rec); err != nil {
+		p.log.Error("record an egress denial", "sandbox", d.Sandbox, "err", err)
 	}
-	s.Emit(ctx, sb, events.Event{Kind: "egress-denied", Detail: fmt.Sprintf("%s:%d: %s", d.Host, d.Port, d.Reason),
+	p.opts.Sandboxes.Emit(ctx, sb, events.Event{Kind: "egress-denied", Detail: fmt.Sprintf("%s:%d: %s", d.Host, d.Port, d.Reason),
 		Attrs: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "reason": d.Reason}})
 }
 
-// flushDenials writes every repeat not written yet.
-func (s *Service) flushDenials(ctx context.Context) error {
-	s.denials.mu.Lock()
-	defer s.denials.mu.Unlock()
-	return s.flushDenialsLocked(ctx)
+// Flush writes every repeat of a denial not written yet.
+func (p *Rules) Flush(ctx context.Context) error {
+	p.denials.mu.Lock()
+	defer p.denials.mu.Unlock()
+	return p.flushLocked(ctx)
 }
 
-// flushDenialsLocked is flushDenials with s.denials.mu held.
-func (s *Service) flushDenialsLocked(ctx context.Context) error {
-	p := &s.denials
-	for key, pend := range p.m {
-		if err := s.opts.Store.RepeatNetDenial(ctx, pend.rec); err != nil {
+// flushLocked is Flush with p.denials.mu held.
+func (p *Rules) flushLocked(ctx context.Context) error {
+	pd := &p.denials
+	for key, pend := range pd.m {
+		if err := p.opts.Store.RepeatNetDenial(ctx, pend.rec); err != nil {
 			return fmt.Errorf("count egress denials: %w", err)
 		}
-		delete(p.m, key)
+		delete(pd.m, key)
 	}
 	return nil
 }

@@ -1,11 +1,15 @@
-package sandbox
+// Package mcp writes the MCP servers declared in the config into a sandbox, where the
+// agents look for them, and says which of them the sandbox reaches on the host's loopback.
+package mcp
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"sort"
 	"strconv"
@@ -15,8 +19,16 @@ import (
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
-	"github.com/paddockhq/paddock/internal/store"
 )
+
+// Proxy is where a sandbox reaches the credential proxy, which adds the headers of the
+// http servers that declare some.
+type Proxy struct {
+	// Port is the credential proxy's port on the sandbox's loopback.
+	Port int
+	// Token authenticates the sandbox to the proxy.
+	Token string
+}
 
 // onHostLoopback reports the port of an http MCP server that listens on the host's
 // loopback and needs no headers: the sandbox reaches it on the same port through a
@@ -41,9 +53,11 @@ func onHostLoopback(m config.MCPServer) (int, bool) {
 	return port, true
 }
 
-func (s *Service) mcpHostPorts() []int {
+// HostPorts are the ports of the servers that listen on the host's loopback and need no
+// headers, in order: each sandbox gets a reverse tunnel to each.
+func HostPorts(servers map[string]config.MCPServer) []int {
 	var ports []int
-	for _, m := range s.opts.MCP {
+	for _, m := range servers {
 		if port, ok := onHostLoopback(m); ok {
 			ports = append(ports, port)
 		}
@@ -52,10 +66,10 @@ func (s *Service) mcpHostPorts() []int {
 	return ports
 }
 
-// mcpServers is the "mcpServers" object of Claude Code's configuration for a sandbox.
-func (s *Service) mcpServers(sb store.Sandbox) map[string]any {
-	servers := map[string]any{}
-	for name, m := range s.opts.MCP {
+// Servers is the "mcpServers" object of Claude Code's configuration for a sandbox.
+func Servers(servers map[string]config.MCPServer, p Proxy) map[string]any {
+	out := map[string]any{}
+	for name, m := range servers {
 		switch {
 		case m.Transport == "stdio":
 			env := m.Env
@@ -66,29 +80,29 @@ func (s *Service) mcpServers(sb store.Sandbox) map[string]any {
 			if args == nil {
 				args = []string{}
 			}
-			servers[name] = map[string]any{"type": "stdio", "command": m.Command, "args": args, "env": env}
+			out[name] = map[string]any{"type": "stdio", "command": m.Command, "args": args, "env": env}
 		case len(m.Headers) > 0:
 			// The daemon adds the headers: the sandbox talks to its credential proxy, whose
 			// route for this server leads to the server's URL.
-			servers[name] = map[string]any{"type": "http",
-				"url":     fmt.Sprintf("http://127.0.0.1:%d%s", sb.CredsPort, creds.MCPRoute(name)),
-				"headers": map[string]string{"Authorization": "Bearer " + sb.CredsToken}}
+			out[name] = map[string]any{"type": "http",
+				"url":     fmt.Sprintf("http://127.0.0.1:%d%s", p.Port, creds.MCPRoute(name)),
+				"headers": map[string]string{"Authorization": "Bearer " + p.Token}}
 		default:
-			servers[name] = map[string]any{"type": "http", "url": m.URL}
+			out[name] = map[string]any{"type": "http", "url": m.URL}
 		}
 	}
-	return servers
+	return out
 }
 
-// writeMCP writes the declared MCP servers where the agents look for them: .mcp.json in
+// Write writes the declared MCP servers where the agents look for them: .mcp.json in
 // the workspace (kept out of git through .git/info/exclude) and the user-scope
 // ~/.claude.json. It returns warnings for stdio servers whose command the sandbox lacks.
-func (s *Service) writeMCP(ctx context.Context, c *guestclient.Client, sb store.Sandbox) ([]string, error) {
-	if len(s.opts.MCP) == 0 {
+func Write(ctx context.Context, c *guestclient.Client, servers map[string]config.MCPServer, p Proxy) ([]string, error) {
+	if len(servers) == 0 {
 		return nil, nil
 	}
-	servers := s.mcpServers(sb)
-	project, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	obj := Servers(servers, p)
+	project, _ := json.MarshalIndent(map[string]any{"mcpServers": obj}, "", "  ")
 	if _, err := c.WriteFile(ctx, inside.Workspace, ".mcp.json", 0o644, false, bytes.NewReader(project)); err != nil {
 		return nil, fmt.Errorf("write .mcp.json: %w", err)
 	}
@@ -100,19 +114,19 @@ func (s *Service) writeMCP(ctx context.Context, c *guestclient.Client, sb store.
 	if _, err := c.ReadFile(ctx, inside.Home, ".claude.json", &buf); err == nil {
 		json.Unmarshal(buf.Bytes(), &user)
 	}
-	user["mcpServers"] = servers
+	user["mcpServers"] = obj
 	data, _ := json.MarshalIndent(user, "", "  ")
 	if _, err := c.WriteFile(ctx, inside.Home, ".claude.json", 0o600, false, bytes.NewReader(data)); err != nil {
 		return nil, fmt.Errorf("write ~/.claude.json: %w", err)
 	}
 	var warnings []string
-	names := make([]string, 0, len(s.opts.MCP))
-	for name := range s.opts.MCP {
+	names := make([]string, 0, len(servers))
+	for name := range servers {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		m := s.opts.MCP[name]
+		m := servers[name]
 		if m.Transport != "stdio" {
 			continue
 		}
@@ -127,7 +141,7 @@ func (s *Service) writeMCP(ctx context.Context, c *guestclient.Client, sb store.
 // appendLine adds a line to a file beneath root unless it is there already.
 func appendLine(ctx context.Context, c *guestclient.Client, root, path, line string) error {
 	var buf bytes.Buffer
-	if _, err := c.ReadFile(ctx, root, path, &buf); err != nil && !isNotExist(err) {
+	if _, err := c.ReadFile(ctx, root, path, &buf); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for _, l := range strings.Split(buf.String(), "\n") {
