@@ -20,7 +20,7 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 bench:
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/agentclient/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/
 
 # proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
 proto:

@@ -1,6 +1,6 @@
 // Command paddock runs AI coding agents inside isolated sandboxes. One binary is the CLI,
-// the daemon (`paddock serve`) and the guest agent injected into every sandbox
-// (`paddock agent serve`).
+// the daemon (`paddock serve`) and the guest injected into every sandbox
+// (`paddock guest serve`).
 package main
 
 import (

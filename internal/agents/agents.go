@@ -6,7 +6,7 @@
 // straight into its prompt; the first-run files that skip its onboarding, trust and
 // API-key dialogs; how it resumes, forks and answers one message non-interactively;
 // where its transcript lives and how it parses; how its hooks report status through
-// `paddock agent notify`; and what paddock's tests run of it for real. Functions appear
+// `paddock guest notify`; and what paddock's tests run of it for real. Functions appear
 // only where agents really differ (their settings files, their non-interactive output).
 package agents
 
@@ -85,7 +85,7 @@ type Agent struct {
 	Status Status
 }
 
-// Status is what an agent's hooks report through `paddock agent notify`; what they do
+// Status is what an agent's hooks report through `paddock guest notify`; what they do
 // not report comes from its process (running until it exits).
 type Status struct {
 	// Ready: a hook runs when the agent is at its prompt after starting.
@@ -283,13 +283,13 @@ func namesLocked() []string {
 	return out
 }
 
-// NotifyCommand is what an agent's hook runs to report a status: the guest agent binary
+// NotifyCommand is what an agent's hook runs to report a status: the guest binary
 // reads PADDOCK_SESSION from the environment the session was started with, and the
 // hook's JSON (with the conversation's id) from its stdin. It prints nothing (Qwen Code
 // adds a hook's output to the model's context) and always succeeds (exit 2 from a hook
 // blocks the agent's turn in Claude Code, Gemini CLI and Qwen Code).
 func NotifyCommand(status string) string {
-	return inside.GuestBinary + " agent notify --status " + status + " >/dev/null 2>&1 || true"
+	return inside.GuestBinary + " " + inside.GuestCommand + " notify --status " + status + " >/dev/null 2>&1 || true"
 }
 
 // Hook is an entry of the hooks settings Claude Code, Gemini CLI and Qwen Code share:

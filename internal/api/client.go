@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -337,15 +338,15 @@ func (c *Client) Exec(ctx context.Context, name string, req ExecRequest, eio Exe
 }
 
 // NetRules lists the rules that apply to a sandbox, or the global ones ("" sandbox).
-func (c *Client) NetRules(ctx context.Context, sandboxName string) ([]sandbox.NetRule, error) {
-	var out []sandbox.NetRule
+func (c *Client) NetRules(ctx context.Context, sandboxName string) ([]netpolicy.Rule, error) {
+	var out []netpolicy.Rule
 	err := c.do(ctx, http.MethodGet, "/v1/net/rules?sandbox="+url.QueryEscape(sandboxName), nil, &out)
 	return out, err
 }
 
 // SetNetRule allows or denies a pattern.
-func (c *Client) SetNetRule(ctx context.Context, req NetRuleRequest) (sandbox.NetRule, error) {
-	var out sandbox.NetRule
+func (c *Client) SetNetRule(ctx context.Context, req NetRuleRequest) (netpolicy.Rule, error) {
+	var out netpolicy.Rule
 	body, _ := json.Marshal(req)
 	err := c.do(ctx, http.MethodPost, "/v1/net/rules", strings.NewReader(string(body)), &out)
 	return out, err
@@ -357,15 +358,15 @@ func (c *Client) RemoveNetRule(ctx context.Context, sandboxName, pattern string)
 }
 
 // Denials lists refused egress requests.
-func (c *Client) Denials(ctx context.Context, sandboxName string, limit int) ([]sandbox.NetDenial, error) {
-	var out []sandbox.NetDenial
+func (c *Client) Denials(ctx context.Context, sandboxName string, limit int) ([]netpolicy.Denial, error) {
+	var out []netpolicy.Denial
 	err := c.do(ctx, http.MethodGet, "/v1/net/denials?sandbox="+url.QueryEscape(sandboxName)+"&limit="+strconv.Itoa(limit), nil, &out)
 	return out, err
 }
 
 // AllowDenial turns a denial into an allow rule for its sandbox.
-func (c *Client) AllowDenial(ctx context.Context, id int64) (sandbox.NetRule, error) {
-	var out sandbox.NetRule
+func (c *Client) AllowDenial(ctx context.Context, id int64) (netpolicy.Rule, error) {
+	var out netpolicy.Rule
 	err := c.do(ctx, http.MethodPost, "/v1/net/denials/"+strconv.FormatInt(id, 10)+"/allow", nil, &out)
 	return out, err
 }

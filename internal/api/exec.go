@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // ExecRequest is the first (text) message on an exec WebSocket.
@@ -69,7 +69,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	}
 
 	stdinR, stdinW := io.Pipe()
-	resize := make(chan agentclient.Size, 4)
+	resize := make(chan guestclient.Size, 4)
 	signals := make(chan syscall.Signal, 4)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -98,7 +98,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 				stdinW.Close()
 			case "resize":
 				select {
-				case resize <- agentclient.Size{Rows: ctl.Rows, Cols: ctl.Cols}:
+				case resize <- guestclient.Size{Rows: ctl.Rows, Cols: ctl.Cols}:
 				default:
 				}
 			case "signal":
@@ -107,16 +107,16 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	code, err := c.Exec(ctx, agentclient.ExecOptions{
+	code, err := c.Exec(ctx, guestclient.ExecOptions{
 		Argv: req.Argv, Env: req.Env, Dir: req.Dir, TTY: req.TTY,
-		Size:  agentclient.Size{Rows: req.Rows, Cols: req.Cols},
+		Size:  guestclient.Size{Rows: req.Rows, Cols: req.Cols},
 		Stdin: stdinR, Stdout: &streamWriter{ws, streamStdout}, Stderr: &streamWriter{ws, streamStderr},
 		Resize: resize, Signal: signals,
 	})
 	exit := Control{Type: "exit", Code: code}
 	if err != nil {
 		exit.Error = err.Error()
-		var se *agentclient.ExecStartError
+		var se *guestclient.ExecStartError
 		if !errors.As(err, &se) && exit.Code == 0 {
 			exit.Code = 125
 		}
@@ -145,4 +145,4 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
-func isEscape(err error) bool { return errors.Is(err, agentclient.ErrPathEscapes) }
+func isEscape(err error) bool { return errors.Is(err, guestclient.ErrPathEscapes) }

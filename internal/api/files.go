@@ -7,8 +7,8 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // FileInfo is what GET /v1/sandboxes/{name}/stat returns.
@@ -37,9 +37,9 @@ func filePath(r *http.Request) (root, p string, err error) {
 	return root, p, nil
 }
 
-// fileTarget reads a file route's paths and connects to the sandbox's agent; on failure
+// fileTarget reads a file route's paths and connects to the sandbox's guest; on failure
 // it has answered the request and ok is false.
-func (s *Server) fileTarget(w http.ResponseWriter, r *http.Request) (c *agentclient.Client, root, p string, ok bool) {
+func (s *Server) fileTarget(w http.ResponseWriter, r *http.Request) (c *guestclient.Client, root, p string, ok bool) {
 	root, p, err := filePath(r)
 	if err == nil {
 		c, err = s.svc.Client(r.Context(), r.PathValue("name"))

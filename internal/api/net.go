@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 )
 
 // NetRuleRequest is the body of POST /v1/net/rules.
@@ -32,7 +32,7 @@ func (s *Server) listNetRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rules == nil {
-		rules = []sandbox.NetRule{}
+		rules = []netpolicy.Rule{}
 	}
 	writeJSON(w, http.StatusOK, rules)
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // Port previews: a web server listening inside a sandbox, reached from a browser through
-// the TCP listener (paddock web) and the sandbox agent's forward tunnel, in two forms:
+// the TCP listener (paddock web) and the sandbox guest's forward tunnel, in two forms:
 //
 //	http://PORT-SANDBOX.localhost:WEBPORT/   its own origin (browsers resolve *.localhost
 //	                                         to the loopback); signed in by a one-time code

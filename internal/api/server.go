@@ -25,7 +25,7 @@ type Version struct {
 	Version  string `json:"version"`
 	Protocol int    `json:"protocol"`
 	PID      int    `json:"pid"`
-	// Agent is the sha256 of the guest agent binary the daemon injects.
+	// Agent is the sha256 of the guest binary the daemon injects.
 	Agent string `json:"agent_sha256"`
 }
 

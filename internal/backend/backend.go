@@ -2,8 +2,8 @@
 // backends by name.
 //
 // A backend's whole job is the sandbox's lifecycle and one byte stream to the guest
-// agent inside it. Everything else (exec, files, PTYs, tunnels, events) goes through the
-// agent, so it works the same on every backend.
+// guest inside it. Everything else (exec, files, PTYs, tunnels, events) goes through the
+// guest, so it works the same on every backend.
 package backend
 
 import (
@@ -40,7 +40,7 @@ type Spec struct {
 	// Name is the user-facing name, for labels and hostnames.
 	Name string
 	// AgentBinary is the host path of a static linux paddock binary to inject as the
-	// guest agent at /opt/paddock/bin/paddock.
+	// guest at /opt/paddock/bin/paddock.
 	AgentBinary string
 	// AgentSHA256 is the hex sha256 of AgentBinary; the backend verifies the copy.
 	AgentSHA256 string
@@ -83,8 +83,8 @@ type Backend interface {
 	// Create prepares a sandbox without starting it. Create on an existing ID with the same
 	// spec returns nil and changes nothing.
 	Create(ctx context.Context, spec Spec) error
-	// Start runs the sandbox and its resident guest agent. Start on a running sandbox
-	// returns nil. It returns once the agent accepts connections.
+	// Start runs the sandbox and its resident guest. Start on a running sandbox
+	// returns nil. It returns once the guest accepts connections.
 	Start(ctx context.Context, id ID) error
 	// Stop ends every process in the sandbox and keeps its workspace. Stop on a stopped
 	// sandbox returns nil.
@@ -94,8 +94,8 @@ type Backend interface {
 	Destroy(ctx context.Context, id ID) error
 	// State reports the sandbox's state; StateMissing (not an error) when it does not exist.
 	State(ctx context.Context, id ID) (Status, error)
-	// Dial opens a new byte stream to the resident guest agent of a running sandbox. Each
-	// call gives an independent connection; the agent keeps running when it closes.
+	// Dial opens a new byte stream to the resident guest of a running sandbox. Each
+	// call gives an independent connection; the guest keeps running when it closes.
 	Dial(ctx context.Context, id ID) (net.Conn, error)
 }
 

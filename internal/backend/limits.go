@@ -19,7 +19,7 @@ const (
 	DefaultPids        = int64(4096)
 )
 
-// The smallest limits a sandbox may be given: below them the guest agent itself, with a
+// The smallest limits a sandbox may be given: below them the guest itself, with a
 // shell and git, cannot run.
 const (
 	MinCPUs        = 0.01

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkCLIExec measures what a user waits for: `paddock exec NAME -- true` through
-// the daemon's API and the guest agent (the CLI runs in-process, the daemon is real),
+// the daemon's API and the guest (the CLI runs in-process, the daemon is real),
 // against fork+exec of `true` on the host, in the same run.
 func BenchmarkCLIExec(b *testing.B) {
 	if _, err := exec.LookPath("bwrap"); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkNotifyEvent measures how soon a session's status reaches a program following
-// the daemon's event stream: from the moment `paddock agent notify` is asked to run inside
+// the daemon's event stream: from the moment `paddock guest notify` is asked to run inside
 // a sandbox (an exec through the daemon's API) to its session-status event arriving on
 // GET /v1/events. The baseline, in the same run, is the round trip of an exec of `true`
 // through the same API, agent and sandbox. Each iteration also writes a status file
@@ -53,7 +53,7 @@ func BenchmarkNotifyEvent(b *testing.B) {
 		}
 	}
 	notify := func(status string) {
-		run("/opt/paddock/bin/paddock", "agent", "notify", "--session", "bench", "--status", status)
+		run("/opt/paddock/bin/paddock", "guest", "notify", "--session", "bench", "--status", status)
 	}
 	wait := func(status string) {
 		select {

@@ -147,7 +147,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdOpen(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
-		newCmdAgent(f),
+		newCmdGuest(f),
 	)
 	return root
 }

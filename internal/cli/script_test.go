@@ -23,7 +23,7 @@ import (
 )
 
 // TestMain makes this test binary the paddock command for the scripts: as "paddock" on
-// PATH, as the daemon it starts, and as the guest agent it injects into sandboxes.
+// PATH, as the daemon it starts, and as the guest it injects into sandboxes.
 func TestMain(m *testing.M) {
 	main := func() { os.Exit(cli.Main()) }
 	testscript.Main(m, map[string]func(){"paddock": main, cli.RemoteHelperName: main})
@@ -105,7 +105,7 @@ func teardown(home string) {
 }
 
 // condition adds [static]: this binary is statically linked, so it can serve as the
-// guest agent in a root filesystem without a C library (CGO_ENABLED=0, as make test does).
+// guest in a root filesystem without a C library (CGO_ENABLED=0, as make test does).
 func condition(cond string) (bool, error) {
 	if cond == "docker" {
 		return dockerReady(), nil

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// stdioConn makes stdin and stdout one net.Conn, for `agent serve --stdio`.
+// stdioConn makes stdin and stdout one net.Conn, for `guest serve --stdio`.
 func stdioConn(s IOStreams) net.Conn { return &pipeConn{r: s.In, w: s.Out} }
 
 type pipeConn struct {

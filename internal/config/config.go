@@ -21,7 +21,7 @@ type Config struct {
 	// DefaultBackend names the backend `paddock up` uses without --backend. Empty means
 	// the first available of bwrap, docker.
 	DefaultBackend string `toml:"default_backend"`
-	// AgentBinary is a static linux paddock binary to inject as the guest agent. Empty
+	// AgentBinary is a static linux paddock binary to inject as the guest. Empty
 	// means this executable, which must then be static (it is, as released).
 	AgentBinary string `toml:"agent_binary"`
 	// Backends holds each backend's own settings, e.g. [backends.bwrap] rootfs = "/srv/rootfs".

@@ -9,7 +9,7 @@ import (
 
 // FuzzLoad loads arbitrary bytes as the config file. Whatever the file holds, Load must
 // not panic; a file it refuses gets an error naming the file; a file it accepts holds
-// only what validation allows (an absolute agent binary, MCP servers each with a known
+// only what validation allows (an absolute guest binary, MCP servers each with a known
 // transport and what that transport needs).
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{

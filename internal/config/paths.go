@@ -20,7 +20,7 @@ type Paths struct {
 	State string
 	// Sandboxes is where backends keep per-sandbox files.
 	Sandboxes string
-	// Cache holds content-addressed agent binaries and host-side clones of git URLs.
+	// Cache holds content-addressed guest binaries and host-side clones of git URLs.
 	Cache string
 	// Socket is the daemon's unix socket.
 	Socket string

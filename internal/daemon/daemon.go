@@ -17,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -69,7 +69,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if agentSrc == "" {
 		if agentSrc, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this executable to inject as the guest agent: %w", err)
+			return fmt.Errorf("find this executable to inject as the guest: %w", err)
 		}
 	}
 	agent, err := sandbox.InstallAgent(agentSrc, filepath.Join(p.Cache, "agent"))
@@ -121,7 +121,7 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	apiSrv := api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: agentproto.Protocol,
+	apiSrv := api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)

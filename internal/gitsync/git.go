@@ -1,5 +1,5 @@
 // Package gitsync moves work between a host repository and a sandbox's /workspace with
-// git, always started from the host: the host fetches through the guest agent (git
+// git, always started from the host: the host fetches through the guest (git
 // upload-pack runs inside the sandbox, behind the git-remote-paddock helper), so host git
 // never runs inside a .git the sandbox can write. Every host git command here runs with
 // hooks, fsmonitor, external diff and textconv turned off, so nothing the sandbox wrote

@@ -1,5 +1,5 @@
 // Package inside names the paths every sandbox has, whatever its backend: where the work
-// is, the agent user's home, paddock's runtime directory and the guest agent's binary.
+// is, the agent user's home, paddock's runtime directory and the guest's binary.
 // Backends make them; the daemon, sessions and agent adapters use them. Shell scripts
 // and config templates written as text spell them out, and say so.
 package inside
@@ -15,8 +15,15 @@ const (
 	Home = "/home/agent"
 	// User is the sandbox's user.
 	User = "agent"
-	// Run is paddock's runtime directory: the guest agent's socket, tmux's, session status.
+	// Run is paddock's runtime directory: the guest's socket, tmux's, session status.
 	Run = "/run/paddock"
-	// GuestBinary is the guest agent, injected read-only into every sandbox.
+	// GuestBinary is the guest, injected read-only into every sandbox.
 	GuestBinary = "/opt/paddock/bin/paddock"
+	// GuestCommand is the command of GuestBinary whose subcommands (serve, connect, ports,
+	// notify) the daemon, the backends and agents' hooks run inside a sandbox. People type
+	// `paddock guest`; what paddock runs and writes still says "agent", the hidden alias
+	// every guest binary answers to, because a sandbox keeps the binary it was made with
+	// and a binary from before the rename knows only "agent". Make it "guest" once no
+	// sandbox can hold such a binary.
+	GuestCommand = "agent"
 )

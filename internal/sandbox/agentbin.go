@@ -3,15 +3,13 @@ package sandbox
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// AgentBinary is a verified copy of the guest agent in the daemon's cache.
+// AgentBinary is a verified copy of the guest in the daemon's cache.
 type AgentBinary struct {
 	Path   string
 	SHA256 string
@@ -77,5 +75,3 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

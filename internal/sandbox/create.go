@@ -7,11 +7,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -146,7 +147,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	if err := b.Create(ctx, spec); err != nil {
 		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
 	}
-	progress("starting sandbox and guest agent")
+	progress("starting sandbox and its guest")
 	if err := b.Start(ctx, id); err != nil {
 		return Info{}, fmt.Errorf("start sandbox %q: %w", sb.Name, err)
 	}
@@ -161,7 +162,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	if err := seed(ctx, c, req, bundle); err != nil {
 		return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
 	}
-	warnings, err := s.writeMCP(ctx, c, sb)
+	warnings, err := mcp.Write(ctx, c, s.opts.MCP, mcp.Proxy{Port: sb.CredsPort, Token: sb.CredsToken})
 	if err != nil {
 		return Info{}, fmt.Errorf("configure MCP servers in %q: %w", sb.Name, err)
 	}
@@ -172,7 +173,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 		if len(dc.PostCreate) > 0 {
 			progress("running postCreateCommand")
 			var out strings.Builder
-			code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: dc.PostCreate, Stdout: &out, Stderr: &out})
+			code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: dc.PostCreate, Stdout: &out, Stderr: &out})
 			if err != nil || code != 0 {
 				progress(fmt.Sprintf("warning: postCreateCommand failed (exit %d, %v): %s", code, err, strings.TrimSpace(tailString(out.String()))))
 			}
@@ -244,12 +245,12 @@ git config user.email "${PADDOCK_GIT_EMAIL:-agent@paddock.invalid}"
 mkdir -p /workspace/deliverables
 `
 
-func seed(ctx context.Context, c *agentclient.Client, req CreateRequest, bundle io.Reader) error {
+func seed(ctx context.Context, c *guestclient.Client, req CreateRequest, bundle io.Reader) error {
 	if _, err := c.WriteFile(ctx, "/tmp", seedBundle, 0o600, false, bundle); err != nil {
 		return fmt.Errorf("copy the git bundle in: %w", err)
 	}
 	var out strings.Builder
-	code, err := c.Exec(ctx, agentclient.ExecOptions{
+	code, err := c.Exec(ctx, guestclient.ExecOptions{
 		Argv: []string{"sh", "-c", seedScript},
 		Env: []string{"PADDOCK_BRANCH=" + req.Branch, "PADDOCK_COMMIT=" + req.Commit, "PADDOCK_ORIGIN=" + req.Origin,
 			"PADDOCK_GIT_NAME=" + req.GitName, "PADDOCK_GIT_EMAIL=" + req.GitEmail},

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/imagebuild"
 )
 
 // BackendReport says whether a backend works here, and if not, why and how to fix it.
@@ -51,48 +50,13 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 }
 
 // BuildImage builds a backend's sandbox image, with the CLIs of the named agents at the
-// versions paddock's tests run.
+// versions paddock's tests run (see imagebuild.Build).
 func (s *Service) BuildImage(ctx context.Context, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
-	for _, name := range agentNames {
-		a, err := agents.Get(name)
-		if err != nil {
-			return "", apperr.Invalid("run `paddock doctor` to see the agents", "%v", err)
-		}
-		if a.Package == "" {
-			return "", apperr.Invalid("install it in an image of your own (paddock up --image, or a devcontainer)", "agent %s has no npm package paddock installs: %s", name, a.Install)
-		}
-		spec.NPM = append(spec.NPM, a.Package)
-		spec.Node = spec.Node || a.NeedsNode
-	}
-	if backendName == "" {
-		backendName = "docker"
-	}
-	b, ok := s.opts.Backends[backendName]
-	if !ok {
-		return "", apperr.Invalid("", "unknown backend %q", backendName)
-	}
-	ib, ok := b.(backend.ImageBuilder)
-	if !ok {
-		return "", apperr.Invalid("", "backend %s does not use images", backendName)
-	}
-	return ib.BuildImage(ctx, spec, progress)
+	return imagebuild.Build(ctx, s.opts.Backends, backendName, spec, agentNames, progress)
 }
 
-// BuildDockerfile builds a Dockerfile into tag with a backend that can.
+// BuildDockerfile builds a Dockerfile into tag with a backend that can (see
+// imagebuild.Dockerfile).
 func (s *Service) BuildDockerfile(ctx context.Context, backendName, contextDir, dockerfile, tag string, progress func(string)) error {
-	if backendName == "" {
-		backendName = "docker"
-	}
-	b, ok := s.opts.Backends[backendName]
-	if !ok {
-		return apperr.Invalid("", "unknown backend %q", backendName)
-	}
-	db, ok := b.(backend.DockerfileBuilder)
-	if !ok {
-		return apperr.Invalid("", "backend %s does not build Dockerfiles", backendName)
-	}
-	if tag == "" {
-		return apperr.Invalid("name the image with --tag", "a Dockerfile build needs a tag")
-	}
-	return db.BuildDockerfile(ctx, contextDir, dockerfile, tag, progress)
+	return imagebuild.Dockerfile(ctx, s.opts.Backends, backendName, contextDir, dockerfile, tag, progress)
 }

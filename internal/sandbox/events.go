@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -39,17 +39,17 @@ func FromStore(e store.Event) events.Event {
 	return events.Event{Seq: e.Seq, Time: e.Time, Sandbox: e.Sandbox, Session: e.Session, Kind: e.Kind, Detail: e.Message, Attrs: e.Attrs}
 }
 
-// agentKinds are the events a guest agent may report; anything else it sends is dropped.
+// agentKinds are the events a guest may report; anything else it sends is dropped.
 var agentKinds = map[string]bool{
-	agentproto.EventSessionStatus: true,
-	agentproto.EventSessionExited: true,
-	agentproto.EventPortOpen:      true,
-	agentproto.EventPortClosed:    true,
-	agentproto.EventBranchMoved:   true,
+	guestproto.EventSessionStatus: true,
+	guestproto.EventSessionExited: true,
+	guestproto.EventPortOpen:      true,
+	guestproto.EventPortClosed:    true,
+	guestproto.EventBranchMoved:   true,
 }
 
-// Bounds on what an agent's event may carry, and how many it may send: whatever runs in
-// a sandbox could speak for its agent, and must not fill the daemon's state.
+// Bounds on what a guest's event may carry, and how many it may send: whatever runs in
+// a sandbox could speak for its guest, and must not fill the daemon's state.
 const (
 	maxAgentAttrs    = 16
 	maxAgentAttrLen  = 512
@@ -57,17 +57,17 @@ const (
 	agentEventsRate  = 50 // per second, once the burst is spent
 )
 
-// pump records and publishes what a sandbox's agent reports, for as long as the agent
-// connection lives (ctx is cancelled when it is dropped). A subscription the agent ends
+// pump records and publishes what a sandbox's guest reports, for as long as the guest
+// connection lives (ctx is cancelled when it is dropped). A subscription the guest ends
 // (it fell behind) is made again.
-func (s *Service) pump(ctx context.Context, sb store.Sandbox, c *agentclient.Client) {
+func (s *Service) pump(ctx context.Context, sb store.Sandbox, c *guestclient.Client) {
 	limit := newBucket(agentEventsBurst, agentEventsRate)
 	warned := time.Time{}
 	for delay := 100 * time.Millisecond; ; delay = min(delay*2, 5*time.Second) {
 		ch, err := c.Events(ctx)
 		if err == nil {
 			for ev := range ch {
-				if ev.GetKind() == agentproto.EventHeartbeat {
+				if ev.GetKind() == guestproto.EventHeartbeat {
 					continue
 				}
 				if !limit.take(time.Now()) {
@@ -91,7 +91,7 @@ func (s *Service) pump(ctx context.Context, sb store.Sandbox, c *agentclient.Cli
 	}
 }
 
-// fromAgent checks an agent's event and records it, with what the daemon learns from it.
+// fromAgent checks a guest's event and records it, with what the daemon learns from it.
 func (s *Service) fromAgent(ctx context.Context, sb store.Sandbox, kind string, raw map[string]string) {
 	if !agentKinds[kind] || len(raw) > maxAgentAttrs {
 		return
@@ -107,7 +107,7 @@ func (s *Service) fromAgent(ctx context.Context, sb store.Sandbox, kind string, 
 	delete(attrs, "session")
 	delete(attrs, "detail") // the event's own Detail says it
 	ev.Detail = agentDetail(ev)
-	if id := attrs["agent_session"]; kind == agentproto.EventSessionStatus && id != "" && ev.Session != "" {
+	if id := attrs["agent_session"]; kind == guestproto.EventSessionStatus && id != "" && ev.Session != "" {
 		s.learnResumeID(ctx, sb, ev.Session, id)
 	}
 	s.Emit(ctx, sb, ev)
@@ -125,20 +125,20 @@ func (s *Service) learnResumeID(ctx context.Context, sb store.Sandbox, session, 
 	}
 }
 
-// agentDetail is the one-line summary of an agent's event.
+// agentDetail is the one-line summary of a guest's event.
 func agentDetail(ev events.Event) string {
 	a := ev.Attrs
 	switch ev.Kind {
-	case agentproto.EventSessionStatus:
+	case guestproto.EventSessionStatus:
 		return ev.Session + " is " + a["status"]
-	case agentproto.EventSessionExited:
+	case guestproto.EventSessionExited:
 		if a["exit_status"] != "" {
 			return ev.Session + " exited with status " + a["exit_status"]
 		}
 		return ev.Session + " exited"
-	case agentproto.EventPortOpen, agentproto.EventPortClosed:
+	case guestproto.EventPortOpen, guestproto.EventPortClosed:
 		state := "open"
-		if ev.Kind == agentproto.EventPortClosed {
+		if ev.Kind == guestproto.EventPortClosed {
 			state = "closed"
 		}
 		d := fmt.Sprintf("port %s %s", a["port"], state)
@@ -146,7 +146,7 @@ func agentDetail(ev events.Event) string {
 			d += fmt.Sprintf(" (%s, pid %s)", a["process"], a["pid"])
 		}
 		return d
-	case agentproto.EventBranchMoved:
+	case guestproto.EventBranchMoved:
 		switch {
 		case a["from"] == "":
 			return fmt.Sprintf("%s created at %s", a["branch"], short(a["to"]))
@@ -183,15 +183,4 @@ func (b *bucket) take(now time.Time) bool {
 	}
 	b.tokens--
 	return true
-}
-
-// syncDetail sums up a sync's result for its event.
-func syncDetail(mode string, refs int) string {
-	switch refs {
-	case 0:
-		return mode + ": nothing new"
-	case 1:
-		return mode + ": 1 ref updated"
-	}
-	return fmt.Sprintf("%s: %d refs updated", mode, refs)
 }

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -68,11 +68,11 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// attachment is what one agent connection carries for the network: reverse tunnels
+// attachment is what one guest connection carries for the network: reverse tunnels
 // from the sandbox's loopback to the daemon's proxies. When the connection dies, so do
 // the tunnels, and the sandbox's listeners with them: the network fails closed.
 type attachment struct {
-	tunnels   []*agentclient.ReverseTunnel
+	tunnels   []*guestclient.ReverseTunnel
 	listeners []*connListener
 	servers   []*http.Server
 }
@@ -89,8 +89,8 @@ func (a *attachment) close() {
 	}
 }
 
-// attach opens the sandbox's tunnels on a new agent connection.
-func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *agentclient.Client) (*attachment, error) {
+// attach opens the sandbox's tunnels on a new guest connection.
+func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *guestclient.Client) (*attachment, error) {
 	a := &attachment{}
 	serve := func(port int, h http.Handler) error {
 		ln := newConnListener()
@@ -116,7 +116,7 @@ func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *agentclient.C
 			return nil, fmt.Errorf("egress proxy tunnel on port %d: %w", sb.EgressPort, err)
 		}
 	}
-	for _, port := range s.mcpHostPorts() {
+	for _, port := range mcp.HostPorts(s.opts.MCP) {
 		if sb.Network == "open" {
 			break // the sandbox shares the host's loopback already
 		}
@@ -208,13 +208,3 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "tunnel" }
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}

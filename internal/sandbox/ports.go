@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// Port is a TCP port a process inside a sandbox listens on, as `paddock agent ports`
-// (agent.Listening) reports it.
+// Port is a TCP port a process inside a sandbox listens on, as `paddock guest ports`
+// (guest.Listening) reports it.
 type Port struct {
 	Port    int    `json:"port"`
 	Address string `json:"address"`
@@ -20,7 +20,7 @@ type Port struct {
 }
 
 // Ports lists the ports processes inside the sandbox listen on now, asked of the
-// sandbox itself (`paddock agent ports`), so the answer holds after a daemon restart and
+// sandbox itself (`paddock guest ports`), so the answer holds after a daemon restart and
 // for ports that opened before anyone watched.
 func (s *Service) Ports(ctx context.Context, name string) ([]Port, error) {
 	c, err := s.Client(ctx, name)
@@ -28,7 +28,7 @@ func (s *Service) Ports(ctx context.Context, name string) ([]Port, error) {
 		return nil, err
 	}
 	var out, errOut bytes.Buffer
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{inside.GuestBinary, "agent", "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{inside.GuestBinary, inside.GuestCommand, "ports"}, Dir: "/", Stdout: &out, Stderr: &errOut})
 	if err != nil {
 		return nil, fmt.Errorf("list the ports of sandbox %q: %w", name, err)
 	}

@@ -1,6 +1,8 @@
 // Package sandbox is the service layer: it turns user requests (up, start, stop, rm,
-// exec...) into backend calls, state records and guest agent calls, so that the API
-// handlers stay thin.
+// exec...) into backend calls, state records and guest calls, so that the API
+// handlers stay thin. What a sandbox has beyond its lifecycle lives in packages of its
+// own that the Service wires in: automatic syncs (autosync), the MCP files written into
+// it (mcp), its egress rules and denials (netpolicy), image builds (imagebuild).
 package sandbox
 
 import (
@@ -14,11 +16,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
@@ -77,10 +81,11 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 
-	egress  *egress.Proxy
-	denials pendingDenials // repeats of egress denials not written yet
-	bus     *events.Bus
-	emitMu  sync.Mutex // orders recording and publishing (Emit)
+	egress *egress.Proxy
+	net    *netpolicy.Rules
+	syncer *autosync.Syncer
+	bus    *events.Bus
+	emitMu sync.Mutex // orders recording and publishing (Emit)
 
 	mu      sync.Mutex
 	closed  bool
@@ -88,10 +93,10 @@ type Service struct {
 	clients map[string]*conn       // by sandbox ID
 }
 
-// conn is a live agent connection, the network tunnels it carries, and the pump of its
-// agent's events.
+// conn is a live guest connection, the network tunnels it carries, and the pump of its
+// guest's events.
 type conn struct {
-	client     *agentclient.Client
+	client     *guestclient.Client
 	att        *attachment
 	stopEvents context.CancelFunc
 }
@@ -112,11 +117,14 @@ func New(opts Options) *Service {
 	if s.bus == nil {
 		s.bus = events.NewBus()
 	}
-	s.egress = egress.New(egress.Options{Policy: s.egressPolicy, OnDenial: s.recordDenial, Logger: log})
+	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
+		HelperDir: opts.HelperDir, Home: opts.Home, Logger: log})
+	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
+	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, Logger: log})
 	return s
 }
 
-// Close drops every agent connection, and writes the counts of egress denials it holds;
+// Close drops every guest connection, and writes the counts of egress denials it holds;
 // sandboxes keep running (with no network until a daemon connects again).
 func (s *Service) Close() {
 	s.mu.Lock()
@@ -126,7 +134,7 @@ func (s *Service) Close() {
 		delete(s.clients, id)
 	}
 	s.mu.Unlock()
-	if err := s.flushDenials(context.Background()); err != nil {
+	if err := s.net.Flush(context.Background()); err != nil {
 		s.log.Error("close", "err", err)
 	}
 }
@@ -356,9 +364,9 @@ func (s *Service) Record(ctx context.Context, name string) (store.Sandbox, error
 // Store is the daemon's database, for the services built on this one.
 func (s *Service) Store() *store.Store { return s.opts.Store }
 
-// Client returns a connection to the sandbox's guest agent, dialling a new one when
+// Client returns a connection to the sandbox's guest, dialling a new one when
 // there is none or the last one died.
-func (s *Service) Client(ctx context.Context, name string) (*agentclient.Client, error) {
+func (s *Service) Client(ctx context.Context, name string) (*guestclient.Client, error) {
 	sb, err := s.record(ctx, name)
 	if err != nil {
 		return nil, err
@@ -366,7 +374,7 @@ func (s *Service) Client(ctx context.Context, name string) (*agentclient.Client,
 	return s.client(ctx, sb)
 }
 
-func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Client, error) {
+func (s *Service) client(ctx context.Context, sb store.Sandbox) (*guestclient.Client, error) {
 	if c := s.live(sb.ID); c != nil {
 		return c, nil
 	}
@@ -387,7 +395,7 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	client, err := agentclient.New(dctx, func(ctx context.Context) (net.Conn, error) {
+	client, err := guestclient.New(dctx, func(ctx context.Context) (net.Conn, error) {
 		return b.Dial(ctx, backend.ID(sb.ID))
 	}, s.opts.Version)
 	if err != nil {
@@ -416,7 +424,7 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*agentclient.Cl
 	return client, nil
 }
 
-// keep reconnects when a sandbox's agent connection dies while the sandbox runs, so
+// keep reconnects when a sandbox's guest connection dies while the sandbox runs, so
 // its network tunnels come back without waiting for a command.
 func (s *Service) keep(sb store.Sandbox, c *conn) {
 	<-c.client.Done()
@@ -453,7 +461,7 @@ func (s *Service) keep(sb store.Sandbox, c *conn) {
 }
 
 // live returns the cached client of a sandbox if its connection is up.
-func (s *Service) live(id string) *agentclient.Client {
+func (s *Service) live(id string) *guestclient.Client {
 	s.mu.Lock()
 	c, ok := s.clients[id]
 	s.mu.Unlock()

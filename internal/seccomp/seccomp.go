@@ -1,14 +1,14 @@
 // Package seccomp compiles the system call filter every bwrap sandbox runs under: a
 // classic BPF program, the array of struct sock_filter that bwrap reads from the
 // descriptor given to --seccomp and installs just before it runs the sandbox's first
-// process, so that every process in the sandbox, the guest agent included, runs under it.
+// process, so that every process in the sandbox, the guest included, runs under it.
 //
 // The filter is a deny list in the spirit of Docker's default profile: it refuses, with
 // EPERM, the kernel interfaces a sandbox's tools do without and whose bugs have been the
 // usual way out of a container (io_uring, keyrings, eBPF, perf events, userfaultfd,
 // mounts, namespaces, modules, kexec, the clock, file handles), and the two terminal
 // ioctls that push input or console commands (TIOCSTI, TIOCLINUX). Everything else is
-// allowed, so whatever the agent runs works as it does on the host. A call from another
+// allowed, so whatever the guest runs works as it does on the host. A call from another
 // ABI (32-bit x86 through int 0x80 on amd64) kills the process, as libseccomp does by
 // default: the numbers checked are those of the native ABI only. x32 calls, which share
 // amd64's audit arch, get ENOSYS, what a kernel built without x32 says.

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -56,7 +56,7 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 }
 
 // waitEcho waits (up to timeout) until the end of text shows in the session's pane.
-func waitEcho(ctx context.Context, c *agentclient.Client, name, text string, timeout time.Duration) {
+func waitEcho(ctx context.Context, c *guestclient.Client, name, text string, timeout time.Duration) {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	tail := strings.TrimSpace(lines[len(lines)-1])
 	if len(tail) > 20 {
@@ -121,7 +121,7 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 }
 
 // screenOf is the session's screen now, "" when it cannot be read.
-func screenOf(ctx context.Context, c *agentclient.Client, name string) string {
+func screenOf(ctx context.Context, c *guestclient.Client, name string) string {
 	screen, code, err := run(ctx, c, "tmux", "-S", Socket, "capture-pane", "-p", "-J", "-t", "="+name+":")
 	if err != nil || code != 0 {
 		return ""
@@ -130,7 +130,7 @@ func screenOf(ctx context.Context, c *agentclient.Client, name string) string {
 }
 
 // screenChanged reports whether the session's screen differs from before within timeout.
-func screenChanged(ctx context.Context, c *agentclient.Client, name, before string, timeout time.Duration) bool {
+func screenChanged(ctx context.Context, c *guestclient.Client, name, before string, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if now := screenOf(ctx, c, name); now != before {
 			return true
@@ -174,7 +174,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	}
 	var stdout, stderr strings.Builder
 	env := append([]string{"PADDOCK_SESSION=" + name}, t.agent.Env...)
-	code, err := t.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
+	code, err := t.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return "", err
 	}

@@ -9,14 +9,14 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // writeFile writes an agent's file into the sandbox; a Merge file is merged into the
 // JSON object already there, and a Section replaces its part of a text file, so what
 // the user or another session wrote survives.
-func writeFile(ctx context.Context, c *agentclient.Client, f agents.File) error {
+func writeFile(ctx context.Context, c *guestclient.Client, f agents.File) error {
 	content := f.Content
 	if f.Section != "" {
 		var buf bytes.Buffer

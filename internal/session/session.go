@@ -1,9 +1,9 @@
 // Package session runs agent conversations inside sandboxes: one tmux server per
-// sandbox, one tmux session per conversation, started through the guest agent with the
+// sandbox, one tmux session per conversation, started through the guest with the
 // agent adapter's argv, files and environment. Sessions outlive the CLI, the daemon and
 // a detach; their list and resume ids live in the daemon's state, their live status in
 // the sandbox (the tmux pane, and the status files the agents' hooks write through
-// `paddock agent notify`).
+// `paddock guest notify`).
 package session
 
 import (
@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
@@ -28,7 +28,7 @@ import (
 const (
 	// Socket is the sandbox's tmux server socket.
 	Socket = inside.Run + "/tmux.sock"
-	// StatusDir holds one status file per session, written by `paddock agent notify`.
+	// StatusDir holds one status file per session, written by `paddock guest notify`.
 	StatusDir = inside.Run + "/sessions"
 	// tmuxConf is read when the tmux server starts.
 	tmuxConf = inside.Home + "/.paddock/tmux.conf"
@@ -74,7 +74,7 @@ type target struct {
 	sb     store.Sandbox
 	se     store.Session
 	agent  *agents.Agent
-	client *agentclient.Client
+	client *guestclient.Client
 }
 
 func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*target, error) {
@@ -230,8 +230,8 @@ func (s *Service) tellDisposable(ctx context.Context, t *target) error {
 }
 
 // installed checks the agent's binary is on the sandbox's PATH.
-func installed(ctx context.Context, c *agentclient.Client, a *agents.Agent) error {
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", a.Binary}})
+func installed(ctx context.Context, c *guestclient.Client, a *agents.Agent) error {
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", a.Binary}})
 	if err != nil {
 		return err
 	}
@@ -285,11 +285,11 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 }
 
 // tmuxConfig keeps a pane whose process exited (so the exit shows, and restart knows),
-// reports that exit through the session's status file (which the guest agent turns into
+// reports that exit through the session's status file (which the guest turns into
 // a session-exited event), and sets a long scrollback and the mouse. Session names are
 // checked (letters, digits, '.', '_', '-'), so they need no quoting in the hook.
 const tmuxConfig = `set -g remain-on-exit on
-set-hook -g pane-died 'run-shell -b "` + notifyPath + ` agent notify --status exited --session #{session_name} --exit-status=#{pane_dead_status} </dev/null >/dev/null 2>&1"'
+set-hook -g pane-died 'run-shell -b "` + notifyPath + ` ` + inside.GuestCommand + ` notify --status exited --session #{session_name} --exit-status=#{pane_dead_status} </dev/null >/dev/null 2>&1"'
 set -g history-limit 50000
 set -g mouse on
 set -g status-left "[#S] "
@@ -299,9 +299,9 @@ set -g status-left "[#S] "
 const notifyPath = inside.GuestBinary
 
 // run executes argv in the sandbox and returns its combined output and exit code.
-func run(ctx context.Context, c *agentclient.Client, argv ...string) (string, int, error) {
+func run(ctx context.Context, c *guestclient.Client, argv ...string) (string, int, error) {
 	var out strings.Builder
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: &out})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: &out})
 	return out.String(), code, err
 }
 

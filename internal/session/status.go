@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -24,7 +24,7 @@ type pane struct {
 	exitStatus string
 }
 
-// hookStatus is a status file, as `paddock agent notify` writes it.
+// hookStatus is a status file, as `paddock guest notify` writes it.
 type hookStatus struct {
 	Status string `json:"status"`
 	Time   int64  `json:"time"`
@@ -37,7 +37,7 @@ const liveScript = `tmux -S "$1" list-panes -a -F 'pane	#{session_name}	#{pane_d
 for f in "$2"/*.json; do [ -f "$f" ] || continue; printf 'status\t%s\t' "$(basename "$f" .json)"; tr -d '\n' < "$f"; echo; done
 `
 
-func readLive(ctx context.Context, c *agentclient.Client) (live, error) {
+func readLive(ctx context.Context, c *guestclient.Client) (live, error) {
 	l := live{panes: map[string]pane{}, status: map[string]hookStatus{}}
 	out, _, err := run(ctx, c, "sh", "-c", liveScript, "sh", Socket, StatusDir)
 	if err != nil {
@@ -139,7 +139,7 @@ func (s *Service) waitStatus(ctx context.Context, t *target, timeout time.Durati
 	name := t.se.Name
 	match := func(ev events.Event) bool {
 		return ev.Sandbox == t.sb.Name && ev.Session == name &&
-			(ev.Kind == agentproto.EventSessionStatus || ev.Kind == agentproto.EventSessionExited)
+			(ev.Kind == guestproto.EventSessionStatus || ev.Kind == guestproto.EventSessionExited)
 	}
 	sub := s.sandboxes.Events().Subscribe(16, match)
 	defer func() { sub.Close() }()

@@ -7,16 +7,16 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // readTranscript reads and parses a session's transcript; ok is false when the agent has
 // none paddock can read (yet).
-func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
+func (s *Service) readTranscript(ctx context.Context, c *guestclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
 	a, err := agents.Get(se.Agent)
 	if err != nil {
 		return nil, false, nil
@@ -40,7 +40,7 @@ func (s *Service) readTranscript(ctx context.Context, c *agentclient.Client, sb 
 }
 
 // newestMatch finds the newest file matching a transcript's glob inside the sandbox.
-func newestMatch(ctx context.Context, c *agentclient.Client, pattern string) string {
+func newestMatch(ctx context.Context, c *guestclient.Client, pattern string) string {
 	out, _, err := run(ctx, c, "sh", "-c", `ls -td -- $1 2>/dev/null | head -1`, "sh", pattern)
 	if err != nil {
 		return ""
@@ -52,7 +52,7 @@ func newestMatch(ctx context.Context, c *agentclient.Client, pattern string) str
 }
 
 // summarize fills the message count and last activity from the transcript.
-func (s *Service) summarize(ctx context.Context, c *agentclient.Client, sb store.Sandbox, se store.Session, in *Info) {
+func (s *Service) summarize(ctx context.Context, c *guestclient.Client, sb store.Sandbox, se store.Session, in *Info) {
 	entries, ok, err := s.readTranscript(ctx, c, sb, se)
 	if err != nil {
 		s.log.Warn("read transcript", "sandbox", sb.Name, "session", se.Name, "err", err)

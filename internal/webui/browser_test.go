@@ -24,7 +24,7 @@ import (
 )
 
 // TestMain makes this test binary paddock too: the daemon the browser tests start (as
-// "paddock serve"), the guest agent it injects into sandboxes, and git's remote helper.
+// "paddock serve"), the guest it injects into sandboxes, and git's remote helper.
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case "paddock", cli.RemoteHelperName:
@@ -330,8 +330,8 @@ func TestBrowser(t *testing.T) {
 	b.cache(true)
 
 	// A status reported inside the sandbox shows at once, highlighted.
-	if code := d.inside("/opt/paddock/bin/paddock", "agent", "notify", "--session", "worker", "--status", "waiting"); code != 0 {
-		t.Fatalf("agent notify: exit %d", code)
+	if code := d.inside("/opt/paddock/bin/paddock", "guest", "notify", "--session", "worker", "--status", "waiting"); code != 0 {
+		t.Fatalf("guest notify: exit %d", code)
 	}
 	b.waitFor("the waiting status", `!!document.querySelector('.needs-you [data-session="worker"] [data-status="waiting"]') && !!document.querySelector('[data-sandbox="repo"] .is-waiting [data-status="waiting"]')`)
 	if title := eval[string](b, `document.title`); title != "(1) paddock" {

@@ -55,7 +55,7 @@ func rolloutGlob(id string) string {
 // files declare the provider, trust the working directory, skip the first-run screens
 // and install the notify program.
 func files(s agents.Session) []agents.File {
-	notify := []string{inside.GuestBinary, "agent", "notify", "--status", "idle", "--conversation-file", rolloutGlob("{id}")}
+	notify := []string{inside.GuestBinary, inside.GuestCommand, "notify", "--status", "idle", "--conversation-file", rolloutGlob("{id}")}
 	return []agents.File{{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
 		Content: []byte(codexconf.Config(Model, upgradeTarget, s.CredsBase+"/openai/v1", "OPENAI_API_KEY", s.Dir, notify))}}
 }

@@ -1,6 +1,6 @@
 // Package backendtest is the conformance suite every backend must pass. A backend's test
 // calls Run with a Harness; the suite drives the backend through its lifecycle and checks,
-// through the real guest agent, exec, PTYs, files, tunnels and isolation.
+// through the real guest, exec, PTYs, files, tunnels and isolation.
 package backendtest
 
 import (
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // Harness is what the suite needs from a backend's test.
@@ -93,7 +93,7 @@ func Run(t *testing.T, h Harness) {
 type sandbox struct {
 	h      Harness
 	id     backend.ID
-	client *agentclient.Client
+	client *guestclient.Client
 }
 
 func newID() backend.ID {
@@ -116,11 +116,11 @@ func start(t *testing.T, h Harness, id backend.ID) *sandbox {
 	return &sandbox{h: h, id: id, client: connect(t, h, id)}
 }
 
-func connect(t *testing.T, h Harness, id backend.ID) *agentclient.Client {
+func connect(t *testing.T, h Harness, id backend.ID) *guestclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) {
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) {
 		return h.Backend.Dial(ctx, id)
 	}, "conformance")
 	if err != nil {
@@ -133,10 +133,10 @@ func connect(t *testing.T, h Harness, id backend.ID) *agentclient.Client {
 // run executes a shell command in the sandbox and returns its exit code and output.
 func (sb *sandbox) run(t *testing.T, script string) (int, string, string) {
 	t.Helper()
-	return runWith(t, sb.client, agentclient.ExecOptions{Argv: []string{"sh", "-c", script}})
+	return runWith(t, sb.client, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}})
 }
 
-func runWith(t *testing.T, c *agentclient.Client, opts agentclient.ExecOptions) (int, string, string) {
+func runWith(t *testing.T, c *guestclient.Client, opts guestclient.ExecOptions) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

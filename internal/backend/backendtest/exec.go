@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
@@ -35,7 +35,7 @@ func testExec(t *testing.T, sb *sandbox) {
 	}
 	t.Run("stdin", func(t *testing.T) {
 		in := strings.Repeat("line of input\n", 10000)
-		code, out, _ := runWith(t, sb.client, agentclient.ExecOptions{Argv: []string{"cat"}, Stdin: strings.NewReader(in)})
+		code, out, _ := runWith(t, sb.client, guestclient.ExecOptions{Argv: []string{"cat"}, Stdin: strings.NewReader(in)})
 		if code != 0 || out != in {
 			t.Fatalf("cat echoed %d bytes (code %d), want %d", len(out), code, len(in))
 		}
@@ -43,13 +43,13 @@ func testExec(t *testing.T, sb *sandbox) {
 	t.Run("not found", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"/no/such/program"}})
+		code, err := sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"/no/such/program"}})
 		if code != 127 || err == nil {
 			t.Fatalf("exec of a missing program: code %d, err %v; want 127 and an error", code, err)
 		}
 	})
 	t.Run("env and dir", func(t *testing.T) {
-		code, out, _ := runWith(t, sb.client, agentclient.ExecOptions{
+		code, out, _ := runWith(t, sb.client, guestclient.ExecOptions{
 			Argv: []string{"sh", "-c", "echo $GREETING; pwd"}, Env: []string{"GREETING=hello"}, Dir: "/tmp"})
 		if code != 0 || out != "hello\n/tmp\n" {
 			t.Fatalf("got %q", out)
@@ -60,7 +60,7 @@ func testExec(t *testing.T, sb *sandbox) {
 		for i := range 8 {
 			go func() {
 				var out strings.Builder
-				code, err := sb.client.Exec(context.Background(), agentclient.ExecOptions{
+				code, err := sb.client.Exec(context.Background(), guestclient.ExecOptions{
 					Argv: []string{"sh", "-c", fmt.Sprintf("sleep 0.2; echo %d", i)}, Stdout: &out})
 				if err == nil && (code != 0 || out.String() != fmt.Sprintf("%d\n", i)) {
 					err = fmt.Errorf("exec %d: code %d output %q", i, code, out.String())
@@ -116,15 +116,15 @@ func testPTY(t *testing.T, sb *sandbox) {
 	defer cancel()
 	stdinR, stdinW := ioPipe()
 	out := &syncBuffer{}
-	resize := make(chan agentclient.Size, 1)
+	resize := make(chan guestclient.Size, 1)
 	done := make(chan struct{})
 	var code int
 	var err error
 	go func() {
 		defer close(done)
-		code, err = sb.client.Exec(ctx, agentclient.ExecOptions{
+		code, err = sb.client.Exec(ctx, guestclient.ExecOptions{
 			Argv: []string{"sh", "-c", "stty size; test -t 0 && echo tty; read x; stty size"},
-			TTY:  true, Size: agentclient.Size{Rows: 24, Cols: 80},
+			TTY:  true, Size: guestclient.Size{Rows: 24, Cols: 80},
 			Stdin: stdinR, Stdout: out, Resize: resize,
 		})
 	}()
@@ -132,7 +132,7 @@ func testPTY(t *testing.T, sb *sandbox) {
 	if !strings.Contains(out.String(), "24 80") {
 		t.Fatalf("initial size: output %q, want 24 80", out.String())
 	}
-	resize <- agentclient.Size{Rows: 50, Cols: 132}
+	resize <- guestclient.Size{Rows: 50, Cols: 132}
 	time.Sleep(100 * time.Millisecond) // the resize and the line travel on one ordered stream
 	stdinW.Write([]byte("go\n"))
 	<-done

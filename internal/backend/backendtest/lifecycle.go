@@ -89,7 +89,7 @@ func toBytes(ss []string) [][]byte {
 	return out
 }
 
-// testReconnect checks that the agent is resident: a client going away leaves processes
+// testReconnect checks that the guest is resident: a client going away leaves processes
 // running, and a new connection finds them.
 func testReconnect(t *testing.T, sb *sandbox) {
 	sb.mustRun(t, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /tmp/sleeper.pid")

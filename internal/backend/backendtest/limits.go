@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // The resource limits every backend enforces: a sandbox of its own with small limits, in
 // which a fork bomb, a memory hog and a full /tmp each hit their limit while the guest
-// agent, the host side and the sandbox itself keep working.
+// guest, the host side and the sandbox itself keep working.
 
 // smallLimits are the limits of the limits sandbox: small enough to reach quickly.
 var smallLimits = backend.Limits{CPUs: 1, MemoryBytes: 256 << 20, Pids: 128}
@@ -89,7 +89,7 @@ print("started", started, "without a failure", flush=True)
 `
 
 // testForkBomb runs a fork bomb that keeps every process slot taken and checks,
-// meanwhile, that a process started before keeps answering, that the agent and the host
+// meanwhile, that a process started before keeps answering, that the guest and the host
 // side answer, that a second exec returns (it cannot fork: it must say so, not hang),
 // and that the sandbox can be stopped, bomb and all, and started again.
 func testForkBomb(t *testing.T, sb *sandbox) {
@@ -101,7 +101,7 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 	echoDone := make(chan struct{})
 	go func() {
 		defer close(echoDone)
-		sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"cat"}, Stdin: echoIn, Stdout: echoOut})
+		sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"cat"}, Stdin: echoIn, Stdout: echoOut})
 	}()
 	echoInW.Write([]byte("before\n"))
 	waitFor(t, echoOut, "before")
@@ -110,7 +110,7 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 	bombDone := make(chan struct{})
 	go func() {
 		defer close(bombDone)
-		sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"python3", "-c", forkBomb, strconv.FormatInt(smallLimits.Pids, 10)},
+		sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"python3", "-c", forkBomb, strconv.FormatInt(smallLimits.Pids, 10)},
 			Stdout: bombOut, Stderr: bombOut})
 	}()
 	waitFor(t, bombOut, "started")
@@ -119,7 +119,7 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 		t.Fatalf("the fork bomb was not stopped by the pids limit (%d): %s", smallLimits.Pids, bombOut.String())
 	}
 
-	// With every slot taken: the agent, the process started before, the host side and a
+	// With every slot taken: the guest, the process started before, the host side and a
 	// second exec, each within the deadline. (A new connection may need a process, as
 	// docker's exec does: the daemon's connection is the one that stays.)
 	deadline, stop := context.WithTimeout(ctx, 20*time.Second)
@@ -132,12 +132,12 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 	echoInW.Write([]byte("during\n"))
 	waitFor(t, echoOut, "during")
 	var secondOut strings.Builder
-	secondCode, secondErr := sb.client.Exec(deadline, agentclient.ExecOptions{Argv: []string{"echo", "second"}, Stdout: &secondOut})
+	secondCode, secondErr := sb.client.Exec(deadline, guestclient.ExecOptions{Argv: []string{"echo", "second"}, Stdout: &secondOut})
 	t.Logf("a second exec during the bomb: exit %d, %v, %q", secondCode, secondErr, secondOut.String())
 	if deadline.Err() != nil {
 		t.Fatal("a second exec during the fork bomb did not return")
 	}
-	var startErr *agentclient.ExecStartError
+	var startErr *guestclient.ExecStartError
 	if secondErr != nil && !errors.As(secondErr, &startErr) {
 		t.Fatalf("a second exec during the fork bomb failed otherwise than by not starting: %v", secondErr)
 	}

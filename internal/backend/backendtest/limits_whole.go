@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // testLimitEndsSandbox is the fork bomb or memory hog check of a backend whose limits
 // bind the sandbox as a whole (Harness.LimitsEndSandbox): argv, run inside, must end the
 // whole sandbox, its processes with it, while the host side keeps answering; then the
-// sandbox comes back by itself (its engine restarts it), empty, with a new agent that
+// sandbox comes back by itself (its engine restarts it), empty, with a new guest that
 // answers. The caller connects sb anew afterwards.
 func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -28,7 +28,7 @@ func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
 	out := &syncBuffer{}
 	go func() {
 		defer close(done)
-		code, execErr = sb.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Stdout: out, Stderr: out})
+		code, execErr = sb.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: out, Stderr: out})
 	}()
 	// The host side answers all along.
 	for waiting := true; waiting; {
@@ -46,7 +46,7 @@ func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
 	}
 	t.Logf("the sandbox ended under it after %v: %v", time.Since(start).Round(time.Second), execErr)
 
-	// Start returns once the agent answers (a no-op but for the wait on a sandbox that
+	// Start returns once the guest answers (a no-op but for the wait on a sandbox that
 	// runs); the engine may still be between two runs of it.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

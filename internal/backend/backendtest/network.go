@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
-func execOpts(argv ...string) agentclient.ExecOptions { return agentclient.ExecOptions{Argv: argv} }
+func execOpts(argv ...string) guestclient.ExecOptions { return guestclient.ExecOptions{Argv: argv} }
 
 func sleepShort() { time.Sleep(50 * time.Millisecond) }
 

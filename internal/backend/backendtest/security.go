@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // The security checks: what a process inside a sandbox, acting as an attacker, must not be
@@ -41,7 +41,7 @@ func (sb *sandbox) probeArgv(t *testing.T, argv []string, env ...string) []strin
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut strings.Builder
-	code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: argv, Env: env, Stdout: &out, Stderr: &errOut})
+	code, err := sb.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Stdout: &out, Stderr: &errOut})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if err != nil || code != 0 || lines[len(lines)-1] != "done" {
 		t.Fatalf("the probe did not run to its end (exit %d, %v; %s is needed in the sandbox):\n%s%s", code, err, argv[0], out.String(), errOut.String())
@@ -148,7 +148,7 @@ func testWriteRace(t *testing.T, sb *sandbox) {
 	flipOut := &syncBuffer{}
 	flipDone := make(chan error, 1)
 	go func() {
-		_, err := sb.client.Exec(flipCtx, agentclient.ExecOptions{Argv: []string{"python3", "-c", `
+		_, err := sb.client.Exec(flipCtx, guestclient.ExecOptions{Argv: []string{"python3", "-c", `
 import os, sys, time
 os.chdir("/workspace/race")
 target = sys.argv[1]
@@ -229,7 +229,7 @@ print("flips", flips, flush=True)
 }
 
 // testHardlinks tries to hard-link files the sandbox does not own (host files shown
-// read-only, the agent binary, its identity files) into every place it may write: each
+// read-only, the guest binary, its identity files) into every place it may write: each
 // link must fail or give a file it cannot write. An archive's hard-link entries must not
 // make one either.
 func testHardlinks(t *testing.T, sb *sandbox) {
@@ -343,7 +343,7 @@ print("done")
 	noFailures(t, "kernel interfaces writable", fails)
 }
 
-// testPrivileges checks every process in the sandbox (the one probing, the agent, its
+// testPrivileges checks every process in the sandbox (the one probing, the guest, its
 // init) has no_new_privs set and no capabilities at all.
 func testPrivileges(t *testing.T, sb *sandbox) {
 	fails := sb.probe(t, `
@@ -529,7 +529,7 @@ print("done")
 	stdinR, stdinW := ioPipe()
 	defer stdinW.Close()
 	out := &syncBuffer{}
-	code, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"python3", "-c", `
+	code, err := sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"python3", "-c", `
 import os, fcntl, select
 try:
     for c in b"injected-by-sandbox\n":
@@ -541,7 +541,7 @@ else:
     while b"\n" not in got and select.select([0], [], [], 5)[0]:
         got += os.read(0, 100)
     print("OWN" if got == b"injected-by-sandbox\n" else "LOST %r" % got, end="\r\n")
-`}, TTY: true, Size: agentclient.Size{Rows: 24, Cols: 80}, Stdin: stdinR, Stdout: out})
+`}, TTY: true, Size: guestclient.Size{Rows: 24, Cols: 80}, Stdin: stdinR, Stdout: out})
 	if err != nil || code != 0 {
 		t.Fatalf("TIOCSTI probe with a terminal: code %d, %v: %q", code, err, out.String())
 	}
@@ -565,7 +565,7 @@ func testOutputFlood(t *testing.T, sb *sandbox) {
 	}
 	agentRSS := func() int {
 		n, _ := strconv.Atoi(sb.mustRun(t, `for p in /proc/[0-9]*; do
-			case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *"paddock agent"*|*"/opt/paddock/bin/paddock"*) awk '/^VmRSS/ {print $2}' $p/status;; esac
+			case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *"paddock agent"*|*"paddock guest"*|*"/opt/paddock/bin/paddock"*) awk '/^VmRSS/ {print $2}' $p/status;; esac
 		done | awk '{s += $1} END {print s + 0}'`))
 		return n << 10
 	}
@@ -576,7 +576,7 @@ func testOutputFlood(t *testing.T, sb *sandbox) {
 	w := &stallingWriter{release: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := sb.client.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "exec yes " + marker}, Stdout: w})
+		_, err := sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "exec yes " + marker}, Stdout: w})
 		done <- err
 	}()
 	// The reader takes one write and then stalls, as a terminal that stopped reading

@@ -11,7 +11,7 @@ import (
 )
 
 // The kernel checks: what a process inside tries in order to reach more of the kernel
-// than its tools need, and to get hold of the guest agent that serves it. The probes are
+// than its tools need, and to get hold of the guest that serves it. The probes are
 // perl (perl-base is essential in Debian, so in every image and on every host), whose
 // syscall() makes a raw system call where python3-minimal has no ctypes. The call
 // numbers come from golang.org/x/sys/unix for the arch the suite runs on, which is the
@@ -91,9 +91,9 @@ func (sb *sandbox) notAllowed(t *testing.T, fails []string) []string {
 	return out
 }
 
-// agentProbe finds the guest agent's processes (agent serve, and agent connect where the
+// agentProbe finds the guest's processes (guest serve, and guest connect where the
 // backend bridges through it) and tries to trace them and read their memory and
-// environment, as a process of the sandbox, running as the agent's own user, would.
+// environment, as a process of the sandbox, running as the guest's own user, would.
 const agentProbe = `
 use strict;
 my $ptrace = 0 + $ENV{NR_PTRACE};
@@ -105,7 +105,7 @@ for my $p (sort { $a <=> $b } grep { /^\d+$/ } readdir($d)) {
     local $/;
     my $c = <$f>;
     # paddock's own argv: bwrap's init, whose command line ends with the agent's, is not it.
-    push @agents, $p if defined $c && $c =~ /^[^\0]*paddock\0agent\0(serve|connect)\0/;
+    push @agents, $p if defined $c && $c =~ /^[^\0]*paddock\0(?:guest|agent)\0(?:serve|connect)\0/;
 }
 print "agent processes: @agents; this probe's parent: ", getppid(), "\n";
 print "FAIL no process of the agent found\n" unless @agents;
@@ -130,12 +130,12 @@ for my $p (@agents) {
 print "done\n";
 `
 
-// testAgentUntraceable checks that no process inside can trace the guest agent, which
-// would let it stop the agent (wedging the sandbox) or speak on the daemon's connection,
-// nor read its memory or environment; and that the agent answers afterwards.
+// testAgentUntraceable checks that no process inside can trace the guest, which
+// would let it stop the guest (wedging the sandbox) or speak on the daemon's connection,
+// nor read its memory or environment; and that the guest answers afterwards.
 func testAgentUntraceable(t *testing.T, sb *sandbox) {
 	fails := sb.probeArgv(t, []string{"perl", "-e", agentProbe}, "NR_PTRACE="+strconv.Itoa(unix.SYS_PTRACE))
-	noFailures(t, "the guest agent is within reach of the sandbox's processes", sb.notAllowed(t, fails))
+	noFailures(t, "the guest is within reach of the sandbox's processes", sb.notAllowed(t, fails))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := sb.client.Info(ctx); err != nil {

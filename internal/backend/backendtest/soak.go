@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // SoakEnv names the environment variable that sets the number of soak cycles by hand
@@ -67,13 +67,13 @@ func cycle(t *testing.T, h Harness, n int) {
 		if err := h.Backend.Start(ctx, id); err != nil {
 			return fmt.Errorf("Start: %w", err)
 		}
-		c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return h.Backend.Dial(ctx, id) }, "soak")
+		c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return h.Backend.Dial(ctx, id) }, "soak")
 		if err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
 		defer c.Close()
 		var out strings.Builder
-		code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "echo cycle " + strconv.Itoa(n)}, Stdout: &out})
+		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "echo cycle " + strconv.Itoa(n)}, Stdout: &out})
 		if err != nil || code != 0 || out.String() != fmt.Sprintf("cycle %d\n", n) {
 			return fmt.Errorf("exec: code %d, %v, output %q", code, err, out.String())
 		}

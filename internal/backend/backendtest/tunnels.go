@@ -65,7 +65,7 @@ func testTunnels(t *testing.T, sb *sandbox) {
 	})
 	t.Run("forward", func(t *testing.T) {
 		// Forward dials the sandbox's loopback, where the reverse listener answers: the
-		// bytes cross the agent twice and reach the host echo server.
+		// bytes cross the guest twice and reach the host echo server.
 		conn, err := sb.client.Forward(ctx, rev.Port())
 		if err != nil {
 			t.Fatalf("Forward: %v", err)

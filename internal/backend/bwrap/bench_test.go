@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -32,8 +32,8 @@ func reportRatio(b *testing.B, ours, baseline time.Duration) {
 	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
 }
 
-func connectBench(b *testing.B, be backend.Backend, id backend.ID) *agentclient.Client {
-	c, err := agentclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) {
+func connectBench(b *testing.B, be backend.Backend, id backend.ID) *guestclient.Client {
+	c, err := guestclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) {
 		return be.Dial(ctx, id)
 	}, "bench")
 	if err != nil {
@@ -58,7 +58,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 			b.Fatal(err)
 		}
 		c := connectBench(b, be, id)
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 			b.Fatalf("exec: %d %v", code, err)
 		}
 		ours += time.Since(start)
@@ -74,7 +74,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 	reportRatio(b, ours, base)
 }
 
-func runningSandbox(b *testing.B) (*agentclient.Client, backend.Backend, backend.ID) {
+func runningSandbox(b *testing.B) (*guestclient.Client, backend.Backend, backend.ID) {
 	be, agent := newBackend(b)
 	ctx := context.Background()
 	id := backend.ID("benchrun")
@@ -90,16 +90,16 @@ func runningSandbox(b *testing.B) (*agentclient.Client, backend.Backend, backend
 	return c, be, id
 }
 
-// BenchmarkExecRoundTrip: `true` through the agent against fork+exec of `true` on the host.
+// BenchmarkExecRoundTrip: `true` through the guest against fork+exec of `true` on the host.
 func BenchmarkExecRoundTrip(b *testing.B) {
 	c, _, _ := runningSandbox(b)
 	ctx := context.Background()
-	c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}) // warm up
+	c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}) // warm up
 	b.ResetTimer()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 			b.Fatalf("exec: %d %v", code, err)
 		}
 		ours += time.Since(start)
@@ -113,7 +113,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 }
 
 // BenchmarkFileWriteRead: 64 MiB written into and read back from the sandbox through the
-// agent, against the same bytes through a local pipe.
+// guest, against the same bytes through a local pipe.
 func BenchmarkFileWriteRead(b *testing.B) {
 	c, _, _ := runningSandbox(b)
 	ctx := context.Background()
@@ -146,7 +146,7 @@ func BenchmarkFileWriteRead(b *testing.B) {
 }
 
 // BenchmarkIdleMemory reports the resident memory of one idle sandbox: its processes
-// (bwrap, the namespace init, the agent) and the daemon-side heap of one agent connection.
+// (bwrap, the namespace init, the guest) and the daemon-side heap of one guest connection.
 func BenchmarkIdleMemory(b *testing.B) {
 	var before runtime.MemStats
 	runtime.GC()
@@ -170,7 +170,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	b.ReportMetric(daemonShare, "daemon-share-MiB")
 	b.ReportMetric(sandboxRSS+daemonShare, "total-MiB")
 	// Private memory: what each further sandbox adds. The agent's code pages are one
-	// file shared by every sandbox's agent, so they count once, not per sandbox.
+	// file shared by every sandbox's guest, so they count once, not per sandbox.
 	b.ReportMetric(sandboxAnon, "sandbox-private-MiB")
 	b.ReportMetric(sandboxAnon+daemonShare, "total-private-MiB")
 }
@@ -235,7 +235,7 @@ func BenchmarkSeccomp(b *testing.B) {
 	b.Run("Syscalls", func(b *testing.B) { compareExec(b, pair, []string{"perl", "-e", syscalls}) })
 }
 
-// backendPair returns the backend measured, the baseline's and the agent both run.
+// backendPair returns the backend measured, the baseline's and the guest both run.
 type backendPair func(b *testing.B) (ours, baseline *bwrap.Bwrap, agent sandbox.AgentBinary)
 
 // compareCreateToFirstExec times Create, Start, connect and `exec true` on both backends,
@@ -252,7 +252,7 @@ func compareCreateToFirstExec(b *testing.B, pair backendPair) {
 			b.Fatal(err)
 		}
 		c := connectBench(b, be, id)
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 			b.Fatalf("exec: %d %v", code, err)
 		}
 		d := time.Since(start)
@@ -276,13 +276,13 @@ func compareCreateToFirstExec(b *testing.B, pair backendPair) {
 	reportRatio(b, with, without)
 }
 
-// compareExec times argv run through the agent of a running sandbox of each backend,
+// compareExec times argv run through the guest of a running sandbox of each backend,
 // alternating which goes first.
 func compareExec(b *testing.B, pair backendPair, argv []string) {
 	ours, baseline, agent := pair(b)
 	ctx := context.Background()
 	// Distinct IDs: sandboxes' cgroups are named after them, beneath one parent.
-	client := func(be *bwrap.Bwrap, id backend.ID) *agentclient.Client {
+	client := func(be *bwrap.Bwrap, id backend.ID) *guestclient.Client {
 		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
 			b.Fatal(err)
 		}
@@ -292,14 +292,14 @@ func compareExec(b *testing.B, pair backendPair, argv []string) {
 		}
 		c := connectBench(b, be, id)
 		b.Cleanup(func() { c.Close() })
-		c.Exec(ctx, agentclient.ExecOptions{Argv: argv}) // warm up
+		c.Exec(ctx, guestclient.ExecOptions{Argv: argv}) // warm up
 		return c
 	}
 	withC, withoutC := client(ours, "benchcmp1"), client(baseline, "benchcmp2")
-	run := func(c *agentclient.Client) time.Duration {
+	run := func(c *guestclient.Client) time.Duration {
 		start := time.Now()
 		var errOut strings.Builder
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: argv, Stderr: &errOut}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stderr: &errOut}); err != nil || code != 0 {
 			b.Fatalf("exec %q: %d %v %s", argv, code, err, errOut.String())
 		}
 		return time.Since(start)

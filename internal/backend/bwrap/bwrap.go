@@ -7,7 +7,7 @@
 // bwrap takes its options from a descriptor (--args), not its command line, which every
 // user of the host can read and which would carry the sandbox's placeholder key.
 //
-// The resident guest agent is the sandbox's only long-lived process at start. It serves a
+// The resident guest is the sandbox's only long-lived process at start. It serves a
 // unix listener that the backend creates on the host, beneath the backend's own
 // directory, and hands to bwrap as an inherited file descriptor: the sandbox never sees
 // the socket's path, so nothing planted inside can redirect the daemon's connections. The
@@ -31,8 +31,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/seccomp"
 )
 
@@ -401,7 +401,7 @@ func trimOutput(b []byte) string {
 	return string(b)
 }
 
-// handshake checks that the agent answers on its socket.
+// handshake checks that the guest answers on its socket.
 func (b *Bwrap) handshake(ctx context.Context, id backend.ID) error {
 	conn, err := b.Dial(ctx, id)
 	if err != nil {
@@ -411,6 +411,6 @@ func (b *Bwrap) handshake(ctx context.Context, id backend.ID) error {
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d)
 	}
-	_, err = agentproto.ClientHandshake(conn, "probe")
+	_, err = guestproto.ClientHandshake(conn, "probe")
 	return err
 }

@@ -10,16 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// TestMain lets this test binary serve as the guest agent: the backend runs it inside the
+// TestMain lets this test binary serve as the guest: the backend runs it inside the
 // sandbox as /opt/paddock/bin/paddock, and that name makes it the paddock CLI.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "paddock" {
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newBackend returns a bwrap backend in a temporary directory and an installed agent,
+// newBackend returns a bwrap backend in a temporary directory and an installed guest,
 // skipping only when bubblewrap cannot run here (CI installs it, so nothing skips there).
 func newBackend(t testing.TB) (*bwrap.Bwrap, sandbox.AgentBinary) {
 	t.Helper()
@@ -129,13 +129,13 @@ func TestRootfs(t *testing.T) {
 	if err := b.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var out strings.Builder
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "cat /etc/os-release; ls /usr; id -u; ls /etc"}, Stdout: &out, Stderr: &out})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "cat /etc/os-release; ls /usr; id -u; ls /etc"}, Stdout: &out, Stderr: &out})
 	if err != nil || code != 0 {
 		t.Fatalf("exec: %d %v %s", code, err, out.String())
 	}

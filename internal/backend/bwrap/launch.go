@@ -174,10 +174,10 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	return a, nil
 }
 
-// agentCommand is the sandbox's first process, the guest agent. bwrap takes it on its
+// agentCommand is the sandbox's first process, the guest. bwrap takes it on its
 // command line only, after the options it reads from fdArgs: it holds no secret.
 func agentCommand(spec backend.Spec) []string {
-	return []string{agentPath, "agent", "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
+	return []string{agentPath, inside.GuestCommand, "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
 }
 
 // maskArgs hide, in a sandbox, the host paths it must not read (b.hide: paddock's own

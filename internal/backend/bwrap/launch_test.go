@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 func randomHex(t *testing.T, n int) string {
@@ -24,8 +24,8 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// startSandbox creates and starts a sandbox and connects to its agent.
-func startSandbox(t *testing.T, b *bwrap.Bwrap, spec backend.Spec) *agentclient.Client {
+// startSandbox creates and starts a sandbox and connects to its guest.
+func startSandbox(t *testing.T, b *bwrap.Bwrap, spec backend.Spec) *guestclient.Client {
 	t.Helper()
 	ctx := context.Background()
 	if err := b.Create(ctx, spec); err != nil {
@@ -35,7 +35,7 @@ func startSandbox(t *testing.T, b *bwrap.Bwrap, spec backend.Spec) *agentclient.
 	if err := b.Start(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, spec.ID) }, "test")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, spec.ID) }, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +43,10 @@ func startSandbox(t *testing.T, b *bwrap.Bwrap, spec backend.Spec) *agentclient.
 	return c
 }
 
-func run(t *testing.T, c *agentclient.Client, script string) (int, string) {
+func run(t *testing.T, c *guestclient.Client, script string) (int, string) {
 	t.Helper()
 	var out strings.Builder
-	code, err := c.Exec(context.Background(), agentclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out})
+	code, err := c.Exec(context.Background(), guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("exec %q: %v", script, err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// agentPath is where the guest agent appears inside every sandbox.
+// agentPath is where the guest appears inside every sandbox.
 const agentPath = inside.GuestBinary
 
 // Start implements backend.Backend.
@@ -116,7 +116,7 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 		return err
 	}
 
-	// Wait for the agent's answer, or for bwrap to give up (a mount it could not make).
+	// Wait for the guest's answer, or for bwrap to give up (a mount it could not make).
 	hctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	go func() {
@@ -128,12 +128,12 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 	}()
 	if err := b.handshake(hctx, id); err != nil {
 		b.Stop(context.Background(), id)
-		return fmt.Errorf("start sandbox %s: the guest agent did not answer: %v: %s", id, err, tail(p.log()))
+		return fmt.Errorf("start sandbox %s: the guest did not answer: %v: %s", id, err, tail(p.log()))
 	}
 	return nil
 }
 
-// listen creates the agent's unix listener on the host and returns it with a dup of its
+// listen creates the guest's unix listener on the host and returns it with a dup of its
 // descriptor to hand to the sandbox.
 func listen(path string) (*net.UnixListener, *os.File, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -271,7 +271,7 @@ func removeAll(root string) error {
 	return nil
 }
 
-// tail returns the end of the agent log, for error messages.
+// tail returns the end of the guest log, for error messages.
 func tail(path string) string {
 	f, err := os.Open(path)
 	if err != nil {

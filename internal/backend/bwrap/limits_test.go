@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // TestCgroup checks a sandbox's cgroup on the host: every process of the sandbox (bwrap,
-// the namespace init, the resident agent, what it runs) is in it from the start, its
+// the namespace init, the resident guest, what it runs) is in it from the start, its
 // files hold the limits asked for, the tmpfs mounts inside are sized, and Stop and
 // Destroy remove it.
 func TestCgroup(t *testing.T) {
@@ -39,7 +40,7 @@ func TestCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := b.CgroupDirs(id)
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestCgroup(t *testing.T) {
 	run := func(script string) string {
 		t.Helper()
 		var out strings.Builder
-		code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out})
+		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out})
 		if err != nil || code != 0 {
 			t.Fatalf("%s: exit %d, %v: %s", script, code, err, out.String())
 		}
@@ -70,7 +71,7 @@ func TestCgroup(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(strings.Join(mapValues(procs), "\n"), "agent serve") {
+	if !strings.Contains(strings.Join(mapValues(procs), "\n"), inside.GuestCommand+" serve") {
 		t.Errorf("the resident agent is not among the sandbox's processes: %v", procs)
 	}
 	_ = sleeper

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/docker"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -86,12 +86,12 @@ func createToFirstExec(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary
 	if err := d.Start(ctx, id); err != nil {
 		b.Fatal(err)
 	}
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+	if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 		b.Fatalf("exec: %d %v", code, err)
 	}
 	return time.Since(start)
@@ -104,13 +104,13 @@ func requireRunsc(b *testing.B, d *docker.Docker) {
 	}
 }
 
-func running(b *testing.B) (*agentclient.Client, string) {
+func running(b *testing.B) (*guestclient.Client, string) {
 	d, agent := benchBackend(b)
 	return runningUnder(b, d, agent, "")
 }
 
 // runningUnder starts a sandbox under runtime for the rest of the benchmark.
-func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) (*agentclient.Client, string) {
+func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) (*guestclient.Client, string) {
 	ctx := context.Background()
 	id := backend.ID(fmt.Sprintf("benchrun%d", time.Now().UnixNano()%10000000))
 	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
@@ -120,7 +120,7 @@ func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, run
 	if err := d.Start(ctx, id); err != nil {
 		b.Fatal(err)
 	}
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, id) }, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,14 +128,14 @@ func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, run
 	return c, "paddock-" + string(id)
 }
 
-// BenchmarkExecRoundTrip: `true` through the agent, against `docker exec CONTAINER true`.
+// BenchmarkExecRoundTrip: `true` through the guest, against `docker exec CONTAINER true`.
 func BenchmarkExecRoundTrip(b *testing.B) {
 	c, name := running(b)
 	ctx := context.Background()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 			b.Fatalf("exec: %d %v", code, err)
 		}
 		ours += time.Since(start)
@@ -146,7 +146,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	ratio(b, ours, base, "exec")
 }
 
-// BenchmarkRunscExecRoundTrip: `true` through the agent of a sandbox under gVisor
+// BenchmarkRunscExecRoundTrip: `true` through the guest of a sandbox under gVisor
 // (runsc), against the same in one under runc, in the same run.
 func BenchmarkRunscExecRoundTrip(b *testing.B) {
 	d, agent := benchBackend(b)
@@ -157,11 +157,11 @@ func BenchmarkRunscExecRoundTrip(b *testing.B) {
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		for _, run := range []struct {
-			c   *agentclient.Client
+			c   *guestclient.Client
 			sum *time.Duration
 		}{{gv, &ours}, {rc, &base}} {
 			start := time.Now()
-			if code, err := run.c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			if code, err := run.c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 				b.Fatalf("exec: %d %v", code, err)
 			}
 			*run.sum += time.Since(start)
@@ -182,12 +182,12 @@ func BenchmarkRunscGitCommit(b *testing.B) {
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		for _, run := range []struct {
-			c   *agentclient.Client
+			c   *guestclient.Client
 			sum *time.Duration
 		}{{gv, &ours}, {rc, &base}} {
 			start := time.Now()
 			var out strings.Builder
-			if code, err := run.c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
+			if code, err := run.c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
 				b.Fatalf("git: %d %v %s", code, err, out.String())
 			}
 			*run.sum += time.Since(start)
@@ -196,7 +196,7 @@ func BenchmarkRunscGitCommit(b *testing.B) {
 	ratio(b, ours, base, "commit")
 }
 
-// BenchmarkFileWrite: 64 MiB into the container through the agent, against
+// BenchmarkFileWrite: 64 MiB into the container through the guest, against
 // `docker exec -i CONTAINER sh -c 'cat > FILE'`.
 func BenchmarkFileWrite(b *testing.B) {
 	c, name := running(b)

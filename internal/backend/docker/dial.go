@@ -9,15 +9,17 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// dial attaches to an exec of `paddock agent connect`, which bridges its stdin and stdout
-// to the resident agent's socket. The engine multiplexes the exec's stdout and stderr on
+// dial attaches to an exec of `paddock guest connect`, which bridges its stdin and stdout
+// to the resident guest's socket. The engine multiplexes the exec's stdout and stderr on
 // the attached connection; stdcopy splits them, so the stream stays binary-safe.
 func (d *Docker) dial(ctx context.Context, name string) (net.Conn, error) {
 	exec, err := d.cli.ContainerExecCreate(ctx, name, container.ExecOptions{
 		User: "1000:1000", AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Cmd: []string{agentPath, "agent", "connect", "--socket", agentSocket},
+		Cmd: []string{agentPath, inside.GuestCommand, "connect", "--socket", agentSocket},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("exec the agent bridge in %s: %w", name, err)

@@ -2,8 +2,8 @@
 // socket) containers, through the Engine API: never the docker CLI. A container has no
 // network by default (the closed-network tunnels work unchanged), runs as the non-root
 // user agent, keeps /workspace and /home/agent on volumes that survive stop and start,
-// and has the guest agent as its long-lived process, listening on a unix socket inside;
-// Dial attaches to an exec of `paddock agent connect`, which bridges to it.
+// and has the guest as its long-lived process, listening on a unix socket inside;
+// Dial attaches to an exec of `paddock guest connect`, which bridges to it.
 package docker
 
 import (

@@ -17,7 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// TestMain lets this test binary serve as the guest agent inside containers.
+// TestMain lets this test binary serve as the guest inside containers.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "paddock" {
 		os.Exit(cli.Main())

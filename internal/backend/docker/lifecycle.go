@@ -18,12 +18,12 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/paddockhq/paddock/internal/agentproto"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// Create makes the sandbox's volumes and container, and copies the guest agent in
+// Create makes the sandbox's volumes and container, and copies the guest in
 // through the Engine API (no bind mount of the host binary), checking its sha256.
 func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	name := containerName(spec.ID)
@@ -56,7 +56,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
 		Env:    append(env, spec.Env...),
-		Cmd:    []string{agentPath, "agent", "serve", "--socket", agentSocket, "--sandbox", spec.Name},
+		Cmd:    []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
 	}
 	runtime := d.runtimeOf(spec)
@@ -90,7 +90,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 
 func boolPtr(b bool) *bool { return &b }
 
-// copyAgent puts the agent binary at agentPath in the container and checks what landed
+// copyAgent puts the guest binary at agentPath in the container and checks what landed
 // has the expected sha256.
 func (d *Docker) copyAgent(ctx context.Context, name string, spec backend.Spec) error {
 	data, err := os.ReadFile(spec.AgentBinary)
@@ -125,7 +125,7 @@ func (d *Docker) copyAgent(ctx context.Context, name string, spec backend.Spec) 
 	return nil
 }
 
-// Start starts the container and returns once the agent answers.
+// Start starts the container and returns once the guest answers.
 func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	name := containerName(id)
 	c, err := d.cli.ContainerInspect(ctx, name)
@@ -147,7 +147,7 @@ func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the guest agent in %s did not answer: %w", name, err)
+			return fmt.Errorf("the guest in %s did not answer: %w", name, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -161,6 +161,6 @@ func (d *Docker) probe(ctx context.Context, name string) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = agentproto.ClientHandshake(conn, "probe")
+	_, err = guestproto.ClientHandshake(conn, "probe")
 	return err
 }

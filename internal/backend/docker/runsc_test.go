@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/agentclient"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/docker"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -91,13 +91,13 @@ func TestRunscIsGVisor(t *testing.T) {
 	if want := "runsc [no-new-privileges] [ALL]"; err != nil || strings.TrimSpace(string(out)) != want {
 		t.Fatalf("docker inspect says %q (%v), want %q", out, err, want)
 	}
-	c, err := agentclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var stdout strings.Builder
-	code, err := c.Exec(ctx, agentclient.ExecOptions{Argv: []string{"sh", "-c", "uname -r; dmesg"}, Stdout: &stdout, Stderr: &stdout})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "uname -r; dmesg"}, Stdout: &stdout, Stderr: &stdout})
 	if err != nil || code != 0 {
 		t.Fatalf("uname; dmesg: exit %d %v: %s", code, err, stdout.String())
 	}

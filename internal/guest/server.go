@@ -1,0 +1,175 @@
+// Package guest is the guest: the small process inside every sandbox that runs
+// commands, moves files and carries tunnels for the daemon. It serves the gRPC services of
+// guestpb over a yamux session that follows the guestproto handshake on one byte stream.
+//
+// The package is guest-side only: it must not import the daemon, CLI or TUI packages.
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"google.golang.org/grpc"
+
+	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+)
+
+// Transport sizes shared with guestclient. Large windows let one file transfer fill a
+// local stream instead of waiting on window updates.
+const (
+	maxMessageSize = 16 << 20
+	windowSize     = 16 << 20
+	ioBufferSize   = 256 << 10
+)
+
+// Options configures a Server.
+type Options struct {
+	// Sandbox is the sandbox's name, reported by Info.
+	Sandbox string
+	// Version is the paddock version string, sent in the handshake and by Info.
+	Version string
+	// Logger receives the guest's diagnostics. It must never write to stdout, which may
+	// carry the protocol. Nil discards them.
+	Logger *slog.Logger
+	// StatusDir is the directory of the sessions' status files, watched for
+	// session-status and session-exited events; empty watches none.
+	StatusDir string
+	// Workspace is the repository whose branches are watched for branch-moved events;
+	// empty watches none.
+	Workspace string
+}
+
+// Server serves the guest protocol. One Server serves any number of connections, one
+// after another or at once; state that outlives a connection (pending reverse-tunnel
+// connections) is shared between them.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	pending *pendingConns
+	events  *hub
+
+	mu       sync.Mutex
+	ownPorts map[int]int // ports of the guest's own listeners (Tunnels.Listen), counted
+}
+
+// NewServer returns a Server ready to serve connections.
+func NewServer(opts Options) *Server {
+	reserveOnce.Do(func() { reserveThreads(spareThreads) })
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:     opts,
+		log:      log,
+		started:  time.Now(),
+		pending:  newPendingConns(),
+		ownPorts: map[int]int{},
+	}
+	s.events = newHub(s.watch)
+	return s
+}
+
+// ServeConn runs the handshake on conn, then a yamux server session carrying gRPC. It
+// returns when the connection ends (nil) or ctx is done (ctx's error); a failed handshake
+// is returned as an error. conn is closed on return. Processes and listeners started by a
+// call live as long as that call, whatever happens to other connections.
+func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	peer, err := guestproto.ServerHandshake(conn, s.opts.Version)
+	if !stop() {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("serve guest connection: %w", err)
+	}
+	s.log.Debug("guest connection", "peer_version", peer.Version)
+
+	sess, err := yamux.Server(conn, guestproto.YamuxConfig())
+	if err != nil {
+		return fmt.Errorf("serve guest connection: yamux: %w", err)
+	}
+	defer sess.Close()
+
+	gs := s.newGRPCServer()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-sess.CloseChan():
+		}
+		// Stop ends every call of this connection; calls of other connections, and
+		// what they started, are unaffected.
+		gs.Stop()
+		sess.Close()
+	}()
+	serveErr := gs.Serve(sess)
+	sess.Close()
+	<-stopped
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if serveErr != nil && !isClosedErr(serveErr) {
+		return fmt.Errorf("serve guest connection: %w", serveErr)
+	}
+	return nil
+}
+
+// Serve accepts connections on ln and serves each with ServeConn until ctx is done or ln
+// fails. It closes ln and waits for the connections it served before returning.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			ln.Close()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("guest accept: %w", err)
+		}
+		wg.Go(func() {
+			if err := s.ServeConn(ctx, conn); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("guest connection failed", "err", err)
+			}
+		})
+	}
+}
+
+func (s *Server) newGRPCServer() *grpc.Server {
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxMessageSize),
+		grpc.MaxSendMsgSize(maxMessageSize),
+		grpc.InitialWindowSize(windowSize),
+		grpc.InitialConnWindowSize(windowSize),
+		grpc.ReadBufferSize(ioBufferSize),
+		grpc.WriteBufferSize(ioBufferSize),
+	)
+	guestpb.RegisterAgentServer(gs, infoService{s: s})
+	guestpb.RegisterEventsServer(gs, eventsService{s: s})
+	guestpb.RegisterExecServer(gs, execService{s: s})
+	guestpb.RegisterFilesServer(gs, filesService{s: s})
+	guestpb.RegisterTunnelsServer(gs, tunnelsService{s: s})
+	return gs
+}
+
+// isClosedErr reports whether err only says that the session or listener was closed,
+// the normal end of a connection.
+func isClosedErr(err error) bool {
+	return errors.Is(err, yamux.ErrSessionShutdown) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, os.ErrClosed) || errors.Is(err, grpc.ErrServerStopped)
+}

@@ -1,0 +1,195 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+)
+
+const (
+	// tunnelBufferSize is the read size for tunnelled connections.
+	tunnelBufferSize = 32 << 10
+	// dialTimeout bounds Forward's connection to the sandbox's loopback.
+	dialTimeout = 10 * time.Second
+)
+
+// tunnelStream is the server side of Forward and Accept.
+type tunnelStream = grpc.BidiStreamingServer[guestpb.TunnelData, guestpb.TunnelData]
+
+type tunnelsService struct {
+	guestpb.UnimplementedTunnelsServer
+	s *Server
+}
+
+// Forward connects to 127.0.0.1:port inside the sandbox and carries the connection.
+func (t tunnelsService) Forward(stream tunnelStream) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	open := first.GetOpen()
+	if open == nil {
+		return status.Error(codes.InvalidArgument, "forward: the first request must carry open")
+	}
+	if open.GetPort() == 0 || open.GetPort() > 65535 {
+		return status.Errorf(codes.InvalidArgument, "forward: invalid port %d", open.GetPort())
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(open.GetPort())))
+	d := net.Dialer{Timeout: dialTimeout}
+	conn, err := d.DialContext(stream.Context(), "tcp", addr)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "forward: dial %s: %v", addr, err)
+	}
+	return pipeTunnel(stream, conn)
+}
+
+// Listen listens on 127.0.0.1:port inside the sandbox, announces the port, then
+// announces each accepted connection, which waits in the pending table for Accept. Ending
+// the call closes the listener and the connections nobody claimed.
+func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.Tunnels_ListenServer) error {
+	if req.GetPort() > 65535 {
+		return status.Errorf(codes.InvalidArgument, "listen: invalid port %d", req.GetPort())
+	}
+	if req.GetPort() != 0 {
+		// Known before it listens, so the port watcher never takes it for the sandbox's.
+		defer t.s.addOwnPort(int(req.GetPort()))()
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(req.GetPort())))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		code := codes.Unavailable
+		if errors.Is(err, syscall.EADDRINUSE) {
+			code = codes.AlreadyExists
+		}
+		return status.Errorf(code, "listen %s: %v", addr, err)
+	}
+	defer ln.Close()
+	ctx := stream.Context()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	owner := t.s.pending.newOwner()
+	defer t.s.pending.drop(owner)
+
+	port := ln.Addr().(*net.TCPAddr).Port
+	if req.GetPort() == 0 {
+		defer t.s.addOwnPort(port)()
+	}
+	if err := stream.Send(&guestpb.ListenEvent{Msg: &guestpb.ListenEvent_ReadyPort{ReadyPort: uint32(port)}}); err != nil {
+		return err
+	}
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			return status.Errorf(codes.Unavailable, "listen %s: accept: %v", ln.Addr(), err)
+		}
+		id := t.s.pending.add(owner, conn)
+		if err := stream.Send(&guestpb.ListenEvent{Msg: &guestpb.ListenEvent_Accepted{Accepted: id}}); err != nil {
+			return err
+		}
+	}
+}
+
+// Accept claims a connection announced by Listen and carries it.
+func (t tunnelsService) Accept(stream tunnelStream) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	id := first.GetConnId()
+	if id == "" {
+		return status.Error(codes.InvalidArgument, "accept: the first request must carry conn_id")
+	}
+	conn := t.s.pending.claim(id)
+	if conn == nil {
+		return status.Errorf(codes.NotFound, "accept: no pending connection %q (expired or already claimed)", id)
+	}
+	return pipeTunnel(stream, conn)
+}
+
+// pipeTunnel carries data both ways between stream and conn until both directions have
+// ended. A close_write (or the end of the client's stream) half-closes conn; EOF from conn
+// is sent as close_write.
+func pipeTunnel(stream tunnelStream, conn net.Conn) error {
+	defer conn.Close()
+	// Headers tell the client that the connection is up (Forward) or claimed (Accept).
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(stream.Context(), func() { conn.Close() })
+	defer stop()
+	up := make(chan error, 1)
+	go func() { up <- connToStream(stream, conn) }()
+	if err := streamToConn(stream, conn); err != nil {
+		conn.Close()
+		<-up
+		return err
+	}
+	return <-up
+}
+
+// connToStream sends what conn delivers, then close_write.
+func connToStream(stream tunnelStream, conn net.Conn) error {
+	buf := make([]byte, tunnelBufferSize)
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			if serr := stream.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_Data{Data: buf[:n]}}); serr != nil {
+				return serr
+			}
+		}
+		if err != nil {
+			serr := stream.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_CloseWrite{CloseWrite: true}})
+			if errors.Is(err, io.EOF) {
+				return serr
+			}
+			return status.Errorf(codes.Unavailable, "tunnel: read: %v", err)
+		}
+	}
+}
+
+// streamToConn writes what the client sends to conn until the client half-closes.
+func streamToConn(stream tunnelStream, conn net.Conn) error {
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return closeWrite(conn)
+		}
+		if err != nil {
+			return err
+		}
+		switch msg := m.GetMsg().(type) {
+		case *guestpb.TunnelData_Data:
+			if _, err := conn.Write(msg.Data); err != nil {
+				return status.Errorf(codes.Unavailable, "tunnel: write: %v", err)
+			}
+		case *guestpb.TunnelData_CloseWrite:
+			if msg.CloseWrite {
+				return closeWrite(conn)
+			}
+		}
+	}
+}
+
+// closeWrite half-closes conn.
+func closeWrite(conn net.Conn) error {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		if err := cw.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return status.Errorf(codes.Unavailable, "tunnel: close write: %v", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package guest
+
+import (
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/hashicorp/yamux"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+)
+
+// dialGuest connects a bare gRPC client to srv over a new in-memory connection.
+func dialGuest(t *testing.T, srv *Server) *grpc.ClientConn {
+	t.Helper()
+	a, b := net.Pipe()
+	go func() { _ = srv.ServeConn(t.Context(), b) }()
+	if _, err := guestproto.ClientHandshake(a, "test"); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := yamux.Client(a, guestproto.YamuxConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("passthrough:///agent",
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return sess.Open() }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cc.Close()
+		sess.Close()
+	})
+	return cc
+}
+
+// TestAcceptOnOtherConnection announces a connection on one guest connection and claims
+// it on another: the pending table belongs to the Server, not to a connection.
+func TestAcceptOnOtherConnection(t *testing.T) {
+	srv := NewServer(Options{})
+	ctx := t.Context()
+	listener := guestpb.NewTunnelsClient(dialGuest(t, srv))
+	claimer := guestpb.NewTunnelsClient(dialGuest(t, srv))
+
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := listener.Listen(lctx, &guestpb.ListenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := events.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ev.GetReadyPort()
+	tcp, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	ev, err = events.Recv()
+	if err != nil || ev.GetAccepted() == "" {
+		t.Fatalf("announcement %v, %v", ev, err)
+	}
+
+	stream, err := claimer.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_ConnId{ConnId: ev.GetAccepted()}}); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(tcp, "over there")
+	tcp.(*net.TCPConn).CloseWrite()
+	var got []byte
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("recv: %v (got %q)", err, got)
+		}
+		got = append(got, m.GetData()...)
+		if m.GetCloseWrite() {
+			break
+		}
+	}
+	if string(got) != "over there" {
+		t.Errorf("claimed connection carried %q", got)
+	}
+
+	// A second claim of the same id fails.
+	again, err := claimer.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_ConnId{ConnId: ev.GetAccepted()}})
+	if _, err := again.Recv(); err == nil {
+		t.Error("a connection was claimed twice")
+	}
+}

@@ -1,0 +1,104 @@
+package guestclient_test
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/guestclient"
+)
+
+// baseline times n runs of f and returns the mean.
+func baseline(b *testing.B, n int, f func()) time.Duration {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	start := time.Now()
+	for range n {
+		f()
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+// reportRatio reports the mean time per iteration against base.
+func reportRatio(b *testing.B, base time.Duration) {
+	per := b.Elapsed() / time.Duration(b.N)
+	b.ReportMetric(float64(per)/float64(base), "x-baseline")
+	b.ReportMetric(float64(base.Nanoseconds()), "baseline-ns/op")
+}
+
+// BenchmarkExecTrue measures the round trip of running `true` through the guest against
+// running it directly with os/exec.
+func BenchmarkExecTrue(b *testing.B) {
+	c, _ := newClient(b)
+	ctx := b.Context()
+	base := baseline(b, 200, func() {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	for b.Loop() {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+	reportRatio(b, base)
+}
+
+const benchFileSize = 64 << 20
+
+// pipeBaseline copies size bytes through an os.Pipe.
+func pipeBaseline(b *testing.B, data []byte) func() {
+	return func() {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			w.Write(data)
+			w.Close()
+		}()
+		if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(data)) {
+			b.Fatal(n, err)
+		}
+		r.Close()
+	}
+}
+
+// BenchmarkWriteFile measures a 64 MiB WriteFile against copying it through a pipe.
+func BenchmarkWriteFile(b *testing.B) {
+	c, _ := newClient(b)
+	ctx := b.Context()
+	root := b.TempDir()
+	data := bytes.Repeat([]byte("paddock!"), benchFileSize/8)
+	base := baseline(b, 5, pipeBaseline(b, data))
+	b.SetBytes(benchFileSize)
+	for b.Loop() {
+		if _, err := c.WriteFile(ctx, root, "f", 0, false, bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRatio(b, base)
+}
+
+// BenchmarkReadFile measures a 64 MiB ReadFile against copying it through a pipe.
+func BenchmarkReadFile(b *testing.B) {
+	c, _ := newClient(b)
+	ctx := b.Context()
+	root := b.TempDir()
+	data := bytes.Repeat([]byte("paddock!"), benchFileSize/8)
+	if err := os.WriteFile(root+"/f", data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	base := baseline(b, 5, pipeBaseline(b, data))
+	b.SetBytes(benchFileSize)
+	for b.Loop() {
+		if _, err := c.ReadFile(ctx, root, "f", io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRatio(b, base)
+}

@@ -1,0 +1,183 @@
+package guestclient_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/guest"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
+)
+
+func TestInfo(t *testing.T) {
+	c, _ := newClient(t)
+	info, err := c.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if info.GetPid() != int32(os.Getpid()) || info.GetUid() != int32(os.Getuid()) || info.GetHostname() != host ||
+		info.GetProtocol() != guestproto.Protocol || info.GetVersion() != "v0.0.0-test" || info.GetSandbox() != "test" ||
+		info.GetRssBytes() <= 0 || info.GetStartedUnix() <= 0 {
+		t.Errorf("Info = %v", info)
+	}
+	if p := c.Peer(); p.Version != "v0.0.0-test" || p.Protocol != guestproto.Protocol {
+		t.Errorf("Peer = %+v", p)
+	}
+}
+
+func TestProtocolMismatch(t *testing.T) {
+	dial := func(context.Context) (net.Conn, error) {
+		a, b := socketPair(t)
+		go func() {
+			defer b.Close()
+			bufio.NewReader(b).ReadString('\n')
+			json.NewEncoder(b).Encode(guestproto.Hello{Magic: guestproto.Magic, Protocol: guestproto.Protocol + 1, Version: "future"})
+		}()
+		return a, nil
+	}
+	_, err := guestclient.New(t.Context(), dial, "v0.0.0-test")
+	if !errors.Is(err, guestproto.ErrProtocolMismatch) {
+		t.Errorf("New against a newer guest = %v, want ErrProtocolMismatch", err)
+	}
+}
+
+func TestDone(t *testing.T) {
+	t.Run("client closed", func(t *testing.T) {
+		c, _ := newClient(t)
+		c.Close()
+		waitClosed(t, c.Done())
+	})
+	t.Run("connection lost", func(t *testing.T) {
+		srv := guest.NewServer(guest.Options{})
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		dial := func(context.Context) (net.Conn, error) {
+			a, b := socketPair(t)
+			go func() { served <- srv.ServeConn(ctx, b) }()
+			return a, nil
+		}
+		c, err := guestclient.New(t.Context(), dial, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Info(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		waitClosed(t, c.Done())
+		if err := <-served; !errors.Is(err, context.Canceled) {
+			t.Errorf("ServeConn = %v, want context.Canceled", err)
+		}
+		if _, err := c.Info(t.Context()); err == nil {
+			t.Error("Info on a dead connection succeeded")
+		}
+	})
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done was not closed")
+	}
+}
+
+// TestServeConcurrentClients serves two clients from one resident agent: both work at
+// once, and one going away leaves the other's calls running.
+func TestServeConcurrentClients(t *testing.T) {
+	dir, err := os.MkdirTemp("", "paddock-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := guest.NewServer(guest.Options{Version: "test"})
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}
+	a, err := guestclient.New(t.Context(), dial, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := guestclient.New(t.Context(), dial, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// a runs a process that waits for its input while b comes and goes.
+	inR, inW := net.Pipe()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		code, err := a.Exec(t.Context(), guestclient.ExecOptions{Argv: []string{"cat"}, Stdin: inR, Stdout: &out})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("exit code %d", code)
+		}
+		done <- err
+	}()
+	var wg sync.WaitGroup
+	for _, c := range []*guestclient.Client{a, b} {
+		wg.Go(func() {
+			var o bytes.Buffer
+			if _, err := c.Exec(t.Context(), guestclient.ExecOptions{Argv: []string{"echo", "hi"}, Stdout: &o}); err != nil || o.String() != "hi\n" {
+				t.Errorf("concurrent exec: %q, %v", o.String(), err)
+			}
+		})
+	}
+	wg.Wait()
+	b.Close()
+	waitClosed(t, b.Done())
+	fmt.Fprint(inW, "still here")
+	inW.Close()
+	if err := <-done; err != nil || out.String() != "still here" {
+		t.Errorf("exec on the other client: %q, %v", out.String(), err)
+	}
+
+	cancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve = %v, want context.Canceled", err)
+	}
+	waitClosed(t, a.Done())
+}
+
+func TestEvents(t *testing.T) {
+	c, _ := newClient(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	events, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.GetKind() != "heartbeat" || ev.GetTimeUnixNano() == 0 {
+			t.Errorf("first event %v, want a heartbeat", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat")
+	}
+	cancel()
+	for range events { // the channel is closed once the call has ended
+	}
+}

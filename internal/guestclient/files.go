@@ -1,0 +1,137 @@
+package guestclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+)
+
+// Every Files call names a root (an absolute directory inside the sandbox, /workspace
+// when empty) and a path: relative paths are taken beneath the root, absolute ones must
+// lie beneath it. The guest never resolves a path outside the root, not through ".." and
+// not through symlinks; such paths fail with an error matching ErrPathEscapes.
+
+// ReadFile copies the file at path to w and returns the number of bytes written.
+func (c *Client) ReadFile(ctx context.Context, root, path string, w io.Writer) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.files.Read(ctx, &guestpb.PathRequest{Root: root, Path: path})
+	if err != nil {
+		return 0, translate(ctx, "read "+path, err)
+	}
+	return copyChunks(ctx, "read "+path, stream.Recv, w)
+}
+
+// copyChunks writes the data of every message recv returns to w, until io.EOF.
+func copyChunks(ctx context.Context, op string, recv func() (*guestpb.Chunk, error), w io.Writer) (int64, error) {
+	var n int64
+	for {
+		chunk, err := recv()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, translate(ctx, op, err)
+		}
+		m, err := w.Write(chunk.GetData())
+		n += int64(m)
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+}
+
+// WriteFile replaces the file at path with what r delivers, atomically: nothing changes
+// at path unless all of r arrived and the call succeeds. mode is the new file's
+// permission (0644 when zero); parents creates missing parent directories. It returns the
+// number of bytes written.
+func (c *Client) WriteFile(ctx context.Context, root, path string, mode fs.FileMode, parents bool, r io.Reader) (int64, error) {
+	op := "write " + path
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.files.Write(ctx)
+	if err != nil {
+		return 0, translate(ctx, op, err)
+	}
+	err = stream.Send(&guestpb.WriteRequest{Msg: &guestpb.WriteRequest_Header{Header: &guestpb.WriteHeader{
+		Root: root, Path: path, Mode: guestproto.UnixMode(mode), Parents: parents,
+	}}})
+	if err == nil {
+		err = sendChunks(r, func(b []byte) error {
+			return stream.Send(&guestpb.WriteRequest{Msg: &guestpb.WriteRequest_Data{Data: b}})
+		})
+	}
+	var inErr *inputError
+	if errors.As(err, &inErr) {
+		return 0, fmt.Errorf("%s: %w", op, inErr.err)
+	}
+	// A send fails with io.EOF when the guest has ended the call; its status follows.
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return 0, translate(ctx, op, err)
+	}
+	return resp.GetSize(), nil
+}
+
+// inputError is a failure to read the caller's input, as opposed to a failed send.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+
+// sendChunks sends what r delivers in chunks of up to ioBufferSize bytes. It stops at
+// the first failed send and returns its error; a read error comes as an *inputError.
+func sendChunks(r io.Reader, send func([]byte) error) error {
+	buf := make([]byte, ioBufferSize)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if serr := send(buf[:n]); serr != nil {
+				return serr
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return &inputError{err: err}
+		}
+	}
+}
+
+// Stat describes path; a symlink is described itself, not followed.
+func (c *Client) Stat(ctx context.Context, root, path string) (*guestpb.FileInfo, error) {
+	fi, err := c.files.Stat(ctx, &guestpb.PathRequest{Root: root, Path: path})
+	if err != nil {
+		return nil, translate(ctx, "stat "+path, err)
+	}
+	return fi, nil
+}
+
+// List describes the entries of the directory at path, sorted by name. A path that is
+// not a directory (a symlink included) lists as itself.
+func (c *Client) List(ctx context.Context, root, path string) ([]*guestpb.FileInfo, error) {
+	resp, err := c.files.List(ctx, &guestpb.PathRequest{Root: root, Path: path})
+	if err != nil {
+		return nil, translate(ctx, "list "+path, err)
+	}
+	return resp.GetEntries(), nil
+}
+
+// Remove removes path (a symlink itself, never its target); recursive removes a
+// directory with everything beneath it, and then a missing path is not an error.
+func (c *Client) Remove(ctx context.Context, root, path string, recursive bool) error {
+	_, err := c.files.Remove(ctx, &guestpb.RemoveRequest{Root: root, Path: path, Recursive: recursive})
+	return translate(ctx, "remove "+path, err)
+}
+
+// Mkdir creates the directory path with mode (0755 when zero); parents creates missing
+// parents too, and then an existing directory is not an error.
+func (c *Client) Mkdir(ctx context.Context, root, path string, mode fs.FileMode, parents bool) error {
+	_, err := c.files.Mkdir(ctx, &guestpb.MkdirRequest{Root: root, Path: path, Mode: guestproto.UnixMode(mode), Parents: parents})
+	return translate(ctx, "mkdir "+path, err)
+}

@@ -1,0 +1,135 @@
+// Package guestproto holds the wire-level parts of the guest protocol that come
+// before gRPC: the version handshake and the yamux settings both sides must share. The
+// services themselves are in guestpb, generated from proto/paddock/agent/v1/agent.proto.
+package guestproto
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Protocol is the protocol major version. Both sides must speak the same one; a change
+// that an older peer cannot understand increments it.
+const Protocol = 1
+
+// Magic starts every handshake line, so that a stream that is not a guest (a shell's
+// greeting, a wrong binary) is told apart from a version mismatch.
+const Magic = "paddock-agent"
+
+// Hello is the one JSON line each side sends first.
+type Hello struct {
+	Magic    string `json:"magic"`
+	Protocol int    `json:"protocol"`
+	Version  string `json:"version"`
+	// Error is set by the guest when it refuses the connection.
+	Error string `json:"error,omitempty"`
+}
+
+// ErrProtocolMismatch is returned when the peer speaks another protocol version.
+var ErrProtocolMismatch = errors.New("guest protocol version mismatch")
+
+const handshakeTimeout = 10 * time.Second
+
+// maxHelloLine bounds the handshake line, so a peer cannot make us buffer without end.
+const maxHelloLine = 4096
+
+// ClientHandshake runs the daemon's side: it sends its Hello and reads the guest's.
+func ClientHandshake(conn net.Conn, version string) (Hello, error) {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	if err := writeHello(conn, Hello{Magic: Magic, Protocol: Protocol, Version: version}); err != nil {
+		return Hello{}, fmt.Errorf("guest handshake: send: %w", err)
+	}
+	peer, err := readHello(conn)
+	if err != nil {
+		return Hello{}, fmt.Errorf("guest handshake: %w", err)
+	}
+	if peer.Error != "" {
+		return peer, fmt.Errorf("guest refused the connection: %s", peer.Error)
+	}
+	if peer.Protocol != Protocol {
+		return peer, fmt.Errorf("%w: guest %s speaks protocol %d, this paddock speaks %d",
+			ErrProtocolMismatch, peer.Version, peer.Protocol, Protocol)
+	}
+	return peer, nil
+}
+
+// ServerHandshake runs the guest's side: it reads the daemon's Hello and answers.
+func ServerHandshake(conn net.Conn, version string) (Hello, error) {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	peer, err := readHello(conn)
+	if err != nil {
+		return Hello{}, fmt.Errorf("guest handshake: %w", err)
+	}
+	reply := Hello{Magic: Magic, Protocol: Protocol, Version: version}
+	if peer.Protocol != Protocol {
+		reply.Error = fmt.Sprintf("protocol %d requested, this guest speaks %d", peer.Protocol, Protocol)
+	}
+	if err := writeHello(conn, reply); err != nil {
+		return peer, fmt.Errorf("guest handshake: send: %w", err)
+	}
+	if reply.Error != "" {
+		return peer, fmt.Errorf("%w: %s", ErrProtocolMismatch, reply.Error)
+	}
+	return peer, nil
+}
+
+func writeHello(w io.Writer, h Hello) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// readHello reads exactly one line, one byte at a time, so that nothing after it (the
+// yamux session) is consumed into a buffer.
+func readHello(r io.Reader) (Hello, error) {
+	var line []byte
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return Hello{}, fmt.Errorf("read hello: %w", err)
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+		if len(line) > maxHelloLine {
+			return Hello{}, errors.New("read hello: line too long; the peer is not a paddock guest")
+		}
+	}
+	var h Hello
+	if err := json.Unmarshal(line, &h); err != nil || h.Magic != Magic {
+		return Hello{}, fmt.Errorf("the peer is not a paddock guest (it said %q)", truncate(line, 80))
+	}
+	return h, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// YamuxConfig is the session configuration both sides use. The stream window is large
+// so that file transfers are not throttled by window updates on a local stream.
+func YamuxConfig() *yamux.Config {
+	c := yamux.DefaultConfig()
+	c.MaxStreamWindowSize = 16 << 20
+	c.LogOutput = io.Discard
+	c.EnableKeepAlive = true
+	c.KeepAliveInterval = 15 * time.Second
+	c.ConnectionWriteTimeout = 30 * time.Second
+	c.StreamOpenTimeout = 30 * time.Second
+	return c
+}

@@ -1,0 +1,63 @@
+// Package imagebuild builds sandbox images with the backends that use them: paddock's own
+// image, with the CLIs of the agents asked for, or a Dockerfile of the user's.
+package imagebuild
+
+import (
+	"context"
+
+	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// defaultBackend builds when a request names none.
+const defaultBackend = "docker"
+
+// Build builds a backend's sandbox image, with the CLIs of the named agents at the
+// versions paddock's tests run. backends are the daemon's, by name; backendName "" is
+// docker.
+func Build(ctx context.Context, backends map[string]backend.Backend, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
+	for _, name := range agentNames {
+		a, err := agents.Get(name)
+		if err != nil {
+			return "", apperr.Invalid("run `paddock doctor` to see the agents", "%v", err)
+		}
+		if a.Package == "" {
+			return "", apperr.Invalid("install it in an image of your own (paddock up --image, or a devcontainer)", "agent %s has no npm package paddock installs: %s", name, a.Install)
+		}
+		spec.NPM = append(spec.NPM, a.Package)
+		spec.Node = spec.Node || a.NeedsNode
+	}
+	if backendName == "" {
+		backendName = defaultBackend
+	}
+	b, ok := backends[backendName]
+	if !ok {
+		return "", apperr.Invalid("", "unknown backend %q", backendName)
+	}
+	ib, ok := b.(backend.ImageBuilder)
+	if !ok {
+		return "", apperr.Invalid("", "backend %s does not use images", backendName)
+	}
+	return ib.BuildImage(ctx, spec, progress)
+}
+
+// Dockerfile builds a Dockerfile into tag with a backend that can; backendName "" is
+// docker.
+func Dockerfile(ctx context.Context, backends map[string]backend.Backend, backendName, contextDir, dockerfile, tag string, progress func(string)) error {
+	if backendName == "" {
+		backendName = defaultBackend
+	}
+	b, ok := backends[backendName]
+	if !ok {
+		return apperr.Invalid("", "unknown backend %q", backendName)
+	}
+	db, ok := b.(backend.DockerfileBuilder)
+	if !ok {
+		return apperr.Invalid("", "backend %s does not build Dockerfiles", backendName)
+	}
+	if tag == "" {
+		return apperr.Invalid("name the image with --tag", "a Dockerfile build needs a tag")
+	}
+	return db.BuildDockerfile(ctx, contextDir, dockerfile, tag, progress)
+}
