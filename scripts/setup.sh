@@ -2,8 +2,9 @@
 # Installs what paddock's tests need on a fresh Debian machine, then builds paddock.
 set -euo pipefail
 
-# chromium: the web UI's browser tests (internal/webui) drive it headless.
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium)
+# chromium: the web UI's browser tests (internal/webui) drive it headless. ripgrep:
+# OpenCode's search tools, which would download it from GitHub otherwise.
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -17,14 +18,14 @@ if ((${#missing[@]})); then
 fi
 
 # The agent CLIs the end-to-end tests run for real, at the versions they were written for.
-agents=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@qwen-code/qwen-code@0.24.4")
+agents=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@qwen-code/qwen-code@0.24.4" "opencode-ai@1.18.33")
 if ! command -v npm >/dev/null; then
   echo "setup: installing nodejs and npm"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
 fi
 for pkg in "${agents[@]}"; do
-  bin=claude; [[ $pkg == @openai/codex* ]] && bin=codex; [[ $pkg == @google/gemini-cli* ]] && bin=gemini; [[ $pkg == @qwen-code/* ]] && bin=qwen
+  bin=claude; [[ $pkg == @openai/codex* ]] && bin=codex; [[ $pkg == @google/gemini-cli* ]] && bin=gemini; [[ $pkg == @qwen-code/* ]] && bin=qwen; [[ $pkg == opencode-ai* ]] && bin=opencode
   if ! command -v "$bin" >/dev/null || ! "$bin" --version 2>/dev/null | grep -q "${pkg##*@}"; then
     echo "setup: npm install -g $pkg"
     $sudo npm install -g --no-fund --no-audit "$pkg" >/dev/null
@@ -42,6 +43,18 @@ fi
 command -v go >/dev/null || { echo "setup: Go 1.26 or newer is needed (https://go.dev/dl)"; exit 1; }
 
 go mod download
+
+# MinIO, the S3 server the snapshot store's tests run against (internal/snapshot/storage),
+# built from the Go module proxy at a pinned version: MinIO publishes no Debian package.
+gopath_minio="$(go env GOPATH)/bin/minio"
+if ! minio --version >/dev/null 2>&1 && ! "$gopath_minio" --version >/dev/null 2>&1; then
+  echo "setup: building MinIO from the Go module proxy (about 10 minutes the first time)"
+  GOFLAGS=-trimpath go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+fi
+if ! command -v minio >/dev/null && [ -x "$gopath_minio" ]; then
+  $sudo ln -sf "$gopath_minio" /usr/local/bin/minio
+fi
+
 make build
 
 # gVisor's runsc as the engine's runtime "runsc" (paddock up --runtime runsc): merged into

@@ -61,6 +61,8 @@ type Agent struct {
 	// paddock types the message into the session and reads the answer from the
 	// transcript, which needs Parse and an Idle hook.
 	Ask, AskNew []string
+	// AskOnStdin sends Ask's message on the agent's stdin instead of as {prompt}.
+	AskOnStdin bool
 	// Answer reads the final answer (and the conversation's id, when it says one) from
 	// Ask's output.
 	Answer func(output []byte) (text, id string, err error)
@@ -80,7 +82,11 @@ type Agent struct {
 	// every "/" made "-"), or a
 	// shell glob whose newest match is it; "" when paddock reads none. Parse reads it.
 	Transcript string
-	Parse      func(r io.Reader) ([]transcript.Entry, error)
+	// TranscriptCommand, for an agent that keeps its conversations in a database, prints
+	// one in a form Parse reads (run in the sandbox, as the agent's user); used instead of
+	// Transcript, and not for listings (it costs a process).
+	TranscriptCommand []string
+	Parse             func(r io.Reader) ([]transcript.Entry, error)
 	// Status says what the agent's own hooks report, and in words how status is known.
 	Status Status
 }
@@ -157,8 +163,8 @@ func (a *Agent) CanFork() bool { return a.Fork != nil && a.ChoosesID }
 // AskArgv is the argv that sends prompt non-interactively; nil when the agent has none.
 func (a *Agent) AskArgv(s Session, prompt string) []string {
 	args := a.Ask
-	if s.Fresh && a.AskNew != nil {
-		args = a.AskNew
+	if a.AskNew != nil && (s.Fresh || (!a.ChoosesID && s.ResumeID == "")) {
+		args = a.AskNew // no conversation yet, or none whose id is known
 	}
 	if args == nil {
 		return nil
@@ -173,6 +179,15 @@ func (a *Agent) TranscriptPath(s Session) string {
 		return ""
 	}
 	return a.expand([]string{a.Transcript}, s, "", "")[0]
+}
+
+// TranscriptArgv is the command that prints s's transcript, nil when the agent has none
+// or its id is not known yet.
+func (a *Agent) TranscriptArgv(s Session) []string {
+	if a.TranscriptCommand == nil || a.Parse == nil || (s.ResumeID == "" && usesID(a.TranscriptCommand)) {
+		return nil
+	}
+	return a.expand(a.TranscriptCommand, s, "", "")
 }
 
 // PromptFiles are the files that carry paddock's context (and, for a disposable
@@ -248,8 +263,8 @@ func (a *Agent) check() error {
 		return fmt.Errorf("an agent needs a name, a binary and a command")
 	case a.Ask != nil && a.Answer == nil:
 		return fmt.Errorf("Ask without Answer")
-	case (a.Transcript == "") != (a.Parse == nil):
-		return fmt.Errorf("a transcript needs both its path and its parser")
+	case (a.Transcript == "" && a.TranscriptCommand == nil) != (a.Parse == nil):
+		return fmt.Errorf("a transcript needs both its path (or command) and its parser")
 	case a.ChoosesID && !usesID(a.New):
 		return fmt.Errorf("an agent that takes a chosen id must be given it in New")
 	}

@@ -65,6 +65,17 @@ func TestQwenEndToEnd(t *testing.T) {
 		files:   "/home/agent/.qwen/projects/*/chats/*", hooks: true})
 }
 
+// TestOpenCodeEndToEnd runs the real OpenCode in a sandbox against a scripted OpenAI
+// Responses API server (an OpenAI-compatible endpoint) reached through the credential proxy.
+func TestOpenCodeEndToEnd(t *testing.T) {
+	modeltest.RequireCLI(t, "opencode")
+	model := modeltest.NewOpenAIResponses(t)
+	cliEndToEnd(t, agentRun{agent: "opencode", model: model, ready: "ctrl+p", kill: "^[^ ]*[o]pencode",
+		env:     map[string]string{"OPENAI_BASE_URL": model.URL() + "/v1", "OPENAI_API_KEY": "sk-opencode-e2e-REAL-0123456789abcdef"},
+		dialogs: []string{"Permission required", "Select a model", "Connect a provider"},
+		files:   "/home/agent/.config/opencode/*.json", hooks: true})
+}
+
 // cliEndToEnd makes the checks Claude Code's end-to-end test makes, for another agent CLI
 // on bwrap: its first screen is its prompt with no dialog, a tool call runs in /workspace
 // as agent, the transcript parses, --non-interactive returns the final text, a restart

@@ -67,13 +67,17 @@ func openaiScript(rec Request, req openaiRequest, n int64) []map[string]any {
 		return []map[string]any{message(t.text), function("exec_command", map[string]any{"cmd": t.arg})}
 	case t.call == callRun && toolType["run_shell_command"] == "function": // Qwen Code
 		return []map[string]any{message(t.text), function("run_shell_command", map[string]any{"command": t.arg})}
+	case t.call == callRun && toolType["bash"] == "function": // OpenCode
+		return []map[string]any{message(t.text), function("bash", map[string]any{"command": t.arg, "description": "Run the command"})}
 	case t.call == callRun && toolType["shell"] == "function":
 		return []map[string]any{message(t.text), function("shell", map[string]any{"command": []string{"bash", "-lc", t.arg}})}
 	case t.call == callWrite && toolType["apply_patch"] == "custom":
 		return []map[string]any{message(t.text), {"id": fmt.Sprintf("ctc_modeltest_%d", n), "type": "custom_tool_call",
 			"status": "completed", "name": "apply_patch", "call_id": callID, "input": addFilePatch(t.arg)}}
 	case t.call == callWrite && toolType["apply_patch"] == "function":
-		return []map[string]any{message(t.text), function("apply_patch", map[string]any{"input": addFilePatch(t.arg)})}
+		// Codex names the patch "input", OpenCode "patchText".
+		patch := addFilePatch(t.arg)
+		return []map[string]any{message(t.text), function("apply_patch", map[string]any{"input": patch, "patchText": patch})}
 	case t.call != callNone:
 		return []map[string]any{message(echo(last).text)}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -174,7 +175,11 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	}
 	var stdout, stderr strings.Builder
 	env := append([]string{"PADDOCK_SESSION=" + name}, t.agent.Env...)
-	code, err := t.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
+	var stdin io.Reader
+	if t.agent.AskOnStdin {
+		stdin = strings.NewReader(text)
+	}
+	code, err := t.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return "", err
 	}
@@ -217,7 +222,7 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text
 		if se, err := s.store.GetSession(ctx, t.sb.ID, name); err == nil {
 			t.se = se
 		}
-		entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se)
+		entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se, false)
 		if err != nil {
 			return "", err
 		}

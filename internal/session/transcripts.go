@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 
@@ -15,13 +16,19 @@ import (
 )
 
 // readTranscript reads and parses a session's transcript; ok is false when the agent has
-// none paddock can read (yet).
-func (s *Service) readTranscript(ctx context.Context, c *guestclient.Client, sb store.Sandbox, se store.Session) ([]transcript.Entry, bool, error) {
+// none paddock can read (yet), or (for a listing, cheap) none it can read cheaply.
+func (s *Service) readTranscript(ctx context.Context, c *guestclient.Client, sb store.Sandbox, se store.Session, cheap bool) ([]transcript.Entry, bool, error) {
 	a, err := agents.Get(se.Agent)
 	if err != nil {
 		return nil, false, nil
 	}
 	t := &target{sb: sb, se: se}
+	if argv := a.TranscriptArgv(t.session()); argv != nil {
+		if cheap {
+			return nil, false, nil
+		}
+		return commandTranscript(ctx, c, a, t.session(), argv)
+	}
 	p := a.TranscriptPath(t.session())
 	if strings.ContainsAny(p, "*?[") {
 		p = newestMatch(ctx, c, p)
@@ -53,7 +60,7 @@ func newestMatch(ctx context.Context, c *guestclient.Client, pattern string) str
 
 // summarize fills the message count and last activity from the transcript.
 func (s *Service) summarize(ctx context.Context, c *guestclient.Client, sb store.Sandbox, se store.Session, in *Info) {
-	entries, ok, err := s.readTranscript(ctx, c, sb, se)
+	entries, ok, err := s.readTranscript(ctx, c, sb, se, true)
 	if err != nil {
 		s.log.Warn("read transcript", "sandbox", sb.Name, "session", se.Name, "err", err)
 		return
@@ -71,7 +78,7 @@ func (s *Service) Transcript(ctx context.Context, sandboxName, name string) ([]t
 	if err != nil {
 		return nil, err
 	}
-	entries, ok, err := s.readTranscript(ctx, t.client, t.sb, t.se)
+	entries, ok, err := s.readTranscript(ctx, t.client, t.sb, t.se, false)
 	if err != nil {
 		return nil, err
 	}
@@ -79,4 +86,20 @@ func (s *Service) Transcript(ctx context.Context, sandboxName, name string) ([]t
 		return nil, apperr.NotFound("", "session %q has no transcript paddock can read (agent %s)", name, t.se.Agent)
 	}
 	return entries, nil
+}
+
+// commandTranscript runs an agent's transcript command and parses what it prints. It
+// runs without PADDOCK_SESSION, so that the agent's hooks, should they run, report
+// nothing for the session.
+func commandTranscript(ctx context.Context, c *guestclient.Client, a *agents.Agent, sess agents.Session, argv []string) ([]transcript.Entry, bool, error) {
+	var stdout, stderr bytes.Buffer
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: a.Env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		return nil, false, err
+	}
+	if code != 0 {
+		return nil, false, fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(2, len(argv))], " "), code, strings.TrimSpace(tailOf(stderr.String())))
+	}
+	entries, err := a.Parse(&stdout)
+	return entries, true, err
 }
