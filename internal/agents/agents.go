@@ -87,6 +87,10 @@ type Agent struct {
 	// Transcript, and not for listings (it costs a process).
 	TranscriptCommand []string
 	Parse             func(r io.Reader) ([]transcript.Entry, error)
+	// State are the directories (placeholders as in Transcript) where the agent keeps its
+	// conversations, every transcript and the chains it makes when it resumes: a snapshot
+	// keeps them whole, and a restore puts them back, so the conversations resume.
+	State []string
 	// Status says what the agent's own hooks report, and in words how status is known.
 	Status Status
 }
@@ -180,6 +184,9 @@ func (a *Agent) TranscriptPath(s Session) string {
 	}
 	return a.expand([]string{a.Transcript}, s, "", "")[0]
 }
+
+// StateDirs are the directories of the agent's conversations, inside the sandbox.
+func (a *Agent) StateDirs() []string { return a.expand(a.State, Session{}, "", "") }
 
 // TranscriptArgv is the command that prints s's transcript, nil when the agent has none
 // or its id is not known yet.

@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/snapshot"
 )
 
 // Version is the daemon's identity, from GET /v1/version.
@@ -50,6 +51,10 @@ type Server struct {
 	web *webState
 	// notifier sends notifications, when the daemon has one (EnableNotify).
 	notifier *notify.Notifier
+	// snapshots takes and restores snapshots (EnableSnapshots); snapshotsErr says why
+	// there are none.
+	snapshots    *snapshot.Service
+	snapshotsErr error
 	// preview serves port previews on the TCP listener (EnableWeb).
 	preview *previews
 }
@@ -86,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	s.webRoutes(mux)
 	s.sessionRoutes(mux)
 	s.notifyRoutes(mux)
+	s.snapshotRoutes(mux)
 	s.portRoutes(mux)
 	return s.logged(mux)
 }
@@ -201,7 +207,9 @@ type ProgressEvent struct {
 	Step    string        `json:"step,omitempty"`
 	Done    bool          `json:"done,omitempty"`
 	Sandbox *sandbox.Info `json:"sandbox,omitempty"`
-	Error   *ErrorBody    `json:"error,omitempty"`
+	// Snapshot is the snapshot taken (or restored from).
+	Snapshot *snapshot.Manifest `json:"snapshot,omitempty"`
+	Error    *ErrorBody         `json:"error,omitempty"`
 }
 
 // createSandbox takes the CreateRequest as JSON in the X-Paddock-Request header and the

@@ -33,6 +33,8 @@ type Config struct {
 	MCP map[string]MCPServer `toml:"mcp"`
 	// Notify says where to tell the user that a session waits for them or finished.
 	Notify Notify `toml:"notify"`
+	// Backup says where snapshots of sandboxes are kept and how many: [backup].
+	Backup Backup `toml:"backup"`
 }
 
 // Notify is the config's [notify] section: a webhook, and what Web Push subscribers and
@@ -83,7 +85,7 @@ type MCPServer struct {
 // Load reads the config file at path. A missing file gives the defaults; a file that
 // does not parse, or that names an unknown key, is an error naming the line.
 func Load(path string) (Config, error) {
-	var c Config
+	c := Config{Backup: DefaultBackup()}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
@@ -93,9 +95,15 @@ func Load(path string) (Config, error) {
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
+		if derr := describeDuration(path, data, err); derr != nil {
+			return c, derr
+		}
 		return c, describe(path, err)
 	}
-	return c, c.validate(path)
+	if err := c.validate(path); err != nil {
+		return c, err
+	}
+	return c, c.Backup.validate(path, data)
 }
 
 func describe(path string, err error) error {

@@ -121,7 +121,8 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	apiSrv := api.NewServer(svc, session.New(svc, log), api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+	sessions := session.New(svc, log)
+	apiSrv := api.NewServer(svc, sessions, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
@@ -131,6 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	apiSrv.EnableNotify(notifier)
+	apiSrv.EnableSnapshots(openSnapshots(ctx, cfg.Backup, p, svc, sessions, log))
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

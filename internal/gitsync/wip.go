@@ -3,7 +3,8 @@ package gitsync
 // WIPScript runs inside the sandbox in /workspace (or a worktree): it records the
 // checkout's uncommitted and untracked work (ignored files excepted) as a commit on top
 // of HEAD, with a temporary index, so neither the working tree nor the agent's index
-// changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With nothing
+// changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With PADDOCK_WIP_MAX_BYTES
+// set, new files larger than that are left out. With nothing
 // uncommitted, the ref points at HEAD. Hooks and fsmonitor
 // are off (SandboxGitEnv), so that whatever the agent configured cannot break a sync.
 const WIPScript = `set -e
@@ -14,6 +15,10 @@ trap 'rm -f "$index"' EXIT
 cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
 export GIT_INDEX_FILE="$index"
 git add -A
+if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
+  # A snapshot leaves out new files over its size limit (binaries, build outputs).
+  git diff --cached --name-only -z --diff-filter=A | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && git rm -q --cached -- "$f"; done; true' sh
+fi
 tree=$(git write-tree)
 old=$(git rev-parse -q --verify "$ref^{commit}" || true)
 if [ "$tree" = "$(git rev-parse "$head^{tree}")" ]; then

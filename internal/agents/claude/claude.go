@@ -37,6 +37,7 @@ var Agent = &agents.Agent{
 	Memory:    inside.Home + "/.claude/CLAUDE.md",
 
 	// The working directory with every "/" made "-", then the session id.
+	State:      []string{"{home}/.claude/projects"},
 	Transcript: "{home}/.claude/projects/{dir-}/{id}.jsonl",
 	Parse:      transcript.ParseClaude,
 	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification, Stop"},

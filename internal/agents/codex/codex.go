@@ -42,6 +42,7 @@ var Agent = &agents.Agent{
 	Memory: inside.Home + "/.codex/AGENTS.md",
 
 	// Rollouts by date under $CODEX_HOME/sessions, named after their thread id.
+	State:      []string{"{home}/.codex/sessions"},
 	Transcript: rolloutGlob("{id}"),
 	Parse:      transcript.ParseCodex,
 	Status:     agents.Status{Idle: true, Source: "its notify program at the end of each turn (idle); working from the moment a prompt is sent"},

@@ -38,6 +38,7 @@ var Agent = &agents.Agent{
 	Memory:    inside.Home + "/.gemini/GEMINI.md",
 
 	// Chats are named after the minute they began and the id's first 8 characters.
+	State:      []string{"{home}/.gemini/tmp"},
 	Transcript: "{home}/.gemini/tmp/*/chats/session-*-{id8}.jsonl",
 	Parse:      transcript.ParseGemini,
 	Status: agents.Status{Ready: true, Idle: true,

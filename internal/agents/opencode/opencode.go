@@ -52,6 +52,7 @@ var Agent = &agents.Agent{
 	Files:  files,
 	Memory: config + "/AGENTS.md",
 
+	State:             []string{"{home}/.local/share/opencode"},
 	TranscriptCommand: []string{"opencode", "export", "{id}"},
 	Parse:             transcript.ParseOpenCode,
 	Status: agents.Status{Ready: true, Idle: true,

@@ -40,6 +40,7 @@ var Agent = &agents.Agent{
 	Memory: inside.Home + "/.qwen/QWEN.md",
 
 	// The chat named after the session's id, in the project's directory.
+	State:      []string{"{home}/.qwen/projects"},
 	Transcript: "{home}/.qwen/projects/{dir-}/chats/{id}.jsonl",
 	Parse:      transcript.ParseQwen,
 	Status: agents.Status{Ready: true, Idle: true,

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/snapshot"
+)
+
+// SnapshotRequest is the body of POST /v1/sandboxes/{name}/snapshots.
+type SnapshotRequest = snapshot.TakeOptions
+
+// RestoreRequest is the body of POST /v1/snapshots/{ref}/restore.
+type RestoreRequest = snapshot.RestoreOptions
+
+// PruneResult is what POST /v1/snapshots/prune answers: the snapshots removed.
+type PruneResult struct {
+	Removed []string `json:"removed"`
+}
+
+// EnableSnapshots gives the server the daemon's snapshots, or the reason it has none
+// (a store that could not be opened); without either the /v1/snapshots routes answer
+// unavailable. Call it before Handler.
+func (s *Server) EnableSnapshots(sn *snapshot.Service, err error) {
+	s.snapshots, s.snapshotsErr = sn, err
+}
+
+func (s *Server) snapshotRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sandboxes/{name}/snapshots", s.withSnapshots(s.takeSnapshot))
+	mux.HandleFunc("GET /v1/snapshots", s.withSnapshots(s.listSnapshots))
+	mux.HandleFunc("POST /v1/snapshots/prune", s.withSnapshots(s.pruneSnapshots))
+	mux.HandleFunc("POST /v1/snapshots/{ref}/restore", s.hostOnly(s.withSnapshots(s.restoreSnapshot)))
+}
+
+func (s *Server) withSnapshots(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.snapshots != nil:
+			h(w, r)
+		case s.snapshotsErr != nil:
+			s.writeError(w, r, apperr.Unavailable("fix [backup] in the config, then `paddock daemon stop`", "snapshots: %v", s.snapshotsErr))
+		default:
+			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no snapshots"))
+		}
+	}
+}
+
+// takeSnapshot answers with an NDJSON progress stream ending with the snapshot.
+func (s *Server) takeSnapshot(w http.ResponseWriter, r *http.Request) {
+	var req SnapshotRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stream := s.progressStream(w, r)
+	// A client going away does not cut a snapshot short: it finishes, or leaves nothing.
+	m, err := s.snapshots.Take(context.WithoutCancel(r.Context()), r.PathValue("name"), req, stream.step)
+	if err != nil {
+		stream.fail(err)
+		return
+	}
+	stream.send(ProgressEvent{Done: true, Snapshot: m})
+}
+
+func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.snapshots.List(r.Context(), r.URL.Query().Get("sandbox"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ms == nil {
+		ms = []snapshot.Manifest{}
+	}
+	writeJSON(w, http.StatusOK, ms)
+}
+
+func (s *Server) pruneSnapshots(w http.ResponseWriter, r *http.Request) {
+	removed, err := s.snapshots.Prune(r.Context(), r.URL.Query().Get("sandbox"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if removed == nil {
+		removed = []string{}
+	}
+	writeJSON(w, http.StatusOK, PruneResult{Removed: removed})
+}
+
+// restoreSnapshot answers with an NDJSON progress stream ending with the new sandbox.
+func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) {
+	var req RestoreRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stream := s.progressStream(w, r)
+	info, m, err := s.snapshots.Restore(context.WithoutCancel(r.Context()), r.PathValue("ref"), req, stream.step)
+	if err != nil {
+		stream.fail(err)
+		return
+	}
+	stream.send(ProgressEvent{Done: true, Sandbox: &info, Snapshot: m})
+}
+
+// TakeSnapshot snapshots a sandbox, reporting progress.
+func (c *Client) TakeSnapshot(ctx context.Context, name string, req SnapshotRequest, progress func(string)) (*snapshot.Manifest, error) {
+	body, _ := json.Marshal(req)
+	resp, err := c.stream(ctx, http.MethodPost, sandboxPath(name, "/snapshots"), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	last, err := readProgress(resp.Body, progress)
+	return last.Snapshot, err
+}
+
+// Snapshots lists the snapshots of a sandbox (every sandbox's with ""), newest first.
+func (c *Client) Snapshots(ctx context.Context, sandbox string) ([]snapshot.Manifest, error) {
+	var out []snapshot.Manifest
+	err := c.do(ctx, http.MethodGet, "/v1/snapshots?sandbox="+url.QueryEscape(sandbox), nil, &out)
+	return out, err
+}
+
+// PruneSnapshots applies the retention now.
+func (c *Client) PruneSnapshots(ctx context.Context, sandbox string) ([]string, error) {
+	var out PruneResult
+	err := c.do(ctx, http.MethodPost, "/v1/snapshots/prune?sandbox="+url.QueryEscape(sandbox), nil, &out)
+	return out.Removed, err
+}
+
+// RestoreSnapshot makes a new sandbox from a snapshot, reporting progress.
+func (c *Client) RestoreSnapshot(ctx context.Context, ref string, req RestoreRequest, progress func(string)) (*snapshot.Manifest, error) {
+	body, _ := json.Marshal(req)
+	resp, err := c.stream(ctx, http.MethodPost, "/v1/snapshots/"+url.PathEscape(ref)+"/restore", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	last, err := readProgress(resp.Body, progress)
+	return last.Snapshot, err
+}
