@@ -345,8 +345,11 @@ func (t *taking) modes(ctx context.Context) error {
 	for _, rec := range strings.Split(out.String(), "\x00") {
 		kind, rest, _ := strings.Cut(rec, " ")
 		mode, p, ok := strings.Cut(rest, " ")
-		if !ok || p == "" {
+		if !ok {
 			continue
+		}
+		if p == "" {
+			p = "." // /workspace itself
 		}
 		if (kind == "f" && (mode == "644" || mode == "755")) || (kind == "d" && mode == "755") {
 			continue

@@ -2,32 +2,26 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/paddockhq/paddock/internal/testenv"
+	"github.com/paddockhq/paddock/internal/snapshot/storage/miniotest"
 )
-
-// minioVersion is the MinIO scripts/setup.sh installs.
-const minioVersion = "github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 
 const (
-	minioUser     = "paddock-test"
-	minioPassword = "paddock-test-secret"
+	minioVersion  = miniotest.Version
+	minioUser     = miniotest.User
+	minioPassword = miniotest.Password
 )
+
+func startMinIO(t *testing.T) string { return miniotest.Start(t) }
 
 func TestS3(t *testing.T) {
 	endpoint := startMinIO(t)
@@ -124,94 +118,6 @@ func TestParseEndpoint(t *testing.T) {
 			t.Errorf("parseEndpoint(%q) = %q, %v, %v; want %q, %v", tc.endpoint, host, secure, err, tc.host, tc.secure)
 		}
 	}
-}
-
-// startMinIO runs a MinIO server for the test on a fresh directory and returns its
-// endpoint; it is stopped when the test ends.
-func startMinIO(t *testing.T) string {
-	t.Helper()
-	bin := minioBinary(t)
-	addr, console := freeAddr(t), freeAddr(t)
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "server", t.TempDir(), "--address", addr, "--console-address", console, "--quiet")
-	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+minioUser, "MINIO_ROOT_PASSWORD="+minioPassword, "MINIO_BROWSER=off",
-		"MINIO_UPDATE=off", "MINIO_CI_CD=1")
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start minio: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Logf("stop minio: %v", err)
-		}
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	endpoint := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/minio/health/live", nil)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return endpoint
-			}
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("minio exited (%v) before it answered:\n%s", err, log.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("minio did not answer on %s within a minute:\n%s", endpoint, log.String())
-		}
-	}
-}
-
-// minioBinary finds MinIO: $PADDOCK_MINIO, else minio on PATH, else the one `go install`
-// put in GOPATH/bin. Without it the test skips (fails, under CI).
-func minioBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PADDOCK_MINIO"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("minio"); err == nil {
-		return p
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			p := filepath.Join(dir, "bin", "minio")
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-				return p
-			}
-		}
-	}
-	testenv.Missing(t, "minio is not installed",
-		"run scripts/setup.sh, or `go install "+minioVersion+"`, or set PADDOCK_MINIO to a minio binary")
-	return ""
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestSetupPinsMinIO keeps scripts/setup.sh installing the MinIO this test names.
