@@ -45,7 +45,7 @@ type Backup struct {
 	// no limit by age. Default 720h (30 days).
 	MaxAge Duration `toml:"max_age"`
 	// Every is how often each sandbox is snapshotted on its own ("6h"); empty or "0"
-	// means never (snapshots are taken by hand). At least a minute.
+	// means never (snapshots are taken by hand). At least 10 seconds.
 	Every Duration `toml:"every"`
 	// MaxFileMB is the size, in MiB, above which a file is left out of a snapshot;
 	// 0 means no limit. Default 50.
@@ -65,7 +65,7 @@ func DefaultBackup() Backup {
 
 // minEvery is the shortest Backup.Every: more often would snapshot busy sandboxes
 // without pause.
-const minEvery = time.Minute
+const minEvery = 10 * time.Second
 
 // Duration is a time.Duration written in the config file as a string, "720h" or "90m".
 // A bare number is refused rather than read as nanoseconds.

@@ -37,7 +37,7 @@ func TestLoadBackup(t *testing.T) {
 		{name: "max_age not a duration", content: "[backup]\nmax_age = \"a month\"\n", wantErr: `config.toml:2:`},
 		{name: "max_age a bare number", content: "[backup]\nkeep = 1\nmax_age = 720\n", wantErr: `config.toml:3:`},
 		{name: "negative max_age", content: "[backup]\nmax_age = \"-1h\"\n", wantErr: `config.toml:2:`},
-		{name: "every too often", content: "[backup]\nevery = \"10s\"\n", wantErr: "config.toml:2: [backup] every: 10s is more often than every 1m0s"},
+		{name: "every too often", content: "[backup]\nevery = \"5s\"\n", wantErr: "config.toml:2: [backup] every: 5s is more often than every 10s"},
 		{name: "relative store", content: "[backup]\nstore = \"backups\"\n", wantErr: "config.toml:2: [backup] store: \"backups\" must be an absolute directory"},
 		{name: "store without a bucket", content: "[backup]\nstore = \"s3:///prefix\"\n", wantErr: "[backup] store: \"s3:///prefix\" names no bucket"},
 		{name: "endpoint with a path", content: "[backup]\nendpoint = \"https://s3.example.com/bucket\"\n", wantErr: "config.toml:2: [backup] endpoint: \"https://s3.example.com/bucket\" must have no path"},

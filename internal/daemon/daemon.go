@@ -132,7 +132,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	apiSrv.EnableNotify(notifier)
-	apiSrv.EnableSnapshots(openSnapshots(ctx, cfg.Backup, p, svc, sessions, log))
+	snapshots, snapErr := openSnapshots(ctx, cfg.Backup, p, svc, sessions, log)
+	apiSrv.EnableSnapshots(snapshots, snapErr)
+	if snapshots != nil {
+		go snapshots.Every(ctx, cfg.Backup.Every.Duration)
+	}
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -32,7 +32,7 @@ const (
 
 // Start runs a MinIO server for the test on a fresh directory and returns its
 // endpoint; it is stopped when the test ends.
-func Start(t *testing.T) string {
+func Start(t testing.TB) string {
 	t.Helper()
 	bin := binary(t)
 	addr, console := freeAddr(t), freeAddr(t)
@@ -87,7 +87,7 @@ func Start(t *testing.T) string {
 
 // binary finds MinIO: $PADDOCK_MINIO, else minio on PATH, else the one `go install`
 // put in GOPATH/bin. Without it the test skips (fails, under CI).
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("PADDOCK_MINIO"); p != "" {
 		return p
@@ -108,7 +108,7 @@ func binary(t *testing.T) string {
 	return ""
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -120,7 +120,7 @@ func freeAddr(t *testing.T) string {
 
 // Bucket makes a bucket on the server at endpoint, as an operator would before pointing
 // paddock at it.
-func Bucket(t *testing.T, endpoint, name string) {
+func Bucket(t testing.TB, endpoint, name string) {
 	t.Helper()
 	host := strings.TrimPrefix(endpoint, "http://")
 	c, err := minio.New(host, &minio.Options{Creds: credentials.NewStaticV4(User, Password, "")})
