@@ -158,6 +158,9 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 	if err != nil {
 		return notFound
 	}
+	if info.State == "lost" && !opts.fresh {
+		return restoreLost(ctx, f, c, info)
+	}
 	if !opts.fresh {
 		if err := sameRuntime(opts, info); err != nil {
 			return err
@@ -172,6 +175,29 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 	}
 	opts.name, opts.target = info.Name, info.SourcePath
 	return runUp(ctx, f, opts)
+}
+
+// restoreLost brings back a sandbox its backend lost from its newest snapshot: the lost
+// record goes, and the snapshot comes back under the same name.
+func restoreLost(ctx context.Context, f *Factory, c *api.Client, info sandbox.Info) error {
+	list, err := c.Snapshots(ctx, info.Name)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return apperr.NotFound("remove it with `paddock rm "+info.Name+"`, then make it again with `paddock up PATH`",
+			"sandbox %s was lost by its backend, and it has no snapshot to restore", info.Name)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s was lost by its backend; restoring its newest snapshot, %s\n", info.Name, list[0].ID)
+	if err := c.Remove(ctx, info.Name, true); err != nil {
+		return err
+	}
+	if _, err := c.RestoreSnapshot(ctx, list[0].ID, api.RestoreRequest{Name: info.Name},
+		func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) }); err != nil {
+		return fmt.Errorf("%w (the snapshot is still there: `paddock restore %s`)", err, list[0].ID)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %s is back from %s; attach with `paddock chat %s`\n", info.Name, list[0].ID, info.Name)
+	return nil
 }
 
 // resolveSource finds the host repository of the target (cloning a URL first), names the
@@ -211,6 +237,8 @@ func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	case existing.SourcePath == repo && opts.fresh:
 		fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
 		return false, c.Remove(ctx, opts.name, true)
+	case existing.SourcePath == repo && existing.State == "lost":
+		return true, restoreLost(ctx, f, c, existing)
 	case existing.SourcePath == repo:
 		if err := sameRuntime(opts, existing); err != nil {
 			return false, err

@@ -135,6 +135,13 @@ func Run(ctx context.Context, opts Options) error {
 	snapshots, snapErr := openSnapshots(ctx, cfg.Backup, p, svc, sessions, log)
 	apiSrv.EnableSnapshots(snapshots, snapErr)
 	if snapshots != nil {
+		svc.SetSnapshots(func(ctx context.Context, name string) (string, time.Time, bool) {
+			m, err := snapshots.Newest(ctx, name)
+			if err != nil || m == nil {
+				return "", time.Time{}, false
+			}
+			return m.ID, m.Created, true
+		})
 		go snapshots.Every(ctx, cfg.Backup.Every.Duration)
 	}
 	srv := &http.Server{

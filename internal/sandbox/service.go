@@ -26,6 +26,7 @@ import (
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // Info is a sandbox as the user sees it.
@@ -91,6 +92,16 @@ type Service struct {
 	closed  bool
 	locks   map[string]*sync.Mutex // by sandbox ID
 	clients map[string]*conn       // by sandbox ID
+	// newest finds a sandbox's newest snapshot (SetSnapshots), for a sandbox its backend lost.
+	newest func(ctx context.Context, name string) (id string, at time.Time, ok bool)
+}
+
+// SetSnapshots tells the service how to find a sandbox's newest snapshot, so that a
+// sandbox its backend lost says which snapshot brings it back.
+func (s *Service) SetSnapshots(newest func(ctx context.Context, name string) (id string, at time.Time, ok bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newest = newest
 }
 
 // conn is a live guest connection, the network tunnels it carries, and the pump of its
@@ -266,7 +277,7 @@ func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	}
 	switch st.State {
 	case backend.StateMissing:
-		in.State, in.Detail = "error", "the backend has no trace of this sandbox; remove it with `paddock rm "+sb.Name+"`"
+		in.State, in.Detail = s.lost(ctx, sb.Name)
 	case backend.StateCreated:
 		in.State = "stopped"
 	default:
@@ -520,4 +531,18 @@ func (s *Service) Reconcile(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// lost is the state of a sandbox its backend has no trace of (a wiped disk, a container
+// removed behind paddock's back), with what brings it back.
+func (s *Service) lost(ctx context.Context, name string) (state, detail string) {
+	s.mu.Lock()
+	newest := s.newest
+	s.mu.Unlock()
+	if newest != nil {
+		if id, at, ok := newest(ctx, name); ok {
+			return "lost", fmt.Sprintf("its backend lost it: `paddock up %s` restores its newest snapshot, %s (%s ago)", name, id, termtext.Age(time.Since(at)))
+		}
+	}
+	return "lost", "its backend lost it, and it has no snapshot: remove it with `paddock rm " + name + "`"
 }

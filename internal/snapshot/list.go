@@ -63,8 +63,8 @@ func (s *Service) read(ctx context.Context, key string) (*Manifest, error) {
 	return &m, nil
 }
 
-// newest is a sandbox's newest snapshot, nil when it has none.
-func (s *Service) newest(ctx context.Context, name string) (*Manifest, error) {
+// Newest is a sandbox's newest snapshot, nil when it has none.
+func (s *Service) Newest(ctx context.Context, name string) (*Manifest, error) {
 	ms, err := s.List(ctx, name)
 	if err != nil || len(ms) == 0 {
 		return nil, err

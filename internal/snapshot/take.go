@@ -241,7 +241,7 @@ func (t *taking) git(ctx context.Context) error {
 		return err
 	}
 
-	prev, err := t.s.newest(ctx, t.m.Sandbox)
+	prev, err := t.s.Newest(ctx, t.m.Sandbox)
 	if err != nil {
 		return err
 	}
