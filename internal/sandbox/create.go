@@ -51,6 +51,10 @@ type CreateRequest struct {
 	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
 	// empty is the backend's default ([backends.docker] runtime in the config).
 	Runtime string `json:"runtime,omitempty"`
+	// Seeded, when set, runs once the workspace is seeded and before the sandbox counts
+	// as made: what it does is part of the making (a restore fills the sandbox here), so
+	// a failure, or a daemon that dies meanwhile, leaves no sandbox behind.
+	Seeded func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, progress Progress) error `json:"-"`
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -168,6 +172,11 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	}
 	for _, w := range warnings {
 		progress("warning: " + w)
+	}
+	if req.Seeded != nil {
+		if err := req.Seeded(ctx, sb, c, progress); err != nil {
+			return Info{}, err
+		}
 	}
 	if dc := req.Devcontainer; dc != nil {
 		if len(dc.PostCreate) > 0 {

@@ -60,18 +60,26 @@ func (s *Service) Restore(ctx context.Context, ref string, opts RestoreOptions, 
 	if err != nil {
 		return sandbox.Info{}, m, err
 	}
-	info, err := s.sandboxes.Create(ctx, req, first, progress)
+	// The work and the session records go in while the sandbox is still being made: a
+	// failure, or a daemon that dies meanwhile, leaves no half-restored sandbox.
+	req.Seeded = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, progress sandbox.Progress) error {
+		if err := s.fill(ctx, c, m, progress); err != nil {
+			return fmt.Errorf("restore snapshot %s: %w", m.ID, err)
+		}
+		return s.recordSessions(ctx, sb, m)
+	}
+	_, err = s.sandboxes.Create(ctx, req, first, progress)
 	first.Close()
 	if err != nil {
 		return sandbox.Info{}, m, err
 	}
-	if err := s.fill(ctx, req.Name, m, progress); err != nil {
-		if rerr := s.sandboxes.Remove(context.WithoutCancel(ctx), req.Name, true); rerr != nil {
-			s.log.Error("remove a sandbox whose restore failed", "sandbox", req.Name, "err", rerr)
+	for _, se := range m.Sessions {
+		progress(fmt.Sprintf("resuming session %s (%s)", se.Name, se.Agent))
+		if _, err := s.sessions.Restart(ctx, req.Name, se.Name); err != nil {
+			return sandbox.Info{}, m, fmt.Errorf("resume session %s (the sandbox is restored; `paddock restart %s/%s` tries again): %w", se.Name, req.Name, se.Name, err)
 		}
-		return sandbox.Info{}, m, fmt.Errorf("restore snapshot %s: %w", m.ID, err)
 	}
-	info, err = s.sandboxes.Get(ctx, req.Name)
+	info, err := s.sandboxes.Get(ctx, req.Name)
 	return info, m, err
 }
 
@@ -93,12 +101,8 @@ func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.Create
 	return req
 }
 
-// fill puts the snapshot's work into the new sandbox and brings its sessions back.
-func (s *Service) fill(ctx context.Context, name string, m *Manifest, progress func(string)) error {
-	c, err := s.sandboxes.Client(ctx, name)
-	if err != nil {
-		return err
-	}
+// fill puts the snapshot's work into the new sandbox.
+func (s *Service) fill(ctx context.Context, c *guestclient.Client, m *Manifest, progress sandbox.Progress) error {
 	progress("restoring the repository and the uncommitted work")
 	if err := s.restoreGit(ctx, c, m); err != nil {
 		return err
@@ -112,7 +116,7 @@ func (s *Service) fill(ctx context.Context, name string, m *Manifest, progress f
 			return fmt.Errorf("restore %s: %w", root, err)
 		}
 	}
-	return s.restoreSessions(ctx, name, m, progress)
+	return nil
 }
 
 // restoreScript adds each bundle's objects ($@), sets every ref as it was, checks out the
@@ -281,12 +285,8 @@ func (s *Service) writeRoot(ctx context.Context, w io.Writer, m *Manifest, root,
 	return tw.Close()
 }
 
-// restoreSessions makes the sessions again and starts each, resuming its conversation.
-func (s *Service) restoreSessions(ctx context.Context, name string, m *Manifest, progress func(string)) error {
-	sb, err := s.sandboxes.Record(ctx, name)
-	if err != nil {
-		return err
-	}
+// recordSessions records the snapshot's sessions in the new sandbox (started after).
+func (s *Service) recordSessions(ctx context.Context, sb store.Sandbox, m *Manifest) error {
 	for _, se := range m.Sessions {
 		if err := sandbox.ValidateName(se.Name); err != nil {
 			return fmt.Errorf("the snapshot names a bad session %q: %w", se.Name, err)
@@ -294,10 +294,6 @@ func (s *Service) restoreSessions(ctx context.Context, name string, m *Manifest,
 		rec := store.Session{SandboxID: sb.ID, Name: se.Name, Agent: se.Agent, ResumeID: se.ResumeID, Command: se.Command, Dir: se.Dir}
 		if err := s.sandboxes.Store().CreateSession(ctx, rec); err != nil {
 			return err
-		}
-		progress(fmt.Sprintf("resuming session %s (%s)", se.Name, se.Agent))
-		if _, err := s.sessions.Restart(ctx, name, se.Name); err != nil {
-			return fmt.Errorf("resume session %s: %w", se.Name, err)
 		}
 	}
 	return nil
