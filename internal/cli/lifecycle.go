@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -15,6 +16,8 @@ import (
 type nameOptions struct {
 	name  string
 	force bool
+	// purge: rm without a final snapshot.
+	purge bool
 }
 
 // newCmdStateChange builds start and stop: one API call on one sandbox, then its state.
@@ -49,25 +52,60 @@ func newCmdStop(f *Factory) *cobra.Command {
 func newCmdRm(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {
 	opts := &nameOptions{}
 	cmd := &cobra.Command{
-		Use:   "rm NAME",
-		Short: "Remove a sandbox and everything in it (-f if it is running)",
-		Args:  exactArgs(1, "one sandbox name"),
+		Use:   "rm NAME [-f] [--purge]",
+		Short: "Remove a sandbox and everything in it, after a final snapshot (-f if it is running)",
+		Long: `Remove a sandbox and everything in it. A final snapshot is taken first (a stopped
+sandbox is started for it), so that paddock restore can bring it back; --purge removes it
+without one. A sandbox its backend lost is removed as it is: its earlier snapshots stay.`,
+		Args: exactArgs(1, "one sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.name = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			c, err := f.Client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if err := c.Remove(cmd.Context(), opts.name, opts.force); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "paddock: removed sandbox %s\n", opts.name)
-			return nil
+			return runRm(cmd.Context(), f, opts)
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.force, "force", "f", false, "remove a running sandbox too")
+	cmd.Flags().BoolVar(&opts.purge, "purge", false, "remove it without a final snapshot")
 	return cmd
+}
+
+func runRm(ctx context.Context, f *Factory, opts *nameOptions) error {
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	force := opts.force
+	if !opts.purge {
+		info, err := c.Get(ctx, opts.name)
+		if err != nil {
+			return err
+		}
+		switch info.State {
+		case "running":
+			if !force {
+				return apperr.Conflict(fmt.Sprintf("stop it first (`paddock stop %s`) or remove it anyway with `paddock rm -f %s`", opts.name, opts.name),
+					"sandbox %q is running", opts.name)
+			}
+		case "stopped":
+			fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s for its final snapshot\n", opts.name)
+			if _, err := c.Start(ctx, opts.name); err != nil {
+				return fmt.Errorf("start %s for its final snapshot (--purge removes it without one): %w", opts.name, err)
+			}
+			force = true
+		}
+		if info.State == "running" || info.State == "stopped" {
+			m, err := c.TakeSnapshot(ctx, opts.name, api.SnapshotRequest{Note: "before rm"}, nil)
+			if err != nil {
+				return fmt.Errorf("the final snapshot of %s failed, so it stays (--purge removes it without one): %w", opts.name, err)
+			}
+			fmt.Fprintf(f.IO.ErrOut, "paddock: final snapshot %s (%s); `paddock restore %s` brings it back\n", m.ID, humanSize(m.Size), m.ID)
+		}
+	}
+	if err := c.Remove(ctx, opts.name, force); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: removed sandbox %s\n", opts.name)
+	return nil
 }

@@ -125,7 +125,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			paddock("exec", name+"-u", "--", "true")
 		})
 		for _, n := range []string{name, name + "-r", name + "-u"} {
-			paddock("rm", n, "--force")
+			paddock("rm", n, "--force", "--purge")
 		}
 	}
 	n := float64(b.N)
