@@ -55,6 +55,8 @@ type Server struct {
 	// there are none.
 	snapshots    *snapshot.Service
 	snapshotsErr error
+	// activity records the requests that act on a sandbox, for the idle stop.
+	activity *snapshot.Activity
 	// preview serves port previews on the TCP listener (EnableWeb).
 	preview *previews
 }
@@ -98,6 +100,11 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) logged(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.activity != nil {
+			if name, ok := actsOn(r); ok {
+				defer s.activity.Hold(name)()
+			}
+		}
 		start := time.Now()
 		h.ServeHTTP(w, r)
 		s.log.Debug("api", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))

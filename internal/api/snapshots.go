@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/snapshot"
@@ -20,6 +21,30 @@ type RestoreRequest = snapshot.RestoreOptions
 // PruneResult is what POST /v1/snapshots/prune answers: the snapshots removed.
 type PruneResult struct {
 	Removed []string `json:"removed"`
+}
+
+// EnableActivity has the server record each request that acts on a sandbox (an attach,
+// an exec, a message, files in or out), for the idle stop. Call it before Handler.
+func (s *Server) EnableActivity(a *snapshot.Activity) { s.activity = a }
+
+// actsOn names the sandbox a request acts on: any change, and reading its files or
+// running a process in it; not the listings and status reads a UI polls with.
+func actsOn(r *http.Request) (string, bool) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/sandboxes/")
+	if !ok {
+		return "", false
+	}
+	name, sub, _ := strings.Cut(rest, "/")
+	if name == "" {
+		return "", false
+	}
+	switch {
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		return name, true
+	case sub == "exec" || sub == "files" || sub == "tar":
+		return name, true
+	}
+	return "", false
 }
 
 // EnableSnapshots gives the server the daemon's snapshots, or the reason it has none

@@ -23,8 +23,11 @@ func newCmdAttach(f *Factory) *cobra.Command {
 			if len(args) == 1 {
 				arg = args[0]
 			}
-			_, sb, name, err := clientAndTarget(ctx, f, arg, false)
+			c, sb, name, err := clientAndTarget(ctx, f, arg, false)
 			if err != nil {
+				return err
+			}
+			if err := wake(ctx, f, c, sb, name); err != nil {
 				return err
 			}
 			return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
@@ -101,4 +104,31 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// wake starts a sandbox that was stopped (after an idle stop, say) and resumes the
+// session asked for (every session, with none named) whose process went with it,
+// saying so: chat and attach then find the work as it was.
+func wake(ctx context.Context, f *Factory, c *api.Client, sb, name string) error {
+	info, err := c.Get(ctx, sb)
+	if err != nil || info.State != "stopped" {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %s was stopped; starting it again\n", sb)
+	if _, err := c.Start(ctx, sb); err != nil {
+		return err
+	}
+	list, err := c.Sessions(ctx, sb)
+	if err != nil {
+		return err
+	}
+	for _, se := range list {
+		if (name == "" || se.Name == name) && se.Status == "exited" {
+			if _, err := c.RestartSession(ctx, sb, se.Name); err != nil {
+				return fmt.Errorf("resume %s/%s: %w", sb, se.Name, err)
+			}
+			fmt.Fprintf(f.IO.ErrOut, "paddock: resumed session %s/%s\n", sb, se.Name)
+		}
+	}
+	return nil
 }

@@ -151,6 +151,9 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		if sb, _, err = resolveTarget(ctx, c, opts.target, false); err != nil {
 			return err
 		}
+		if err := wake(ctx, f, c, sb, ""); err != nil {
+			return err
+		}
 		name = opts.newName
 		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", opts.agent, sb, name)
 		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command, Worktree: opts.worktree}, 60*time.Second)
@@ -159,6 +162,8 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
 	} else if sb, name, err = resolveTarget(ctx, c, opts.target, true); err != nil {
+		return err
+	} else if err := wake(ctx, f, c, sb, name); err != nil {
 		return err
 	}
 

@@ -35,6 +35,9 @@ type Config struct {
 	Notify Notify `toml:"notify"`
 	// Backup says where snapshots of sandboxes are kept and how many: [backup].
 	Backup Backup `toml:"backup"`
+	// IdleStop stops a running sandbox unused for this long ("2h"), after a final
+	// snapshot; the next up, chat or attach starts it again. Empty means never.
+	IdleStop Duration `toml:"idle_stop"`
 }
 
 // Notify is the config's [notify] section: a webhook, and what Web Push subscribers and

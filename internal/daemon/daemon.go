@@ -26,6 +26,7 @@ import (
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/store"
 
 	_ "github.com/paddockhq/paddock/internal/agents/all"     // registers every agent adapter
@@ -143,6 +144,11 @@ func Run(ctx context.Context, opts Options) error {
 			return m.ID, m.Created, true
 		})
 		go snapshots.Every(ctx, cfg.Backup.Every.Duration)
+		activity := snapshot.NewActivity()
+		apiSrv.EnableActivity(activity)
+		go snapshots.IdleStop(ctx, cfg.IdleStop.Duration, activity)
+	} else if cfg.IdleStop.Duration > 0 {
+		log.Error("idle stop is off: it takes a final snapshot first, and snapshots are off")
 	}
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
