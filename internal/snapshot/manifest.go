@@ -53,6 +53,14 @@ type Meta struct {
 	SyncMode   string   `json:"sync_mode,omitempty"`
 	SourcePath string   `json:"source_path,omitempty"`
 	SourceURL  string   `json:"source_url,omitempty"`
+	// NetRules are the sandbox's own egress rules (`paddock net allow|deny --sandbox`).
+	NetRules []NetRule `json:"net_rules,omitempty"`
+}
+
+// NetRule is an egress rule of the sandbox's own.
+type NetRule struct {
+	Pattern string `json:"pattern"`
+	Action  string `json:"action"`
 }
 
 // Git is the workspace repository's state.

@@ -66,6 +66,11 @@ func (s *Service) Restore(ctx context.Context, ref string, opts RestoreOptions, 
 		if err := s.fill(ctx, c, m, progress); err != nil {
 			return fmt.Errorf("restore snapshot %s: %w", m.ID, err)
 		}
+		for _, r := range m.Meta.NetRules {
+			if _, err := s.sandboxes.SetNetRule(ctx, sb.Name, r.Pattern, r.Action); err != nil {
+				return fmt.Errorf("restore the egress rule %s %s: %w", r.Action, r.Pattern, err)
+			}
+		}
 		return s.recordSessions(ctx, sb, m)
 	}
 	_, err = s.sandboxes.Create(ctx, req, first, progress)

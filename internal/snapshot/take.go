@@ -110,6 +110,15 @@ func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progr
 		return nil, err
 	}
 	m := &Manifest{ID: newID(start), Sandbox: sb.Name, Note: opts.Note, Created: start.UTC(), Meta: metaOf(sb)}
+	rules, err := s.sandboxes.NetRules(ctx, sb.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rules {
+		if r.Scope == sb.Name {
+			m.Meta.NetRules = append(m.Meta.NetRules, NetRule{Pattern: r.Pattern, Action: r.Action})
+		}
+	}
 	m.Sessions = s.sessionsOf(ctx, sb.Name, sessions)
 	m.Roots = roots(ctx, c, sessions)
 	if opts.DryRun {
