@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,5 +117,109 @@ func TestSnapshotFaults(t *testing.T) {
 			t.Fatalf("run %d: restored sandbox is not whole: %q", i, out)
 		}
 		must("", "rm", name, "--force")
+	}
+}
+
+// TestCreateSyncFaults kills the daemon at random points of `up`, and the CLI at random
+// points of `sync`. After a cut `up` there is no sandbox or a whole one, and `up` again
+// works; after a cut sync each of the host's refs/paddock refs is as it was or as the
+// sandbox has it, git finds the repository sound, and sync again brings everything.
+func TestCreateSyncFaults(t *testing.T) {
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	runs := 5
+	if v, err := strconv.Atoi(os.Getenv("PADDOCK_SOAK_FAULTS")); err == nil && v > 0 {
+		runs = v
+	}
+	home, repo := e2eHome(t)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	for i := 0; i < 200; i++ {
+		os.WriteFile(filepath.Join(repo, fmt.Sprintf("f%03d.txt", i)), []byte(strings.Repeat("x", 5000)+fmt.Sprint(i)), 0o644)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "files"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	daemonPID := func() int {
+		data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.lock"))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid
+	}
+	killWait := func(pid int) {
+		if pid <= 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
+			return
+		}
+		for i := 0; i < 500; i++ {
+			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("process %d did not die", pid)
+	}
+	refs := func() map[string]string {
+		out, err := exec.Command("git", "-C", repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/paddock/").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if ref, sha, ok := strings.Cut(l, " "); ok {
+				m[ref] = sha
+			}
+		}
+		return m
+	}
+
+	for i := 0; i < runs; i++ {
+		// up cut short.
+		name := fmt.Sprintf("c%d", i)
+		done := make(chan int, 1)
+		go func() { _, _, code := paddock("", "up", repo, "--name", name); done <- code }()
+		time.Sleep(time.Duration(rand.IntN(1200)) * time.Millisecond)
+		killWait(daemonPID())
+		<-done
+		if _, _, code := paddock("", "exec", name, "--", "true"); code != 0 {
+			must("", "rm", name, "--force", "--purge") // a record the reconcile could not finish, if any
+			must("", "up", repo, "--name", name)
+		}
+		if out := must("", "exec", name, "--", "sh", "-c", "ls f*.txt | wc -l"); strings.TrimSpace(out) != "200" {
+			t.Fatalf("run %d: the sandbox made after a cut up is not whole: %q files", i, out)
+		}
+
+		// sync cut short, by killing the CLI (a process of its own here).
+		must("", "exec", name, "--", "sh", "-c", fmt.Sprintf("echo %d >> f000.txt && git commit -q -am 'run %d' && echo wip > wip%d.txt", i, i, i))
+		before := refs()
+		cmd := exec.Command(os.Args[0], "sync", name)
+		cmd.Args[0] = "paddock"
+		cmd.Dir = repo
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		// The git the CLI ran may still finish; wait for it to let go of the repository.
+		waitUntil(t, 20*time.Second, "git to finish", func() bool {
+			out, _ := exec.Command("sh", "-c", "pgrep -f '[g]it.*fetch.*paddock::"+name+"' | wc -l").Output()
+			return strings.TrimSpace(string(out)) == "0"
+		})
+		if out, err := exec.Command("git", "-C", repo, "fsck", "--no-progress", "--connectivity-only").CombinedOutput(); err != nil {
+			t.Fatalf("run %d: git fsck after a cut sync: %v %s", i, err, out)
+		}
+		mid := refs()
+		must("", "sync", name)
+		after := refs()
+		for ref, sha := range mid {
+			if old := before[ref]; old != sha && after[ref] != sha {
+				t.Fatalf("run %d: %s is %s, neither as it was (%s) nor as the sandbox has it", i, ref, sha, old)
+			}
+		}
+		ns := "refs/paddock/" + name + "/"
+		if after[ns+"main"] == "" || after[ns+"main"] == before[ns+"main"] {
+			t.Fatalf("run %d: sync again did not bring the new commit: %v", i, after)
+		}
+		must("", "rm", name, "--force", "--purge")
 	}
 }
