@@ -67,6 +67,9 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 		for _, s := range m.Sessions {
 			fmt.Fprintf(f.IO.Out, "would keep: session %s (%s)\n", termtext.Escape(s.Name), s.Agent)
 		}
+		for _, l := range m.Included {
+			fmt.Fprintf(f.IO.Out, "would keep: %s: %s\n", termtext.Escape(l.Path), l.Why)
+		}
 		for _, l := range m.Left {
 			fmt.Fprintf(f.IO.Out, "left out:   %s: %s\n", termtext.Escape(l.Path), l.Why)
 		}

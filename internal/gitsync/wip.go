@@ -3,11 +3,11 @@ package gitsync
 // WIPScript runs inside the sandbox in /workspace (or a worktree): it records the
 // checkout's uncommitted and untracked work (ignored files excepted) as a commit on top
 // of HEAD, with a temporary index, so neither the working tree nor the agent's index
-// changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With PADDOCK_WIP_MAX_BYTES
-// set, new files larger than that are left out. With nothing
-// uncommitted, the ref points at HEAD. Hooks and fsmonitor
-// are off (SandboxGitEnv), so that whatever the agent configured cannot break a sync.
-const WIPScript = `set -e
+// changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With nothing
+// uncommitted, the ref points at HEAD. A snapshot's WIP also follows WIPRules. Hooks and
+// fsmonitor are off (SandboxGitEnv), so that whatever the agent configured cannot break a
+// sync.
+const WIPScript = WIPRules + `set -e
 ref="refs/paddock-wip/$1"
 head=$(git rev-parse --verify -q HEAD) || { echo "the sandbox's repository has no commits yet" >&2; exit 3; }
 index=$(mktemp)
@@ -15,10 +15,7 @@ trap 'rm -f "$index"' EXIT
 cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
 export GIT_INDEX_FILE="$index"
 git add -A
-if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
-  # A snapshot leaves out new files over its size limit (binaries, build outputs).
-  git diff --cached --name-only -z --diff-filter=A | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && git rm -q --cached -- "$f"; done; true' sh
-fi
+wip_rules
 tree=$(git write-tree)
 old=$(git rev-parse -q --verify "$ref^{commit}" || true)
 if [ "$tree" = "$(git rev-parse "$head^{tree}")" ]; then
@@ -30,6 +27,35 @@ else
     git commit-tree "$tree" -p "$head" -m "paddock: uncommitted work in the sandbox")
 fi
 git update-ref "$ref" "$commit"
+`
+
+// WIPRules defines wip_rules, which a snapshot applies to the index of its WIP commit
+// (set up by the caller, after git add -A), saying what it did on stdout:
+//   - with PADDOCK_WIP_MAX_BYTES, new files larger than that are left out ("big PATH");
+//   - with PADDOCK_WIP_BACKUP, the project's .paddock-backup file, one pattern a line in
+//     the manner of .gitignore (a name alone matches at any depth, a leading / anchors,
+//     a trailing / means a directory, # starts a comment), leaves out new files that
+//     match ("excluded PATH"), and with a leading ! takes back files git ignores
+//     ("included PATH"). Files git tracks are never left out: they would read as deleted.
+const WIPRules = `wip_rules() {
+  if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
+    git diff --cached --name-only -z --diff-filter=A | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && git rm -q --cached -- "$f" && printf "big %s\n" "$f"; done; true' sh
+  fi
+  { [ -n "$PADDOCK_WIP_BACKUP" ] && [ -f .paddock-backup ]; } || return 0
+  while IFS= read -r p || [ -n "$p" ]; do
+    case "$p" in ''|'#'*) continue ;; esac
+    neg=
+    case "$p" in '!'*) neg=1; p=${p#!} ;; esac
+    case "$p" in /*) p=${p#/} ;; */*) ;; *) p="**/$p" ;; esac
+    case "$p" in */) p="$p**" ;; esac
+    if [ -n "$neg" ]; then
+      git add -f -A -v -- ":(glob)$p" 2>/dev/null | sed -n "s/^add '\(.*\)'$/included \1/p"
+    else
+      git diff --cached --name-only -z --diff-filter=A -- ":(glob)$p" | xargs -0 -r sh -c 'for f; do git rm -q --cached -- "$f" && printf "excluded %s\n" "$f"; done; true' sh
+    fi
+  done < .paddock-backup
+  return 0
+}
 `
 
 // SandboxGitEnv turns off hooks and fsmonitor for the git commands paddock itself runs

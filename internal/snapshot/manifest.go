@@ -35,8 +35,10 @@ type Manifest struct {
 	Files []File   `json:"files"`
 	// Sessions are the sandbox's sessions, resumed on restore.
 	Sessions []Session `json:"sessions"`
-	// Left lists what was left out, and why.
-	Left []Left `json:"left_out,omitempty"`
+	// Left lists what was left out, and why; Included what git ignores but the project's
+	// .paddock-backup takes back (listed by a dry run).
+	Left     []Left `json:"left_out,omitempty"`
+	Included []Left `json:"included,omitempty"`
 	// Size is the bytes of every blob the snapshot needs; Uploaded those this snapshot
 	// put in the store (the rest were there already).
 	Size     int64 `json:"size"`

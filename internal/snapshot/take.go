@@ -457,26 +457,33 @@ func (t *taking) exec(env []string) gitsync.Exec {
 	}
 }
 
-// wipEnv leaves big untracked files out of the uncommitted work.
+// wipEnv has the uncommitted work follow a snapshot's rules: big new files left out, and
+// the project's .paddock-backup (gitsync.WIPRules).
 func (s *Service) wipEnv() []string {
-	if s.opts.MaxFileBytes <= 0 {
-		return nil
+	env := []string{"PADDOCK_WIP_BACKUP=1"}
+	if s.opts.MaxFileBytes > 0 {
+		env = append(env, "PADDOCK_WIP_MAX_BYTES="+strconv.FormatInt(s.opts.MaxFileBytes, 10))
 	}
-	return []string{"PADDOCK_WIP_MAX_BYTES=" + strconv.FormatInt(s.opts.MaxFileBytes, 10)}
+	return env
 }
 
-// planScript lists the workspace's files git would leave out (ignored) and the untracked
-// ones over the size limit ($1, 0 for none), then each root's files with their sizes.
-const planScript = `git status --porcelain=v1 -z --ignored | tr '\0' '\n' | sed -n 's/^!! /ignored /p'
-[ "$1" -gt 0 ] || exit 0
-git ls-files -z --others --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$0" ] && echo "big $f"; done; true' "$1"
+// planScript applies a snapshot's rules to a throwaway index, saying what they leave
+// out and take back (WIPRules), then lists what git ignores.
+const planScript = gitsync.WIPRules + `set -e
+index=$(mktemp)
+trap 'rm -f "$index"' EXIT
+cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
+export GIT_INDEX_FILE="$index"
+git add -A
+wip_rules
+git status --porcelain=v1 -z --ignored | tr '\0' '\n' | sed -n 's/^!! /ignored /p'
 `
 
 // plan fills a dry run's manifest: what goes in, and what is left out and why.
 func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) error {
 	var out, stderr strings.Builder
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", planScript, "sh", strconv.FormatInt(s.opts.MaxFileBytes, 10)},
-		Env: gitsync.SandboxGitEnv, Dir: inside.Workspace, Stdout: &out, Stderr: &stderr})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", planScript},
+		Env: append(s.wipEnv(), gitsync.SandboxGitEnv...), Dir: inside.Workspace, Stdout: &out, Stderr: &stderr})
 	if err != nil || code != 0 {
 		return fmt.Errorf("list the workspace: exit %d: %v %s", code, err, stderr.String())
 	}
@@ -493,6 +500,10 @@ func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) 
 			m.Left = append(m.Left, Left{Path: full, Why: "ignored by git (.gitignore): build outputs, dependencies, caches"})
 		case kind == "big":
 			m.Left = append(m.Left, Left{Path: full, Why: fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", humanBytes(s.opts.MaxFileBytes))})
+		case kind == "excluded":
+			m.Left = append(m.Left, Left{Path: full, Why: ".paddock-backup leaves it out"})
+		case kind == "included":
+			m.Included = append(m.Included, Left{Path: full, Why: ".paddock-backup takes it back, though git ignores it"})
 		}
 	}
 	for _, root := range m.Roots {
