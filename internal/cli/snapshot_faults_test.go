@@ -181,7 +181,7 @@ func TestCreateSyncFaults(t *testing.T) {
 		killWait(daemonPID())
 		<-done
 		if _, _, code := paddock("", "exec", name, "--", "true"); code != 0 {
-			must("", "rm", name, "--force", "--purge") // a record the reconcile could not finish, if any
+			paddock("", "rm", name, "--force", "--purge") // a record the reconcile could not finish, if any
 			must("", "up", repo, "--name", name)
 		}
 		if out := must("", "exec", name, "--", "sh", "-c", "ls f*.txt | wc -l"); strings.TrimSpace(out) != "200" {
