@@ -9,6 +9,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // The lifecycle verbs are small enough to share a file: each is a single API call.
@@ -100,7 +101,7 @@ func runRm(ctx context.Context, f *Factory, opts *nameOptions) error {
 			if err != nil {
 				return fmt.Errorf("the final snapshot of %s failed, so it stays (--purge removes it without one): %w", opts.name, err)
 			}
-			fmt.Fprintf(f.IO.ErrOut, "paddock: final snapshot %s (%s); `paddock restore %s` brings it back\n", m.ID, humanSize(m.Size), m.ID)
+			fmt.Fprintf(f.IO.ErrOut, "paddock: final snapshot %s (%s); `paddock restore %s` brings it back\n", m.ID, termtext.Size(m.Size), m.ID)
 		}
 	}
 	if err := c.Remove(ctx, opts.name, force); err != nil {

@@ -77,7 +77,7 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 	}
 	fmt.Fprintf(f.IO.Out, "%s\n", m.ID)
 	fmt.Fprintf(f.IO.ErrOut, "paddock: snapshot %s of %s: %s (%s new) in %.1fs: %d ref(s), %d file(s) kept whole, %d session(s)\n",
-		m.ID, m.Sandbox, humanSize(m.Size), humanSize(m.Uploaded), float64(m.TookMS)/1000, len(m.Git.Refs), countFiles(m), len(m.Sessions))
+		m.ID, m.Sandbox, termtext.Size(m.Size), termtext.Size(m.Uploaded), float64(m.TookMS)/1000, len(m.Git.Refs), countFiles(m), len(m.Sessions))
 	return nil
 }
 
@@ -147,7 +147,7 @@ func runSnapshots(ctx context.Context, f *Factory, name string, opts *snapshotsO
 	fmt.Fprintln(tw, "ID\tSANDBOX\tAGE\tSIZE\tSESSIONS\tNOTE")
 	for _, m := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, termtext.Escape(m.Sandbox), termtext.Age(time.Since(m.Created)),
-			humanSize(m.Size), len(m.Sessions), termtext.Escape(m.Note))
+			termtext.Size(m.Size), len(m.Sessions), termtext.Escape(m.Note))
 	}
 	return tw.Flush()
 }
@@ -194,17 +194,4 @@ func runRestore(ctx context.Context, f *Factory, ref string, opts *restoreOption
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: restored %s as %s in %.1fs; attach with `paddock chat %s`\n", m.ID, name, time.Since(start).Seconds(), name)
 	return nil
-}
-
-// humanSize says a size for people.
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -38,23 +38,7 @@ func TestSnapshotFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kill := func() {
-		data, err := os.ReadFile(filepath.Join(home, "state", "daemon.lock"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-		if pid <= 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
-			return // no daemon running: the work ended first
-		}
-		for i := 0; i < 500; i++ {
-			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("daemon %d did not die", pid)
-	}
+	kill := func() { killWait(t, daemonPID(home)) }
 	// whole checks every listed snapshot has every blob, whole.
 	whole := func() int {
 		var list []struct {
@@ -141,23 +125,6 @@ func TestCreateSyncFaults(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	daemonPID := func() int {
-		data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.lock"))
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-		return pid
-	}
-	killWait := func(pid int) {
-		if pid <= 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
-			return
-		}
-		for i := 0; i < 500; i++ {
-			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("process %d did not die", pid)
-	}
 	refs := func() map[string]string {
 		out, err := exec.Command("git", "-C", repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/paddock/").Output()
 		if err != nil {
@@ -178,7 +145,7 @@ func TestCreateSyncFaults(t *testing.T) {
 		done := make(chan int, 1)
 		go func() { _, _, code := paddock("", "up", repo, "--name", name); done <- code }()
 		time.Sleep(time.Duration(rand.IntN(1200)) * time.Millisecond)
-		killWait(daemonPID())
+		killWait(t, daemonPID(home))
 		<-done
 		if _, _, code := paddock("", "exec", name, "--", "true"); code != 0 {
 			paddock("", "rm", name, "--force", "--purge") // a record the reconcile could not finish, if any
@@ -222,4 +189,27 @@ func TestCreateSyncFaults(t *testing.T) {
 		}
 		must("", "rm", name, "--force", "--purge")
 	}
+}
+
+// daemonPID is the pid of the daemon of PADDOCK_HOME home, 0 when none runs.
+func daemonPID(home string) int {
+	data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.lock"))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}
+
+// killWait kills a process with SIGKILL (none when pid is 0 or gone) and waits until it
+// has let go of its files.
+func killWait(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
+		return
+	}
+	for i := 0; i < 500; i++ {
+		if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not die", pid)
 }

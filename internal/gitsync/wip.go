@@ -10,13 +10,7 @@ package gitsync
 const WIPScript = WIPRules + `set -e
 ref="refs/paddock-wip/$1"
 head=$(git rev-parse --verify -q HEAD) || { echo "the sandbox's repository has no commits yet" >&2; exit 3; }
-index=$(mktemp)
-trap 'rm -f "$index"' EXIT
-cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
-export GIT_INDEX_FILE="$index"
-git add -A
-wip_rules
-tree=$(git write-tree)
+` + WIPIndex + `tree=$(git write-tree)
 old=$(git rev-parse -q --verify "$ref^{commit}" || true)
 if [ "$tree" = "$(git rev-parse "$head^{tree}")" ]; then
   commit=$head
@@ -56,6 +50,16 @@ const WIPRules = `wip_rules() {
   done < .paddock-backup
   return 0
 }
+`
+
+// WIPIndex stages the work in a temporary copy of the index, as a WIP commit holds it
+// (the rules of WIPRules applied), leaving the agent's own index as it is.
+const WIPIndex = `index=$(mktemp)
+trap 'rm -f "$index"' EXIT
+cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
+export GIT_INDEX_FILE="$index"
+git add -A
+wip_rules
 `
 
 // SandboxGitEnv turns off hooks and fsmonitor for the git commands paddock itself runs

@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/snapshot/storage"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // RestoreOptions say where a snapshot comes back.
@@ -55,7 +56,7 @@ func (s *Service) Restore(ctx context.Context, ref string, opts RestoreOptions, 
 		return sandbox.Info{}, m, fmt.Errorf("snapshot %s: %w", m.ID, err)
 	}
 	req := s.createRequest(m, opts)
-	progress(fmt.Sprintf("restoring snapshot %s of %s (%s) as %s", m.ID, m.Sandbox, humanBytes(m.Size), req.Name))
+	progress(fmt.Sprintf("restoring snapshot %s of %s (%s) as %s", m.ID, m.Sandbox, termtext.Size(m.Size), req.Name))
 	first, err := storage.GetBlob(ctx, s.store, m.Git.Bundles[0].SHA256)
 	if err != nil {
 		return sandbox.Info{}, m, err

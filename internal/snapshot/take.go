@@ -30,6 +30,7 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot/storage"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // Options are the snapshot settings ([backup] in the config).
@@ -127,7 +128,7 @@ func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progr
 	if err := s.take(ctx, c, m, progress); err != nil {
 		return nil, err
 	}
-	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "snapshot", Detail: fmt.Sprintf("%s (%s, %s new)", m.ID, humanBytes(m.Size), humanBytes(m.Uploaded)),
+	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "snapshot", Detail: fmt.Sprintf("%s (%s, %s new)", m.ID, termtext.Size(m.Size), termtext.Size(m.Uploaded)),
 		Attrs: map[string]string{"id": m.ID, "size": strconv.FormatInt(m.Size, 10), "uploaded": strconv.FormatInt(m.Uploaded, 10)}})
 	if _, err := s.Prune(ctx, sb.Name); err != nil {
 		s.log.Warn("prune snapshots", "sandbox", sb.Name, "err", err)
@@ -469,14 +470,7 @@ func (s *Service) wipEnv() []string {
 
 // planScript applies a snapshot's rules to a throwaway index, saying what they leave
 // out and take back (WIPRules), then lists what git ignores.
-const planScript = gitsync.WIPRules + `set -e
-index=$(mktemp)
-trap 'rm -f "$index"' EXIT
-cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
-export GIT_INDEX_FILE="$index"
-git add -A
-wip_rules
-git status --porcelain=v1 -z --ignored | tr '\0' '\n' | sed -n 's/^!! /ignored /p'
+const planScript = gitsync.WIPRules + "set -e\n" + gitsync.WIPIndex + `git status --porcelain=v1 -z --ignored | tr '\0' '\n' | sed -n 's/^!! /ignored /p'
 `
 
 // plan fills a dry run's manifest: what goes in, and what is left out and why.
@@ -499,7 +493,7 @@ func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) 
 		case kind == "ignored":
 			m.Left = append(m.Left, Left{Path: full, Why: "ignored by git (.gitignore): build outputs, dependencies, caches"})
 		case kind == "big":
-			m.Left = append(m.Left, Left{Path: full, Why: fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", humanBytes(s.opts.MaxFileBytes))})
+			m.Left = append(m.Left, Left{Path: full, Why: fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", termtext.Size(s.opts.MaxFileBytes))})
 		case kind == "excluded":
 			m.Left = append(m.Left, Left{Path: full, Why: ".paddock-backup leaves it out"})
 		case kind == "included":
@@ -523,19 +517,6 @@ func newID(t time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
-}
-
-// humanBytes says a size for people.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // errNoSnapshot is a snapshot the store does not have.
