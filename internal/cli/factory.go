@@ -38,7 +38,8 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 	}
 	c := api.NewClient(p.Socket)
 	// A daemon that was just killed can take a moment to let go of its socket: until then
-	// a connection is taken and reset. Asking again shortly sees it gone.
+	// a connection is taken and reset (or the write finds the pipe broken). Asking again
+	// shortly sees it gone.
 	for try := 0; ; try++ {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err = c.Version(pctx)
@@ -46,7 +47,7 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 		if err == nil {
 			return c, nil
 		}
-		if try == 20 || !errors.Is(err, syscall.ECONNRESET) {
+		if try == 20 || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -55,12 +56,26 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 		return nil, fmt.Errorf("the daemon at %s does not answer: %w", p.Socket, err)
 	}
 	pid, err := f.startDaemon(ctx, p)
+	for try := 0; errors.Is(err, errLockHeld) && try < 50; try++ {
+		time.Sleep(100 * time.Millisecond)
+		if _, verr := c.Version(ctx); verr == nil {
+			return c, nil // the holder was starting, not stopping
+		}
+		pid, err = f.startDaemon(ctx, p)
+	}
+	if errors.Is(err, errLockHeld) {
+		return nil, apperr.Unavailable("stop it with `paddock daemon stop`, or see its log",
+			"a paddock daemon holds this PADDOCK_HOME's lock but does not answer on %s", p.Socket)
+	}
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: started the daemon in the background (pid %d, log %s)\n", pid, p.DaemonLog())
 	return c, nil
 }
+
+// errLockHeld is a daemon that exited at once because another holds the lock.
+var errLockHeld = errors.New("another daemon holds the lock")
 
 // daemonAbsent tells "nobody listens" from other failures.
 func daemonAbsent(err error) bool {
@@ -101,9 +116,13 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	for {
 		select {
 		case <-exited:
-			// Another daemon may have won the race for the lock: use it.
+			// Another daemon may have won the race for the lock: use it. Or one that was
+			// told to stop still holds it: start again once it has let go.
 			if v, err := c.Version(ctx); err == nil {
 				return v.PID, nil
+			}
+			if strings.Contains(logSince(p.DaemonLog(), start), "already running") {
+				return 0, errLockHeld
 			}
 			return 0, apperr.Unavailable("fix the problem above and run the command again; `paddock serve --foreground` shows the daemon's output",
 				"the daemon failed to start: %s", logSince(p.DaemonLog(), start))
