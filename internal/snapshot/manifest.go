@@ -14,6 +14,8 @@ package snapshot
 
 import (
 	"time"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // Manifest is what a snapshot holds.
@@ -57,6 +59,9 @@ type Meta struct {
 	SourceURL  string   `json:"source_url,omitempty"`
 	// NetRules are the sandbox's own egress rules (`paddock net allow|deny --sandbox`).
 	NetRules []NetRule `json:"net_rules,omitempty"`
+	// Limits are the resource limits in force when it was taken, read back from where they
+	// are enforced; a restore asks for the same.
+	Limits *backend.Limits `json:"limits,omitempty"`
 }
 
 // NetRule is an egress rule of the sandbox's own.

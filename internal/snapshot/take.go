@@ -120,6 +120,9 @@ func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progr
 			m.Meta.NetRules = append(m.Meta.NetRules, NetRule{Pattern: r.Pattern, Action: r.Action})
 		}
 	}
+	if info, err := s.sandboxes.Get(ctx, sb.Name); err == nil {
+		m.Meta.Limits = info.Limits
+	}
 	m.Sessions = s.sessionsOf(ctx, sb.Name, sessions)
 	m.Roots = roots(ctx, c, sessions)
 	if opts.DryRun {
