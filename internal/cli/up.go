@@ -37,6 +37,7 @@ type upOptions struct {
 	pids         string
 	fresh        bool
 	runtime      string
+	idleStop     time.Duration
 }
 
 func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
@@ -70,6 +71,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.cpus, "cpus", "", "CPU limit, e.g. 2 or 0.5 (default 4, at most the host's)")
 	cmd.Flags().StringVar(&opts.memory, "memory", "", "memory limit, no swap beyond it, e.g. 4g or 512m (default 8g, at most the host's); /tmp gets half")
 	cmd.Flags().StringVar(&opts.pids, "pids", "", "limit on processes and threads (default 4096)")
+	cmd.Flags().DurationVar(&opts.idleStop, "idle-stop", 0, "stop the sandbox after this long unused (\"30m\"), after a final snapshot (default: the config's idle_stop)")
 	cmd.Flags().StringVar(&opts.runtime, "runtime", "", "docker: the engine's OCI runtime, e.g. runsc for gVisor (default: [backends.docker] runtime, else the engine's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
 	return cmd
@@ -123,6 +125,9 @@ func checkUpFlags(opts *upOptions) (backend.Limits, error) {
 	limits, err := parseLimits(opts)
 	if err != nil {
 		return limits, err
+	}
+	if opts.idleStop < 0 || (opts.idleStop > 0 && opts.idleStop < time.Second) {
+		return limits, usagef("--idle-stop is a duration of a second or more (\"30m\"), not %s", opts.idleStop)
 	}
 	if opts.name != "" {
 		if err := sandbox.ValidateName(opts.name); err != nil {
@@ -267,7 +272,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
 		Image: opts.image, CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
-		Agents: opts.agents, SourcePath: repo,
+		Agents: opts.agents, SourcePath: repo, IdleStopSeconds: int64(opts.idleStop / time.Second),
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
 		req.Origin = url

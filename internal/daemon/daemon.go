@@ -147,8 +147,8 @@ func Run(ctx context.Context, opts Options) error {
 		activity := snapshot.NewActivity()
 		apiSrv.EnableActivity(activity)
 		go snapshots.IdleStop(ctx, cfg.IdleStop.Duration, activity)
-	} else if cfg.IdleStop.Duration > 0 {
-		log.Error("idle stop is off: it takes a final snapshot first, and snapshots are off")
+	} else {
+		log.Warn("idle stops are off: they take a final snapshot first, and snapshots are off")
 	}
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),

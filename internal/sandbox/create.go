@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
@@ -51,6 +52,9 @@ type CreateRequest struct {
 	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
 	// empty is the backend's default ([backends.docker] runtime in the config).
 	Runtime string `json:"runtime,omitempty"`
+	// IdleStopSeconds stops the sandbox after this long unused (with a final snapshot),
+	// instead of the config's idle_stop; zero means the config's.
+	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 	// Seeded, when set, runs once the workspace is seeded and before the sandbox counts
 	// as made: what it does is part of the making (a restore fills the sandbox here), so
 	// a failure, or a daemon that dies meanwhile, leaves no sandbox behind.
@@ -100,7 +104,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	}
 	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating", Runtime: runtime,
 		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
-		Agents: strings.Join(req.Agents, ",")}
+		Agents: strings.Join(req.Agents, ","), IdleStop: time.Duration(req.IdleStopSeconds) * time.Second}
 	if err := assignNetwork(&sb, req.Network == "open"); err != nil {
 		return Info{}, err
 	}

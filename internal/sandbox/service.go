@@ -50,6 +50,8 @@ type Info struct {
 	// the backend enforces them; LimitsNote says why there are none when there are none.
 	Limits     *backend.Limits `json:"limits,omitempty"`
 	LimitsNote string          `json:"limits_note,omitempty"`
+	// IdleStopSeconds is the sandbox's own idle stop (up --idle-stop); 0: the config's.
+	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 }
 
 // Options configure a Service.
@@ -260,7 +262,7 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 // info combines the record with what the backend reports now.
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
-		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode,
+		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode, IdleStopSeconds: int64(sb.IdleStop / time.Second),
 		Runtime: sb.Runtime, CreatedAt: sb.CreatedAt}
 	if sb.State == "creating" {
 		return in

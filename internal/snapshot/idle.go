@@ -69,17 +69,21 @@ func work(ev events.Event) bool {
 	return false
 }
 
-// IdleStop stops each running sandbox unused for after (no request acting on it, no event
-// of its work, no session working), after a final snapshot, until ctx is done. A
-// sandbox whose final snapshot fails keeps running, and is tried again later.
+// IdleStop stops each running sandbox unused (no request acting on it, no event of its
+// work, no session working) for its own idle stop, or else for after (the config's; 0:
+// never), after a final snapshot, until ctx is done. A sandbox whose final snapshot fails
+// keeps running, and is tried again later.
 func (s *Service) IdleStop(ctx context.Context, after time.Duration, activity *Activity) {
-	if after <= 0 {
-		return
-	}
 	start := time.Now()
 	sub := s.sandboxes.Events().Subscribe(64, work)
 	defer func() { sub.Close() }()
-	tick := time.NewTicker(min(after/4, 30*time.Second))
+	// Looked at four times per idle time, at least every 30 s.
+	period := func(d time.Duration) time.Duration { return max(min(d/4, 30*time.Second), time.Second) }
+	every := 30 * time.Second
+	if after > 0 {
+		every = period(after)
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -92,14 +96,28 @@ func (s *Service) IdleStop(ctx context.Context, after time.Duration, activity *A
 				activity.Touch(ev.Sandbox)
 			}
 		case <-tick.C:
-			list, err := s.sandboxes.List(ctx)
+			// The records, not the backends: looking costs a query, not an engine call.
+			list, err := s.sandboxes.Store().ListSandboxes(ctx)
 			if err != nil {
 				continue
 			}
+			next := 30 * time.Second
+			if after > 0 {
+				next = period(after)
+			}
 			for _, sb := range list {
-				if sb.State == "running" && activity.Since(sb.Name, start) >= after {
-					s.stopIdle(ctx, sb.Name, after, activity)
+				limit := after
+				if sb.IdleStop > 0 {
+					limit = sb.IdleStop
+					next = min(next, period(limit))
 				}
+				if limit > 0 && sb.State == "running" && activity.Since(sb.Name, start) >= limit {
+					s.stopIdle(ctx, sb.Name, limit, activity)
+				}
+			}
+			if next != every {
+				every = next
+				tick.Reset(every)
 			}
 		}
 	}

@@ -62,6 +62,8 @@ type Meta struct {
 	// Limits are the resource limits in force when it was taken, read back from where they
 	// are enforced; a restore asks for the same.
 	Limits *backend.Limits `json:"limits,omitempty"`
+	// IdleStopSeconds is the sandbox's own idle stop.
+	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 }
 
 // NetRule is an egress rule of the sandbox's own.

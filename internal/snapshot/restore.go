@@ -104,6 +104,7 @@ func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.Create
 	if req.Backend == m.Meta.Backend {
 		req.Rootfs, req.Runtime = m.Meta.Rootfs, m.Meta.Runtime
 	}
+	req.IdleStopSeconds = m.Meta.IdleStopSeconds
 	if l := m.Meta.Limits; l != nil {
 		req.CPUs, req.MemoryBytes, req.PidsLimit = l.CPUs, l.MemoryBytes, l.Pids
 	}

@@ -174,7 +174,7 @@ func metaOf(sb store.Sandbox) Meta {
 		agentNames = strings.Split(sb.Agents, ",")
 	}
 	return Meta{Backend: sb.Backend, Rootfs: sb.Rootfs, Runtime: sb.Runtime, Network: sb.Network, Agents: agentNames,
-		SyncMode: sb.SyncMode, SourcePath: sb.SourcePath, SourceURL: sb.SourceURL}
+		SyncMode: sb.SyncMode, SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, IdleStopSeconds: int64(sb.IdleStop / time.Second)}
 }
 
 // sessionsOf lists the sandbox's sessions with their status, as far as it can be read.

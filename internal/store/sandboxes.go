@@ -33,19 +33,23 @@ type Sandbox struct {
 	SyncMode string
 	// Runtime is the OCI runtime the sandbox runs under (runsc for gVisor); empty is the
 	// backend's default.
-	Runtime   string
+	Runtime string
+	// IdleStop stops the sandbox after this long unused, instead of the config's
+	// idle_stop; zero means the config's.
+	IdleStop  time.Duration
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, created_at, updated_at"
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, idle_stop_seconds, created_at, updated_at"
 
 func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 	var sb Sandbox
-	var created, updated int64
+	var created, updated, idle int64
 	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
 		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &sb.Network, &sb.CredsPort, &sb.EgressPort, &sb.CredsToken, &sb.Agents,
-		&sb.SyncMode, &sb.Runtime, &created, &updated)
+		&sb.SyncMode, &sb.Runtime, &idle, &created, &updated)
+	sb.IdleStop = time.Duration(idle) * time.Second
 	sb.CreatedAt = time.Unix(0, created)
 	sb.UpdatedAt = time.Unix(0, updated)
 	return sb, err
@@ -60,9 +64,9 @@ func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if sb.SyncMode == "" {
 		sb.SyncMode = "manual"
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail,
-		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, t, t)
+		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, int64(sb.IdleStop/time.Second), t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
 		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
 	}
