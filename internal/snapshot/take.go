@@ -153,8 +153,12 @@ func (s *Service) take(ctx context.Context, c *guestclient.Client, m *Manifest, 
 			return fmt.Errorf("keep %s: %w", root, err)
 		}
 	}
+	seen := map[string]bool{}
 	for _, b := range m.blobs() {
-		m.Size += b.Size
+		if !seen[b.SHA256] { // two files with the same bytes are one blob
+			seen[b.SHA256] = true
+			m.Size += b.Size
+		}
 	}
 	m.TookMS = time.Since(m.Created).Milliseconds()
 	data, err := json.MarshalIndent(m, "", "  ")
