@@ -263,7 +263,9 @@ func (t *taking) git(ctx context.Context) error {
 		return err
 	}
 	var have []string
-	if prev != nil && t.s.hasBlobs(ctx, prev) {
+	// A chain that has grown long starts again with a whole bundle, so that a restore
+	// after many scheduled snapshots does not unbundle them all.
+	if prev != nil && len(prev.Git.Bundles) < maxChain && t.s.hasBlobs(ctx, prev) {
 		g.Bundles = prev.Git.Bundles
 		for _, sha := range prev.Git.Refs {
 			have = append(have, sha)
@@ -280,6 +282,10 @@ func (t *taking) git(ctx context.Context) error {
 	}
 	return t.modes(ctx)
 }
+
+// maxChain is how many bundles a snapshot's chain may hold before the next snapshot
+// bundles everything again.
+const maxChain = 16
 
 // worktreeScript lists the workspace's worktrees: directory, then branch or detached commit.
 const worktreeScript = `git worktree list --porcelain | awk '/^worktree /{d=substr($0,10)} /^HEAD /{h=$2} /^branch /{b=$2} /^$/{if (d!="") print d" "h" "b; d="";h="";b=""} END{if (d!="") print d" "h" "b}'`
