@@ -155,6 +155,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	if err := b.Create(ctx, spec); err != nil {
 		return Info{}, fmt.Errorf("create sandbox %q: %w", sb.Name, err)
 	}
+	sb.Image = spec.Image // recorded with the state below: a snapshot's restore runs it again
 	progress("starting sandbox and its guest")
 	if err := b.Start(ctx, id); err != nil {
 		return Info{}, fmt.Errorf("start sandbox %q: %w", sb.Name, err)

@@ -51,6 +51,7 @@ type Manifest struct {
 type Meta struct {
 	Backend    string   `json:"backend"`
 	Rootfs     string   `json:"rootfs,omitempty"`
+	Image      string   `json:"image,omitempty"`
 	Runtime    string   `json:"runtime,omitempty"`
 	Network    string   `json:"network"`
 	Agents     []string `json:"agents,omitempty"`

@@ -102,7 +102,7 @@ func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.Create
 		req.Backend = m.Meta.Backend
 	}
 	if req.Backend == m.Meta.Backend {
-		req.Rootfs, req.Runtime = m.Meta.Rootfs, m.Meta.Runtime
+		req.Rootfs, req.Runtime, req.Image = m.Meta.Rootfs, m.Meta.Runtime, m.Meta.Image
 	}
 	req.IdleStopSeconds = m.Meta.IdleStopSeconds
 	if l := m.Meta.Limits; l != nil {

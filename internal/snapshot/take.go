@@ -177,7 +177,7 @@ func metaOf(sb store.Sandbox) Meta {
 	if sb.Agents != "" {
 		agentNames = strings.Split(sb.Agents, ",")
 	}
-	return Meta{Backend: sb.Backend, Rootfs: sb.Rootfs, Runtime: sb.Runtime, Network: sb.Network, Agents: agentNames,
+	return Meta{Backend: sb.Backend, Rootfs: sb.Rootfs, Image: sb.Image, Runtime: sb.Runtime, Network: sb.Network, Agents: agentNames,
 		SyncMode: sb.SyncMode, SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, IdleStopSeconds: int64(sb.IdleStop / time.Second)}
 }
 

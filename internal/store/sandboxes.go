@@ -36,19 +36,21 @@ type Sandbox struct {
 	Runtime string
 	// IdleStop stops the sandbox after this long unused, instead of the config's
 	// idle_stop; zero means the config's.
-	IdleStop  time.Duration
+	IdleStop time.Duration
+	// Image is the image the sandbox runs (docker); empty is the backend's default.
+	Image     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, idle_stop_seconds, created_at, updated_at"
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, idle_stop_seconds, image, created_at, updated_at"
 
 func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 	var sb Sandbox
 	var created, updated, idle int64
 	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
 		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &sb.Network, &sb.CredsPort, &sb.EgressPort, &sb.CredsToken, &sb.Agents,
-		&sb.SyncMode, &sb.Runtime, &idle, &created, &updated)
+		&sb.SyncMode, &sb.Runtime, &idle, &sb.Image, &created, &updated)
 	sb.IdleStop = time.Duration(idle) * time.Second
 	sb.CreatedAt = time.Unix(0, created)
 	sb.UpdatedAt = time.Unix(0, updated)
@@ -64,9 +66,9 @@ func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if sb.SyncMode == "" {
 		sb.SyncMode = "manual"
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail,
-		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, int64(sb.IdleStop/time.Second), t, t)
+		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, int64(sb.IdleStop/time.Second), sb.Image, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
 		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
 	}
@@ -109,8 +111,8 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 		sb.SyncMode = "manual"
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE sandboxes SET state = ?, source_path = ?, source_url = ?,
-		base_commit = ?, rootfs = ?, detail = ?, sync_mode = ?, updated_at = ? WHERE id = ?`,
-		sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, sb.SyncMode, now(), sb.ID)
+		base_commit = ?, rootfs = ?, detail = ?, sync_mode = ?, image = ?, updated_at = ? WHERE id = ?`,
+		sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail, sb.SyncMode, sb.Image, now(), sb.ID)
 	if err != nil {
 		return fmt.Errorf("update sandbox %q: %w", sb.Name, err)
 	}
