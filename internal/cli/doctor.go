@@ -106,7 +106,7 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 			fmt.Fprintf(f.IO.Out, "missing  %s: install it: %s\n", a.Name, a.Install)
 		}
 		// What paddock's own tests run of it: for real end to end, or not at all, and why.
-		fmt.Fprintf(f.IO.Out, "         tested: %s\n", a.Tested)
+		fmt.Fprintf(f.IO.Out, "         tested by paddock: %s\n", a.Tested)
 	}
 	fmt.Fprintln(f.IO.Out, "config:")
 	if keys == nil {
