@@ -238,18 +238,19 @@ func checkRuntime(ctx context.Context, b backend.Backend, runtime string, openNe
 
 const seedBundle = "paddock-seed.bundle"
 
-// seedScript clones the bundle into /workspace. Every value arrives in the environment,
-// never spliced into the script.
+// seedScript clones the bundle into /workspace, every ref it holds (a host repo's
+// branches and tags, or all of a snapshot's first bundle). Every value arrives in the
+// environment, never spliced into the script.
 const seedScript = `set -e
 command -v git >/dev/null || { echo "the sandbox has no git: use a root filesystem with git installed" >&2; exit 127; }
 cd /workspace
 trap 'rm -f /tmp/` + seedBundle + `' EXIT
 git init -q -b "${PADDOCK_BRANCH:-main}" .
 if [ -n "$PADDOCK_BRANCH" ]; then
-  git fetch -q --update-head-ok /tmp/` + seedBundle + ` '+refs/heads/*:refs/heads/*' '+refs/tags/*:refs/tags/*'
+  git fetch -q --update-head-ok /tmp/` + seedBundle + ` '+refs/*:refs/*'
   git reset -q --hard "refs/heads/$PADDOCK_BRANCH"
 else
-  git fetch -q /tmp/` + seedBundle + ` '+refs/heads/*:refs/heads/*' '+refs/tags/*:refs/tags/*' HEAD
+  git fetch -q /tmp/` + seedBundle + ` '+refs/*:refs/*' HEAD
   git checkout -q --detach "$PADDOCK_COMMIT"
 fi
 test "$(git rev-parse HEAD)" = "$PADDOCK_COMMIT"

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/snapshot/storage"
 )
 
@@ -165,4 +166,9 @@ func (s *Service) collect(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// errNoSnapshot is a snapshot the store does not have.
+func errNoSnapshot(ref string) error {
+	return apperr.NotFound("list them with `paddock snapshots`", "no snapshot %q", ref)
 }

@@ -129,7 +129,7 @@ func (s *Service) fill(ctx context.Context, c *guestclient.Client, m *Manifest, 
 	return nil
 }
 
-// restoreScript adds each bundle's objects ($@), sets every ref as it was, checks out the
+// restoreScript adds the objects of each bundle after the first ($@), sets every ref as it was, checks out the
 // branch (or the detached commit), then makes the working tree the uncommitted work with
 // the index as HEAD's (what was staged comes back unstaged). Then each worktree, the
 // same way. Values arrive in the environment; refs on stdin ("SHA REF" lines).
@@ -154,7 +154,8 @@ done
 
 func (s *Service) restoreGit(ctx context.Context, c *guestclient.Client, m *Manifest) error {
 	var files []string
-	for i, b := range m.Git.Bundles {
+	// The first bundle seeded the workspace (every ref it holds): the rest follow it.
+	for i, b := range m.Git.Bundles[1:] {
 		r, err := storage.GetBlob(ctx, s.store, b.SHA256)
 		if err != nil {
 			return err

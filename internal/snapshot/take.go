@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -67,9 +66,6 @@ func New(sandboxes *sandbox.Service, sessions *session.Service, st storage.Store
 	}
 	return &Service{sandboxes: sandboxes, sessions: sessions, store: st, opts: opts, log: log, locks: map[string]*sync.Mutex{}}
 }
-
-// Store is where the snapshots are kept.
-func (s *Service) Store() storage.Store { return s.store }
 
 // lock serializes the snapshots of one sandbox.
 func (s *Service) lock(name string) func() {
@@ -530,9 +526,4 @@ func newID(t time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
-}
-
-// errNoSnapshot is a snapshot the store does not have.
-func errNoSnapshot(ref string) error {
-	return apperr.NotFound("list them with `paddock snapshots`", "no snapshot %q", ref)
 }
