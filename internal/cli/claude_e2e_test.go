@@ -215,11 +215,7 @@ func claudeEndToEnd(t *testing.T, backend string, upArgs ...string) {
 	})
 
 	// The real key is nowhere in the sandbox.
-	leak := must("", "exec", "repo", "--", "sh", "-c",
-		"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'e2e-REA[L]' ; grep -rl 'e2e-REA[L]' /home/agent /workspace /tmp 2>/dev/null | wc -l")
-	if strings.Fields(leak)[0] != "0" || strings.Fields(leak)[1] != "0" {
-		t.Fatalf("the real key leaked into the sandbox: %q", leak)
-	}
+	nothingInside(t, must, "e2e-REA[L]", "the real key")
 	_ = io.Discard
 }
 
@@ -279,5 +275,17 @@ func TestClaudeFork(t *testing.T) {
 	must("", "chat", "repo", "--new", "sh", "--agent", "shell", "--command", "sleep 1000")
 	if _, errOut, code := paddock("", "chat", "repo/sh", "--fork", "sh2"); code != 2 || !strings.Contains(errOut, "cannot fork") {
 		t.Fatalf("forking a shell session: exit %d %s", code, errOut)
+	}
+}
+
+// nothingInside fails the test when a secret shows anywhere in sandbox repo: in a
+// process's environment or a file of the agent's home, /workspace or /tmp. pattern is a
+// grep pattern that does not match itself ("e2e-REA[L]"); what names the secret.
+func nothingInside(t *testing.T, must func(stdin string, args ...string) string, pattern, what string) {
+	t.Helper()
+	out := must("", "exec", "repo", "--", "sh", "-c",
+		"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '"+pattern+"' ; grep -rl '"+pattern+"' /home/agent /workspace /tmp 2>/dev/null | wc -l")
+	if f := strings.Fields(out); len(f) != 2 || f[0] != "0" || f[1] != "0" {
+		t.Fatalf("%s leaked into the sandbox: %q", what, out)
 	}
 }
