@@ -197,20 +197,22 @@ func (a *Agent) TranscriptArgv(s Session) []string {
 	return a.expand(a.TranscriptCommand, s, "", "")
 }
 
-// PromptFiles are the files that carry paddock's context (and, for a disposable
-// sandbox, the note saying so) to an agent that reads a memory file.
-func (a *Agent) PromptFiles(disposable bool) []File {
-	if a.Memory == "" {
+// PromptFiles are the files that carry paddock's context to an agent that reads it from
+// its memory file (not its command line).
+func (a *Agent) PromptFiles() []File {
+	if a.Memory == "" || passes(a.Command, "{system}") {
 		return nil
 	}
-	var out []File
-	if !passes(a.Command, "{system}") {
-		out = append(out, File{Path: a.Memory, Section: "paddock", Content: []byte(SystemPrompt + "\n"), Mode: 0o644})
+	return []File{{Path: a.Memory, Section: "paddock", Content: []byte(SystemPrompt + "\n"), Mode: 0o644}}
+}
+
+// DisposableFile is the section of the memory file that tells the agent its sandbox is
+// disposable; false when the agent reads no memory file.
+func (a *Agent) DisposableFile() (File, bool) {
+	if a.Memory == "" {
+		return File{}, false
 	}
-	if disposable {
-		out = append(out, File{Path: a.Memory, Section: "paddock-disposable", Content: []byte(DisposableNote + "\n"), Mode: 0o644})
-	}
-	return out
+	return File{Path: a.Memory, Section: "paddock-disposable", Content: []byte(DisposableNote + "\n"), Mode: 0o644}, true
 }
 
 func (a *Agent) argv(s Session, args []string, prompt string) []string {

@@ -66,17 +66,22 @@ func TestTranscriptPath(t *testing.T) {
 
 func TestPromptFiles(t *testing.T) {
 	// The prompt passed in argv is not written again; the note always goes to memory.
-	files := chooser.PromptFiles(true)
-	if len(files) != 1 || files[0].Section != "paddock-disposable" || files[0].Path != chooser.Memory ||
-		!strings.Contains(string(files[0].Content), "disposable") {
-		t.Errorf("prompt files of an agent that takes {system}: %+v", files)
+	if files := chooser.PromptFiles(); files != nil {
+		t.Errorf("an agent that takes {system} got prompt files: %+v", files)
+	}
+	if f, ok := chooser.DisposableFile(); !ok || f.Section != "paddock-disposable" || f.Path != chooser.Memory ||
+		!strings.Contains(string(f.Content), "disposable") {
+		t.Errorf("the disposable note of an agent with a memory file: %+v %v", f, ok)
 	}
 	memo := &Agent{Name: "m", Binary: "m", Command: []string{"m"}, Memory: "/home/agent/M.md"}
-	if files := memo.PromptFiles(false); len(files) != 1 || files[0].Section != "paddock" || string(files[0].Content) != SystemPrompt+"\n" {
+	if files := memo.PromptFiles(); len(files) != 1 || files[0].Section != "paddock" || string(files[0].Content) != SystemPrompt+"\n" {
 		t.Errorf("prompt files of an agent that reads memory: %+v", files)
 	}
-	if files := learner.PromptFiles(true); files != nil {
+	if files := learner.PromptFiles(); files != nil {
 		t.Errorf("an agent without memory got %+v", files)
+	}
+	if _, ok := learner.DisposableFile(); ok {
+		t.Error("an agent without memory can be told its sandbox is disposable")
 	}
 }
 

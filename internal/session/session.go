@@ -219,11 +219,11 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 // tellDisposable writes the note that the sandbox is disposable where the agent reads it
 // at start; an agent with no memory file cannot be told, and the session is refused.
 func (s *Service) tellDisposable(ctx context.Context, t *target) error {
-	files := t.agent.PromptFiles(true)
-	if len(files) == 0 || files[len(files)-1].Section != "paddock-disposable" {
+	f, ok := t.agent.DisposableFile()
+	if !ok {
 		return apperr.Invalid("start it without --disposable", "agent %s reads no memory file paddock could tell that its sandbox is disposable", t.agent.Name)
 	}
-	if err := writeFile(ctx, t.client, files[len(files)-1]); err != nil {
+	if err := writeFile(ctx, t.client, f); err != nil {
 		return fmt.Errorf("tell %s its sandbox is disposable: %w", t.agent.Name, err)
 	}
 	return nil
@@ -252,7 +252,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	if t.agent.Files != nil {
 		files = t.agent.Files(sess)
 	}
-	for _, f := range append(files, t.agent.PromptFiles(false)...) {
+	for _, f := range append(files, t.agent.PromptFiles()...) {
 		if err := writeFile(ctx, t.client, f); err != nil {
 			return fmt.Errorf("prepare %s: %w", t.agent.Name, err)
 		}
