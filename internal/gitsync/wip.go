@@ -6,10 +6,21 @@ package gitsync
 // changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With nothing
 // uncommitted, the ref points at HEAD. A snapshot's WIP also follows WIPRules. Hooks and
 // fsmonitor are off (SandboxGitEnv), so that whatever the agent configured cannot break a
-// sync.
+// sync. A recording killed part way (the guest kills what it ran when the daemon goes) can
+// leave the ref's lock behind: the next one removes it.
 const WIPScript = WIPRules + `set -e
 ref="refs/paddock-wip/$1"
 head=$(git rev-parse --verify -q HEAD) || { echo "the sandbox's repository has no commits yet" >&2; exit 3; }
+lock="$(git rev-parse --git-path "$ref").lock"
+if command -v flock >/dev/null 2>&1; then
+  # One recording at a time; a ref lock found while holding this one was left by a
+  # recording killed mid-write (a daemon killed while it waited), never by a live one.
+  exec 9>"$(git rev-parse --git-common-dir)/paddock-wip.lock"
+  flock 9
+  rm -f "$lock"
+elif [ -n "$(find "$lock" -mmin +1 2>/dev/null)" ]; then
+  rm -f "$lock"
+fi
 ` + WIPIndex + `tree=$(git write-tree)
 old=$(git rev-parse -q --verify "$ref^{commit}" || true)
 if [ "$tree" = "$(git rev-parse "$head^{tree}")" ]; then
