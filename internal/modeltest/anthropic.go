@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Anthropic is a scripted Anthropic Messages API server: POST /v1/messages
@@ -21,9 +23,13 @@ import (
 // POST /v1/messages?beta=true with the key in x-api-key, streaming, with its
 // Bash/Write/Edit... tools; see the package documentation for the script.
 type Anthropic struct {
-	srv  *httptest.Server
-	log  log
-	next atomic.Int64 // for message and tool-use ids
+	srv   *httptest.Server
+	log   log
+	next  atomic.Int64 // for message and tool-use ids
+	delay atomic.Int64 // a time.Duration before each answer
+
+	mu     sync.Mutex
+	faults []fault // answers to get wrong on purpose, in order
 }
 
 // Fixed cache figures in every usage the Anthropic server reports, distinct
@@ -113,6 +119,19 @@ func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/messages/count_tokens":
 		writeJSON(w, map[string]int64{"input_tokens": tokens(string(body))})
 	default:
+		if d := time.Duration(s.delay.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		if f, ok := s.takeFault(); ok {
+			if f.drop && req.Stream {
+				dropStream(w, req.Model)
+				return
+			}
+			if f.status != 0 {
+				failAnswer(w, f.status)
+				return
+			}
+		}
 		s.answer(w, rec, req, tokens(string(body)))
 	}
 }

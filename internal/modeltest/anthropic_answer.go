@@ -58,6 +58,11 @@ func anthropicScript(rec Request, req anthropicRequest) (text, tool string, inpu
 	if len(rec.Tools) == 0 {
 		return sideReply(req), "", nil
 	}
+	if call, step, ok, err := nextPlanned(rec.Messages); err != nil {
+		return err.Error(), "", nil
+	} else if ok {
+		return fmt.Sprintf("Step %d: %s.", step, call.tool), call.tool, call.input
+	}
 	last := lastTurn(rec.Messages)
 	t := decide(last)
 	switch {
