@@ -16,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/notify"
+	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot"
@@ -59,6 +60,9 @@ type Server struct {
 	activity *snapshot.Activity
 	// preview serves port previews on the TCP listener (EnableWeb).
 	preview *previews
+	// runs are the host-side agent's runs (EnableRuns); runsErr says why there are none.
+	runs    *runs.Service
+	runsErr error
 }
 
 // NewServer builds the API handler.
@@ -95,6 +99,7 @@ func (s *Server) Handler() http.Handler {
 	s.notifyRoutes(mux)
 	s.snapshotRoutes(mux)
 	s.portRoutes(mux)
+	s.runRoutes(mux)
 	return s.logged(mux)
 }
 

@@ -137,6 +137,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdSnapshot(f),
 		newCmdSnapshots(f),
 		newCmdRestore(f),
+		newCmdRun(f),
+		newCmdRuns(f),
 		newCmdDiff(f),
 		newCmdPush(f),
 		newCmdWorktree(f),

@@ -38,7 +38,28 @@ type Config struct {
 	// IdleStop stops a running sandbox unused for this long ("2h"), after a final
 	// snapshot; the next up, chat or attach starts it again. Empty means never.
 	IdleStop Duration `toml:"idle_stop"`
+	// Run configures the host-side agent of `paddock run`: [run].
+	Run Run `toml:"run"`
 }
+
+// Run is the config's [run] section: the model of `paddock run` and its default budget.
+type Run struct {
+	// Provider is the [providers.NAME] whose key and base URL the loop uses; it speaks
+	// the Anthropic Messages API. Empty means anthropic.
+	Provider string `toml:"provider"`
+	// Model is the model's name. Empty means DefaultRunModel.
+	Model string `toml:"model"`
+	// MaxTurns and MaxTokens bound each prompt unless `paddock run` says otherwise; zero
+	// means MaxTurns 200 and no token bound.
+	MaxTurns  int   `toml:"max_turns"`
+	MaxTokens int64 `toml:"max_tokens"`
+	// ContextTokens is the conversation size beyond which older tool output is left out
+	// of what the model is sent. Zero means 150000.
+	ContextTokens int64 `toml:"context_tokens"`
+}
+
+// DefaultRunModel is the model `paddock run` uses when [run] names none.
+const DefaultRunModel = "claude-sonnet-4-5"
 
 // Notify is the config's [notify] section: a webhook, and what Web Push subscribers and
 // the webhook hear about. Browsers subscribe themselves from the web UI.
@@ -128,6 +149,14 @@ func describe(path string, err error) error {
 }
 
 func (c Config) validate(path string) error {
+	if c.Run.MaxTurns < 0 || c.Run.MaxTokens < 0 || c.Run.ContextTokens < 0 {
+		return fmt.Errorf("config %s: [run] max_turns, max_tokens and context_tokens cannot be negative", path)
+	}
+	if p := c.Run.Provider; p != "" {
+		if _, ok := c.Providers[p]; !ok && p != "anthropic" {
+			return fmt.Errorf("config %s: [run] provider %q is not declared: add [providers.%s] with its base_url, or leave provider out for anthropic", path, p, p)
+		}
+	}
 	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
 		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
+	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot"
@@ -133,6 +134,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	apiSrv.EnableNotify(notifier)
+	activity := snapshot.NewActivity()
 	snapshots, snapErr := openSnapshots(ctx, cfg.Backup, p, svc, sessions, log)
 	apiSrv.EnableSnapshots(snapshots, snapErr)
 	if snapshots != nil {
@@ -144,12 +146,16 @@ func Run(ctx context.Context, opts Options) error {
 			return m.ID, m.Created, true
 		})
 		go snapshots.Every(ctx, cfg.Backup.Every.Duration)
-		activity := snapshot.NewActivity()
 		apiSrv.EnableActivity(activity)
 		go snapshots.IdleStop(ctx, cfg.IdleStop.Duration, activity)
 	} else {
 		log.Warn("idle stops are off: they take a final snapshot first, and snapshots are off")
 	}
+	runOpts := runs.Options{Sandboxes: svc, Store: st, Creds: credsProxy, Config: cfg.Run, Logger: log.With("part", "runs")}
+	if snapshots != nil {
+		runOpts.Hold = activity.Hold
+	}
+	apiSrv.EnableRuns(runs.New(ctx, runOpts))
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

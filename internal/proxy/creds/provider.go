@@ -150,6 +150,9 @@ func newProvider(name, route, base string, paths []string, inject func(http.Head
 		key: &keySource{literal: s.Key, command: s.KeyCommand, env: keyEnv, getenv: getenv}}, nil
 }
 
+// Key returns the provider's real key, for a caller on the host (the host-side agent).
+func (p *Provider) Key(ctx context.Context) (string, error) { return p.key.get(ctx, p.Name) }
+
 // ErrNoKey is returned when a provider has no credential configured.
 var ErrNoKey = errors.New("no credential")
 

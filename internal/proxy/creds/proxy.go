@@ -41,6 +41,12 @@ func New(providers map[string]*Provider, transport http.RoundTripper, log *slog.
 }
 
 // SandboxEnv returns the environment that points a sandbox's agent CLIs at the proxy
+// Provider returns the provider of this name.
+func (p *Proxy) Provider(name string) (*Provider, bool) {
+	pr, ok := p.providers[name]
+	return pr, ok
+}
+
 // listening on base (e.g. "http://127.0.0.1:4180"), holding token as their key.
 func (p *Proxy) SandboxEnv(base, token string) []string {
 	var env []string

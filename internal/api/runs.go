@@ -1,0 +1,249 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/runs"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// RunRequest is the body of POST /v1/sandboxes/{name}/runs and POST /v1/runs/{id}/messages.
+type RunRequest = runs.Request
+
+// RunEvent is one line of a run's NDJSON stream; the last is a "finished" event, or an
+// error.
+type RunEvent struct {
+	runs.Event
+	Error *ErrorBody `json:"error,omitempty"`
+}
+
+// RunDetail is what GET /v1/runs/{id} answers: the run and each of its steps.
+type RunDetail struct {
+	store.Run
+	Steps []store.RunStep `json:"steps"`
+}
+
+// EnableRuns gives the server the daemon's runs of the host-side agent, or the reason it
+// has none. Call it before Handler.
+func (s *Server) EnableRuns(r *runs.Service, err error) { s.runs, s.runsErr = r, err }
+
+func (s *Server) runRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sandboxes/{name}/runs", s.withRuns(s.startRun))
+	mux.HandleFunc("GET /v1/runs", s.withRuns(s.listRuns))
+	mux.HandleFunc("GET /v1/runs/{id}", s.withRuns(s.getRun))
+	mux.HandleFunc("POST /v1/runs/{id}/messages", s.withRuns(s.continueRun))
+	mux.HandleFunc("POST /v1/runs/{id}/cancel", s.withRuns(s.cancelRun))
+	mux.HandleFunc("GET /v1/runs/{id}/follow", s.withRuns(s.followRun))
+}
+
+func (s *Server) withRuns(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.runs != nil:
+			h(w, r)
+		case s.runsErr != nil:
+			s.writeError(w, r, apperr.Unavailable("", "runs: %v", s.runsErr))
+		default:
+			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no runs"))
+		}
+	}
+}
+
+// runStream writes a run's events as NDJSON; the status line goes out with the first.
+type runStream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	enc     *json.Encoder
+	started bool
+}
+
+func newRunStream(w http.ResponseWriter) *runStream {
+	return &runStream{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+}
+
+func (st *runStream) send(ev RunEvent) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.started {
+		st.w.Header().Set("Content-Type", "application/x-ndjson")
+		st.w.WriteHeader(http.StatusOK)
+		st.started = true
+	}
+	st.enc.Encode(ev)
+	st.rc.Flush()
+}
+
+// end finishes a stream with err: an error answer when nothing was streamed yet, else an
+// error line.
+func (s *Server) endRun(w http.ResponseWriter, r *http.Request, st *runStream, err error) {
+	if err == nil {
+		return
+	}
+	st.mu.Lock()
+	started := st.started
+	st.mu.Unlock()
+	if !started {
+		s.writeError(w, r, err)
+		return
+	}
+	b := errorBody(err)
+	st.send(RunEvent{Error: &b})
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := newRunStream(w)
+	_, err := s.runs.Start(r.Context(), r.PathValue("name"), req, func(ev runs.Event) { st.send(RunEvent{Event: ev}) })
+	s.endRun(w, r, st, err)
+}
+
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := newRunStream(w)
+	_, err := s.runs.Continue(r.Context(), r.PathValue("id"), req, func(ev runs.Event) { st.send(RunEvent{Event: ev}) })
+	s.endRun(w, r, st, err)
+}
+
+func (s *Server) followRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.runs.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := newRunStream(w)
+	if !s.runs.Follow(r.Context(), run.ID, func(ev runs.Event) { st.send(RunEvent{Event: ev}) }) {
+		st.send(RunEvent{Event: runs.Event{Type: "finished", Run: &run}})
+	}
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	list, err := s.runs.List(r.Context(), r.URL.Query().Get("sandbox"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []store.Run{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.runs.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	steps, err := s.runs.Steps(r.Context(), run.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if steps == nil {
+		steps = []store.RunStep{}
+	}
+	writeJSON(w, http.StatusOK, RunDetail{Run: run, Steps: steps})
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.runs.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+// StartRun runs a prompt on a sandbox (id empty) or continues run id, passing each event
+// to fn, and returns the run as it ended. Cancelling ctx stops following, not the run.
+func (c *Client) StartRun(ctx context.Context, sandbox, id string, req RunRequest, fn func(runs.Event)) (store.Run, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return store.Run{}, err
+	}
+	path := sandboxPath(sandbox, "/runs")
+	if id != "" {
+		path = "/v1/runs/" + url.PathEscape(id) + "/messages"
+	}
+	return c.readRun(ctx, http.MethodPost, path, bytes.NewReader(body), fn)
+}
+
+// FollowRun streams the events of a run at work until it finishes.
+func (c *Client) FollowRun(ctx context.Context, id string, fn func(runs.Event)) (store.Run, error) {
+	return c.readRun(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/follow", nil, fn)
+}
+
+func (c *Client) readRun(ctx context.Context, method, path string, body *bytes.Reader, fn func(runs.Event)) (store.Run, error) {
+	var resp *http.Response
+	var err error
+	if body != nil {
+		resp, err = c.stream(ctx, method, path, body)
+	} else {
+		resp, err = c.stream(ctx, method, path, nil)
+	}
+	if err != nil {
+		return store.Run{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev RunEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return store.Run{}, fmt.Errorf("bad line from the daemon: %q", sc.Text())
+		}
+		if ev.Error != nil {
+			return store.Run{}, fromBody(*ev.Error)
+		}
+		if fn != nil {
+			fn(ev.Event)
+		}
+		if ev.Type == "finished" && ev.Run != nil {
+			return *ev.Run, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return store.Run{}, err
+	}
+	return store.Run{}, errors.New("the daemon ended the run's stream before the run ended: `paddock run show` says where it stands")
+}
+
+// Runs lists runs, newest first; of one sandbox when name is not empty.
+func (c *Client) Runs(ctx context.Context, sandbox string) ([]store.Run, error) {
+	var out []store.Run
+	q := ""
+	if sandbox != "" {
+		q = "?sandbox=" + url.QueryEscape(sandbox)
+	}
+	return out, c.do(ctx, http.MethodGet, "/v1/runs"+q, nil, &out)
+}
+
+// Run returns a run and its steps.
+func (c *Client) Run(ctx context.Context, id string) (RunDetail, error) {
+	var out RunDetail
+	return out, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &out)
+}
+
+// CancelRun stops a run at work and returns it as recorded.
+func (c *Client) CancelRun(ctx context.Context, id string) (store.Run, error) {
+	var out store.Run
+	return out, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil, &out)
+}
