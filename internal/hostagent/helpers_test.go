@@ -76,8 +76,12 @@ func (r *recorder) Retry(err error, _ time.Duration, _ int) {
 	r.mu.Unlock()
 }
 func (r *recorder) Turn(Message, Usage, time.Duration) {}
-func (r *recorder) ToolStart(call Block)                { r.started <- call }
-func (r *recorder) Output(_ Block, chunk string)        { r.mu.Lock(); r.output.WriteString(chunk); r.mu.Unlock() }
+func (r *recorder) ToolStart(call Block)               { r.started <- call }
+func (r *recorder) Output(_ Block, chunk string) {
+	r.mu.Lock()
+	r.output.WriteString(chunk)
+	r.mu.Unlock()
+}
 func (r *recorder) ToolEnd(call Block, res Result, _ time.Duration) {
 	r.mu.Lock()
 	r.tools = append(r.tools, toolEnd{call, res})
