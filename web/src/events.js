@@ -1,7 +1,7 @@
 // Keeps the store current: the daemon's event stream (GET /v1/events as Server-Sent
 // Events), which EventSource reconnects by itself, resuming after the last event seen.
 // While the stream is down (or the daemon has none), the screens are polled instead.
-import { changed, refreshAll, refreshDenials, refreshSandbox, refreshSessions, refreshSyncs, state } from './store.js';
+import { changed, refreshAll, refreshDenials, refreshSandbox, refreshSessions, refreshRuns, refreshSyncs, state } from './store.js';
 
 const POLL_MS = 4000;
 const RETRY_MS = 15000;
@@ -135,6 +135,11 @@ function handle(ev) {
     case 'synced':
     case 'sync-failed':
       if (state.syncs[sb]) soon('syncs:' + sb, () => refreshSyncs(sb));
+      break;
+    case 'run-started':
+    case 'run-tool':
+    case 'run-finished':
+      if (state.runs[sb]) soon('runs:' + sb, () => refreshRuns(sb));
       break;
   }
   for (const f of listeners) f(ev);

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, sandboxPath, sessionPath } from './api.js';
 import { SessionRow } from './home.jsx';
 import { Link, navigate, urls } from './router.jsx';
-import { denialsOf, refreshDenials, refreshRules, refreshSandbox, refreshSessions, refreshSyncs, sandbox, useStore } from './store.js';
+import { denialsOf, refreshDenials, refreshRules, refreshRuns, refreshSandbox, refreshSessions, refreshSyncs, sandbox, useStore } from './store.js';
 import { Action, Bar, ErrorText, State, ago } from './ui.jsx';
 import { onEvent } from './events.js';
 
@@ -14,6 +14,7 @@ export function Sandbox({ sb: name }) {
   useEffect(() => {
     refreshRules(name);
     refreshSyncs(name);
+    refreshRuns(name);
     refreshDenials();
   }, [name]);
   useEffect(() => {
@@ -73,6 +74,7 @@ export function Sandbox({ sb: name }) {
           {running && <NewSession sb={name} />}
         </section>
 
+        <Runs sb={name} />
         {running && <Ports sb={name} />}
         <Network sb={name} />
         <Sync sb={sb} />
@@ -389,4 +391,85 @@ export function SessionActions({ sb, s }) {
       </Action>
     </div>
   );
+}
+
+/** The runs of paddock's own agent on a sandbox (paddock run): live, each with its steps. */
+function Runs({ sb }) {
+  const st = useStore();
+  const list = st.runs[sb] || [];
+  if (list.length === 0) return null;
+  return (
+    <section class="card" aria-label="Runs">
+      <h2>Runs</h2>
+      <p class="muted small">
+        paddock's own agent, its model loop on the daemon's host: <code>paddock run {sb} "…"</code>
+      </p>
+      <ul class="rows">
+        {list.slice(0, 20).map((r) => (
+          <RunRow key={r.id} r={r} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function RunRow({ r }) {
+  const [steps, setSteps] = useState(null);
+  const [err, setErr] = useState(null);
+  const load = async (open) => {
+    if (!open) return;
+    try {
+      setSteps((await api('GET', `/v1/runs/${encodeURIComponent(r.id)}`)).steps || []);
+    } catch (e) {
+      setErr(e);
+    }
+  };
+  useEffect(() => {
+    if (steps) load(true); // follow a run that is open while it works
+  }, [r.updated]);
+  const tokens = (r.input_tokens || 0) + (r.cache_read_tokens || 0) + (r.cache_write_tokens || 0) + (r.output_tokens || 0);
+  return (
+    <li class="row run" data-run={r.id} data-run-status={r.status}>
+      <details onToggle={(e) => load(e.currentTarget.open)}>
+        <summary>
+          <span class={`badge st-${runBadge[r.status] || 'idle'}`}>{r.status}</span> <span class="name">{r.title}</span>
+          <div class="meta">
+            {r.id} · {r.tool_calls || 0} tool call{r.tool_calls === 1 ? '' : 's'} · {r.turns || 0} turn{r.turns === 1 ? '' : 's'} ·{' '}
+            {tokens} tokens · {ago(r.created)}
+          </div>
+        </summary>
+        {r.error && <p class="error small">{r.error}</p>}
+        <ErrorText err={err} />
+        {steps &&
+          steps.map((s) => (
+            <div class={`run-step ${s.kind}${s.is_error ? ' failed' : ''}`} key={s.seq} data-step={s.kind}>
+              {s.kind === 'prompt' && <pre class="prompt">{s.input}</pre>}
+              {s.kind === 'turn' && s.output && <p>{s.output}</p>}
+              {s.kind === 'tool' && (
+                <>
+                  <div class="mono small">
+                    {s.is_error ? '✗ ' : '✓ '}
+                    {s.name} {summarize(s.input)}
+                  </div>
+                  <pre class="small">{s.output.length > 4000 ? s.output.slice(0, 4000) + '\n…' : s.output}</pre>
+                </>
+              )}
+            </div>
+          ))}
+      </details>
+    </li>
+  );
+}
+
+/** The session badge colour each run status borrows. */
+const runBadge = { running: 'working', done: 'idle', failed: 'error', cancelled: 'exited', stopped: 'exited', interrupted: 'error' };
+
+/** A tool call's input in one line: its command or path when it has one. */
+function summarize(input) {
+  try {
+    const v = JSON.parse(input);
+    return v.command || [v.path, v.pattern].filter(Boolean).join(' ') || '';
+  } catch {
+    return input;
+  }
 }

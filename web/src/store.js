@@ -16,6 +16,8 @@ export const state = {
   rules: {},
   /** Recorded syncs by sandbox name. */
   syncs: {},
+  /** Runs of paddock's own agent by sandbox name (GET /v1/runs?sandbox=NAME), newest first. */
+  runs: {},
   /** How updates arrive: "connecting", "live" (the event stream), "polling", "offline". */
   feed: 'connecting',
   /** Set when the daemon says this browser is not signed in. */
@@ -168,6 +170,15 @@ export async function refreshRules(name) {
 export async function refreshSyncs(name) {
   try {
     state.syncs[name] = (await api('GET', `${sandboxPath(name)}/syncs`)) || [];
+    changed();
+  } catch {
+    // as above
+  }
+}
+
+export async function refreshRuns(name) {
+  try {
+    state.runs[name] = (await api('GET', `/v1/runs?sandbox=${encodeURIComponent(name)}`)) || [];
     changed();
   } catch {
     // as above
