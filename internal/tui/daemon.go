@@ -15,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -27,7 +28,12 @@ func (m *Model) loadAll() tea.Cmd {
 		if err != nil {
 			return listedMsg{err: err}
 		}
-		out := listedMsg{sandboxes: list, sessions: map[string][]session.Info{}}
+		out := listedMsg{sandboxes: list, sessions: map[string][]session.Info{}, runs: map[string][]store.Run{}}
+		if runs, err := d.Runs(ctx, ""); err == nil { // a daemon that keeps no runs shows none
+			for _, r := range runs {
+				out.runs[r.Sandbox] = append(out.runs[r.Sandbox], r)
+			}
+		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
@@ -127,7 +133,19 @@ func (m *Model) refreshSandbox(name string) tea.Cmd {
 		}
 		out := sandboxMsg{name: name, info: info}
 		out.sessions, out.err = d.Sessions(ctx, name)
+		out.runs, _ = d.Runs(ctx, name)
 		return out
+	}
+}
+
+// readRun reads a run's steps, for the preview.
+func (m *Model) readRun(id string) tea.Cmd {
+	ctx, d := m.ctx, m.d
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		detail, err := d.Run(cctx, id)
+		return runMsg{detail: detail, err: err}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -49,11 +50,15 @@ type fakeDaemon struct {
 	// streams records each stream's since.
 	cut     chan struct{}
 	streams []string
+	// runs are each sandbox's runs, newest first; steps each run's steps.
+	runs  map[string][]store.Run
+	steps map[string][]store.RunStep
 }
 
 func newFake() *fakeDaemon {
 	return &fakeDaemon{sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
-		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, missing: map[string]bool{}, events: make(chan events.Event, 1024)}
+		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, missing: map[string]bool{}, events: make(chan events.Event, 1024),
+		runs: map[string][]store.Run{}, steps: map[string][]store.RunStep{}}
 }
 
 func (f *fakeDaemon) addSandbox(name, project, state string, sessions ...session.Info) {
@@ -64,6 +69,51 @@ func (f *fakeDaemon) addSandbox(name, project, state string, sessions ...session
 		sessions[i].Sandbox = name
 	}
 	f.sessions[name] = sessions
+}
+
+func (f *fakeDaemon) Runs(ctx context.Context, sb string) ([]store.Run, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sb != "" {
+		return slices.Clone(f.runs[sb]), nil
+	}
+	var out []store.Run
+	for _, rs := range f.runs {
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+func (f *fakeDaemon) Run(ctx context.Context, id string) (api.RunDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rs := range f.runs {
+		for _, r := range rs {
+			if r.ID == id {
+				return api.RunDetail{Run: r, Steps: slices.Clone(f.steps[id])}, nil
+			}
+		}
+	}
+	return api.RunDetail{}, apperr.NotFound("", "no such run %q", id)
+}
+
+// CancelRun cancels a running run, as the daemon does, and refuses any other.
+func (f *fakeDaemon) CancelRun(ctx context.Context, id string) (store.Run, error) {
+	f.record("cancel-run %s", id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rs := range f.runs {
+		for i := range rs {
+			if rs[i].ID == id {
+				if rs[i].Status != "running" {
+					return rs[i], apperr.Conflict("", "run %s is not at work (%s)", id, rs[i].Status)
+				}
+				rs[i].Status = "cancelled"
+				return rs[i], nil
+			}
+		}
+	}
+	return store.Run{}, apperr.NotFound("", "no such run %q", id)
 }
 
 func (f *fakeDaemon) record(format string, args ...any) {

@@ -16,7 +16,7 @@ import (
 // keyHelp is the help screen's table, and the footer's source.
 var keyHelp = [][2]string{
 	{"↑/↓ k/j", "move"},
-	{"enter", "attach to the session (detach with ctrl-b d to come back); on a project: fold"},
+	{"enter", "attach to the session (detach with ctrl-b d to come back); on a project: fold; on a run: all its steps"},
 	{"←/→ space", "fold / unfold the project"},
 	{"n", "new session"},
 	{"R", "restart: start a stopped sandbox, resume the session's conversation"},
@@ -24,7 +24,7 @@ var keyHelp = [][2]string{
 	{"D", "the sandbox's diff against where it started"},
 	{"m", "send the session a one-line message without attaching"},
 	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
-	{"x", "stop the sandbox"},
+	{"x", "stop the sandbox (on a run at work: cancel the run)"},
 	{"d", "delete the session (on a sandbox line: the sandbox)"},
 	{"/", "filter by name, agent, status or backend; esc clears"},
 	{"?", "this help"},
@@ -154,14 +154,16 @@ func (m *Model) listKey(k string) tea.Cmd {
 			return nil
 		case rowSandbox:
 			return m.attach(r.sandbox, "")
+		case rowRun:
+			return m.runCLI("reading run "+r.run, "run "+r.run, r.sandbox, "run", "show", r.run)
 		}
 		return m.attach(r.sandbox, r.session)
 	case "R":
 		return m.restart(r)
 	case "s":
-		return m.runCLI("syncing "+r.sandbox, "sync "+r.sandbox, "sync", r.sandbox)
+		return m.runCLI("syncing "+r.sandbox, "sync "+r.sandbox, r.sandbox, "sync", r.sandbox)
 	case "D":
-		return m.runCLI("diffing "+r.sandbox, "diff "+r.sandbox, "diff", r.sandbox)
+		return m.runCLI("diffing "+r.sandbox, "diff "+r.sandbox, r.sandbox, "diff", r.sandbox)
 	case "x":
 		return m.askStop(r)
 	case "d":
@@ -242,10 +244,9 @@ func (m *Model) restart(r row) tea.Cmd {
 }
 
 // runCLI runs a paddock command on the host (sync and diff work on the host repo) and
-// shows its output in the pager.
-func (m *Model) runCLI(what, title string, args ...string) tea.Cmd {
+// shows its output in the pager; sandbox sb is read again after.
+func (m *Model) runCLI(what, title, sb string, args ...string) tea.Cmd {
 	command := m.opts.Command
-	sb := args[len(args)-1]
 	return m.call(what, func(ctx context.Context) doneMsg {
 		cmd := command(ctx, args...)
 		var out bytes.Buffer
@@ -278,6 +279,9 @@ func (m *Model) askStop(r row) tea.Cmd {
 	if r.kind == rowProject {
 		return nil
 	}
+	if r.kind == rowRun {
+		return m.askCancelRun(r)
+	}
 	sb := r.sandbox
 	n := len(m.sessions[sb])
 	m.confirm = confirmation{
@@ -289,6 +293,30 @@ func (m *Model) askStop(r row) tea.Cmd {
 					return doneMsg{err: fmt.Errorf("stop %s: %w", sb, err), refresh: []string{sb}}
 				}
 				return doneMsg{info: sb + " stopped", refresh: []string{sb}}
+			})
+		},
+	}
+	m.mode = modeConfirm
+	return nil
+}
+
+// askCancelRun offers to cancel a run at work.
+func (m *Model) askCancelRun(r row) tea.Cmd {
+	run, _ := m.runInfo(r.sandbox, r.run)
+	if run.Status != "running" {
+		m.errLine = fmt.Sprintf("run %s is %s, not at work", r.run, run.Status)
+		return nil
+	}
+	d, sb, id := m.d, r.sandbox, r.run
+	m.confirm = confirmation{
+		text: fmt.Sprintf("Cancel run %s? Its running tool is killed; `paddock run %s --resume %s` continues it later. [y/N]", id, sb, id),
+		action: func() tea.Cmd {
+			return m.call("cancelling "+id, func(ctx context.Context) doneMsg {
+				got, err := d.CancelRun(ctx, id)
+				if err != nil {
+					return doneMsg{err: fmt.Errorf("cancel %s: %w", id, err), refresh: []string{sb}}
+				}
+				return doneMsg{info: "run " + id + " " + got.Status, refresh: []string{sb}}
 			})
 		},
 	}

@@ -12,9 +12,11 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -45,6 +47,10 @@ type Model struct {
 
 	sandboxes map[string]sandbox.Info
 	sessions  map[string][]session.Info
+	// runs are each sandbox's runs of paddock's own agent, newest first; runDetail the
+	// selected run's steps, for the preview.
+	runs      map[string][]store.Run
+	runDetail *api.RunDetail
 	// said is the last line of each session's conversation, note the last thing an event
 	// said about it (its exit), activity the time of its last event; by "sandbox/session".
 	said     map[string]string
@@ -102,12 +108,14 @@ type (
 	listedMsg struct {
 		sandboxes []sandbox.Info
 		sessions  map[string][]session.Info
+		runs      map[string][]store.Run
 		err       error
 	}
 	sandboxMsg struct {
 		name     string
 		info     sandbox.Info
 		sessions []session.Info
+		runs     []store.Run
 		gone     bool
 		err      error
 	}
@@ -134,6 +142,11 @@ type (
 		key, text string
 		err       error
 	}
+	// runMsg is a run's steps, for the preview.
+	runMsg struct {
+		detail api.RunDetail
+		err    error
+	}
 	// transcriptAgainMsg asks to read a session's transcript again.
 	transcriptAgainMsg struct{ sandbox, name string }
 )
@@ -157,7 +170,7 @@ func New(ctx context.Context, opts Options) *Model {
 	return &Model{
 		ctx: ctx, cancel: cancel, opts: opts, d: opts.Daemon,
 		width: 100, height: 30,
-		sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
+		sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{}, runs: map[string][]store.Run{},
 		said: map[string]string{}, note: map[string]string{}, activity: map[string]time.Time{},
 		sem: make(chan struct{}, 4), collapsed: map[string]bool{},
 		filter: f, input: in, spin: sp, pager: viewport.New(),
@@ -181,6 +194,13 @@ func tickEvery() tea.Cmd {
 // loadPreview fetches the selected session's conversation when it is not the one shown.
 func (m *Model) loadPreview(force bool) tea.Cmd {
 	r, ok := m.selected()
+	if ok && r.kind == rowRun {
+		m.preview, m.previewKey, m.previewErr = nil, "", ""
+		if m.runDetail != nil && m.runDetail.ID != r.run {
+			m.runDetail = nil
+		}
+		return m.readRun(r.run)
+	}
 	if !ok || r.kind != rowSession {
 		m.preview, m.previewKey, m.previewErr = nil, "", ""
 		return nil
@@ -203,6 +223,15 @@ func (m *Model) selected() (row, bool) {
 	return m.rows[m.cursor], true
 }
 
+func (m *Model) runInfo(sb, id string) (store.Run, bool) {
+	for _, r := range m.runs[sb] {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return store.Run{}, false
+}
+
 func (m *Model) sessionInfo(sb, name string) (session.Info, bool) {
 	for _, s := range m.sessions[sb] {
 		if s.Name == name {
@@ -214,7 +243,7 @@ func (m *Model) sessionInfo(sb, name string) (session.Info, bool) {
 
 // relayout rebuilds the rows and keeps the selection on the same thing.
 func (m *Model) relayout() {
-	m.rows = buildRows(m.sandboxes, m.sessions, m.collapsed, m.filter.Value())
+	m.rows = buildRows(m.sandboxes, m.sessions, m.runs, m.collapsed, m.filter.Value())
 	if m.selKey != "" {
 		for i, r := range m.rows {
 			if r.key() == m.selKey {
@@ -275,6 +304,7 @@ func (m *Model) applyEvent(ev events.Event) (refresh bool) {
 	case "removed":
 		delete(m.sandboxes, ev.Sandbox)
 		delete(m.sessions, ev.Sandbox)
+		delete(m.runs, ev.Sandbox)
 		return false
 	case "port-open", "port-closed", "egress-denied", "forward-ports":
 		return false
@@ -323,6 +353,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for name, ss := range msg.sessions {
 			m.sessions[name] = ss
 		}
+		for name, rs := range msg.runs {
+			m.runs[name] = rs
+		}
 		m.relayout()
 		return m, tea.Batch(m.loadPreview(false), m.readAllTranscripts())
 	case sandboxMsg:
@@ -330,11 +363,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case msg.gone:
 			delete(m.sandboxes, msg.name)
 			delete(m.sessions, msg.name)
+			delete(m.runs, msg.name)
 		case msg.err != nil:
 			m.errLine = msg.name + ": " + msg.err.Error()
 		default:
 			m.sandboxes[msg.name] = msg.info
 			m.sessions[msg.name] = msg.sessions
+			m.runs[msg.name] = msg.runs
 		}
 		m.relayout()
 		return m, m.loadPreview(false)
@@ -376,6 +411,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.streamEvents(since), m.loadAll())
 	case transcriptAgainMsg:
 		return m, m.readTranscript(msg.sandbox, msg.name)
+	case runMsg:
+		if r, ok := m.selected(); ok && r.kind == rowRun && r.run == msg.detail.ID && msg.err == nil {
+			m.runDetail = &msg.detail
+		}
+		return m, nil
 	case transcriptMsg:
 		if msg.err == nil {
 			m.said[msg.key] = lastSaid(msg.entries)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 )
 
 // rowKind is what a line of the list stands for.
@@ -16,7 +17,11 @@ const (
 	rowProject rowKind = iota
 	rowSandbox
 	rowSession
+	rowRun
 )
+
+// runsShown is how many finished runs a sandbox shows, after those at work.
+const runsShown = 3
 
 // row is one line of the list.
 type row struct {
@@ -24,6 +29,7 @@ type row struct {
 	project string // the project's path (or URL); "" for sandboxes without one
 	sandbox string
 	session string
+	run     string // a run's id
 	// count is, on a project line, how many sessions it holds.
 	count int
 }
@@ -35,6 +41,8 @@ func (r row) key() string {
 		return "p:" + r.project
 	case rowSandbox:
 		return "b:" + r.sandbox
+	case rowRun:
+		return "r:" + r.run
 	}
 	return "s:" + r.sandbox + "/" + r.session
 }
@@ -58,7 +66,7 @@ func projectTitle(p string) string {
 // buildRows lays the state out as lines: projects in name order, their sandboxes, and
 // each sandbox's sessions. A filter keeps sessions (and their sandboxes and projects)
 // whose sandbox/session, agent or status contains it.
-func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.Info, collapsed map[string]bool, filter string) []row {
+func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.Info, runs map[string][]store.Run, collapsed map[string]bool, filter string) []row {
 	filter = strings.ToLower(strings.TrimSpace(filter))
 	byProject := map[string][]string{}
 	for name, sb := range sandboxes {
@@ -88,6 +96,19 @@ func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.
 				}
 				kept = append(kept, row{kind: rowSession, project: p, sandbox: name, session: se.Name})
 			}
+			finished := 0
+			for _, r := range runs[name] { // newest first
+				if r.Status != "running" {
+					if finished == runsShown {
+						continue
+					}
+					finished++
+				}
+				if filter != "" && !runMatches(filter, sb, r) {
+					continue
+				}
+				kept = append(kept, row{kind: rowRun, project: p, sandbox: name, run: r.ID})
+			}
 			if filter != "" && len(kept) == 0 && !strings.Contains(strings.ToLower(name), filter) {
 				continue
 			}
@@ -104,6 +125,15 @@ func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.
 		}
 	}
 	return out
+}
+
+func runMatches(filter string, sb sandbox.Info, r store.Run) bool {
+	for _, s := range []string{sb.Name + "/" + r.ID, r.Title, r.Status, "run"} {
+		if strings.Contains(strings.ToLower(s), filter) {
+			return true
+		}
+	}
+	return false
 }
 
 func matches(filter string, sb sandbox.Info, se session.Info) bool {

@@ -26,6 +26,17 @@ var statusLooks = map[string]statusLook{
 	"error":    {"!", "error", lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)},
 }
 
+// runLooks are the looks of runs of paddock's own agent, by their status.
+var runLooks = map[string]string{"running": "working", "done": "idle", "failed": "error", "cancelled": "exited",
+	"stopped": "exited", "interrupted": "error"}
+
+// runLook is how a run's status is drawn: a session's look, labelled with the run's status.
+func runLook(status string) statusLook {
+	l := lookOf(runLooks[status])
+	l.label = status
+	return l
+}
+
 func lookOf(status string) statusLook {
 	if l, ok := statusLooks[status]; ok {
 		return l

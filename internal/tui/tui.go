@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -42,6 +43,10 @@ type Daemon interface {
 	// Exec runs a process in a sandbox: the preview reads a session's screen with it
 	// when its agent keeps no transcript paddock reads.
 	Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error)
+	// Runs and Run read the runs of paddock's own agent, shown beside the sessions.
+	Runs(ctx context.Context, sandboxName string) ([]store.Run, error)
+	Run(ctx context.Context, id string) (api.RunDetail, error)
+	CancelRun(ctx context.Context, id string) (store.Run, error)
 }
 
 var _ Daemon = (*api.Client)(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -448,4 +449,50 @@ func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
 	u.waitFor("reconnected to the daemon")
 	f.publish(events.Event{Seq: 42, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "waiting"}})
 	u.waitFor("1 waiting for you")
+}
+
+// TestRunsBesideSessions: a sandbox's runs of paddock's own agent are listed under its
+// sessions, live: the preview shows a run's steps, x cancels one at work, and an event
+// brings its new status.
+func TestRunsBesideSessions(t *testing.T) {
+	f := newFake()
+	now := time.Now()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.runs["api"] = []store.Run{
+		{ID: "r00000000a2", Sandbox: "api", Title: "make the tests pass", Status: "running", Model: "claude-test", Updated: now,
+			Usage: store.Usage{Turns: 2, ToolCalls: 1}},
+		{ID: "r00000000a1", Sandbox: "api", Title: "an older run", Status: "done", Updated: now.Add(-time.Hour)},
+	}
+	f.steps["r00000000a2"] = []store.RunStep{
+		{Kind: "prompt", Input: "make the tests pass"},
+		{Kind: "turn", Output: "Running the tests."},
+		{Kind: "tool", Name: "run_command", Input: `{"command":"go test ./..."}`, Output: "--- FAIL: TestLogin\nFAIL\n[exit code 1, 2s]", IsError: true},
+	}
+	u := startTUI(t, f, nil, 140, 20)
+	s := u.waitFor("run r00000000a2")
+	if l := lineWith(s, "run r00000000a2"); !strings.Contains(l, "running") || !strings.Contains(l, "make the tests pass") {
+		t.Errorf("the run's line: %q", l)
+	}
+	if l := lineWith(s, "run r00000000a1"); !strings.Contains(l, "done") {
+		t.Errorf("the older run's line: %q", l)
+	}
+	u.press("down", "down", "down")
+	s = u.waitFor("✗ run_command")
+	for _, want := range []string{"api run r00000000a2", "2 turns · 1 tool calls", "> make the tests pass", "Running the tests.", "[exit code 1, 2s]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the run's preview lacks %q:\n%s", want, s)
+		}
+	}
+	u.press("x")
+	u.waitFor("Cancel run r00000000a2?")
+	u.press("y")
+	u.waitFor("run r00000000a2 cancelled")
+	if !slices.Contains(f.callLog(), "cancel-run r00000000a2") {
+		t.Errorf("calls: %v", f.callLog())
+	}
+	f.publish(events.Event{Seq: 3, Sandbox: "api", Kind: "run-finished", Detail: "run r00000000a2 cancelled"})
+	s = u.waitFor("✕ run r00000000a2")
+	if l := lineWith(s, "run r00000000a2"); !strings.Contains(l, "cancelled") {
+		t.Errorf("after the event, the run's line is %q", l)
+	}
 }

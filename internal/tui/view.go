@@ -154,8 +154,70 @@ func (m *Model) renderRow(r row, w int) string {
 		tail := fmt.Sprintf(" %4s  ", age)
 		room := w - ansi.StringWidth(head) - ansi.StringWidth(tail)
 		line = head + styleDim.Render(tail+ansi.Truncate(last, max(0, room), "…"))
+	case rowRun:
+		run, _ := m.runInfo(r.sandbox, r.run)
+		look := runLook(run.Status)
+		head := fmt.Sprintf("    %s %-18s %-7s %s", look.style.Render(look.symbol), "run "+run.ID, "paddock", look.style.Render(fmt.Sprintf("%-15s", look.label)))
+		tail := fmt.Sprintf(" %4s  ", ageText(m.now().Sub(run.Updated)))
+		room := w - ansi.StringWidth(head) - ansi.StringWidth(tail)
+		text := fmt.Sprintf("%s (%d tool calls)", termtext.Escape(run.Title), run.ToolCalls)
+		line = head + styleDim.Render(tail+ansi.Truncate(text, max(0, room), "…"))
 	}
 	return ansi.Truncate(line, w, "…")
+}
+
+// runPreview shows a run: its status and cost, then its latest steps, newest at the bottom.
+func (m *Model) runPreview(r row, w, h int) []string {
+	run, _ := m.runInfo(r.sandbox, r.run)
+	look := runLook(run.Status)
+	lines := []string{styleTitle.Render(r.sandbox+" run "+run.ID) + "  " + look.style.Render(look.symbol+" "+look.label),
+		styleDim.Render(fmt.Sprintf("%s · %d turns · %d tool calls · %d tokens in, %d out", run.Model, run.Turns, run.ToolCalls,
+			run.InputTokens+run.CacheReadTokens+run.CacheWriteTokens, run.OutputTokens))}
+	if run.Error != "" {
+		lines = append(lines, strings.Split(ansi.Wrap(termtext.Escape(run.Error), w, " "), "\n")...)
+	}
+	lines = append(lines, "")
+	d := m.runDetail
+	if d == nil || d.ID != run.ID {
+		return append(lines, styleDim.Render("(reading its steps)"))
+	}
+	var body []string
+	for _, st := range d.Steps {
+		switch st.Kind {
+		case "prompt":
+			body = append(body, stylePrompt.Render("> ")+termtext.Escape(firstOf(st.Input)))
+		case "turn":
+			if t := strings.TrimSpace(st.Output); t != "" {
+				body = append(body, styleAssist.Render(termtext.Escape(firstOf(t))))
+			}
+		case "tool":
+			mark := "✓"
+			if st.IsError {
+				mark = "✗"
+			}
+			body = append(body, styleTool.Render(mark+" "+st.Name+" ")+termtext.Escape(firstOf(st.Input)))
+			out := strings.Split(strings.TrimRight(termtext.Escape(st.Output), "\n"), "\n")
+			if len(out) > 3 {
+				out = out[len(out)-3:]
+			}
+			for _, l := range out {
+				body = append(body, styleDim.Render("  "+l))
+			}
+		}
+	}
+	if room := h - len(lines) - 1; len(body) > room && room > 0 {
+		body = body[len(body)-room:]
+	}
+	for i := range body {
+		body[i] = ansi.Truncate(body[i], w, "…")
+	}
+	return append(lines, body...)
+}
+
+// firstOf is the first line of s.
+func firstOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // renderPreview shows the selected session's latest exchanges, newest at the bottom.
@@ -164,6 +226,8 @@ func (m *Model) renderPreview(w, h int) string {
 	var lines []string
 	switch {
 	case !ok:
+	case r.kind == rowRun:
+		lines = m.runPreview(r, w, h)
 	case r.kind != rowSession:
 		sb := m.sandboxes[r.sandbox]
 		if r.kind == rowProject {
