@@ -5,6 +5,10 @@
 //
 // The script looks at the last user or assistant message of each request:
 //
+//   - (Anthropic) lines "CALL: <tool> <JSON input>" in the latest user text: the calls are
+//     made one per turn, in order, whatever their results, then the usual DONE answer
+//     follows. This scripts the multi-turn tool use of a loop that offers its own tools;
+//     Fail, Drop and SetDelay script errors, cut streams and a model's thinking time;
 //   - a tool result (Anthropic tool_result, OpenAI function_call_output or
 //     custom_tool_call_output): answer "DONE: " followed by the result text
 //     (first 200 characters). A tool result never leads to another call, so a
