@@ -122,9 +122,20 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 		if name, err = resolveSandbox(ctx, c, opts.target); err != nil {
 			return err
 		}
+		// "-" names no session: the sandbox is started, its sessions left as they are.
 		if err := wake(ctx, f, c, name, "-"); err != nil {
 			return err
 		}
+	}
+	if opts.resume != "" {
+		d, err := c.Run(ctx, opts.resume)
+		if err != nil {
+			return err
+		}
+		if d.Sandbox != name {
+			return usagef("run %s works on sandbox %s, not %s: paddock run %s --resume %s", d.ID, d.Sandbox, name, d.Sandbox, d.ID)
+		}
+		opts.resume = d.ID
 	}
 	req := api.RunRequest{Model: opts.model, Budget: hostagent.Budget{MaxTurns: opts.maxTurns, MaxTokens: opts.maxTokens}}
 	id := opts.resume

@@ -345,3 +345,25 @@ func TestCompaction(t *testing.T) {
 		t.Error("the newest output was cut too")
 	}
 }
+
+// TestHugeOutputIsBounded: a command that prints far more than a run keeps leaves the
+// daemon its head and tail, and the model less still.
+func TestHugeOutputIsBounded(t *testing.T) {
+	tools, _ := newSandbox(t)
+	var streamed int
+	r, err := tools.Call(t.Context(), "run_command", json.RawMessage(`{"command":"echo first; head -c 30000000 /dev/zero | tr '\\0' a; echo; echo last"}`),
+		func(s string) { streamed += len(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed < 30_000_000 {
+		t.Errorf("only %d bytes streamed", streamed)
+	}
+	if len(r.Full) > keepBytes+200 || !strings.HasPrefix(r.Full, "first\n") || !strings.Contains(r.Full, "bytes of output not kept") ||
+		!strings.Contains(r.Full, "\nlast\n") {
+		t.Errorf("the kept output: %d bytes, head %q, tail %q", len(r.Full), r.Full[:10], r.Full[len(r.Full)-40:])
+	}
+	if len(r.Text) > maxToolText+200 || !strings.Contains(r.Text, "\nlast\n") {
+		t.Errorf("the model's output: %d bytes", len(r.Text))
+	}
+}

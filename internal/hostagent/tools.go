@@ -234,19 +234,37 @@ func (t *Tools) runCommand(ctx context.Context, command string, timeout time.Dur
 	return r, nil
 }
 
-// streamBuffer keeps a command's output and passes each piece on as it comes.
+// streamBuffer keeps a command's output, up to its first and last keepBytes/2 bytes (a
+// command in the sandbox must not fill the daemon's memory), and passes each piece on as
+// it comes.
 type streamBuffer struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	emit func(string)
+	mu      sync.Mutex
+	head    []byte
+	tail    []byte // the latest bytes past head, trimmed to keepBytes/2 now and then
+	dropped int64  // bytes between head and tail not kept
+	emit    func(string)
 }
+
+// keepBytes bounds what a run keeps of one command's output.
+const keepBytes = 4 << 20
 
 func (b *streamBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.buf.Write(p)
 	if b.emit != nil {
 		b.emit(string(p))
+	}
+	rest := p
+	if room := keepBytes/2 - len(b.head); room > 0 {
+		n := min(room, len(rest))
+		b.head = append(b.head, rest[:n]...)
+		rest = rest[n:]
+	}
+	b.tail = append(b.tail, rest...)
+	if len(b.tail) > keepBytes {
+		cut := len(b.tail) - keepBytes/2
+		b.dropped += int64(cut)
+		b.tail = append(b.tail[:0], b.tail[cut:]...)
 	}
 	return len(p), nil
 }
@@ -254,7 +272,17 @@ func (b *streamBuffer) Write(p []byte) (int, error) {
 func (b *streamBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return strings.ToValidUTF8(b.buf.String(), "\uFFFD")
+	tail := b.tail
+	dropped := b.dropped
+	if len(tail) > keepBytes/2 {
+		dropped += int64(len(tail) - keepBytes/2)
+		tail = tail[len(tail)-keepBytes/2:]
+	}
+	out := string(b.head)
+	if dropped > 0 {
+		out += fmt.Sprintf("\n[... %d bytes of output not kept ...]\n", dropped)
+	}
+	return strings.ToValidUTF8(out+string(tail), "\uFFFD")
 }
 
 // limitWriter keeps the first n bytes and counts the rest.
