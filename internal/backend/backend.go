@@ -63,6 +63,13 @@ type Spec struct {
 	// Runtime names the OCI runtime the sandbox runs under ("runsc" for gVisor), for
 	// backends that implement RuntimeSelector; empty means the backend's default.
 	Runtime string
+	// Source is the project's directory on the host, when it has one: backends that take
+	// their own configuration from a project (its Vagrantfile) look there. The workspace
+	// is seeded from git whatever the backend.
+	Source string
+	// NPM are the npm packages (name@version) the sandbox's agents and MCP servers need,
+	// for backends that provision a machine rather than run an image.
+	NPM []string
 }
 
 // Status is what State reports.

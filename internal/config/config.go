@@ -40,6 +40,9 @@ type Config struct {
 	IdleStop Duration `toml:"idle_stop"`
 	// Run configures the host-side agent of `paddock run`: [run].
 	Run Run `toml:"run"`
+	// Vagrant holds the vagrant backend's settings ([vagrant]; the backend checks them):
+	// the same as [backends.vagrant], which Load fills from it.
+	Vagrant map[string]any `toml:"vagrant"`
 }
 
 // Run is the config's [run] section: the model of `paddock run` and its default budget.
@@ -123,6 +126,15 @@ func Load(path string) (Config, error) {
 			return c, derr
 		}
 		return c, describe(path, err)
+	}
+	if len(c.Vagrant) > 0 {
+		if _, both := c.Backends["vagrant"]; both {
+			return c, fmt.Errorf("config %s: [vagrant] and [backends.vagrant] say the same: keep one", path)
+		}
+		if c.Backends == nil {
+			c.Backends = map[string]map[string]any{}
+		}
+		c.Backends["vagrant"] = c.Vagrant
 	}
 	if err := c.validate(path); err != nil {
 		return c, err

@@ -32,7 +32,8 @@ import (
 
 	_ "github.com/paddockhq/paddock/internal/agents/all"     // registers every agent adapter
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap"  // registers the bwrap backend
-	_ "github.com/paddockhq/paddock/internal/backend/docker" // registers the docker backend
+	_ "github.com/paddockhq/paddock/internal/backend/docker"  // registers the docker backend
+	_ "github.com/paddockhq/paddock/internal/backend/vagrant" // registers the vagrant backend
 )
 
 // ErrAlreadyRunning is returned when another daemon holds this PADDOCK_HOME.

@@ -11,6 +11,8 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
+	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -155,4 +157,35 @@ func appendLine(ctx context.Context, c *guestclient.Client, root, path, line str
 	buf.WriteString(line + "\n")
 	_, err := c.WriteFile(ctx, root, path, 0o644, true, io.Reader(&buf))
 	return err
+}
+
+// npmName is what an npm package argument of npx may be: a name, with a scope and a
+// version; anything else (a path, a URL, a flag) is not installed ahead.
+var npmName = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*(@[A-Za-z0-9._^~<>=-]+)?$`)
+
+// NPXPackages are the npm packages the stdio servers run with npx (`npx -y PKG ...`), in
+// the servers' name order, for a machine to install ahead.
+func NPXPackages(servers map[string]config.MCPServer) []string {
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, name := range names {
+		m := servers[name]
+		if m.Transport != "stdio" || path.Base(m.Command) != "npx" {
+			continue
+		}
+		for _, a := range m.Args {
+			if strings.HasPrefix(a, "-") {
+				continue // -y, --yes
+			}
+			if npmName.MatchString(a) {
+				out = append(out, a)
+			}
+			break
+		}
+	}
+	return out
 }

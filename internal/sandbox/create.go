@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/devcontainer"
@@ -134,7 +135,8 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
-		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, Runtime: sb.Runtime}
+		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, Runtime: sb.Runtime,
+		Source: req.SourcePath, NPM: s.npmPackages(req.Agents)}
 	if dc := req.Devcontainer; dc != nil {
 		spec.Env = append(spec.Env, dc.Env...)
 		if dc.Image != "" && req.Image == "" {
@@ -292,4 +294,16 @@ func orNone(s string) string {
 		return "no source"
 	}
 	return s
+}
+
+// npmPackages are the npm packages a machine-provisioning backend installs: the agents'
+// CLIs and the packages the config's stdio MCP servers run with npx.
+func (s *Service) npmPackages(names []string) []string {
+	var out []string
+	for _, name := range names {
+		if a, err := agents.Get(name); err == nil && a.Package != "" {
+			out = append(out, a.Package)
+		}
+	}
+	return append(out, mcp.NPXPackages(s.opts.MCP)...)
 }

@@ -1,0 +1,359 @@
+// Package vagrant runs sandboxes as Vagrant machines, through the vagrant CLI: full VMs
+// (VirtualBox, libvirt...) where the agent has sudo, Docker and a whole system. paddock
+// generates the Vagrantfile from the [vagrant] settings (or copies the user's template,
+// or uses the project's own), asks `vagrant status --machine-readable` how the machine
+// is, brings it up, resumes, suspends, halts and destroys it, and reaches the guest over
+// SSH as `vagrant ssh-config` describes, with the host key pinned at first contact.
+package vagrant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// Name is the backend's registry name.
+const Name = "vagrant"
+
+func init() {
+	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+}
+
+// Vagrant is the backend.
+type Vagrant struct {
+	dir      string
+	settings Settings
+	cli      *cli
+	guest    guestOps
+	log      *slog.Logger
+
+	mu    sync.Mutex
+	cache map[backend.ID]cachedState
+}
+
+// cachedState is a machine's state as last asked, trusted for HealthCheckInterval.
+type cachedState struct {
+	status backend.Status
+	at     time.Time
+}
+
+// guestOps bring the guest up in a running machine and connect to it (over SSH); tests
+// of the machine's lifecycle replace them.
+type guestOps interface {
+	ensure(ctx context.Context, id backend.ID, m meta) error
+	dial(ctx context.Context, id backend.ID, m meta) (net.Conn, error)
+	// forget drops what is kept for a machine (its SSH connection); fresh also forgets
+	// its pinned host key, for a machine made anew.
+	forget(id backend.ID, fresh bool)
+}
+
+// meta is what the backend keeps of a sandbox, in its directory.
+type meta struct {
+	Name string `json:"name"`
+	// Project is the project's directory when its own Vagrantfile is used; empty when
+	// the Vagrantfile is paddock's (generated or the user's template, in the sandbox's
+	// directory).
+	Project     string   `json:"project,omitempty"`
+	AgentBinary string   `json:"agent_binary"`
+	AgentSHA256 string   `json:"agent_sha256"`
+	Env         []string `json:"env"`
+}
+
+// New constructs the backend from the [vagrant] settings.
+func New(env backend.Env) (*Vagrant, error) {
+	s, err := ParseSettings(env.Options)
+	if err != nil {
+		return nil, err
+	}
+	v := &Vagrant{dir: env.Dir, settings: s, cli: &cli{bin: "vagrant", provider: s.Provider}, log: slog.Default().With("backend", Name),
+		cache: map[backend.ID]cachedState{}}
+	v.guest = &sshGuest{v: v, conns: map[backend.ID]*sshConn{}}
+	return v, nil
+}
+
+// Name implements backend.Backend.
+func (v *Vagrant) Name() string { return Name }
+
+// Available says whether the vagrant command is installed.
+func (v *Vagrant) Available(ctx context.Context) error {
+	if _, err := exec.LookPath(v.cli.bin); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: "the vagrant command is not installed",
+			Fix: "sudo apt-get install vagrant (and a provider: VirtualBox, libvirt, or Docker with provider = \"docker\")"}
+	}
+	return nil
+}
+
+func (v *Vagrant) sandboxDir(id backend.ID) string { return filepath.Join(v.dir, string(id)) }
+
+func (v *Vagrant) readMeta(id backend.ID) (meta, error) {
+	var m meta
+	data, err := os.ReadFile(filepath.Join(v.sandboxDir(id), "sandbox.json"))
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(data, &m)
+}
+
+// machine is where vagrant runs for a sandbox: the project with its own Vagrantfile
+// keeps its machine's state in its own .vagrant, where the user's vagrant commands see it.
+func (v *Vagrant) machine(id backend.ID, m meta) machineDir {
+	if m.Project != "" {
+		return machineDir{cwd: m.Project, dotfile: filepath.Join(m.Project, ".vagrant")}
+	}
+	d := v.sandboxDir(id)
+	return machineDir{cwd: d, dotfile: filepath.Join(d, ".vagrant")}
+}
+
+// Create writes the sandbox's Vagrantfile (unless its project has one) and what the
+// backend keeps of it; nothing is started.
+func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
+	dir := v.sandboxDir(spec.ID)
+	if _, err := v.readMeta(spec.ID); err == nil {
+		return nil
+	}
+	m := meta{Name: spec.Name, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256,
+		Env: append(slices.Clone(spec.Env), "PADDOCK_SANDBOX="+spec.Name, "PADDOCK_SANDBOX_ID="+string(spec.ID))}
+	for _, k := range sortedKeys(v.settings.Env) {
+		m.Env = append(m.Env, k+"="+v.settings.Env[k])
+	}
+	var vagrantfile []byte
+	switch {
+	case v.settings.Vagrantfile != "":
+		data, err := os.ReadFile(v.settings.Vagrantfile)
+		if err != nil {
+			return fmt.Errorf("vagrant: the vagrantfile template: %w", err)
+		}
+		vagrantfile = data
+	case spec.Source != "" && exists(filepath.Join(spec.Source, "Vagrantfile")):
+		if other := v.usedBy(spec.Source); other != "" {
+			return fmt.Errorf("vagrant: the Vagrantfile of %s makes one machine, which sandbox %s uses already", spec.Source, other)
+		}
+		m.Project = spec.Source
+		v.log.Warn("using the project's own Vagrantfile, left as it is: paddock provisions none of it (packages, npm packages, the user agent are set up at start as far as sudo allows)",
+			"project", spec.Source)
+	default:
+		vagrantfile = []byte(Generate(v.settings, Machine{Name: spec.Name, NPM: spec.NPM}))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if vagrantfile != nil {
+		if err := os.WriteFile(filepath.Join(dir, "Vagrantfile"), vagrantfile, 0o600); err != nil {
+			return err
+		}
+	}
+	data, _ := json.MarshalIndent(m, "", "  ")
+	tmp := filepath.Join(dir, "sandbox.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "sandbox.json"))
+}
+
+// usedBy names the sandbox that uses the project's own Vagrantfile already, if any.
+func (v *Vagrant) usedBy(project string) string {
+	entries, _ := os.ReadDir(v.dir)
+	for _, e := range entries {
+		if m, err := v.readMeta(backend.ID(e.Name())); err == nil && m.Project == project {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// status asks vagrant how the machine is, now.
+func (v *Vagrant) status(ctx context.Context, id backend.ID, m meta) (machineState, error) {
+	out, err := v.cli.run(ctx, v.machine(id, m), "status", "--machine-readable")
+	if err != nil {
+		return machineState{}, err
+	}
+	return parseStatus(out)
+}
+
+// Start brings the machine to running from whatever state it is in, then the guest
+// inside: running, nothing; saved (suspended), vagrant resume; powered off, stopped,
+// crashed (aborted) or never made, vagrant up.
+func (v *Vagrant) Start(ctx context.Context, id backend.ID) error {
+	m, err := v.readMeta(id)
+	if err != nil {
+		return backend.ErrNotFound
+	}
+	defer v.invalidate(id)
+	st, err := v.status(ctx, id, m)
+	if err != nil {
+		return err
+	}
+	dir := v.machine(id, m)
+	switch st.State {
+	case "running":
+	case "saved":
+		if _, err := v.cli.run(ctx, dir, "resume"); err != nil {
+			return err
+		}
+	case "not_created":
+		v.guest.forget(id, true) // a new machine has a new host key
+		if _, err := v.cli.run(ctx, dir, "up"); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(v.sandboxDir(id), "made"), nil, 0o600); err != nil {
+			return err
+		}
+	default: // poweroff, stopped, shutoff, aborted, ...
+		v.guest.forget(id, false)
+		if _, err := v.cli.run(ctx, dir, "up"); err != nil {
+			return err
+		}
+	}
+	return v.guest.ensure(ctx, id, m)
+}
+
+// Stop suspends the machine (auto_suspend), or halts it; a provider that cannot suspend
+// (docker) halts.
+func (v *Vagrant) Stop(ctx context.Context, id backend.ID) error {
+	m, err := v.readMeta(id)
+	if err != nil {
+		return nil
+	}
+	defer v.invalidate(id)
+	v.guest.forget(id, false)
+	st, err := v.status(ctx, id, m)
+	if err != nil {
+		return err
+	}
+	if st.State != "running" {
+		return nil
+	}
+	dir := v.machine(id, m)
+	if v.settings.AutoSuspend {
+		if _, err := v.cli.run(ctx, dir, "suspend"); err == nil {
+			return nil
+		} else {
+			v.log.Info("suspend failed; halting instead", "sandbox", m.Name, "err", err)
+		}
+	}
+	_, err = v.cli.run(ctx, dir, "halt")
+	return err
+}
+
+// Destroy destroys the machine and the sandbox's directory. A machine of the project's
+// own Vagrantfile is only halted unless auto_destroy. A failure of vagrant is logged and
+// does not keep the sandbox: its record goes either way.
+func (v *Vagrant) Destroy(ctx context.Context, id backend.ID) error {
+	m, err := v.readMeta(id)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.RemoveAll(v.sandboxDir(id))
+	}
+	defer v.invalidate(id)
+	v.guest.forget(id, true)
+	dir := v.machine(id, m)
+	if m.Project != "" && !v.settings.AutoDestroy {
+		if _, err := v.cli.run(ctx, dir, "halt"); err != nil {
+			v.log.Warn("halting the project's machine failed", "sandbox", m.Name, "err", err)
+		}
+		v.log.Info("the project's own machine is kept (auto_destroy is off)", "sandbox", m.Name, "project", m.Project)
+	} else if _, err := v.cli.run(ctx, dir, "destroy", "-f"); err != nil {
+		v.log.Warn("vagrant destroy failed: the machine may be left behind", "sandbox", m.Name, "dir", dir.cwd, "err", err)
+	}
+	return os.RemoveAll(v.sandboxDir(id))
+}
+
+// State reports the machine's state, as vagrant last said it within
+// health_check_interval, in words the user can act on.
+func (v *Vagrant) State(ctx context.Context, id backend.ID) (backend.Status, error) {
+	m, err := v.readMeta(id)
+	if err != nil {
+		return backend.Status{State: backend.StateMissing}, nil
+	}
+	v.mu.Lock()
+	c, ok := v.cache[id]
+	v.mu.Unlock()
+	if ok && time.Since(c.at) < time.Duration(v.settings.HealthCheckInterval)*time.Second {
+		return c.status, nil
+	}
+	var s backend.Status
+	st, err := v.status(ctx, id, m)
+	if err != nil {
+		if ctx.Err() != nil {
+			return backend.Status{}, ctx.Err()
+		}
+		s = backend.Status{State: backend.StateError, Detail: "VM status unknown: restart to retry (" + err.Error() + ")"}
+	} else {
+		s = statusOf(st.State)
+		if st.State == "not_created" && !exists(filepath.Join(v.sandboxDir(id), "made")) {
+			s = backend.Status{State: backend.StateCreated} // created, never brought up
+		}
+	}
+	v.mu.Lock()
+	v.cache[id] = cachedState{status: s, at: time.Now()}
+	v.mu.Unlock()
+	return s, nil
+}
+
+// statusOf maps a Vagrant machine state onto the backend's, with what the user must know.
+func statusOf(state string) backend.Status {
+	switch state {
+	case "running":
+		return backend.Status{State: backend.StateRunning}
+	case "saved":
+		return backend.Status{State: backend.StateStopped, Detail: "VM suspended: start or restart resumes it"}
+	case "poweroff", "stopped", "shutoff":
+		return backend.Status{State: backend.StateStopped, Detail: "VM powered off"}
+	case "aborted":
+		return backend.Status{State: backend.StateError, Detail: "VM crashed: restart to recover"}
+	case "not_created":
+		return backend.Status{State: backend.StateMissing, Detail: "VM destroyed"}
+	}
+	return backend.Status{State: backend.StateError, Detail: fmt.Sprintf("VM status unknown (%s): restart to retry", state)}
+}
+
+func (v *Vagrant) invalidate(id backend.ID) {
+	v.mu.Lock()
+	delete(v.cache, id)
+	v.mu.Unlock()
+}
+
+// Dial opens a stream to the guest over the machine's SSH connection.
+func (v *Vagrant) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
+	m, err := v.readMeta(id)
+	if err != nil {
+		return nil, backend.ErrNotFound
+	}
+	c, err := v.guest.dial(ctx, id, m)
+	if err != nil {
+		v.invalidate(id) // the next State asks vagrant again
+		return nil, err
+	}
+	return c, nil
+}
+
+// guestEnv is the base environment of every process in the machine's sandbox.
+func guestEnv(m meta) []string {
+	return append([]string{"HOME=/home/agent", "USER=agent", "LOGNAME=agent", "SHELL=/bin/bash", "LANG=C.UTF-8",
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"}, m.Env...)
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
