@@ -16,10 +16,14 @@ import (
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// TestMain lets this test binary serve as the guest inside machines.
+// TestMain lets this test binary serve as the guest inside machines, and as the fake
+// vagrant (fake_vagrant_test.go).
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "paddock" {
+	switch filepath.Base(os.Args[0]) {
+	case "paddock":
 		os.Exit(cli.Main())
+	case "vagrant":
+		os.Exit(fakeVagrant(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
