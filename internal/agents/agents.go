@@ -124,6 +124,17 @@ type Session struct {
 	CredsBase string
 	// Fresh is true when the conversation has no transcript yet (nothing to resume).
 	Fresh bool
+	// Machine is true when the sandbox is a whole VM of its own (the vagrant backend):
+	// the agent is told MachinePrompt instead of SystemPrompt.
+	Machine bool
+}
+
+// system is the context paddock gives the agent of a session.
+func (s Session) system() string {
+	if s.Machine {
+		return MachinePrompt
+	}
+	return SystemPrompt
 }
 
 // File is a file an agent wants in the sandbox before it starts.
@@ -199,11 +210,11 @@ func (a *Agent) TranscriptArgv(s Session) []string {
 
 // PromptFiles are the files that carry paddock's context to an agent that reads it from
 // its memory file (not its command line).
-func (a *Agent) PromptFiles() []File {
+func (a *Agent) PromptFiles(s Session) []File {
 	if a.Memory == "" || passes(a.Command, "{system}") {
 		return nil
 	}
-	return []File{{Path: a.Memory, Section: "paddock", Content: []byte(SystemPrompt + "\n"), Mode: 0o644}}
+	return []File{{Path: a.Memory, Section: "paddock", Content: []byte(s.system() + "\n"), Mode: 0o644}}
 }
 
 // DisposableFile is the section of the memory file that tells the agent its sandbox is
@@ -226,7 +237,7 @@ func (a *Agent) expand(args []string, s Session, from, prompt string) []string {
 	if command == "" {
 		command = "exec bash -l"
 	}
-	r := strings.NewReplacer("{id}", s.ResumeID, "{from}", from, "{prompt}", prompt, "{system}", SystemPrompt,
+	r := strings.NewReplacer("{id}", s.ResumeID, "{from}", from, "{prompt}", prompt, "{system}", s.system(),
 		"{id8}", s.ResumeID[:min(8, len(s.ResumeID))], "{dir-}", strings.ReplaceAll(s.Dir, "/", "-"), "{dir}", s.Dir, "{name}", s.Name, "{command}", command, "{home}", inside.Home)
 	out := make([]string, len(args))
 	for i, arg := range args {
@@ -335,6 +346,13 @@ const SystemPrompt = `You are running inside a paddock sandbox: an isolated Linu
 /workspace is a git checkout of the user's repository; the user pulls your work from it with git, so commit your changes on a branch with clear messages.
 Files you want kept but not committed (reports, build outputs) go in /workspace/deliverables.
 The network is closed: HTTP and HTTPS go through an allowlist proxy (package registries and GitHub are allowed). If a request is refused with 403, tell the user which host you need; they can allow it with "paddock net allow HOST --sandbox NAME".`
+
+// MachinePrompt is the context paddock gives an agent in a sandbox that is a whole VM.
+const MachinePrompt = `You are running inside a paddock sandbox that is an isolated Ubuntu virtual machine of its own, as the user "agent" with every permission: sudo works without a password.
+Docker, Node.js and git are installed; install anything else you need with sudo apt-get. Prefer Docker for services (databases, queues) over installing them on the machine.
+/workspace is a git checkout of the user's repository; the user pulls your work from it with git, so commit your changes on a branch with clear messages. /vagrant is shared with the host and holds only the machine's Vagrantfile.
+Files you want kept but not committed (reports, build outputs) go in /workspace/deliverables.
+The machine may be destroyed and made again at any time: keep nothing of value outside /workspace.`
 
 // DisposableNote tells an agent that its sandbox was made to be thrown away ("Just do
 // it" in the TUI): it may install, change and run anything there without asking.

@@ -66,7 +66,7 @@ func TestTranscriptPath(t *testing.T) {
 
 func TestPromptFiles(t *testing.T) {
 	// The prompt passed in argv is not written again; the note always goes to memory.
-	if files := chooser.PromptFiles(); files != nil {
+	if files := chooser.PromptFiles(Session{}); files != nil {
 		t.Errorf("an agent that takes {system} got prompt files: %+v", files)
 	}
 	if f, ok := chooser.DisposableFile(); !ok || f.Section != "paddock-disposable" || f.Path != chooser.Memory ||
@@ -74,10 +74,17 @@ func TestPromptFiles(t *testing.T) {
 		t.Errorf("the disposable note of an agent with a memory file: %+v %v", f, ok)
 	}
 	memo := &Agent{Name: "m", Binary: "m", Command: []string{"m"}, Memory: "/home/agent/M.md"}
-	if files := memo.PromptFiles(); len(files) != 1 || files[0].Section != "paddock" || string(files[0].Content) != SystemPrompt+"\n" {
+	if files := memo.PromptFiles(Session{}); len(files) != 1 || files[0].Section != "paddock" || string(files[0].Content) != SystemPrompt+"\n" {
 		t.Errorf("prompt files of an agent that reads memory: %+v", files)
 	}
-	if files := learner.PromptFiles(); files != nil {
+	// In a VM of its own, the agent is told it has sudo, Docker, and a machine that may go.
+	if files := memo.PromptFiles(Session{Machine: true}); len(files) != 1 || string(files[0].Content) != MachinePrompt+"\n" {
+		t.Errorf("prompt files in a machine: %+v", files)
+	}
+	if got := strings.Join(chooser.LaunchArgv(Session{Machine: true, Dir: "/workspace"}), " "); !strings.Contains(got, "sudo works without a password") {
+		t.Errorf("the system prompt on the command line in a machine: %q", got)
+	}
+	if files := learner.PromptFiles(Session{}); files != nil {
 		t.Errorf("an agent without memory got %+v", files)
 	}
 	if _, ok := learner.DisposableFile(); ok {

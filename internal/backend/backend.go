@@ -171,6 +171,23 @@ func Names() []string {
 	return names
 }
 
+var machines = map[string]bool{}
+
+// RegisterMachine marks the backend name as one whose sandboxes are whole machines of
+// their own (VMs) where the agent has sudo: agents are told so. Call it from init.
+func RegisterMachine(name string) {
+	mu.Lock()
+	defer mu.Unlock()
+	machines[name] = true
+}
+
+// IsMachine reports whether the backend name runs each sandbox as a whole machine.
+func IsMachine(name string) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	return machines[name]
+}
+
 // RuntimeSelector is implemented by backends that can run a sandbox under another OCI
 // runtime than their engine's default (Spec.Runtime), such as gVisor's runsc.
 type RuntimeSelector interface {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -107,7 +108,7 @@ func (t *target) session() agents.Session {
 		dir = t.se.Dir
 	}
 	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: dir, Command: t.se.Command,
-		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort)}
+		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort), Machine: backend.IsMachine(t.sb.Backend)}
 }
 
 // CreateRequest describes a new session.
@@ -252,7 +253,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	if t.agent.Files != nil {
 		files = t.agent.Files(sess)
 	}
-	for _, f := range append(files, t.agent.PromptFiles()...) {
+	for _, f := range append(files, t.agent.PromptFiles(t.session())...) {
 		if err := writeFile(ctx, t.client, f); err != nil {
 			return fmt.Errorf("prepare %s: %w", t.agent.Name, err)
 		}

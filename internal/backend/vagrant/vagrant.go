@@ -29,6 +29,7 @@ const Name = "vagrant"
 
 func init() {
 	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.RegisterMachine(Name)
 }
 
 // Vagrant is the backend.
