@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -96,7 +97,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestClaudeEndToEnd(t *testing.T) {
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
-	claudeEndToEnd(t, "bwrap")
+	claudeEndToEnd(t, "bwrap", "")
 }
 
 // TestClaudeEndToEndDocker is the same, in a docker container whose image has Claude Code
@@ -105,7 +106,16 @@ func TestClaudeEndToEndDocker(t *testing.T) {
 	if !dockerReady() {
 		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
-	claudeEndToEnd(t, "docker")
+	claudeEndToEnd(t, "docker", "")
+}
+
+// TestClaudeEndToEndVagrant is the same in a Vagrant machine (the real vagrant with its
+// docker provider, running a box image of paddock's sandbox image with an SSH server).
+func TestClaudeEndToEndVagrant(t *testing.T) {
+	if !dockerReady() {
+		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
+	}
+	claudeEndToEnd(t, "vagrant", vagranttest.Config(t))
 }
 
 // TestClaudeEndToEndDockerRunsc is the same in a container under gVisor (`up --runtime
@@ -117,15 +127,22 @@ func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 	if out, _ := exec.Command("docker", "info", "--format", "{{json .Runtimes.runsc}}").Output(); !strings.Contains(string(out), "runsc") {
 		testenv.Missing(t, "runsc is not registered with the engine", "make setup")
 	}
-	claudeEndToEnd(t, "docker", "--runtime", "runsc")
+	claudeEndToEnd(t, "docker", "", "--runtime", "runsc")
 }
 
-func claudeEndToEnd(t *testing.T, backend string, upArgs ...string) {
+// claudeEndToEnd runs the checks on backend, with config (TOML, when not empty) as the
+// daemon's config file.
+func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
 	t.Setenv("ANTHROPIC_API_KEY", realKey)
-	_, repo := e2eHome(t)
+	home, repo := e2eHome(t)
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
 
