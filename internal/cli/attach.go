@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -56,7 +57,26 @@ func newCmdRestart(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// State-aware: a sandbox that is not running (stopped, a VM suspended, powered
+			// off or crashed) is brought back first, its backend choosing how.
+			started := false
+			if sbInfo, err := c.Get(ctx, sb); err == nil && sbInfo.State != "running" {
+				why := sbInfo.State
+				if sbInfo.Detail != "" {
+					why += ": " + sbInfo.Detail
+				}
+				fmt.Fprintf(f.IO.ErrOut, "paddock: %s is %s; starting it\n", sb, why)
+				if _, err := c.Start(ctx, sb); err != nil {
+					return err
+				}
+				started = true
+			}
 			info, err := c.RestartSession(ctx, sb, name)
+			if started && apperr.KindOf(err) == apperr.KindConflict {
+				// Its process came back with the machine (a VM resumed from suspension).
+				fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is running\n", sb, name)
+				return nil
+			}
 			if err != nil {
 				return err
 			}

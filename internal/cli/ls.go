@@ -82,6 +82,10 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 			backend += "/" + sb.Runtime // docker/runsc: under gVisor
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
+		if sb.Detail != "" && sb.State != "running" {
+			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
+			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))
+		}
 		for _, s := range sessions[sb.Name] {
 			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\n", sb.Name, s.Name, s.Agent, s.Status)
 		}
