@@ -3,8 +3,9 @@
 set -euo pipefail
 
 # chromium: the web UI's browser tests (internal/webui) drive it headless. ripgrep:
-# OpenCode's search tools, which would download it from GitHub otherwise.
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep)
+# OpenCode's search tools, which would download it from GitHub otherwise. vagrant: the
+# vagrant backend's tests, with its docker provider (no VirtualBox here).
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -434,3 +434,32 @@ func TestGuestEnvQuoting(t *testing.T) {
 		}
 	}
 }
+
+// TestAvailable: vagrant alone is not enough; a provider it can drive must be there too,
+// and doctor says how to get one.
+func TestAvailable(t *testing.T) {
+	f := newFake(t, nil)
+	bin := filepath.Dir(must(exec.LookPath("vagrant")))
+	t.Setenv("PATH", bin) // the fake vagrant, and nothing else
+	t.Setenv("VAGRANT_DEFAULT_PROVIDER", "")
+	var ue *backend.UnavailableError
+	if err := f.Available(context.Background()); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "no Vagrant provider") || !strings.Contains(ue.Fix, `provider = "docker"`) {
+		t.Errorf("no provider: %v", err)
+	}
+	d := newFake(t, map[string]any{"provider": "docker"})
+	t.Setenv("PATH", bin)
+	if err := d.Available(context.Background()); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "needs docker") {
+		t.Errorf("docker provider without docker: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if err := f.Available(context.Background()); !errors.As(err, &ue) || !strings.Contains(ue.Fix, "apt-get install vagrant") {
+		t.Errorf("no vagrant: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -87,11 +87,33 @@ func New(env backend.Env) (*Vagrant, error) {
 // Name implements backend.Backend.
 func (v *Vagrant) Name() string { return Name }
 
-// Available says whether the vagrant command is installed.
+// providerTools are the programs each provider drives, to tell whether it can run here.
+var providerTools = map[string]string{"virtualbox": "VBoxManage", "libvirt": "virsh", "docker": "docker", "hyperv": "powershell.exe"}
+
+// Available says whether the vagrant command is installed, and a provider it can use.
 func (v *Vagrant) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(v.cli.bin); err != nil {
 		return &backend.UnavailableError{Backend: Name, Reason: "the vagrant command is not installed",
-			Fix: "sudo apt-get install vagrant (and a provider: VirtualBox, libvirt, or Docker with provider = \"docker\")"}
+			Fix: "sudo apt-get install vagrant (and a provider: VirtualBox, libvirt, or Docker with provider = \"docker\" in [vagrant])"}
+	}
+	provider := v.cli.provider
+	if provider == "" {
+		provider = os.Getenv("VAGRANT_DEFAULT_PROVIDER")
+	}
+	if provider == "" {
+		for _, p := range []string{"virtualbox", "libvirt"} {
+			if _, err := exec.LookPath(providerTools[p]); err == nil {
+				return nil
+			}
+		}
+		return &backend.UnavailableError{Backend: Name, Reason: "no Vagrant provider is installed (neither VirtualBox's VBoxManage nor libvirt's virsh)",
+			Fix: "install VirtualBox or vagrant-libvirt, or set provider = \"docker\" in [vagrant] to run machines as containers"}
+	}
+	if tool, ok := providerTools[provider]; ok {
+		if _, err := exec.LookPath(tool); err != nil {
+			return &backend.UnavailableError{Backend: Name, Reason: fmt.Sprintf("the %s provider needs %s, which is not installed", provider, tool),
+				Fix: fmt.Sprintf("install %s, or choose another provider in [vagrant]", tool)}
+		}
 	}
 	return nil
 }
