@@ -20,10 +20,11 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 # bench runs every benchmark 20 times, but the snapshot benchmark (a 200 MB workspace to
-# MinIO) 3 times.
+# MinIO) and the Vagrant ones (a machine made each time) 3 times.
 bench:
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkSnapshot$$' -benchtime 3x -timeout 30m ./internal/cli/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/
 
 # proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
 proto:

@@ -2,6 +2,8 @@ package vagrant_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/vagrant"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -41,29 +44,66 @@ func guestBinary(t testing.TB) sandbox.AgentBinary {
 }
 
 // TestDockerProviderLifecycle: a sandbox on real Vagrant with its docker provider comes
-// up, runs a command through the guest over SSH, halts to stopped, comes up again with
-// its files, and is destroyed to nothing.
+// up, runs a command through the guest over SSH as agent with sudo and the [vagrant] env,
+// halts to stopped (the provider cannot suspend), comes up again with its files, and is
+// destroyed to nothing.
 func TestDockerProviderLifecycle(t *testing.T) {
 	opts := vagranttest.DockerProvider(t)
+	opts["env"] = map[string]any{"PROJECT_MODE": "it's a \"vm\""}
 	b, err := vagrant.New(backend.Env{Dir: t.TempDir(), Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := guestBinary(t)
 	ctx := context.Background()
-	id := backend.ID("lc" + strings.ToLower(t.Name()[len(t.Name())-4:]))
+	id := backend.ID("lc" + strings.ToLower(fmt.Sprint(os.Getpid()%10000)))
 	if err := b.Create(ctx, backend.Spec{ID: id, Name: "life", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	state := func(want backend.State) {
+		t.Helper()
+		st, err := b.State(ctx, id)
+		if err != nil || st.State != want {
+			t.Fatalf("State = %+v %v, want %s", st, err, want)
+		}
+	}
+	state(backend.StateCreated)
 	if err := b.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := b.Dial(ctx, id)
-	if err != nil {
+	state(backend.StateRunning)
+	exec := func(script string) string {
+		t.Helper()
+		c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var out, errOut strings.Builder
+		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &errOut})
+		if err != nil || code != 0 {
+			t.Fatalf("%s: %d %v %s", script, code, err, errOut.String())
+		}
+		return out.String()
+	}
+	if got := exec(`echo "$PROJECT_MODE"; id -un; sudo -n id -un; pwd; echo kept > /workspace/f`); got != "it's a \"vm\"\nagent\nroot\n/workspace\n" {
+		t.Errorf("inside the machine: %q", got)
+	}
+	if err := b.Stop(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close()
+	state(backend.StateStopped)
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := exec("cat /workspace/f"); got != "kept\n" {
+		t.Errorf("after halt and up: %q", got)
+	}
+	if err := b.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	state(backend.StateMissing)
 }
 
 // TestConformance runs the backend conformance suite on real Vagrant with its docker

@@ -225,9 +225,12 @@ func (v *Vagrant) Start(ctx context.Context, id backend.ID) error {
 		return backend.ErrNotFound
 	}
 	defer v.invalidate(id)
-	st, err := v.status(ctx, id, m)
-	if err != nil {
-		return err
+	st := machineState{State: "not_created"}
+	if m.Project != "" || exists(filepath.Join(v.sandboxDir(id), "made")) {
+		// A machine paddock never brought up is not made yet: no need to ask (a second).
+		if st, err = v.status(ctx, id, m); err != nil {
+			return err
+		}
 	}
 	dir := v.machine(id, m)
 	switch st.State {

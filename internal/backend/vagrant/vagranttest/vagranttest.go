@@ -68,7 +68,6 @@ func vagrantKey(t testing.TB) string {
 	return strings.TrimSpace(string(out))
 }
 
-
 // Config is a daemon config file (TOML) whose [vagrant] section is DockerProvider's.
 func Config(t testing.TB) string {
 	t.Helper()
