@@ -251,7 +251,7 @@ func TestStopAndDestroy(t *testing.T) {
 	own := "Vagrant.configure('2') { |c| c.vm.box = 'mine' } # the user's own\n"
 	os.WriteFile(filepath.Join(project, "Vagrantfile"), []byte(own), 0o644)
 	for _, autoDestroy := range []bool{false, true} {
-		f := newFake(t, map[string]any{"auto_destroy": autoDestroy})
+		f := newFake(t, map[string]any{"auto_destroy": autoDestroy, "project_vagrantfile": true})
 		f.create("pr1", backend.Spec{Source: project})
 		f.setState("pr1", "running")
 		os.MkdirAll(filepath.Join(project, ".vagrant"), 0o755)
@@ -275,8 +275,8 @@ func TestStopAndDestroy(t *testing.T) {
 }
 
 // TestWhichVagrantfile: a generated file in the sandbox's own directory; the user's
-// template copied as it is; the project's own used where it is, never written, and by
-// one sandbox at a time. Every call runs in the right directory, with checkpoint
+// template copied as it is; the project's own (when project_vagrantfile says so) used
+// where it is, never written, and by one sandbox at a time. Every call runs in the right directory, with checkpoint
 // requests off and the configured provider.
 func TestWhichVagrantfile(t *testing.T) {
 	ctx := context.Background()
@@ -297,13 +297,20 @@ func TestWhichVagrantfile(t *testing.T) {
 	os.WriteFile(tmpl, []byte("# mine\nVagrant.configure('2') { |c| c.vm.box = 'x' }\n"), 0o644)
 	f = newFake(t, map[string]any{"vagrantfile": tmpl})
 	f.create("te1", backend.Spec{})
-	if got, _ := os.ReadFile(filepath.Join(f.sandboxDir("te1"), "Vagrantfile")); string(got) != "# mine\nVagrant.configure('2') { |c| c.vm.box = 'x' }\n" {
-		t.Errorf("the template was not copied as it is: %q", got)
+	if got, _ := os.ReadFile(filepath.Join(f.sandboxDir("te1"), "Vagrantfile")); string(got) != "# mine\nVagrant.configure('2') { |c| c.vm.box = 'x' }\n"+templateGuard {
+		t.Errorf("the template was not copied as it is, with the guard after it: %q", got)
 	}
 
+	// Without project_vagrantfile, a project's own is left alone and paddock's is used:
+	// the project's usually shares the host's checkout with the VM.
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "Vagrantfile"), []byte("# the project's\n"), 0o644)
 	f = newFake(t, nil)
+	f.create("pn1", backend.Spec{Source: project})
+	if !exists(filepath.Join(f.sandboxDir("pn1"), "Vagrantfile")) {
+		t.Error("without project_vagrantfile, the project's Vagrantfile was used")
+	}
+	f = newFake(t, map[string]any{"project_vagrantfile": true})
 	f.create("pj1", backend.Spec{Source: project})
 	if exists(filepath.Join(f.sandboxDir("pj1"), "Vagrantfile")) {
 		t.Error("paddock wrote a Vagrantfile beside the project's own")
@@ -409,15 +416,22 @@ func TestGeneratedVagrantfile(t *testing.T) {
 		"'--audio', 'none'", "'--usb', 'off'", "forwarded_port', guest: 8080, host: 18080, protocol: 'udp', host_ip: '127.0.0.1'",
 		"apt-get install -y -q curl git tmux sudo", "npm install -g @openai/codex@0.169.0 typescript@5",
 		"useradd -m -s /bin/bash agent", "NOPASSWD:ALL", `path: '` + strings.ReplaceAll(script, "'", `\'`) + `'`,
+		"config.vm.synced_folder 'share', '/vagrant', type: 'virtualbox'",
 	} {
 		if !strings.Contains(vf, want) {
 			t.Errorf("the Vagrantfile lacks %q:\n%s", want, vf)
 		}
 	}
+	// The directory holding the Vagrantfile, which vagrant runs on the host, is never
+	// shared with the VM: a VM writing it would run code on the host.
+	if strings.Contains(vf, "synced_folder '.'") || strings.Contains(vf, `synced_folder "."`) {
+		t.Errorf("the Vagrantfile shares its own directory:\n%s", vf)
+	}
 	if _, err := exec.LookPath("vagrant"); err != nil {
 		t.Skip("vagrant is not installed: apt-get install vagrant")
 	}
 	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "share"), 0o755)
 	os.WriteFile(filepath.Join(dir, "Vagrantfile"), []byte(vf), 0o644)
 	cmd := exec.Command("vagrant", "validate", "--ignore-provider")
 	cmd.Dir = dir

@@ -39,6 +39,11 @@ type Settings struct {
 	ProvisionScript string `toml:"provision_script"`
 	// Vagrantfile is a host path of the user's own template, copied instead of generating.
 	Vagrantfile string `toml:"vagrantfile"`
+	// ProjectVagrantfile uses a project's own Vagrantfile, where it is, instead of
+	// generating one. Off by default: a project's Vagrantfile usually shares the project
+	// itself with the VM, where the agent (with sudo) could write the host's checkout and
+	// its .git/hooks, which the user's own git would then run.
+	ProjectVagrantfile bool `toml:"project_vagrantfile"`
 	// HealthCheckInterval is how long, in seconds, a VM's state as `vagrant status` said
 	// it is trusted before asking again.
 	HealthCheckInterval int `toml:"health_check_interval"`

@@ -158,8 +158,8 @@ func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
 		if err != nil {
 			return fmt.Errorf("vagrant: the vagrantfile template: %w", err)
 		}
-		vagrantfile = data
-	case spec.Source != "" && exists(filepath.Join(spec.Source, "Vagrantfile")):
+		vagrantfile = append(data, []byte(templateGuard)...)
+	case v.settings.ProjectVagrantfile && spec.Source != "" && exists(filepath.Join(spec.Source, "Vagrantfile")):
 		if other := v.usedBy(spec.Source); other != "" {
 			return fmt.Errorf("vagrant: the Vagrantfile of %s makes one machine, which sandbox %s uses already", spec.Source, other)
 		}
@@ -173,6 +173,9 @@ func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	if vagrantfile != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "share"), 0o700); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dir, "Vagrantfile"), vagrantfile, 0o600); err != nil {
 			return err
 		}
@@ -184,6 +187,16 @@ func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	return os.Rename(tmp, filepath.Join(dir, "sandbox.json"))
 }
+
+// templateGuard follows a user's template: Vagrant shares the Vagrantfile's directory at
+// /vagrant unless told otherwise, and vagrant runs that file on the host, so a VM able to
+// write it could run code on the host at the next vagrant command.
+const templateGuard = `
+# Added by paddock: the VM must not be able to write this file, which vagrant runs on the host.
+Vagrant.configure('2') do |config|
+  config.vm.synced_folder '.', '/vagrant', disabled: true
+end
+`
 
 // usedBy names the sandbox that uses the project's own Vagrantfile already, if any.
 func (v *Vagrant) usedBy(project string) string {

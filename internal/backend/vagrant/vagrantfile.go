@@ -42,8 +42,9 @@ func Generate(s Settings, m Machine) string {
 	w("Vagrant.configure('2') do |config|")
 	w("  config.vm.box = %s", ruby(s.Box))
 	w("  config.vm.hostname = %s", ruby(m.Name))
-	w("  # /vagrant is this directory, which holds only this file: the project is cloned into /workspace.")
-	w("  config.vm.synced_folder '.', '/vagrant', type: %s", ruby(s.SyncedFolderType))
+	w("  # /vagrant is share/ beside this file, never this directory: vagrant runs this file on the")
+	w("  # host, so the VM must not be able to write it. The project is cloned into /workspace.")
+	w("  config.vm.synced_folder 'share', '/vagrant', type: %s", ruby(s.SyncedFolderType))
 	for _, f := range s.PortForwards {
 		proto := f.Protocol
 		if proto == "" {
