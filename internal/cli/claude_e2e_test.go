@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )

@@ -30,8 +30,8 @@ import (
 	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/store"
 
-	_ "github.com/paddockhq/paddock/internal/agents/all"     // registers every agent adapter
-	_ "github.com/paddockhq/paddock/internal/backend/bwrap"  // registers the bwrap backend
+	_ "github.com/paddockhq/paddock/internal/agents/all"      // registers every agent adapter
+	_ "github.com/paddockhq/paddock/internal/backend/bwrap"   // registers the bwrap backend
 	_ "github.com/paddockhq/paddock/internal/backend/docker"  // registers the docker backend
 	_ "github.com/paddockhq/paddock/internal/backend/vagrant" // registers the vagrant backend
 )

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
