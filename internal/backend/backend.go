@@ -188,6 +188,12 @@ func IsMachine(name string) bool {
 	return machines[name]
 }
 
+// Closer is implemented by backends with work of their own in the background (a VM
+// being destroyed): the daemon calls Close as it stops, and Close waits for it.
+type Closer interface {
+	Close()
+}
+
 // RuntimeSelector is implemented by backends that can run a sandbox under another OCI
 // runtime than their engine's default (Spec.Runtime), such as gVisor's runsc.
 type RuntimeSelector interface {

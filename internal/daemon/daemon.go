@@ -61,6 +61,12 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer unlock()
+	var closers []backend.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
 
 	cfg, err := config.Load(p.Config)
 	if err != nil {
@@ -94,6 +100,9 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
 		backends[name] = b
+		if c, ok := b.(backend.Closer); ok {
+			closers = append(closers, c)
+		}
 	}
 	for name := range cfg.Backends {
 		if _, ok := backends[name]; !ok {

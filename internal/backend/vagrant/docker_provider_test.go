@@ -73,7 +73,7 @@ func TestDockerProviderLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	state(backend.StateRunning)
-	exec := func(script string) string {
+	inside := func(script string) string {
 		t.Helper()
 		c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
 		if err != nil {
@@ -87,7 +87,7 @@ func TestDockerProviderLifecycle(t *testing.T) {
 		}
 		return out.String()
 	}
-	if got := exec(`echo "$PROJECT_MODE"; id -un; sudo -n id -un; pwd; echo kept > /workspace/f`); got != "it's a \"vm\"\nagent\nroot\n/workspace\n" {
+	if got := inside(`echo "$PROJECT_MODE"; id -un; sudo -n id -un; pwd; echo kept > /workspace/f`); got != "it's a \"vm\"\nagent\nroot\n/workspace\n" {
 		t.Errorf("inside the machine: %q", got)
 	}
 	if err := b.Stop(ctx, id); err != nil {
@@ -97,13 +97,17 @@ func TestDockerProviderLifecycle(t *testing.T) {
 	if err := b.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if got := exec("cat /workspace/f"); got != "kept\n" {
+	if got := inside("cat /workspace/f"); got != "kept\n" {
 		t.Errorf("after halt and up: %q", got)
 	}
 	if err := b.Destroy(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	state(backend.StateMissing)
+	b.WaitRemovals()
+	if out, _ := exec.Command("docker", "ps", "-a", "--filter", "name="+string(id)+"_", "--format", "{{.Names}}").Output(); len(out) > 0 {
+		t.Errorf("the machine outlived its removal: %s", out)
+	}
 }
 
 // TestConformance runs the backend conformance suite on real Vagrant with its docker
@@ -123,6 +127,7 @@ func TestConformance(t *testing.T) {
 		},
 		Dir: dir,
 		Leftovers: func(id backend.ID) []string {
+			b.WaitRemovals() // machines are destroyed in the background
 			out, _ := exec.Command("docker", "ps", "-a", "--filter", "name="+string(id)+"_", "--format", "{{.Names}}").Output()
 			return strings.Fields(string(out))
 		},

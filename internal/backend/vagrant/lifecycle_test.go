@@ -236,16 +236,29 @@ func TestStopAndDestroy(t *testing.T) {
 	if err := f.Destroy(ctx, "de1"); err != nil {
 		t.Fatalf("Destroy with vagrant failing: %v", err)
 	}
-	if got := commands(f.calls()); got != "destroy -f" {
-		t.Errorf("Destroy ran %q", got)
-	}
 	if exists(f.sandboxDir("de1")) {
 		t.Error("the sandbox's directory outlived Destroy")
 	}
 	if st := f.state("de1"); st.State != backend.StateMissing {
 		t.Errorf("after Destroy: %+v", st)
 	}
+	f.WaitRemovals()
+	if got := commands(f.calls()); got != "destroy -f" {
+		t.Errorf("Destroy ran %q", got)
+	}
+	// The failed destroy is kept aside; the next daemon (a new backend) finishes it.
 	t.Setenv("FAKE_VAGRANT_FAIL", "")
+	again, err := New(backend.Env{Dir: f.dir, Options: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.WaitRemovals()
+	if got := commands(f.calls()); got != "destroy -f" {
+		t.Errorf("the next daemon ran %q for the removal left", got)
+	}
+	if entries, _ := os.ReadDir(f.dir); len(entries) != 0 {
+		t.Errorf("left in the backend's directory: %v", entries)
+	}
 
 	project := t.TempDir()
 	own := "Vagrant.configure('2') { |c| c.vm.box = 'mine' } # the user's own\n"
@@ -260,6 +273,7 @@ func TestStopAndDestroy(t *testing.T) {
 		if err := f.Destroy(ctx, "pr1"); err != nil {
 			t.Fatal(err)
 		}
+		f.WaitRemovals()
 		cs := f.calls()
 		want := "halt"
 		if autoDestroy {

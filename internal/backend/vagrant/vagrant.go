@@ -42,6 +42,8 @@ type Vagrant struct {
 
 	mu    sync.Mutex
 	cache map[backend.ID]cachedState
+	// removals are the machines being destroyed in the background.
+	removals sync.WaitGroup
 }
 
 // cachedState is a machine's state as last asked, trusted for HealthCheckInterval.
@@ -81,6 +83,9 @@ func New(env backend.Env) (*Vagrant, error) {
 	v := &Vagrant{dir: env.Dir, settings: s, cli: &cli{bin: "vagrant", provider: s.Provider}, log: slog.Default().With("backend", Name),
 		cache: map[backend.ID]cachedState{}}
 	v.guest = &sshGuest{v: v, conns: map[backend.ID]*sshConn{}}
+	if env.Dir != "" {
+		v.resumeRemovals()
+	}
 	return v, nil
 }
 
@@ -202,6 +207,9 @@ end
 func (v *Vagrant) usedBy(project string) string {
 	entries, _ := os.ReadDir(v.dir)
 	for _, e := range entries {
+		if e.Name() == removedDir {
+			continue
+		}
 		if m, err := v.readMeta(backend.ID(e.Name())); err == nil && m.Project == project {
 			return m.Name
 		}
@@ -297,9 +305,11 @@ func (v *Vagrant) Stop(ctx context.Context, id backend.ID) error {
 	return err
 }
 
-// Destroy destroys the machine and the sandbox's directory. A machine of the project's
-// own Vagrantfile is only halted unless auto_destroy. A failure of vagrant is logged and
-// does not keep the sandbox: its record goes either way.
+// Destroy removes the sandbox: its directory is moved aside at once, and the machine is
+// destroyed in the background (a VM takes seconds to go), its directory removed after. A
+// machine of the project's own Vagrantfile is only halted unless auto_destroy. A failure
+// of vagrant is logged and never keeps the sandbox's record; removals cut short by the
+// daemon's end are finished by the next one.
 func (v *Vagrant) Destroy(ctx context.Context, id backend.ID) error {
 	m, err := v.readMeta(id)
 	if errors.Is(err, os.ErrNotExist) {
@@ -307,16 +317,74 @@ func (v *Vagrant) Destroy(ctx context.Context, id backend.ID) error {
 	}
 	defer v.invalidate(id)
 	v.guest.forget(id, true)
-	dir := v.machine(id, m)
+	aside := filepath.Join(v.dir, removedDir, string(id))
+	if err := os.MkdirAll(filepath.Dir(aside), 0o700); err != nil {
+		return err
+	}
+	os.RemoveAll(aside)
+	if err := os.Rename(v.sandboxDir(id), aside); err != nil {
+		return err
+	}
+	v.removals.Add(1)
+	go v.finishRemoval(aside, m)
+	return nil
+}
+
+// removedDir holds, under the backend's directory, the directories of sandboxes whose
+// machines are being destroyed.
+const removedDir = ".removed"
+
+// finishRemoval destroys (or halts) a removed sandbox's machine and removes its directory.
+func (v *Vagrant) finishRemoval(dir string, m meta) {
+	defer v.removals.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	md := machineDir{cwd: dir, dotfile: filepath.Join(dir, ".vagrant")}
+	if m.Project != "" {
+		md = machineDir{cwd: m.Project, dotfile: filepath.Join(m.Project, ".vagrant")}
+	}
 	if m.Project != "" && !v.settings.AutoDestroy {
-		if _, err := v.cli.run(ctx, dir, "halt"); err != nil {
+		if _, err := v.cli.run(ctx, md, "halt"); err != nil {
 			v.log.Warn("halting the project's machine failed", "sandbox", m.Name, "err", err)
 		}
 		v.log.Info("the project's own machine is kept (auto_destroy is off)", "sandbox", m.Name, "project", m.Project)
-	} else if _, err := v.cli.run(ctx, dir, "destroy", "-f"); err != nil {
-		v.log.Warn("vagrant destroy failed: the machine may be left behind", "sandbox", m.Name, "dir", dir.cwd, "err", err)
+	} else if _, err := v.cli.run(ctx, md, "destroy", "-f"); err != nil {
+		v.log.Warn("vagrant destroy failed: the machine may be left behind", "sandbox", m.Name, "dir", dir, "err", err)
+		return // kept aside: the next daemon tries again
 	}
-	return os.RemoveAll(v.sandboxDir(id))
+	os.RemoveAll(dir)
+	os.Remove(filepath.Dir(dir)) // when it was the last
+}
+
+// resumeRemovals finishes the removals the last daemon left.
+func (v *Vagrant) resumeRemovals() {
+	entries, _ := os.ReadDir(filepath.Join(v.dir, removedDir))
+	for _, e := range entries {
+		dir := filepath.Join(v.dir, removedDir, e.Name())
+		var m meta
+		data, err := os.ReadFile(filepath.Join(dir, "sandbox.json"))
+		if err != nil || json.Unmarshal(data, &m) != nil {
+			os.RemoveAll(dir)
+			continue
+		}
+		v.removals.Add(1)
+		go v.finishRemoval(dir, m)
+	}
+}
+
+// WaitRemovals waits until the machines of removed sandboxes are destroyed.
+func (v *Vagrant) WaitRemovals() { v.removals.Wait() }
+
+// Close waits, up to two minutes, for the machines being destroyed, so that a daemon
+// stopping does not leave them half gone (what is left is finished at the next start).
+func (v *Vagrant) Close() {
+	done := make(chan struct{})
+	go func() { v.removals.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		v.log.Warn("stopping with machines still being destroyed: the next start finishes them")
+	}
 }
 
 // State reports the machine's state, as vagrant last said it within
