@@ -33,8 +33,17 @@ func TestVagrantRecovery(t *testing.T) {
 		t.Fatalf("the agent in the machine: %q", out)
 	}
 
+	// The machine's container: the docker provider names it after the directory of its
+	// Vagrantfile, the sandbox's own (other tests run machines at the same time).
+	var id string
+	entries, _ := os.ReadDir(filepath.Join(home, "sandboxes", "vagrant"))
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			id = e.Name()
+		}
+	}
 	container := func() string {
-		out, _ := exec.Command("docker", "ps", "-a", "--filter", "ancestor="+vagranttest.BoxImage, "--format", "{{.Names}}").Output()
+		out, _ := exec.Command("docker", "ps", "-a", "--filter", "name=^"+id+"_default_", "--format", "{{.Names}}").Output()
 		return strings.TrimSpace(string(out))
 	}
 	name := container()
