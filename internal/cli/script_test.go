@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"syscall"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -95,9 +96,12 @@ func teardown(home string) {
 			}
 		}
 	}
+	pid := daemonPID(home)
 	c.StopDaemon(ctx)
-	for i := 0; i < 100; i++ {
-		if _, err := c.Version(ctx); err != nil {
+	// Wait for the process itself, not only its socket: a daemon stopping finishes work of
+	// its backends first (a Vagrant machine being destroyed, in the home removed next).
+	for i := 0; i < 9000 && pid > 0; i++ {
+		if syscall.Kill(pid, 0) != nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -40,6 +40,7 @@ func BenchmarkUp(b *testing.B) {
 		execTrue(b, bk, id)
 		ours += time.Since(start)
 		bk.Destroy(ctx, id)
+		bk.WaitRemovals()
 
 		dir := b.TempDir()
 		data, _ := os.ReadFile(opts["vagrantfile"].(string))
@@ -69,6 +70,7 @@ func BenchmarkExec(b *testing.B) {
 	if err := bk.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
+	defer bk.WaitRemovals()
 	defer bk.Destroy(ctx, id)
 	if err := bk.Start(ctx, id); err != nil {
 		b.Fatal(err)

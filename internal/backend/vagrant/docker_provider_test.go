@@ -60,7 +60,7 @@ func TestDockerProviderLifecycle(t *testing.T) {
 	if err := b.Create(ctx, backend.Spec{ID: id, Name: "life", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	t.Cleanup(func() { b.Destroy(context.Background(), id); b.WaitRemovals() })
 	state := func(want backend.State) {
 		t.Helper()
 		st, err := b.State(ctx, id)
@@ -120,6 +120,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := guestBinary(t)
+	t.Cleanup(b.WaitRemovals) // before the directory goes: machines are destroyed in the background
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
