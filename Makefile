@@ -4,8 +4,10 @@ BIN := bin/paddock
 
 .PHONY: build setup test proto bench lint fuzz web check-web
 
+# build makes paddock and, beside it, the small guest the daemon copies into sandboxes.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
 
 # setup installs what the tests need on a fresh Debian machine.
 setup:

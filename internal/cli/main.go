@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/guestcmd"
 )
 
 // Version is paddock's version, set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -152,7 +153,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdOpen(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
-		newCmdGuest(f),
+		guestcmd.New(guestcmd.IO{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, Version),
 	)
 	return root
 }

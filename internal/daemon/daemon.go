@@ -77,9 +77,11 @@ func Run(ctx context.Context, opts Options) error {
 		agentSrc = env
 	}
 	if agentSrc == "" {
-		if agentSrc, err = os.Executable(); err != nil {
+		self, err := os.Executable()
+		if err != nil {
 			return fmt.Errorf("find this executable to inject as the guest: %w", err)
 		}
+		agentSrc = GuestBinary(self)
 	}
 	agent, err := sandbox.InstallAgent(agentSrc, filepath.Join(p.Cache, "agent"))
 	if err != nil {
@@ -192,6 +194,19 @@ func Run(ctx context.Context, opts Options) error {
 	srv.Shutdown(sctx)
 	os.Remove(p.Socket)
 	return nil
+}
+
+// GuestName is the small guest's file name, beside paddock's own (`make build` makes both).
+const GuestName = "paddock-guest"
+
+// GuestBinary is what the daemon injects as the guest when the config names none: the
+// small guest beside self when there is one, else self (the whole paddock is a guest too).
+func GuestBinary(self string) string {
+	small := filepath.Join(filepath.Dir(self), GuestName)
+	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return small
+	}
+	return self
 }
 
 // credentialProxy builds the credential proxy from the config's providers and the

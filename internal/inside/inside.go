@@ -17,6 +17,8 @@ const (
 	User = "agent"
 	// Run is paddock's runtime directory: the guest's socket, tmux's, session status.
 	Run = "/run/paddock"
+	// StatusDir holds each session's status file, written by `paddock guest notify`.
+	StatusDir = Run + "/sessions"
 	// GuestBinary is the guest, injected read-only into every sandbox.
 	GuestBinary = "/opt/paddock/bin/paddock"
 	// GuestCommand is the command of GuestBinary whose subcommands (serve, connect, ports,

@@ -30,7 +30,7 @@ const (
 	// Socket is the sandbox's tmux server socket.
 	Socket = inside.Run + "/tmux.sock"
 	// StatusDir holds one status file per session, written by `paddock guest notify`.
-	StatusDir = inside.Run + "/sessions"
+	StatusDir = inside.StatusDir
 	// tmuxConf is read when the tmux server starts.
 	tmuxConf = inside.Home + "/.paddock/tmux.conf"
 	// Workdir is where sessions start.

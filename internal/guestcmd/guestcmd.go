@@ -1,8 +1,14 @@
-package cli
+// Package guestcmd is the guest's command line: what runs inside every sandbox
+// (serve, connect, ports, notify). The paddock CLI has it as `paddock guest` (alias
+// `agent`), and the small guest binary (cmd/paddock-guest) is it alone, with none of the
+// daemon's and CLI's dependencies.
+package guestcmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,13 +18,19 @@ import (
 
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/session"
 )
 
-// newCmdGuest holds the guest side: what runs inside a sandbox. Its old name, "agent",
+// IO are the streams the commands use.
+type IO struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+}
+
+// New returns the guest command: what runs inside a sandbox. Its old name, "agent",
 // stays as an alias: hooks written into sandboxes before the rename, and the daemon
 // itself (see inside.GuestCommand), still run `paddock agent notify` and friends.
-func newCmdGuest(f *Factory) *cobra.Command {
+// version is the paddock version the guest reports.
+func New(s IO, version string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "guest",
 		Aliases: []string{"agent"},
@@ -31,19 +43,19 @@ func newCmdGuest(f *Factory) *cobra.Command {
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the guest protocol (--listen-fd N, --socket PATH or --stdio)",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := guest.Untraceable(); err != nil {
 				return err
 			}
 			// The guest never logs to stdout: with --stdio it is the protocol channel.
-			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-			srv := guest.NewServer(guest.Options{Sandbox: name, Version: Version, Logger: log,
-				StatusDir: session.StatusDir, Workspace: session.Workdir})
+			log := slog.New(slog.NewTextHandler(s.ErrOut, nil))
+			srv := guest.NewServer(guest.Options{Sandbox: name, Version: version, Logger: log,
+				StatusDir: inside.StatusDir, Workspace: inside.Workspace})
 			ctx := cmd.Context()
 			switch {
 			case stdio:
-				return srv.ServeConn(ctx, stdioConn(f.IO))
+				return srv.ServeConn(ctx, stdioConn(s))
 			case listenFD > 0:
 				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "guest-listener"))
 				if err != nil {
@@ -61,7 +73,7 @@ func newCmdGuest(f *Factory) *cobra.Command {
 				}
 				return srv.Serve(ctx, ln)
 			}
-			return usagef("guest serve needs one of --stdio, --listen-fd or --socket")
+			return errors.New("guest serve needs one of --stdio, --listen-fd or --socket")
 		},
 	}
 	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
@@ -72,24 +84,24 @@ func newCmdGuest(f *Factory) *cobra.Command {
 	connect := &cobra.Command{
 		Use:   "connect",
 		Short: "Bridge stdin and stdout to the resident guest's unix socket",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// It carries the daemon's connection: nothing inside may trace it either.
 			if err := guest.Untraceable(); err != nil {
 				return err
 			}
-			return guest.Bridge(socket, f.IO.In, f.IO.Out)
+			return guest.Bridge(socket, s.In, s.Out)
 		},
 	}
 	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident guest's socket")
 	ports := &cobra.Command{
 		Use:   "ports",
 		Short: "List the TCP ports processes of this sandbox listen on, as JSON",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return json.NewEncoder(f.IO.Out).Encode(guest.Listening("/proc"))
+			return json.NewEncoder(s.Out).Encode(guest.Listening("/proc"))
 		},
 	}
-	cmd.AddCommand(serve, connect, ports, newCmdGuestNotify(f))
+	cmd.AddCommand(serve, connect, ports, newNotify(s))
 	return cmd
 }

@@ -1,4 +1,4 @@
-package cli
+package guestcmd
 
 import (
 	"encoding/json"
@@ -12,14 +12,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// newCmdGuestNotify is what agents' hooks run inside a sandbox to report a session's
+// newNotify is what agents' hooks run inside a sandbox to report a session's
 // status (working, waiting, idle), and what tmux runs when a session's process ends
 // (exited). It writes the session's status file, which the guest watches and the
 // daemon reads on demand. It never fails the hook: problems go to stderr.
-func newCmdGuestNotify(f *Factory) *cobra.Command {
+func newNotify(s IO) *cobra.Command {
 	var status, name, exitStatus, idGlob string
 	cmd := &cobra.Command{
 		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
@@ -32,8 +32,8 @@ func newCmdGuestNotify(f *Factory) *cobra.Command {
 			if name == "" {
 				return nil // not in a paddock session: nothing to report
 			}
-			path := filepath.Join(session.StatusDir, filepath.Base(name)+".json")
-			id := hookSessionID(f.IO.In, args)
+			path := filepath.Join(inside.StatusDir, filepath.Base(name)+".json")
+			id := hookSessionID(s.In, args)
 			if idGlob != "" && id != "" && !conversationExists(idGlob, id) {
 				// A turn of a thread that is not the conversation (Codex titles a new
 				// conversation in a thread of its own): not this session's news.
@@ -51,7 +51,7 @@ func newCmdGuestNotify(f *Factory) *cobra.Command {
 			}
 			data, _ := json.Marshal(rec)
 			if err := writeAtomic(path, data); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "paddock guest notify: %v\n", err)
+				fmt.Fprintf(s.ErrOut, "paddock guest notify: %v\n", err)
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package cli
+package guestcmd
 
 import (
 	"io"
@@ -7,7 +7,7 @@ import (
 )
 
 // stdioConn makes stdin and stdout one net.Conn, for `guest serve --stdio`.
-func stdioConn(s IOStreams) net.Conn { return &pipeConn{r: s.In, w: s.Out} }
+func stdioConn(s IO) net.Conn { return &pipeConn{r: s.In, w: s.Out} }
 
 type pipeConn struct {
 	r io.Reader

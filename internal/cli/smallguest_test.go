@@ -1,0 +1,45 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// TestSmallGuest: a daemon injecting the small guest (cmd/paddock-guest, as `make build`
+// puts it beside paddock) runs sandboxes as the whole binary does: exec, a session whose
+// status comes from `paddock agent notify` inside, sync, and the guest is the small file.
+func TestSmallGuest(t *testing.T) {
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	home, repo := e2eHome(t)
+	guest := filepath.Join(home, "paddock-guest")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guest, "github.com/paddockhq/paddock/cmd/paddock-guest")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		testenv.Missing(t, "the go toolchain to build the guest: "+err.Error()+string(out), "install Go")
+	}
+	t.Setenv("PADDOCK_AGENT_BINARY", guest)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo)
+	fi, _ := os.Stat(guest)
+	if got := must("", "exec", "repo", "--", "stat", "-c", "%s", "/opt/paddock/bin/paddock"); strings.TrimSpace(got) != strconv.FormatInt(fi.Size(), 10) {
+		t.Fatalf("the guest in the sandbox is %s bytes, the small one %d", got, fi.Size())
+	}
+	must("", "chat", "repo", "--new", "w", "--agent", "shell", "--command", "bash")
+	must("", "exec", "repo", "--", "sh", "-c", "PADDOCK_SESSION=w /opt/paddock/bin/paddock agent notify --status waiting")
+	waitUntil(t, 20*time.Second, "the status reported by the small guest", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "waiting")
+	})
+	must("", "exec", "repo", "--", "sh", "-c", "echo hi > x && git add x && git -c user.name=a -c user.email=a@b commit -qm x")
+	must("", "sync", "repo")
+	if out, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%s", "refs/paddock/repo/main").Output(); err != nil || string(out) != "x\n" {
+		t.Fatalf("sync through the small guest: %q %v", out, err)
+	}
+}
