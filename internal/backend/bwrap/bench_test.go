@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -76,6 +77,11 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 
 func runningSandbox(b *testing.B) (*guestclient.Client, backend.Backend, backend.ID) {
 	be, agent := newBackend(b)
+	return runningSandboxWith(b, be, agent)
+}
+
+// runningSandboxWith is runningSandbox with the given guest binary.
+func runningSandboxWith(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) (*guestclient.Client, backend.Backend, backend.ID) {
 	ctx := context.Background()
 	id := backend.ID("benchrun")
 	if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
@@ -146,12 +152,35 @@ func BenchmarkFileWriteRead(b *testing.B) {
 }
 
 // BenchmarkIdleMemory reports the resident memory of one idle sandbox: its processes
-// (bwrap, the namespace init, the guest) and the daemon-side heap of one guest connection.
+// (bwrap, the namespace init, the guest) and the daemon-side heap of one guest connection;
+// with the whole paddock as the guest (this test binary) and with the small guest
+// (cmd/paddock-guest, built here), in the same run.
 func BenchmarkIdleMemory(b *testing.B) {
+	b.Run("whole", func(b *testing.B) {
+		be, agent := newBackend(b)
+		idleMemory(b, be, agent)
+	})
+	b.Run("small", func(b *testing.B) {
+		be, _ := newBackend(b)
+		path := filepath.Join(b.TempDir(), "paddock-guest")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Skipf("build the small guest: %v %s", err, out)
+		}
+		agent, err := sandbox.InstallAgent(path, filepath.Join(shortTempDir(b), "agent")) // reachable by the sandbox uid
+		if err != nil {
+			b.Fatal(err)
+		}
+		idleMemory(b, be, agent)
+	})
+}
+
+func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c, _, id := runningSandbox(b)
+	c, _, id := runningSandboxWith(b, be, agent)
 	info, err := c.Info(context.Background())
 	if err != nil {
 		b.Fatal(err)
