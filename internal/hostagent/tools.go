@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -203,16 +205,25 @@ func (t *Tools) runCommand(ctx context.Context, command string, timeout time.Dur
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	// At the timeout the command's process group is killed, and Exec returns as for any
+	// ending; should its output stay open (a child of its own holding it), the call itself
+	// is cut a little later.
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	sig := make(chan syscall.Signal, 1)
+	var timedOut atomic.Bool
+	kill := time.AfterFunc(timeout, func() { timedOut.Store(true); sig <- syscall.SIGKILL })
+	defer kill.Stop()
+	cut := time.AfterFunc(timeout+5*time.Second, cancel)
+	defer cut.Stop()
 	out := &streamBuffer{emit: output}
 	start := time.Now()
-	code, err := t.SB.Exec(cctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", command}, Dir: t.Root, Stdout: out, Stderr: out})
+	code, err := t.SB.Exec(cctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", command}, Dir: t.Root, Stdout: out, Stderr: out, Signal: sig})
 	text := out.String()
 	switch {
 	case ctx.Err() != nil:
 		return Result{}, ctx.Err()
-	case cctx.Err() != nil:
+	case timedOut.Load():
 		r := ok(text)
 		r.IsError = true
 		note := fmt.Sprintf("\n[the command did not finish within %s and was killed]", timeout)
