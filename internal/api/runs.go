@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -188,17 +189,11 @@ func (c *Client) StartRun(ctx context.Context, sandbox, id string, req RunReques
 
 // FollowRun streams the events of a run at work until it finishes.
 func (c *Client) FollowRun(ctx context.Context, id string, fn func(runs.Event)) (store.Run, error) {
-	return c.readRun(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/follow", nil, fn)
+	return c.readRun(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/follow", http.NoBody, fn)
 }
 
-func (c *Client) readRun(ctx context.Context, method, path string, body *bytes.Reader, fn func(runs.Event)) (store.Run, error) {
-	var resp *http.Response
-	var err error
-	if body != nil {
-		resp, err = c.stream(ctx, method, path, body)
-	} else {
-		resp, err = c.stream(ctx, method, path, nil)
-	}
+func (c *Client) readRun(ctx context.Context, method, path string, body io.Reader, fn func(runs.Event)) (store.Run, error) {
+	resp, err := c.stream(ctx, method, path, body)
 	if err != nil {
 		return store.Run{}, err
 	}
