@@ -188,6 +188,13 @@ func IsMachine(name string) bool {
 	return machines[name]
 }
 
+// VM is implemented by backends whose sandboxes may be virtual machines.
+type VM interface {
+	// OwnKernel says whether each sandbox runs its own kernel under a hypervisor here (a
+	// Vagrant machine on VirtualBox: yes; on Vagrant's docker provider: no).
+	OwnKernel() bool
+}
+
 // Closer is implemented by backends with work of their own in the background (a VM
 // being destroyed): the daemon calls Close as it stops, and Close waits for it.
 type Closer interface {

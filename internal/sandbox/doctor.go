@@ -21,6 +21,9 @@ type BackendReport struct {
 	// Findings are what the backend enforces here and what it cannot: resource limits,
 	// disk quota.
 	Findings []backend.Finding `json:"findings,omitempty"`
+	// VM says its sandboxes are virtual machines with a kernel of their own (the vagrant
+	// backend on a hypervisor): the strongest isolation, for "Just do it".
+	VM bool `json:"vm,omitempty"`
 }
 
 // Doctor checks every backend this daemon has.
@@ -42,6 +45,9 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 		}
 		if rp, ok := b.(backend.Reporter); ok && r.Available {
 			r.Findings = rp.Report(ctx)
+		}
+		if vm, ok := b.(backend.VM); ok && r.Available {
+			r.VM = vm.OwnKernel()
 		}
 		out = append(out, r)
 	}

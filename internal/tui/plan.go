@@ -148,6 +148,11 @@ func (d *dialog) suggestName() {
 
 // chooseJustDoIt picks the strongest isolation this daemon has for unattended work.
 func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why string) {
+	for _, b := range backends {
+		if b.VM && b.Available {
+			return b.Name, "", b.Name + ": a virtual machine with a kernel of its own; the agent may do anything there, sudo included"
+		}
+	}
 	var docker, bwrap *sandbox.BackendReport
 	for i := range backends {
 		switch b := &backends[i]; b.Name {

@@ -496,3 +496,26 @@ func TestRunsBesideSessions(t *testing.T) {
 		t.Errorf("after the event, the run's line is %q", l)
 	}
 }
+
+// TestJustDoItPrefersAVM: with a backend whose sandboxes are VMs of their own available,
+// "Just do it" picks it over docker under gVisor, and says why; without one (a Vagrant on
+// its docker provider reports no VM), gVisor it is.
+func TestJustDoItPrefersAVM(t *testing.T) {
+	for _, c := range []struct {
+		vm   bool
+		want string
+	}{
+		{true, "vagrant: a virtual machine with a kernel of its own"},
+		{false, "docker under gVisor (runsc)"},
+	} {
+		backends := doctorWith(true, true).Backends
+		backends = append(backends, sandbox.BackendReport{Name: "vagrant", Available: true, VM: c.vm})
+		if name, _, why := chooseJustDoIt(backends); !strings.HasPrefix(why, c.want) || (c.vm && name != "vagrant") {
+			t.Errorf("VM %v: Just do it chose %s: %q", c.vm, name, why)
+		}
+	}
+	unavailable := append(doctorWith(true, false).Backends, sandbox.BackendReport{Name: "vagrant", Available: false, VM: true})
+	if name, _, _ := chooseJustDoIt(unavailable); name != "docker" {
+		t.Errorf("an unavailable VM backend was chosen: %s", name)
+	}
+}

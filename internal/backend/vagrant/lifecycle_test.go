@@ -494,3 +494,24 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestIsolationReport: a hypervisor provider makes VMs ("Just do it" prefers them); the
+// docker provider makes containers with sudo inside, and doctor says it is weaker; both
+// say the machine's network is its own.
+func TestIsolationReport(t *testing.T) {
+	vm := newFake(t, map[string]any{"provider": "virtualbox"})
+	if !vm.OwnKernel() {
+		t.Error("a VirtualBox machine has no kernel of its own")
+	}
+	ct := newFake(t, map[string]any{"provider": "docker"})
+	if ct.OwnKernel() {
+		t.Error("a docker-provider machine counted as a VM")
+	}
+	r := ct.Report(context.Background())
+	if len(r) != 2 || r[0].OK || !strings.Contains(r[0].Text, "weaker than the docker backend") || r[1].OK || !strings.Contains(r[1].Text, "around the allowlist proxy") {
+		t.Errorf("the docker provider's report: %+v", r)
+	}
+	if r := vm.Report(context.Background()); !r[0].OK || !strings.Contains(r[0].Text, "its own kernel") {
+		t.Errorf("the VM's report: %+v", r)
+	}
+}

@@ -95,6 +95,40 @@ func (v *Vagrant) Name() string { return Name }
 // providerTools are the programs each provider drives, to tell whether it can run here.
 var providerTools = map[string]string{"virtualbox": "VBoxManage", "libvirt": "virsh", "docker": "docker", "hyperv": "powershell.exe"}
 
+// provider is the provider machines are made with: the configured one, else Vagrant's
+// default as the environment says, else the first of VirtualBox and libvirt installed.
+func (v *Vagrant) provider() string {
+	if p := v.cli.provider; p != "" {
+		return p
+	}
+	if p := os.Getenv("VAGRANT_DEFAULT_PROVIDER"); p != "" {
+		return p
+	}
+	for _, p := range []string{"virtualbox", "libvirt"} {
+		if _, err := exec.LookPath(providerTools[p]); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// OwnKernel implements backend.VM: machines are VMs unless the provider is docker.
+func (v *Vagrant) OwnKernel() bool { return v.provider() != "" && v.provider() != "docker" }
+
+// Report implements backend.Reporter: what a machine isolates here, and what it does not.
+func (v *Vagrant) Report(ctx context.Context) []backend.Finding {
+	p := v.provider()
+	kernel := backend.Finding{Topic: "isolation", OK: true,
+		Text: fmt.Sprintf("provider %s: each sandbox is a VM with its own kernel; the agent has sudo inside it", p)}
+	if !v.OwnKernel() {
+		kernel = backend.Finding{Topic: "isolation", OK: false,
+			Text: "provider docker: each sandbox is a container under the host's kernel, where the agent has sudo (root in the container): weaker than the docker backend",
+			Fix:  "use a hypervisor provider (VirtualBox, libvirt) for a VM, or the docker backend"}
+	}
+	return []backend.Finding{kernel, {Topic: "network", OK: false,
+		Text: "the machine's own network: with sudo the agent can go around the allowlist proxy (the model key still stays on the host)"}}
+}
+
 // Available says whether the vagrant command is installed, and a provider it can use.
 func (v *Vagrant) Available(ctx context.Context) error {
 	if _, err := exec.LookPath(v.cli.bin); err != nil {
