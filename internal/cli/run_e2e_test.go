@@ -309,3 +309,36 @@ func minimalRootfs(t *testing.T, busybox, home string) string {
 	os.WriteFile(filepath.Join(dir, "etc", "group"), []byte("root:x:0:\nagent:x:1000:\n"), 0o644)
 	return dir
 }
+
+// TestRunOnOpenAI: with [run] provider = "openai", paddock run speaks the Responses API to
+// the provider's base URL with its real key, and the work lands in the sandbox.
+func TestRunOnOpenAI(t *testing.T) {
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	srv := modeltest.NewOpenAIResponses(t)
+	t.Setenv("OPENAI_BASE_URL", srv.URL()+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-openai-real-run-0123456789")
+	home, repo := e2eHome(t)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[run]\nprovider = \"openai\"\nmodel = \"gpt-test\"\n"), 0o600)
+	paddock := newPaddock(t)
+	must := mustSucceed(t, paddock)
+	must("", "up", repo)
+	out := must("", "run", "repo", "write it\n"+planned("write_file", map[string]any{"path": "hello.txt", "content": "from the loop\n"}))
+	if !strings.Contains(out, "DONE: wrote 14 bytes to hello.txt") {
+		t.Errorf("the answer: %q", out)
+	}
+	if got := must("", "exec", "repo", "--", "cat", "hello.txt"); got != "from the loop\n" {
+		t.Errorf("the sandbox: %q", got)
+	}
+	if r := showRun(t, must, lastRun(t, must)); r.Status != "done" || r.ToolCalls != 1 || r.CacheReadTokens != 2*modeltest.OpenAICached {
+		t.Errorf("the run: %+v", r)
+	}
+	for _, req := range srv.Requests() {
+		if req.APIKey != "sk-openai-real-run-0123456789" || req.Model != "gpt-test" {
+			t.Fatalf("a request with key %q model %q", req.APIKey, req.Model)
+		}
+	}
+	nothingInside(t, must, "sk-openai-real-run", "the real key")
+	if _, errOut, code := paddock("", "run", "repo", "--model", "x", "hi"); code != 0 {
+		t.Errorf("--model over the config's: exit %d %s", code, errOut)
+	}
+}

@@ -47,8 +47,9 @@ type Config struct {
 
 // Run is the config's [run] section: the model of `paddock run` and its default budget.
 type Run struct {
-	// Provider is the [providers.NAME] whose key and base URL the loop uses; it speaks
-	// the Anthropic Messages API. Empty means anthropic.
+	// Provider is the [providers.NAME] whose key and base URL the loop uses: anthropic
+	// (the Messages API), openai or an OpenAI-compatible provider (the Responses API).
+	// Empty means anthropic.
 	Provider string `toml:"provider"`
 	// Model is the model's name. Empty means DefaultRunModel.
 	Model string `toml:"model"`
@@ -165,7 +166,10 @@ func (c Config) validate(path string) error {
 		return fmt.Errorf("config %s: [run] max_turns, max_tokens and context_tokens cannot be negative", path)
 	}
 	if p := c.Run.Provider; p != "" {
-		if _, ok := c.Providers[p]; !ok && p != "anthropic" {
+		if p == "gemini" {
+			return fmt.Errorf("config %s: [run] provider: paddock run speaks the Anthropic and OpenAI APIs, not Gemini's: use anthropic, openai or an OpenAI-compatible provider", path)
+		}
+		if _, ok := c.Providers[p]; !ok && p != "anthropic" && p != "openai" {
 			return fmt.Errorf("config %s: [run] provider %q is not declared: add [providers.%s] with its base_url, or leave provider out for anthropic", path, p, p)
 		}
 	}

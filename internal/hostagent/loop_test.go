@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/modeltest"
 )
 
 // call is a CALL line of a scripted prompt.
@@ -365,5 +367,39 @@ func TestHugeOutputIsBounded(t *testing.T) {
 	}
 	if len(r.Text) > maxToolText+200 || !strings.Contains(r.Text, "\nlast\n") {
 		t.Errorf("the model's output: %d bytes", len(r.Text))
+	}
+}
+
+// TestLoopOnOpenAI: the same fix through the OpenAI Responses API (an OpenAI-compatible
+// provider): function tools offered, calls made and answered by call id, the key sent as
+// a bearer token, cached input counted as read from the cache.
+func TestLoopOnOpenAI(t *testing.T) {
+	srv := modeltest.NewOpenAIResponses(t)
+	tools, root := newSandbox(t)
+	rec := newRecorder()
+	l := &Loop{Model: &OpenAI{BaseURL: srv.URL() + "/v1", Model: "gpt-test", Key: func(context.Context) (string, error) { return "sk-openai-real", nil }},
+		Tools: tools, System: SystemPrompt, Events: rec, Retry: Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}}
+	writeFile(t, filepath.Join(root, "sum.sh"), "echo $((1 + 1))\n")
+	conv, err := l.Run(t.Context(), nil, "fix it\n"+
+		call("edit_file", map[string]any{"path": "sum.sh", "old_string": "1 + 1", "new_string": "1 + 2"})+
+		call("run_command", map[string]any{"command": "sh sum.sh"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "sum.sh")); string(got) != "echo $((1 + 2))\n" {
+		t.Errorf("sum.sh = %q", got)
+	}
+	if last := conv[len(conv)-1]; !strings.HasPrefix(last.Text(), "DONE: 3") {
+		t.Errorf("the run ended with %+v", last)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || reqs[0].APIKey != "sk-openai-real" || !reqs[0].HasTool("read_file") || !strings.Contains(reqs[0].System, "/workspace") {
+		t.Fatalf("%d requests; the first: key %q tools %v", len(reqs), reqs[0].APIKey, reqs[0].Tools)
+	}
+	if !reqs[2].Contains("replaced 1 occurrence") || !reqs[2].Contains("3\n") {
+		t.Errorf("the last request lacks the tools' results: %+v", reqs[2].Messages)
+	}
+	if !strings.Contains(rec.text.String(), "Step 2: run_command.") {
+		t.Errorf("streamed text: %q", rec.text.String())
 	}
 }

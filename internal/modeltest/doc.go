@@ -5,7 +5,8 @@
 //
 // The script looks at the last user or assistant message of each request:
 //
-//   - (Anthropic) lines "CALL: <tool> <JSON input>" in the latest user text: the calls are
+//   - lines "CALL: <tool> <JSON input>" in the latest user text (Anthropic, and OpenAI
+//     when the tool is a function): the calls are
 //     made one per turn, in order, whatever their results, then the usual DONE answer
 //     follows. This scripts the multi-turn tool use of a loop that offers its own tools;
 //     Fail, Drop and SetDelay script errors, cut streams and a model's thinking time;

@@ -62,6 +62,11 @@ func openaiScript(rec Request, req openaiRequest, n int64) []map[string]any {
 		return map[string]any{"id": fmt.Sprintf("fc_modeltest_%d", n), "type": "function_call", "status": "completed",
 			"name": name, "call_id": callID, "arguments": string(raw)}
 	}
+	if call, step, ok, err := nextPlanned(rec.Messages); err != nil {
+		return []map[string]any{message(err.Error())}
+	} else if ok && toolType[call.tool] == "function" {
+		return []map[string]any{message(fmt.Sprintf("Step %d: %s.", step, call.tool)), function(call.tool, call.input)}
+	}
 	switch {
 	case t.call == callRun && toolType["exec_command"] == "function":
 		return []map[string]any{message(t.text), function("exec_command", map[string]any{"cmd": t.arg})}

@@ -122,8 +122,10 @@ func title(prompt string) string {
 	return line
 }
 
-// model returns the loop's model.
-func (s *Service) model(name string) (*hostagent.Anthropic, string, error) {
+// model returns the loop's model and its name: the Anthropic Messages API for the
+// anthropic provider, the OpenAI Responses API for openai and every OpenAI-compatible
+// provider the config declares.
+func (s *Service) model(name string) (hostagent.Model, string, string, error) {
 	provider := s.opts.Config.Provider
 	if provider == "" {
 		provider = "anthropic"
@@ -136,12 +138,19 @@ func (s *Service) model(name string) (*hostagent.Anthropic, string, error) {
 	}
 	p, ok := s.opts.Creds.Provider(provider)
 	if !ok {
-		return nil, "", apperr.Invalid("declare it in the config: [providers."+provider+"]", "no provider %q", provider)
+		return nil, "", "", apperr.Invalid("declare it in the config: [providers."+provider+"]", "no provider %q", provider)
 	}
 	if _, err := p.Key(s.base); err != nil {
-		return nil, "", apperr.Unavailable("", "paddock run: %v", err)
+		return nil, "", "", apperr.Unavailable("", "paddock run: %v", err)
 	}
-	return &hostagent.Anthropic{BaseURL: p.Upstream.String(), Key: p.Key, Model: name}, provider, nil
+	switch provider {
+	case "anthropic":
+		return &hostagent.Anthropic{BaseURL: p.Upstream.String(), Key: p.Key, Model: name}, name, provider, nil
+	case "gemini":
+		return nil, "", "", apperr.Invalid(`set [run] provider to anthropic, openai or an OpenAI-compatible provider`,
+			"paddock run speaks the Anthropic and OpenAI APIs, not Gemini's")
+	}
+	return &hostagent.OpenAI{BaseURL: p.Upstream.String(), Key: p.Key, Model: name}, name, provider, nil
 }
 
 // Start begins a run of a prompt on a sandbox; sink receives its events until it
@@ -154,12 +163,12 @@ func (s *Service) Start(ctx context.Context, name string, req Request, sink func
 	if err != nil {
 		return store.Run{}, err
 	}
-	m, provider, err := s.model(req.Model)
+	m, model, provider, err := s.model(req.Model)
 	if err != nil {
 		return store.Run{}, err
 	}
 	now := time.Now()
-	r := store.Run{ID: newID(), SandboxID: sb.ID, Sandbox: sb.Name, Provider: provider, Model: m.Model, Title: title(req.Prompt),
+	r := store.Run{ID: newID(), SandboxID: sb.ID, Sandbox: sb.Name, Provider: provider, Model: model, Title: title(req.Prompt),
 		Status: StatusRunning, Created: now, Updated: now, Conversation: "[]"}
 	if err := s.opts.Store.AddRun(ctx, r); err != nil {
 		return store.Run{}, err
@@ -186,7 +195,7 @@ func (s *Service) Continue(ctx context.Context, id string, req Request, sink fun
 	if req.Model == "" {
 		req.Model = r.Model
 	}
-	m, _, err := s.model(req.Model)
+	m, _, _, err := s.model(req.Model)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -292,7 +301,7 @@ func (l *live) publish(ev Event) {
 }
 
 // begin runs a prompt on r in the background and streams its events to sink.
-func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m *hostagent.Anthropic, req Request, sink func(Event)) (store.Run, error) {
+func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m hostagent.Model, req Request, sink func(Event)) (store.Run, error) {
 	var conv []hostagent.Message
 	if err := json.Unmarshal([]byte(r.Conversation), &conv); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: its conversation is unreadable: %w", r.ID, err)
