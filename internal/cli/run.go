@@ -326,7 +326,7 @@ func (p *runPrinter) event(ev runs.Event) {
 		if ev.IsError {
 			mark = "< error:"
 		}
-		fmt.Fprintf(errOut, "  %s %s (%s)\n", mark, termtext.Escape(resultSummary(ev.Tool, ev.Text)), ev.Duration.Round(time.Millisecond))
+		fmt.Fprintf(errOut, "  %s %s (%s)\n", mark, termtext.Escape(resultSummary(ev.Tool, ev.Text, ev.IsError)), ev.Duration.Round(time.Millisecond))
 	case "finished":
 		p.endText()
 		r := ev.Run
@@ -378,17 +378,18 @@ func toolSummary(tool string, input json.RawMessage) string {
 	return s
 }
 
-// resultSummary is a tool's answer in one line: its last line for a command, its first
-// otherwise.
-func resultSummary(tool, text string) string {
+// resultSummary is a tool's answer in one line: a command's last line (its exit code),
+// how many lines a read, listing or search gave, or the first line of anything else and
+// of every error.
+func resultSummary(tool, text string, isError bool) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	s := lines[0]
-	if tool == "run_command" {
+	switch {
+	case tool == "run_command":
 		s = lines[len(lines)-1]
-	} else if tool == "read_file" || tool == "list_files" || tool == "search_files" {
-		if !strings.HasPrefix(s, "(") && len(lines) > 0 && !strings.Contains(s, "does not exist") {
-			s = fmt.Sprintf("%d line(s)", len(lines))
-		}
+	case isError:
+	case tool == "read_file" || tool == "list_files" || tool == "search_files":
+		s = fmt.Sprintf("%d line(s)", len(lines))
 	}
 	if r := []rune(s); len(r) > 120 {
 		s = string(r[:119]) + "…"

@@ -329,11 +329,11 @@ func (v *Vagrant) Stop(ctx context.Context, id backend.ID) error {
 	}
 	dir := v.machine(id, m)
 	if v.settings.AutoSuspend {
-		if _, err := v.cli.run(ctx, dir, "suspend"); err == nil {
+		_, err := v.cli.run(ctx, dir, "suspend")
+		if err == nil {
 			return nil
-		} else {
-			v.log.Info("suspend failed; halting instead", "sandbox", m.Name, "err", err)
 		}
+		v.log.Info("suspend failed; halting instead", "sandbox", m.Name, "err", err)
 	}
 	_, err = v.cli.run(ctx, dir, "halt")
 	return err
