@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 	"github.com/paddockhq/paddock/internal/hostagent"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -306,8 +310,7 @@ func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m ho
 	if err := json.Unmarshal([]byte(r.Conversation), &conv); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: its conversation is unreadable: %w", r.ID, err)
 	}
-	client, err := s.opts.Sandboxes.Client(ctx, r.Sandbox)
-	if err != nil {
+	if _, err := s.opts.Sandboxes.Client(ctx, r.Sandbox); err != nil {
 		return store.Run{}, err
 	}
 	runCtx, cancel := context.WithCancel(s.base)
@@ -338,7 +341,7 @@ func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m ho
 		budget.MaxTokens = s.opts.Config.MaxTokens
 	}
 	rec := &recorder{svc: s, live: l, run: r, sb: sb}
-	loop := &hostagent.Loop{Model: m, Tools: hostagent.NewTools(client), System: hostagent.SystemPrompt,
+	loop := &hostagent.Loop{Model: m, Tools: hostagent.NewTools(&guest{s.opts.Sandboxes, r.Sandbox}), System: hostagent.SystemPrompt,
 		ContextTokens: s.opts.Config.ContextTokens, Budget: budget, Retry: s.opts.Retry, Events: rec}
 	rec.step(store.RunStep{Kind: "prompt", Input: req.Prompt, Started: time.Now()})
 	s.opts.Sandboxes.Emit(ctx, sb, events.Event{Kind: "run-started", Detail: fmt.Sprintf("run %s: %s", r.ID, title(req.Prompt)),
@@ -397,4 +400,51 @@ func (s *Service) forget(id string, l *live) {
 		delete(s.live, id)
 	}
 	s.mu.Unlock()
+}
+
+// guest is a sandbox's guest for the tools, asked for its connection at each call: a run
+// outlives a connection that drops and comes back (a container the engine restarted).
+type guest struct {
+	sandboxes *sandbox.Service
+	name      string
+}
+
+func (g *guest) Exec(ctx context.Context, opts guestclient.ExecOptions) (int, error) {
+	c, err := g.sandboxes.Client(ctx, g.name)
+	if err != nil {
+		return 0, err
+	}
+	return c.Exec(ctx, opts)
+}
+
+func (g *guest) ReadFile(ctx context.Context, root, path string, w io.Writer) (int64, error) {
+	c, err := g.sandboxes.Client(ctx, g.name)
+	if err != nil {
+		return 0, err
+	}
+	return c.ReadFile(ctx, root, path, w)
+}
+
+func (g *guest) WriteFile(ctx context.Context, root, path string, mode fs.FileMode, parents bool, r io.Reader) (int64, error) {
+	c, err := g.sandboxes.Client(ctx, g.name)
+	if err != nil {
+		return 0, err
+	}
+	return c.WriteFile(ctx, root, path, mode, parents, r)
+}
+
+func (g *guest) Stat(ctx context.Context, root, path string) (*guestpb.FileInfo, error) {
+	c, err := g.sandboxes.Client(ctx, g.name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Stat(ctx, root, path)
+}
+
+func (g *guest) List(ctx context.Context, root, path string) ([]*guestpb.FileInfo, error) {
+	c, err := g.sandboxes.Client(ctx, g.name)
+	if err != nil {
+		return nil, err
+	}
+	return c.List(ctx, root, path)
 }
