@@ -13,6 +13,8 @@ import (
 	"net"
 	"sort"
 	"sync"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // ErrNotFound is returned when the backend has no sandbox with the given ID.
@@ -104,6 +106,14 @@ type Backend interface {
 	// Dial opens a new byte stream to the resident guest of a running sandbox. Each
 	// call gives an independent connection; the guest keeps running when it closes.
 	Dial(ctx context.Context, id ID) (net.Conn, error)
+}
+
+// BaseEnv is the environment every process of a sandbox starts with, on every backend
+// (the agent user's, and the sandbox's name and id); spec.Env adds to it.
+func BaseEnv(spec Spec) []string {
+	return []string{"HOME=" + inside.Home, "USER=" + inside.User, "LOGNAME=" + inside.User, "SHELL=/bin/bash", "LANG=C.UTF-8",
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+		"PADDOCK_SANDBOX=" + spec.Name, "PADDOCK_SANDBOX_ID=" + string(spec.ID)}
 }
 
 // UnavailableError says why a backend cannot run here and what to do about it.

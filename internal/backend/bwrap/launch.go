@@ -80,15 +80,6 @@ func memfd(name string, data []byte) (*os.File, error) {
 	return f, nil
 }
 
-// baseEnv is the environment of every process in the sandbox; spec.Env adds to it.
-func baseEnv(spec backend.Spec) []string {
-	return []string{
-		"HOME=/home/agent", "USER=agent", "LOGNAME=agent", "SHELL=/bin/bash",
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-		"LANG=C.UTF-8", "PADDOCK_SANDBOX=" + spec.Name, "PADDOCK_SANDBOX_ID=" + string(spec.ID),
-	}
-}
-
 // hostDirs are the host directories a sandbox sees read-only when there is no rootfs.
 var hostDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"}
 
@@ -107,7 +98,7 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	// hold a capability, whatever file capabilities it carries.
 	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns", "--cap-drop", "ALL",
 		"--new-session", "--hostname", spec.Name, "--clearenv")
-	for _, kv := range append(baseEnv(spec), spec.Env...) {
+	for _, kv := range append(backend.BaseEnv(spec), spec.Env...) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return nil, fmt.Errorf("sandbox env entry %q is not KEY=VALUE", kv)

@@ -46,16 +46,13 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			return fmt.Errorf("create volume: %w", err)
 		}
 	}
-	env := []string{"HOME=/home/agent", "USER=agent", "LOGNAME=agent", "SHELL=/bin/bash", "LANG=C.UTF-8",
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-		"PADDOCK_SANDBOX=" + spec.Name, "PADDOCK_SANDBOX_ID=" + string(spec.ID)}
 	netMode := container.NetworkMode("none")
 	if spec.OpenNetwork {
 		netMode = "bridge"
 	}
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
-		Env:    append(env, spec.Env...),
+		Env:    append(backend.BaseEnv(spec), spec.Env...),
 		Cmd:    []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", spec.Name},
 		Labels: labels,
 	}

@@ -185,7 +185,7 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 		}
 	}
 	var env []string
-	for _, kv := range guestEnv(m) {
+	for _, kv := range m.Env {
 		env = append(env, shellQuote(kv))
 	}
 	start := `set -e

@@ -68,10 +68,11 @@ type meta struct {
 	// Project is the project's directory when its own Vagrantfile is used; empty when
 	// the Vagrantfile is paddock's (generated or the user's template, in the sandbox's
 	// directory).
-	Project     string   `json:"project,omitempty"`
-	AgentBinary string   `json:"agent_binary"`
-	AgentSHA256 string   `json:"agent_sha256"`
-	Env         []string `json:"env"`
+	Project     string `json:"project,omitempty"`
+	AgentBinary string `json:"agent_binary"`
+	AgentSHA256 string `json:"agent_sha256"`
+	// Env is the guest's whole environment: backend.BaseEnv, the spec's and [vagrant] env.
+	Env []string `json:"env"`
 }
 
 // New constructs the backend from the [vagrant] settings.
@@ -186,7 +187,7 @@ func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
 		return nil
 	}
 	m := meta{Name: spec.Name, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256,
-		Env: append(slices.Clone(spec.Env), "PADDOCK_SANDBOX="+spec.Name, "PADDOCK_SANDBOX_ID="+string(spec.ID))}
+		Env: append(backend.BaseEnv(spec), spec.Env...)}
 	for _, k := range sortedKeys(v.settings.Env) {
 		m.Env = append(m.Env, k+"="+v.settings.Env[k])
 	}
@@ -488,12 +489,6 @@ func (v *Vagrant) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// guestEnv is the base environment of every process in the machine's sandbox.
-func guestEnv(m meta) []string {
-	return append([]string{"HOME=/home/agent", "USER=agent", "LOGNAME=agent", "SHELL=/bin/bash", "LANG=C.UTF-8",
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"}, m.Env...)
 }
 
 // shellQuote quotes s for sh.
