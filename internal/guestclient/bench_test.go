@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 )
 
 // baseline times n runs of f and returns the mean.
@@ -33,7 +34,7 @@ func reportRatio(b *testing.B, base time.Duration) {
 // BenchmarkExecTrue measures the round trip of running `true` through the guest against
 // running it directly with os/exec.
 func BenchmarkExecTrue(b *testing.B) {
-	c, _ := newClient(b)
+	c, _ := guesttest.Connect(b)
 	ctx := b.Context()
 	base := baseline(b, 200, func() {
 		if err := exec.Command("true").Run(); err != nil {
@@ -70,7 +71,7 @@ func pipeBaseline(b *testing.B, data []byte) func() {
 
 // BenchmarkWriteFile measures a 64 MiB WriteFile against copying it through a pipe.
 func BenchmarkWriteFile(b *testing.B) {
-	c, _ := newClient(b)
+	c, _ := guesttest.Connect(b)
 	ctx := b.Context()
 	root := b.TempDir()
 	data := bytes.Repeat([]byte("paddock!"), benchFileSize/8)
@@ -86,7 +87,7 @@ func BenchmarkWriteFile(b *testing.B) {
 
 // BenchmarkReadFile measures a 64 MiB ReadFile against copying it through a pipe.
 func BenchmarkReadFile(b *testing.B) {
-	c, _ := newClient(b)
+	c, _ := guesttest.Connect(b)
 	ctx := b.Context()
 	root := b.TempDir()
 	data := bytes.Repeat([]byte("paddock!"), benchFileSize/8)

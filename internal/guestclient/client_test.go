@@ -16,11 +16,12 @@ import (
 
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 	"github.com/paddockhq/paddock/internal/guestproto"
 )
 
 func TestInfo(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	info, err := c.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestInfo(t *testing.T) {
 
 func TestProtocolMismatch(t *testing.T) {
 	dial := func(context.Context) (net.Conn, error) {
-		a, b := socketPair(t)
+		a, b := guesttest.SocketPair(t)
 		go func() {
 			defer b.Close()
 			bufio.NewReader(b).ReadString('\n')
@@ -54,7 +55,7 @@ func TestProtocolMismatch(t *testing.T) {
 
 func TestDone(t *testing.T) {
 	t.Run("client closed", func(t *testing.T) {
-		c, _ := newClient(t)
+		c, _ := guesttest.Connect(t)
 		c.Close()
 		waitClosed(t, c.Done())
 	})
@@ -63,7 +64,7 @@ func TestDone(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		served := make(chan error, 1)
 		dial := func(context.Context) (net.Conn, error) {
-			a, b := socketPair(t)
+			a, b := guesttest.SocketPair(t)
 			go func() { served <- srv.ServeConn(ctx, b) }()
 			return a, nil
 		}
@@ -163,7 +164,7 @@ func TestServeConcurrentClients(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	events, err := c.Events(ctx)
 	if err != nil {

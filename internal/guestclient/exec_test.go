@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 )
 
 func TestExecExitCodes(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	tests := []struct {
 		name     string
 		argv     []string
@@ -69,7 +70,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestExecOutput(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	dir := t.TempDir()
 
 	t.Run("stdout and stderr apart, in order", func(t *testing.T) {
@@ -182,7 +183,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 }
 
 func TestExecSignals(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	tests := []struct {
 		name string
 		tty  bool
@@ -226,7 +227,7 @@ func TestExecSignals(t *testing.T) {
 }
 
 func TestExecCancelKillsProcess(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	out := newWatcher("\n")
 	done := make(chan error)
@@ -255,7 +256,7 @@ func TestExecCancelKillsProcess(t *testing.T) {
 }
 
 func TestExecTTY(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 
 	t.Run("initial size", func(t *testing.T) {
 		var out bytes.Buffer

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 )
 
 func TestFileRoundTrip(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	root := t.TempDir()
 	for _, size := range []int{0, 1, 256 << 10, 1<<20 + 3} {
 		data := make([]byte, size)
@@ -45,7 +46,7 @@ func TestFileRoundTrip(t *testing.T) {
 }
 
 func TestFileRoundTrip64MiB(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	root := t.TempDir()
 	const size = 64 << 20
 	h := sha256.New()
@@ -87,7 +88,7 @@ func (r *cancellingReader) Read(p []byte) (int, error) {
 }
 
 func TestWriteFileAtomic(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "f"), "old content", 0o644)
 
@@ -143,7 +144,7 @@ func checkUntouched(t *testing.T, root string) {
 }
 
 func TestStatListRemoveMkdir(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	root := t.TempDir()
 	ctx := t.Context()
 	writeFile(t, filepath.Join(root, "d/file"), "12345", 0o600)
@@ -235,7 +236,7 @@ func TestStatListRemoveMkdir(t *testing.T) {
 // TestSymlinkEscape plants links out of the root and checks that no call follows them
 // out.
 func TestSymlinkEscape(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx := t.Context()
 	root, outside := jail(t)
 	writeFile(t, filepath.Join(outside, "canary"), "canary", 0o644)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 )
 
 type tarEntry struct {
@@ -52,7 +54,7 @@ func tarOf(t *testing.T, entries ...tarEntry) io.Reader {
 }
 
 func TestTarRoundTrip(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx := t.Context()
 	root := t.TempDir()
 	bin := make([]byte, 700<<10)
@@ -163,7 +165,7 @@ func describeTree(t *testing.T, dir string) string {
 }
 
 func TestTarInAtomic(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx := t.Context()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "dst/keep"), "old", 0o644)

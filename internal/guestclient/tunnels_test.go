@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 )
 
 // serveTCP listens on 127.0.0.1 and hands every connection to handle until the test ends.
@@ -57,7 +59,7 @@ type halfCloser interface {
 }
 
 func TestForward(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx := t.Context()
 
 	t.Run("echo", func(t *testing.T) {
@@ -123,7 +125,7 @@ func TestForward(t *testing.T) {
 }
 
 func TestReverse(t *testing.T) {
-	c, _ := newClient(t)
+	c, _ := guesttest.Connect(t)
 	ctx := t.Context()
 	echoAddr := serveTCP(t, echo)
 	counterAddr := serveTCP(t, counter)

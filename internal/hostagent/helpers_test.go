@@ -2,17 +2,14 @@ package hostagent
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/guest"
-	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 )
 
@@ -20,30 +17,7 @@ import (
 // directory (in place of /workspace), and that directory.
 func newSandbox(tb testing.TB) (*Tools, string) {
 	tb.Helper()
-	srv := guest.NewServer(guest.Options{Sandbox: "test", Version: "v0.0.0-test"})
-	dial := func(context.Context) (net.Conn, error) {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, err
-		}
-		conn := func(fd int) net.Conn {
-			f := os.NewFile(uintptr(fd), "socketpair")
-			defer f.Close()
-			c, err := net.FileConn(f)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return c
-		}
-		a, b := conn(fds[0]), conn(fds[1])
-		go func() { _ = srv.ServeConn(tb.Context(), b) }()
-		return a, nil
-	}
-	c, err := guestclient.New(tb.Context(), dial, "v0.0.0-test")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
+	c, _ := guesttest.Connect(tb)
 	root := filepath.Join(tb.TempDir(), "workspace")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		tb.Fatal(err)
