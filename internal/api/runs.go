@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"sync"
 
-	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -47,16 +46,7 @@ func (s *Server) runRoutes(mux *http.ServeMux) {
 }
 
 func (s *Server) withRuns(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case s.runs != nil:
-			h(w, r)
-		case s.runsErr != nil:
-			s.writeError(w, r, apperr.Unavailable("", "runs: %v", s.runsErr))
-		default:
-			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no runs"))
-		}
-	}
+	return s.withService(s.runs != nil, s.runsErr, "runs", "", h)
 }
 
 // runStream writes a run's events as NDJSON; the status line goes out with the first.

@@ -62,14 +62,21 @@ func (s *Server) snapshotRoutes(mux *http.ServeMux) {
 }
 
 func (s *Server) withSnapshots(h http.HandlerFunc) http.HandlerFunc {
+	return s.withService(s.snapshots != nil, s.snapshotsErr, "snapshots", "fix [backup] in the config, then `paddock daemon stop`", h)
+}
+
+// withService serves h when a service the daemon may lack is there (present); else it
+// answers unavailable: why the service could not be made (err, with hint), or that this
+// daemon keeps no such thing.
+func (s *Server) withService(present bool, err error, what, hint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case s.snapshots != nil:
+		case present:
 			h(w, r)
-		case s.snapshotsErr != nil:
-			s.writeError(w, r, apperr.Unavailable("fix [backup] in the config, then `paddock daemon stop`", "snapshots: %v", s.snapshotsErr))
+		case err != nil:
+			s.writeError(w, r, apperr.Unavailable(hint, "%s: %v", what, err))
 		default:
-			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no snapshots"))
+			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no %s", what))
 		}
 	}
 }
