@@ -258,19 +258,8 @@ func (s *Service) Follow(ctx context.Context, id string, sink func(Event)) bool 
 	}
 	ch := l.subscribe()
 	defer l.unsubscribe(ch)
-	for {
-		select {
-		case ev := <-ch:
-			sink(ev)
-			if ev.Type == "finished" {
-				return true
-			}
-		case <-l.done:
-			return true
-		case <-ctx.Done():
-			return true
-		}
-	}
+	relay(ctx, ch, l.done, sink)
+	return true
 }
 
 func (l *live) subscribe() chan Event {
@@ -360,36 +349,32 @@ func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m ho
 		s.forget(r.ID, l)
 		close(l.done)
 	}()
-	for ev := range drain(ctx, ch, l.done) {
-		sink(ev)
-	}
+	relay(ctx, ch, l.done, sink)
 	l.unsubscribe(ch)
 	return s.Get(context.WithoutCancel(ctx), r.ID)
 }
 
-// drain yields a follower's events until the run finishes or ctx ends.
-func drain(ctx context.Context, ch chan Event, done chan struct{}) func(func(Event) bool) {
-	return func(yield func(Event) bool) {
-		for {
-			select {
-			case ev := <-ch:
-				if !yield(ev) || ev.Type == "finished" {
-					return
-				}
-			case <-done:
-				for {
-					select {
-					case ev := <-ch:
-						if !yield(ev) {
-							return
-						}
-					default:
-						return
-					}
-				}
-			case <-ctx.Done():
+// relay passes a follower's events to sink until the run finishes (what was published
+// before it ended included) or ctx ends.
+func relay(ctx context.Context, ch chan Event, done chan struct{}, sink func(Event)) {
+	for {
+		select {
+		case ev := <-ch:
+			sink(ev)
+			if ev.Type == "finished" {
 				return
 			}
+		case <-done:
+			for {
+				select {
+				case ev := <-ch:
+					sink(ev)
+				default:
+					return
+				}
+			}
+		case <-ctx.Done():
+			return
 		}
 	}
 }
