@@ -149,6 +149,18 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("resumed answer: %q", out)
 	}
 
+	// --detach leaves the run working and prints its id; run follow waits for its end
+	// (what it streams on the way depends on when it joins).
+	out = must("", "run", "repo", "--detach", planned("run_command", map[string]any{"command": "sleep 2; echo followed"}))
+	detached := strings.TrimSpace(out)
+	_, errOut, code = paddock("", "run", "follow", detached)
+	if code != 0 || !strings.Contains(errOut, "run "+detached+" done: 2 turn(s), 1 tool call(s)") {
+		t.Errorf("run follow: exit %d\n%s", code, errOut)
+	}
+	if r := showRun(t, must, detached); r.Status != "done" || !strings.Contains(r.Steps[2].Output, "followed") {
+		t.Errorf("the detached run: %+v", r)
+	}
+
 	// A budget stops the run with a clear message.
 	out, errOut, code = paddock("", "run", "repo", "--max-turns", "1", strings.Repeat(planned("run_command", map[string]any{"command": "true"}), 3))
 	if code != 1 || !strings.Contains(errOut, "the run used its budget of 1 turns") || !strings.Contains(errOut, "--resume") {
@@ -166,8 +178,8 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	var list []struct{ ID string }
 	json.Unmarshal([]byte(must("", "runs", "--json")), &list)
-	if len(list) != 2 { // the resumed run is the same run
-		t.Errorf("%d runs recorded, want 2", len(list))
+	if len(list) != 3 { // the resumed run is the same run
+		t.Errorf("%d runs recorded, want 3", len(list))
 	}
 }
 
