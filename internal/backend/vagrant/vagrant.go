@@ -171,12 +171,14 @@ func (v *Vagrant) readMeta(id backend.ID) (meta, error) {
 
 // machine is where vagrant runs for a sandbox: the project with its own Vagrantfile
 // keeps its machine's state in its own .vagrant, where the user's vagrant commands see it.
-func (v *Vagrant) machine(id backend.ID, m meta) machineDir {
+func (v *Vagrant) machine(id backend.ID, m meta) machineDir { return machineIn(v.sandboxDir(id), m) }
+
+// machineIn is where vagrant runs for a sandbox whose directory is dir.
+func machineIn(dir string, m meta) machineDir {
 	if m.Project != "" {
-		return machineDir{cwd: m.Project, dotfile: filepath.Join(m.Project, ".vagrant")}
+		dir = m.Project
 	}
-	d := v.sandboxDir(id)
-	return machineDir{cwd: d, dotfile: filepath.Join(d, ".vagrant")}
+	return machineDir{cwd: dir, dotfile: filepath.Join(dir, ".vagrant")}
 }
 
 // Create writes the sandbox's Vagrantfile (unless its project has one) and what the
@@ -374,10 +376,7 @@ func (v *Vagrant) finishRemoval(dir string, m meta) {
 	defer v.removals.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	md := machineDir{cwd: dir, dotfile: filepath.Join(dir, ".vagrant")}
-	if m.Project != "" {
-		md = machineDir{cwd: m.Project, dotfile: filepath.Join(m.Project, ".vagrant")}
-	}
+	md := machineIn(dir, m)
 	if m.Project != "" && !v.settings.AutoDestroy {
 		if _, err := v.cli.run(ctx, md, "halt"); err != nil {
 			v.log.Warn("halting the project's machine failed", "sandbox", m.Name, "err", err)
