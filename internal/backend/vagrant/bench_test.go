@@ -3,7 +3,6 @@ package vagrant_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,10 +74,7 @@ func BenchmarkExec(b *testing.B) {
 	if err := bk.Start(ctx, id); err != nil {
 		b.Fatal(err)
 	}
-	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return bk.Dial(ctx, id) }, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := connect(b, bk, id)
 	defer c.Close()
 	var ours, base time.Duration
 	for range b.N {
@@ -97,13 +93,9 @@ func BenchmarkExec(b *testing.B) {
 }
 
 func execTrue(b *testing.B, bk *vagrant.Vagrant, id backend.ID) {
-	ctx := context.Background()
-	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return bk.Dial(ctx, id) }, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := connect(b, bk, id)
 	defer c.Close()
-	if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+	if code, err := c.Exec(context.Background(), guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
 		b.Fatal(code, err)
 	}
 }

@@ -31,6 +31,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// connect is a client of the guest in machine id.
+func connect(tb testing.TB, b *vagrant.Vagrant, id backend.ID) *guestclient.Client {
+	tb.Helper()
+	c, err := guestclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 func guestBinary(t testing.TB) sandbox.AgentBinary {
 	self, err := os.Executable()
 	if err != nil {
@@ -75,10 +85,7 @@ func TestDockerProviderLifecycle(t *testing.T) {
 	state(backend.StateRunning)
 	inside := func(script string) string {
 		t.Helper()
-		c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := connect(t, b, id)
 		defer c.Close()
 		var out, errOut strings.Builder
 		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &errOut})
