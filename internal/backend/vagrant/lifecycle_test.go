@@ -3,6 +3,7 @@ package vagrant
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )
@@ -431,6 +434,7 @@ func TestGeneratedVagrantfile(t *testing.T) {
 		"apt-get install -y -q curl git tmux sudo", "npm install -g @openai/codex@0.169.0 typescript@5",
 		"useradd -m -s /bin/bash agent", "NOPASSWD:ALL", `path: '` + strings.ReplaceAll(script, "'", `\'`) + `'`,
 		"config.vm.synced_folder 'share', '/vagrant', type: 'virtualbox'",
+		"'--clipboard-mode', 'disabled', '--draganddrop', 'disabled'",
 	} {
 		if !strings.Contains(vf, want) {
 			t.Errorf("the Vagrantfile lacks %q:\n%s", want, vf)
@@ -513,5 +517,44 @@ func TestIsolationReport(t *testing.T) {
 	}
 	if r := vm.Report(context.Background()); !r[0].OK || !strings.Contains(r[0].Text, "its own kernel") {
 		t.Errorf("the VM's report: %+v", r)
+	}
+}
+
+// TestHostKeyPinned: the machine's SSH host key is trusted at first contact and only that
+// key after (a machine whose key changed is refused, whatever it runs); a machine made
+// anew (forget fresh) is trusted anew.
+func TestHostKeyPinned(t *testing.T) {
+	f := newFake(t, nil)
+	f.create("hk1", backend.Spec{})
+	g := &sshGuest{v: f.Vagrant, conns: map[backend.ID]*sshConn{}}
+	key := func() ssh.PublicKey {
+		pub, _, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := ssh.NewPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	first, other := key(), key()
+	check := g.pinned("hk1")
+	if err := check("127.0.0.1:2222", nil, first); err != nil {
+		t.Fatalf("first contact: %v", err)
+	}
+	if err := check("127.0.0.1:2222", nil, first); err != nil {
+		t.Fatalf("the same key again: %v", err)
+	}
+	if err := check("127.0.0.1:2222", nil, other); err == nil || !strings.Contains(err.Error(), "host key changed") {
+		t.Fatalf("another key: %v", err)
+	}
+	g.forget("hk1", false)
+	if err := check("127.0.0.1:2222", nil, other); err == nil {
+		t.Fatal("a reconnection forgot the pinned key")
+	}
+	g.forget("hk1", true)
+	if err := check("127.0.0.1:2222", nil, other); err != nil {
+		t.Fatalf("a machine made anew: %v", err)
 	}
 }
