@@ -11,12 +11,13 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-// Usage is what one model turn cost, in tokens.
-type Usage struct {
-	Input, Output, CacheRead, CacheWrite int64
-}
+// Usage is what one model turn cost, in tokens, as transcripts count it (the uncached
+// input apart from what was read from and written to the cache).
+type Usage = transcript.Usage
 
 // TurnRequest is one model call.
 type TurnRequest struct {
@@ -118,8 +119,8 @@ func (a *Anthropic) Turn(ctx context.Context, req TurnRequest, text func(string)
 		}
 	}
 	u := acc.Usage
-	return msg, Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens,
-		CacheWrite: u.CacheCreationInputTokens}, nil
+	return msg, Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens,
+		CacheWriteTokens: u.CacheCreationInputTokens}, nil
 }
 
 // classify marks the failures worth a retry.

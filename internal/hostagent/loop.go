@@ -96,7 +96,7 @@ func (l *Loop) Run(ctx context.Context, conv []Message, prompt string) ([]Messag
 			return conv, err
 		}
 		turns++
-		used += u.Input + u.Output + u.CacheRead + u.CacheWrite
+		used += u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 		conv = append(conv, msg)
 		l.Events.Turn(msg, u, time.Since(start))
 		l.Events.Save(conv)

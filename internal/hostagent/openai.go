@@ -95,7 +95,7 @@ func (o *OpenAI) Turn(ctx context.Context, req TurnRequest, text func(string)) (
 	}
 	u := done.Usage
 	cached := u.InputTokensDetails.CachedTokens
-	return msg, Usage{Input: u.InputTokens - cached, Output: u.OutputTokens, CacheRead: cached}, nil
+	return msg, Usage{InputTokens: u.InputTokens - cached, OutputTokens: u.OutputTokens, CacheReadTokens: cached}, nil
 }
 
 // classifyOpenAI marks the failures worth a retry.

@@ -37,7 +37,7 @@ func (r *recorder) Retry(err error, wait time.Duration, attempt int) {
 }
 
 func (r *recorder) Turn(msg hostagent.Message, u hostagent.Usage, took time.Duration) {
-	usage := store.Usage{Turns: 1, InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheWriteTokens: u.CacheWrite}
+	usage := store.Usage{Turns: 1, Usage: u}
 	r.run.Add(usage)
 	var calls []string
 	for _, c := range msg.ToolUses() {

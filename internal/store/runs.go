@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Run is one run of the host-side agent: a conversation with a model whose tools act in
@@ -27,24 +29,19 @@ type Run struct {
 	Conversation string `json:"-"`
 }
 
-// Usage is what a run or a step spent.
+// Usage is what a run or a step spent: its model turns and tool calls, and the tokens
+// as transcripts count them.
 type Usage struct {
-	Turns            int   `json:"turns,omitempty"`
-	ToolCalls        int   `json:"tool_calls,omitempty"`
-	InputTokens      int64 `json:"input_tokens,omitempty"`
-	OutputTokens     int64 `json:"output_tokens,omitempty"`
-	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	Turns     int `json:"turns,omitempty"`
+	ToolCalls int `json:"tool_calls,omitempty"`
+	transcript.Usage
 }
 
 // Add adds u to the totals.
 func (t *Usage) Add(u Usage) {
 	t.Turns += u.Turns
 	t.ToolCalls += u.ToolCalls
-	t.InputTokens += u.InputTokens
-	t.OutputTokens += u.OutputTokens
-	t.CacheReadTokens += u.CacheReadTokens
-	t.CacheWriteTokens += u.CacheWriteTokens
+	t.Usage.Add(u.Usage)
 }
 
 // RunStep is one step of a run.
