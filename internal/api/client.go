@@ -472,6 +472,18 @@ func (c *Client) BuildImage(ctx context.Context, req ImageBuildRequest, progress
 	return last.Step, err
 }
 
+// LoadImage copies a local image to a backend's nodes, reporting progress.
+func (c *Client) LoadImage(ctx context.Context, req ImageLoadRequest, progress func(string)) error {
+	body, _ := json.Marshal(req)
+	resp, err := c.stream(ctx, http.MethodPost, "/v1/images/load", strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = readProgress(resp.Body, progress)
+	return err
+}
+
 // EventsQuery selects what Events streams.
 type EventsQuery struct {
 	// Sandbox keeps the events of one sandbox (by name).

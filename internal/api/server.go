@@ -93,6 +93,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/sync-mode", s.setSyncMode)
 	mux.HandleFunc("GET /v1/events", s.streamEvents)
 	mux.HandleFunc("POST /v1/images/build", s.hostOnly(s.buildImage))
+	mux.HandleFunc("POST /v1/images/load", s.hostOnly(s.loadImage))
 	s.netRoutes(mux)
 	s.webRoutes(mux)
 	s.sessionRoutes(mux)
@@ -343,6 +344,29 @@ type ImageBuildRequest struct {
 	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
 	Dockerfile string `json:"dockerfile,omitempty"`
 	Context    string `json:"context,omitempty"`
+}
+
+// ImageLoadRequest is the body of POST /v1/images/load.
+type ImageLoadRequest struct {
+	Backend string `json:"backend"`
+	// Image is the local image to load; empty is the backend's default image.
+	Image string `json:"image,omitempty"`
+}
+
+// loadImage copies a local image to a backend's nodes, answering with an NDJSON
+// progress stream whose last line has done set (or an error).
+func (s *Server) loadImage(w http.ResponseWriter, r *http.Request) {
+	var req ImageLoadRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stream := s.progressStream(w, r)
+	if err := s.svc.LoadImage(r.Context(), req.Backend, req.Image, stream.step); err != nil {
+		stream.fail(err)
+		return
+	}
+	stream.send(ProgressEvent{Done: true, Step: req.Image})
 }
 
 // buildImage builds a sandbox image, answering with an NDJSON progress stream whose last

@@ -72,6 +72,10 @@ type Spec struct {
 	// NPM are the npm packages (name@version) the sandbox's agents and MCP servers need,
 	// for backends that provision a machine rather than run an image.
 	NPM []string
+	// Placement says where in the backend the sandbox goes, for backends that implement
+	// Placer (kubernetes: its context and namespace); empty values mean the backend's
+	// defaults.
+	Placement map[string]string
 }
 
 // Status is what State reports.
@@ -203,6 +207,18 @@ type VM interface {
 	// OwnKernel says whether each sandbox runs its own kernel under a hypervisor here (a
 	// Vagrant machine on VirtualBox: yes; on Vagrant's docker provider: no).
 	OwnKernel() bool
+}
+
+// Placer is implemented by backends that can put a sandbox in one of several places
+// (a cluster's contexts and namespaces): Spec.Placement's keys are among PlacementKeys.
+type Placer interface {
+	PlacementKeys() []string
+}
+
+// ImageLoader is implemented by backends that run images kept outside the host's
+// engine, on a cluster's nodes: LoadImage copies a local image there.
+type ImageLoader interface {
+	LoadImage(ctx context.Context, ref string, progress func(string)) error
 }
 
 // Closer is implemented by backends with work of their own in the background (a VM

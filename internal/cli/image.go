@@ -10,7 +10,7 @@ import (
 )
 
 func newCmdImage(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "image", Short: "Sandbox images for the docker backend, built locally with no registry"}
+	cmd := &cobra.Command{Use: "image", Short: "Sandbox images, built locally with no registry, and loaded into a cluster's nodes"}
 	var req api.ImageBuildRequest
 	build := &cobra.Command{
 		Use:   "build",
@@ -56,6 +56,32 @@ from npm, imported into the engine. A second build with nothing changed is skipp
 	build.Flags().StringVar(&req.Tag, "tag", "", "the image's name (default paddock/sandbox:latest)")
 	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with `up --image TAG`)")
 	build.Flags().StringVar(&req.Context, "context", "", "with --dockerfile: the build context (default: the Dockerfile's directory)")
-	cmd.AddCommand(build)
+	var load api.ImageLoadRequest
+	loadCmd := &cobra.Command{
+		Use:   "load [IMAGE] --backend kubernetes",
+		Short: "Load a local image (default paddock/sandbox:latest) into the nodes of a single-node cluster",
+		Long: `Copy an image from the host's Docker engine (where ` + "`paddock image build`" + ` makes it) into the
+containerd of a single-node Kubernetes cluster running here ([backends.kubernetes] containerd_socket),
+with no registry: pods then run it with imagePullPolicy Never. For a cluster of several nodes, push
+the image to a registry instead and use ` + "`up --image REGISTRY/IMAGE`" + `.
+
+  paddock image build --agents claude && paddock image load --backend kubernetes`,
+		Args: maxArgs(1, "at most one image"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				load.Image = args[0]
+			}
+			if load.Backend == "" {
+				return usagef("name the backend to load the image for: --backend kubernetes")
+			}
+			c, err := f.Client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return c.LoadImage(cmd.Context(), load, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
+		},
+	}
+	loadCmd.Flags().StringVar(&load.Backend, "backend", "", "the backend whose nodes get the image: kubernetes")
+	cmd.AddCommand(build, loadCmd)
 	return cmd
 }

@@ -31,6 +31,8 @@ type upOptions struct {
 	network      string
 	agents       []string
 	image        string
+	kubeContext  string
+	namespace    string
 	devcontainer string
 	cpus         string
 	memory       string
@@ -65,7 +67,9 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
-	cmd.Flags().StringVar(&opts.image, "image", "", "docker: the image to run (default paddock/sandbox:latest, see `paddock image build`)")
+	cmd.Flags().StringVar(&opts.image, "image", "", "docker, kubernetes: the image to run (default paddock/sandbox:latest, see `paddock image build`; on kubernetes a REGISTRY/IMAGE the nodes pull)")
+	cmd.Flags().StringVar(&opts.kubeContext, "context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
+	cmd.Flags().StringVar(&opts.namespace, "namespace", "", "kubernetes: the namespace to run in (default: [backends.kubernetes] namespace, else paddock)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
 	cmd.Flags().StringVar(&opts.cpus, "cpus", "", "CPU limit, e.g. 2 or 0.5 (default 4, at most the host's)")
@@ -271,7 +275,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		return sandbox.Info{}, err
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
-		Image: opts.image, CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
+		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo, IdleStopSeconds: int64(opts.idleStop / time.Second),
 		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
 	if url != "" {
@@ -291,6 +295,21 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.commit))
 	return info, nil
+}
+
+// placement is where `up --context/--namespace` put the sandbox; nil when nowhere.
+func placement(opts *upOptions) map[string]string {
+	if opts.kubeContext == "" && opts.namespace == "" {
+		return nil
+	}
+	p := map[string]string{}
+	if opts.kubeContext != "" {
+		p["context"] = opts.kubeContext
+	}
+	if opts.namespace != "" {
+		p["namespace"] = opts.namespace
+	}
+	return p
 }
 
 // firstSession starts the first agent's session, ready at its prompt, or says how to

@@ -30,10 +30,11 @@ import (
 	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/store"
 
-	_ "github.com/paddockhq/paddock/internal/agents/all"      // registers every agent adapter
-	_ "github.com/paddockhq/paddock/internal/backend/bwrap"   // registers the bwrap backend
-	_ "github.com/paddockhq/paddock/internal/backend/docker"  // registers the docker backend
-	_ "github.com/paddockhq/paddock/internal/backend/vagrant" // registers the vagrant backend
+	_ "github.com/paddockhq/paddock/internal/agents/all"         // registers every agent adapter
+	_ "github.com/paddockhq/paddock/internal/backend/bwrap"      // registers the bwrap backend
+	_ "github.com/paddockhq/paddock/internal/backend/docker"     // registers the docker backend
+	_ "github.com/paddockhq/paddock/internal/backend/kubernetes" // registers the kubernetes backend
+	_ "github.com/paddockhq/paddock/internal/backend/vagrant"    // registers the vagrant backend
 )
 
 // ErrAlreadyRunning is returned when another daemon holds this PADDOCK_HOME.

@@ -102,6 +102,6 @@ func New(s IO, version string) *cobra.Command {
 			return json.NewEncoder(s.Out).Encode(guest.Listening("/proc"))
 		},
 	}
-	cmd.AddCommand(serve, connect, ports, newNotify(s))
+	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s))
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,11 @@ type CreateRequest struct {
 	// Agents are the agent kinds the sandbox is for; their service hosts join its
 	// default allowlist.
 	Agents []string `json:"agents,omitempty"`
-	// Image is for backends that run images (docker).
+	// Image is for backends that run images (docker, kubernetes).
 	Image string `json:"image,omitempty"`
+	// Placement says where in the backend the sandbox goes (kubernetes: "context",
+	// "namespace"), for backends that have places.
+	Placement map[string]string `json:"placement,omitempty"`
 	// Devcontainer is what the project's devcontainer.json asks (docker).
 	Devcontainer *devcontainer.Config `json:"devcontainer,omitempty"`
 	// CPUs, MemoryBytes and PidsLimit limit the sandbox; zero is the default (4 CPUs, 8
@@ -60,6 +64,20 @@ type CreateRequest struct {
 	// as made: what it does is part of the making (a restore fills the sandbox here), so
 	// a failure, or a daemon that dies meanwhile, leaves no sandbox behind.
 	Seeded func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, progress Progress) error `json:"-"`
+}
+
+// checkPlacement refuses a placement the backend does not take.
+func checkPlacement(b backend.Backend, placement map[string]string) error {
+	var keys []string
+	if p, ok := b.(backend.Placer); ok {
+		keys = p.PlacementKeys()
+	}
+	for k, v := range placement {
+		if v != "" && !slices.Contains(keys, k) {
+			return apperr.Invalid("use --backend kubernetes, or leave it out", "--%s is not for the %s backend", k, b.Name())
+		}
+	}
+	return nil
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -96,8 +114,15 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if err != nil {
 		return Info{}, err
 	}
-	if _, usesImages := b.(backend.ImageBuilder); !usesImages && (req.Image != "" || req.Devcontainer != nil) {
-		return Info{}, apperr.Invalid("use --backend docker, or leave them out", "--image and --devcontainer are for the docker backend, not %s", b.Name())
+	_, builds := b.(backend.ImageBuilder)
+	if _, loads := b.(backend.ImageLoader); !builds && !loads && req.Image != "" {
+		return Info{}, apperr.Invalid("use --backend docker or kubernetes, or leave it out", "--image is for backends that run images, not %s", b.Name())
+	}
+	if !builds && req.Devcontainer != nil {
+		return Info{}, apperr.Invalid("use --backend docker, or leave it out", "--devcontainer is for the docker backend, not %s", b.Name())
+	}
+	if err := checkPlacement(b, req.Placement); err != nil {
+		return Info{}, err
 	}
 	runtime, err := checkRuntime(ctx, b, req.Runtime, req.Network == "open")
 	if err != nil {
@@ -136,7 +161,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
 		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, Runtime: sb.Runtime,
-		Source: req.SourcePath, NPM: s.npmPackages(req.Agents)}
+		Source: req.SourcePath, NPM: s.npmPackages(req.Agents), Placement: req.Placement}
 	if dc := req.Devcontainer; dc != nil {
 		spec.Env = append(spec.Env, dc.Env...)
 		if dc.Image != "" && req.Image == "" {

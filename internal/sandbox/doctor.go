@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"github.com/paddockhq/paddock/internal/apperr"
 	"sort"
 
 	"github.com/paddockhq/paddock/internal/backend"
@@ -59,6 +60,23 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 // versions paddock's tests run (see imagebuild.Build).
 func (s *Service) BuildImage(ctx context.Context, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
 	return imagebuild.Build(ctx, s.opts.Backends, backendName, spec, agentNames, progress)
+}
+
+// LoadImage copies a local image to where a backend's sandboxes run (a cluster's
+// nodes): for backends that run images kept outside the host's engine.
+func (s *Service) LoadImage(ctx context.Context, backendName, ref string, progress func(string)) error {
+	if backendName == "" {
+		return apperr.Invalid("name one: paddock image load --backend kubernetes", "image load needs the backend to load the image for")
+	}
+	b, ok := s.opts.Backends[backendName]
+	if !ok {
+		return apperr.Invalid("see `paddock doctor` for the backends", "unknown backend %q", backendName)
+	}
+	l, ok := b.(backend.ImageLoader)
+	if !ok {
+		return apperr.Invalid("", "backend %s runs images from the host's own engine, or none: there is nothing to load", backendName)
+	}
+	return l.LoadImage(ctx, ref, progress)
 }
 
 // BuildDockerfile builds a Dockerfile into tag with a backend that can (see

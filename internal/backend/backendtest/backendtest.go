@@ -49,6 +49,10 @@ type Harness struct {
 	// Dir, optional, is the backend's own directory on the host: the soak test requires
 	// that cycles leave no entry behind in it.
 	Dir string
+	// PidsLimit, when set, is the process limit every sandbox of this backend has,
+	// whatever its spec asks: Kubernetes limits every pod of a node alike (the kubelet's
+	// podPidsLimit) and cannot limit one. The limits sandbox then asks for it.
+	PidsLimit int64
 	// Machine, when set, says the sandbox is a whole machine of its own (a VM) whose user
 	// has root through sudo and whose network is the machine's: the boundary is the
 	// machine, not a namespace on the host. The checks of what a process inside may do

@@ -21,6 +21,16 @@ import (
 // smallLimits are the limits of the limits sandbox: small enough to reach quickly.
 var smallLimits = backend.Limits{CPUs: 1, MemoryBytes: 256 << 20, Pids: 128}
 
+// smallLimits are the limits sandbox's limits on this backend: the process limit is the
+// backend's own where it has one for every sandbox.
+func (h Harness) smallLimits() backend.Limits {
+	l := smallLimits
+	if h.PidsLimit != 0 {
+		l.Pids = h.PidsLimit
+	}
+	return l
+}
+
 // testLimits runs the limit checks in a sandbox of their own.
 func testLimits(t *testing.T, h Harness) {
 	lr, ok := h.Backend.(backend.LimitReader)
@@ -29,7 +39,8 @@ func testLimits(t *testing.T, h Harness) {
 	}
 	id := newID()
 	spec := h.Spec(id)
-	spec.CPUs, spec.MemoryBytes, spec.PidsLimit = smallLimits.CPUs, smallLimits.MemoryBytes, smallLimits.Pids
+	want := h.smallLimits()
+	spec.CPUs, spec.MemoryBytes, spec.PidsLimit = want.CPUs, want.MemoryBytes, want.Pids
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := h.Backend.Create(ctx, spec); err != nil {
@@ -50,12 +61,12 @@ func testLimits(t *testing.T, h Harness) {
 		t.Fatalf("Limits: %v", err)
 	}
 	t.Run("Reported", func(t *testing.T) {
-		if got != smallLimits {
-			t.Fatalf("the backend enforces %+v, want %+v", got, smallLimits)
+		if got != want {
+			t.Fatalf("the backend enforces %+v, want %+v", got, want)
 		}
 	})
 	if h.LimitsEndSandbox {
-		t.Run("ForkBomb", func(t *testing.T) { testLimitEndsSandbox(t, sb, forkBombArgv()) })
+		t.Run("ForkBomb", func(t *testing.T) { testLimitEndsSandbox(t, sb, forkBombArgv(h.smallLimits().Pids)) })
 		sb.client = connect(t, h, id)
 		t.Run("MemoryHog", func(t *testing.T) { testLimitEndsSandbox(t, sb, memoryHogArgv()) })
 		sb.client = connect(t, h, id)
@@ -110,13 +121,13 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 	bombDone := make(chan struct{})
 	go func() {
 		defer close(bombDone)
-		sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"python3", "-c", forkBomb, strconv.FormatInt(smallLimits.Pids, 10)},
+		sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"python3", "-c", forkBomb, strconv.FormatInt(sb.h.smallLimits().Pids, 10)},
 			Stdout: bombOut, Stderr: bombOut})
 	}()
 	waitFor(t, bombOut, "started")
 	t.Logf("the bomb: %s", strings.TrimSpace(bombOut.String()))
 	if !strings.Contains(bombOut.String(), "fork failed") {
-		t.Fatalf("the fork bomb was not stopped by the pids limit (%d): %s", smallLimits.Pids, bombOut.String())
+		t.Fatalf("the fork bomb was not stopped by the pids limit (%d): %s", sb.h.smallLimits().Pids, bombOut.String())
 	}
 
 	// With every slot taken: the guest, the process started before, the host side and a

@@ -75,8 +75,8 @@ func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
 }
 
 // forkBombArgv and memoryHogArgv are the fork bomb and the memory hog of the limits checks.
-func forkBombArgv() []string {
-	return []string{"python3", "-c", forkBomb, strconv.FormatInt(smallLimits.Pids, 10)}
+func forkBombArgv(pids int64) []string {
+	return []string{"python3", "-c", forkBomb, strconv.FormatInt(pids, 10)}
 }
 
 func memoryHogArgv() []string {

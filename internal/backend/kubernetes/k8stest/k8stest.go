@@ -1,0 +1,131 @@
+// Package k8stest gives tests the real single-node cluster scripts/k8s-up.sh brings up
+// (make test does, and tears it down after): its kubeconfig, the backend's options for
+// it, and the sandbox image loaded into its containerd.
+package k8stest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/paddockhq/paddock/internal/backend/kubernetes"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// PodPidsLimit is the test cluster's kubelet podPidsLimit (scripts/k8s-up.sh).
+const PodPidsLimit = 512
+
+// State returns the test cluster's state directory and kubeconfig, or skips (fails
+// under PADDOCK_TEST_STRICT) when no cluster is up for the tests.
+func State(tb testing.TB) (state, kubeconfig string) {
+	tb.Helper()
+	kubeconfig = os.Getenv("PADDOCK_TEST_KUBECONFIG")
+	state = os.Getenv("PADDOCK_TEST_K8S_STATE")
+	if kubeconfig == "" || state == "" {
+		testenv.Missing(tb, "a Kubernetes cluster for the tests (PADDOCK_TEST_KUBECONFIG, PADDOCK_TEST_K8S_STATE)",
+			"run the tests with make test, which brings one up with scripts/k8s-up.sh (as root)")
+	}
+	return state, kubeconfig
+}
+
+// Options are the backend's options for the test cluster, in a namespace of the test's
+// own ("paddock-test-" and a random suffix, unless given).
+func Options(tb testing.TB, namespace string) map[string]any {
+	tb.Helper()
+	state, kubeconfig := State(tb)
+	if namespace == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		namespace = "paddock-test-" + hex.EncodeToString(b)
+	}
+	return map[string]any{"kubeconfig": kubeconfig, "namespace": namespace, "pids_limit": PodPidsLimit,
+		"containerd_socket": filepath.Join(state, "run", "containerd.sock"), "start_timeout": 120}
+}
+
+var loadMu sync.Mutex
+
+// LoadImage makes sure the docker image ref is in the test cluster's containerd, as
+// `paddock image load --backend kubernetes` puts it there: once per image ID, whatever
+// the test binaries running at once (a lock file in the cluster's state directory).
+func LoadImage(tb testing.TB, b *kubernetes.Kubernetes, ref string) {
+	tb.Helper()
+	state, _ := State(tb)
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
+	if err != nil {
+		tb.Fatalf("no docker image %s to load into the cluster: %v", ref, err)
+	}
+	id := strings.TrimSpace(string(out))
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	marker := filepath.Join(state, "loaded-"+strings.NewReplacer("/", "_", ":", "_").Replace(ref))
+	lock, err := os.OpenFile(marker+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		tb.Fatal(err)
+	}
+	if got, err := os.ReadFile(marker); err == nil && string(got) == id {
+		return
+	}
+	if err := b.LoadImage(context.Background(), ref, func(s string) { tb.Log(s) }); err != nil {
+		tb.Fatalf("load %s into the cluster: %v", ref, err)
+	}
+	if err := os.WriteFile(marker, []byte(id), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+var (
+	guestOnce sync.Once
+	guestPath string
+	guestErr  error
+)
+
+// Guest builds the small guest (cmd/paddock-guest, as `make build` does) once per test
+// binary and returns its path: what the daemon injects into pods, a twelfth of the test
+// binary's size to copy through the API server.
+func Guest(tb testing.TB) string {
+	tb.Helper()
+	guestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "paddock-k8s-guest-")
+		if err != nil {
+			guestErr = err
+			return
+		}
+		guestPath = filepath.Join(dir, "paddock")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			guestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
+		}
+	})
+	if guestErr != nil {
+		tb.Fatal(guestErr)
+	}
+	return guestPath
+}
+
+// Kubectl is the test cluster's kubectl (built with it by scripts/k8s-up.sh), with the
+// cluster's kubeconfig, as a command to run.
+func Kubectl(tb testing.TB, args ...string) *exec.Cmd {
+	tb.Helper()
+	_, kubeconfig := State(tb)
+	cache := os.Getenv("PADDOCK_K8S_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "paddock-k8s", "v1.36.3")
+	}
+	cmd := exec.Command(filepath.Join(cache, "bin", "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	return cmd
+}
