@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/kubernetes"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -129,3 +130,22 @@ func Kubectl(tb testing.TB, args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	return cmd
 }
+
+// Config is a daemon's config file (TOML) for the test cluster: the small guest as the
+// binary injected into pods, and the backend's options, in a namespace of the test's own,
+// removed when the test ends. The sandbox image is loaded first.
+func Config(tb testing.TB) string {
+	tb.Helper()
+	opts := Options(tb, "")
+	b, err := kubernetes.New(backendEnv(opts))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	LoadImage(tb, b, kubernetes.DefaultImage)
+	ns := opts["namespace"].(string)
+	tb.Cleanup(func() { Kubectl(tb, "delete", "namespace", ns, "--wait=false").Run() })
+	return fmt.Sprintf("agent_binary = %q\n[backends.kubernetes]\nkubeconfig = %q\nnamespace = %q\npids_limit = %d\ncontainerd_socket = %q\nstart_timeout = %d\n",
+		Guest(tb), opts["kubeconfig"], ns, opts["pids_limit"], opts["containerd_socket"], opts["start_timeout"])
+}
+
+func backendEnv(opts map[string]any) backend.Env { return backend.Env{Options: opts} }
