@@ -74,6 +74,9 @@ func (k *Kubernetes) available(ctx context.Context) error {
 		return &backend.UnavailableError{Backend: Name, Reason: reason, Fix: fix}
 	}
 	c, err := k.cluster(k.settings.Context)
+	if errors.Is(err, errNoKubeconfig) && k.settings.Kubeconfig != "" {
+		return unavailable(err.Error(), "point kubeconfig in [backends.kubernetes] of the config at one, or leave it out for $KUBECONFIG and ~/.kube/config")
+	}
 	if errors.Is(err, errNoKubeconfig) {
 		return unavailable("no kubeconfig: none at "+k.kubeconfigHint()+", and the daemon does not run in a pod",
 			"point kubeconfig in [backends.kubernetes] of the config at one, or set KUBECONFIG for the daemon")

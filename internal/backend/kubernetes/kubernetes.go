@@ -217,6 +217,11 @@ func (k *Kubernetes) restConfig(kctx string) (*rest.Config, error) {
 		rules.ExplicitPath = k.settings.Kubeconfig
 	}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kctx})
+	if k.settings.Kubeconfig != "" {
+		if _, err := os.Stat(k.settings.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("no kubeconfig at %s: %w", k.settings.Kubeconfig, errNoKubeconfig)
+		}
+	}
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("read the kubeconfig: %w", err)

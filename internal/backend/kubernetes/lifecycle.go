@@ -286,7 +286,7 @@ func (k *Kubernetes) waitFor(ctx context.Context, c *cluster, w *watch, ns strin
 		p := w.pod(podName(id))
 		why := last
 		if p != nil {
-			why = strings.TrimSuffix(last+"; "+k.events(context.WithoutCancel(ctx), c, ns, p.Name, "Pod"), "; ")
+			why = strings.TrimSuffix(last+"; "+k.events(context.WithoutCancel(ctx), c, ns, p.Name, "Pod", last), "; ")
 		}
 		return fmt.Errorf("%s did not start in %ds (%s)%s", describe("pod", ns, podName(id)), k.settings.StartTimeout, orWaiting(why), k.claimNote(context.WithoutCancel(ctx), c, ns, id))
 	}
@@ -322,7 +322,7 @@ func pendingReason(p *corev1.Pod) string {
 // podError is a pod's failure, with its warning events and what to do.
 func (k *Kubernetes) podError(ctx context.Context, c *cluster, p *corev1.Pod, what string) error {
 	msg := fmt.Sprintf("%s cannot start: %s", describe("pod", p.Namespace, p.Name), strings.TrimSpace(what))
-	if ev := k.events(context.WithoutCancel(ctx), c, p.Namespace, p.Name, "Pod"); ev != "" && !strings.Contains(msg, ev) {
+	if ev := k.events(context.WithoutCancel(ctx), c, p.Namespace, p.Name, "Pod", msg); ev != "" {
 		msg += " (events: " + ev + ")"
 	}
 	if strings.Contains(what, "ErrImageNeverPull") || strings.Contains(what, "ImagePull") {
@@ -336,8 +336,9 @@ func (k *Kubernetes) podError(ctx context.Context, c *cluster, p *corev1.Pod, wh
 	return errors.New(msg)
 }
 
-// events are the last warning events of an object, newest last, in one line.
-func (k *Kubernetes) events(ctx context.Context, c *cluster, ns, name, kind string) string {
+// events are the last warning events of an object, newest last, in one line; those
+// whose message is already in known, or that do not bear on starting, are left out.
+func (k *Kubernetes) events(ctx context.Context, c *cluster, ns, name, kind, known string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	list, err := c.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
@@ -345,7 +346,13 @@ func (k *Kubernetes) events(ctx context.Context, c *cluster, ns, name, kind stri
 	if err != nil || len(list.Items) == 0 {
 		return ""
 	}
-	items := list.Items
+	var items []corev1.Event
+	for _, e := range list.Items {
+		msg := strings.TrimSpace(e.Message)
+		if !ignoredEvents[e.Reason] && !strings.Contains(known, msg) && !strings.Contains(known, strings.TrimPrefix(msg, "Error: ")) {
+			items = append(items, e)
+		}
+	}
 	sort.Slice(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
 	if len(items) > 3 {
 		items = items[len(items)-3:]
@@ -356,6 +363,10 @@ func (k *Kubernetes) events(ctx context.Context, c *cluster, ns, name, kind stri
 	}
 	return strings.Join(out, "; ")
 }
+
+// ignoredEvents are warnings about the cluster, not the sandbox: a cluster with no DNS
+// service (pods fall back to the node's resolver, and a closed sandbox has none anyway).
+var ignoredEvents = map[string]bool{"MissingClusterDNS": true}
 
 func eventTime(e corev1.Event) time.Time {
 	if !e.LastTimestamp.IsZero() {
@@ -371,7 +382,7 @@ func (k *Kubernetes) claimNote(ctx context.Context, c *cluster, ns string, id ba
 		return ""
 	}
 	note := fmt.Sprintf("; its volume claim is %s", pvc.Status.Phase)
-	if ev := k.events(ctx, c, ns, pvc.Name, "PersistentVolumeClaim"); ev != "" {
+	if ev := k.events(ctx, c, ns, pvc.Name, "PersistentVolumeClaim", ""); ev != "" {
 		note += " (" + ev + ")"
 	}
 	return note + ": check the cluster has a default storage class with a provisioner, or set storage_class in [backends.kubernetes]"
