@@ -13,8 +13,12 @@ build:
 setup:
 	./scripts/setup.sh
 
+# test runs every test: scripts/test.sh brings up a Kubernetes cluster for the kubernetes
+# backend's tests first (as root) and tears it down after, then runs
+# CGO_ENABLED=0 go test -count=1 -timeout 40m $(TESTFLAGS) ./...
+TESTFLAGS ?=
 test:
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 40m ./...
+	GO="$(GO)" ./scripts/test.sh $(TESTFLAGS)
 
 # fuzz runs each fuzz target in turn for FUZZTIME (their seeds run in make test too).
 FUZZTIME ?= 10s

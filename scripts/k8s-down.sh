@@ -2,11 +2,14 @@
 # k8s-down.sh [STATE_DIR]
 #
 # Tears down what k8s-up.sh started (default STATE_DIR /tmp/paddock-k8s):
-# stops its processes (by pid file) and pod containers, unmounts everything
-# under STATE_DIR, restores the sysctls kubelet changed, removes the kubelet
-# iptables chains, kubepods cgroups, the CNI bridge and node-IP interface, the
-# host files kubelet/CNI/containerd left, and finally STATE_DIR. The build
-# cache is kept. Never touches dockerd or its containerd. Safe to run twice.
+# stops its processes (by pid file: the provisioner localpv too) and pod
+# containers, unmounts everything under STATE_DIR, restores the sysctls kubelet
+# changed, removes the kubelet iptables chains, kubepods cgroups, the CNI bridge
+# and node-IP interface, the host files kubelet/CNI/containerd left, and finally
+# STATE_DIR, with the volumes' directories (STATE_DIR/volumes). The build cache is
+# kept. Never touches dockerd or its containerd, nor, while another STATE_DIR's
+# cluster is up, what the two share (pods, network, chains, sysctls, cgroups).
+# Safe to run twice.
 set -uo pipefail   # no -e: keep cleaning up after a failed step
 
 NODE_IF=pdk8s0
@@ -15,7 +18,7 @@ CNI_NET=paddock-k8s
 KUBE_CHAINS=(KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT)
 
 STATE=${1:-/tmp/paddock-k8s}
-case "$STATE" in -h|--help) sed -n '2,9p' "$0"; exit 0 ;; esac
+case "$STATE" in -h|--help) sed -n '2,12p' "$0"; exit 0 ;; esac
 [ -d "$STATE" ] && STATE=$(cd "$STATE" && pwd -P)
 [ "$STATE" != / ] || { echo "k8s: refusing STATE_DIR=/" >&2; exit 2; }
 PIDS=$STATE/pids
@@ -57,12 +60,25 @@ stop() { # stop NAME [TIMEOUT_S]
 }
 kubepods_cgroups() { ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null; }
 
+# Another cluster up (a kubelet not of STATE: down run on a stale STATE_DIR, e.g. a
+# test run's leftover, while a cluster of another STATE_DIR runs)? The pods' cgroups,
+# the interfaces, iptables chains and sysctls have fixed names, so they are that
+# cluster's: leave them to it, and undo only what is under STATE.
+SHARED=1
+for d in /proc/[0-9]*; do
+	case "$(readlink "$d/exe" 2>/dev/null)" in */kubelet|*"/kubelet (deleted)") ;; *) continue ;; esac
+	grep -qF "$STATE/" "$d/cmdline" 2>/dev/null && continue
+	log "another cluster's kubelet runs (pid ${d#/proc/}): leaving the pods, network, chains, sysctls and cgroups to it"
+	SHARED=0
+	break
+done
+
 # 1. kubelet first, so nothing restarts the containers.
 stop kubelet
 
 # 2. Pod processes: everything in the kubepods cgroups (kubelet's cgroupfs tree).
 pids=
-for _ in $(seq 20); do
+[ $SHARED = 1 ] && for _ in $(seq 20); do
 	pids=
 	cgs=$(kubepods_cgroups)
 	[ -n "$cgs" ] || break
@@ -81,7 +97,8 @@ for d in /proc/[0-9]*; do
 done
 [ ${#shims[@]} -eq 0 ] || { log "stopping ${#shims[@]} containerd shim(s)"; kill_pids 5 "${shims[@]}"; }
 
-# 4. The control plane, containerd, etcd.
+# 4. The provisioner, the control plane, containerd, etcd.
+stop localpv
 stop kube-scheduler
 stop kube-controller-manager
 stop kube-apiserver
@@ -94,7 +111,7 @@ stop etcd
 stray=()
 for d in /proc/[0-9]*; do
 	case "$(readlink "$d/exe" 2>/dev/null)" in
-	*/etcd|*/containerd|*/containerd-shim*|*/kube-apiserver|*/kube-controller-manager|*/kube-scheduler|*/kubelet) ;;
+	*/etcd|*/containerd|*/containerd-shim*|*/kube-apiserver|*/kube-controller-manager|*/kube-scheduler|*/kubelet|*/paddock-localpv) ;;
 	*) continue ;;
 	esac
 	grep -qF "$STATE/" "$d/cmdline" 2>/dev/null && stray+=("${d#/proc/}")
@@ -116,45 +133,49 @@ if [ -d "$STATE" ]; then
 	[ -z "$(mounts_under "$STATE")" ] || warn "mounts left under $STATE: $(mounts_under "$STATE" | tr '\n' ' ')"
 fi
 
-# 6. Network: the CNI bridge (pod veths vanish with their netns) and the node IP's interface.
-ip link show "$CNI_BRIDGE" >/dev/null 2>&1 && { log "deleting $CNI_BRIDGE"; ip link del "$CNI_BRIDGE"; }
-ip link show "$NODE_IF" >/dev/null 2>&1 && { log "deleting $NODE_IF"; ip link del "$NODE_IF"; }
+# 6.-9. Only while no other cluster runs (above).
+if [ $SHARED = 1 ]; then
+	# 6. Network: the CNI bridge (pod veths vanish with their netns) and the node IP's interface.
+	ip link show "$CNI_BRIDGE" >/dev/null 2>&1 && { log "deleting $CNI_BRIDGE"; ip link del "$CNI_BRIDGE"; }
+	ip link show "$NODE_IF" >/dev/null 2>&1 && { log "deleting $NODE_IF"; ip link del "$NODE_IF"; }
 
-# 7. iptables/ip6tables chains kubelet creates: drop the rules jumping to them, flush, delete.
-for ipt in iptables ip6tables; do
-	command -v $ipt >/dev/null || continue
-	for table in filter nat mangle; do
-		for chain in "${KUBE_CHAINS[@]}"; do
-			$ipt -w -t $table -S "$chain" >/dev/null 2>&1 || continue
-			$ipt -w -t $table -S | grep -E -- "-j $chain( |\$)" | sed 's/^-A /-D /' |
-				while read -r rule; do eval "$ipt -w -t $table $rule"; done
-			$ipt -w -t $table -F "$chain" && $ipt -w -t $table -X "$chain" ||
-				warn "could not delete $ipt -t $table $chain"
+	# 7. iptables/ip6tables chains kubelet creates: drop the rules jumping to them, flush, delete.
+	for ipt in iptables ip6tables; do
+		command -v $ipt >/dev/null || continue
+		for table in filter nat mangle; do
+			for chain in "${KUBE_CHAINS[@]}"; do
+				$ipt -w -t $table -S "$chain" >/dev/null 2>&1 || continue
+				$ipt -w -t $table -S | grep -E -- "-j $chain( |\$)" | sed 's/^-A /-D /' |
+					while read -r rule; do eval "$ipt -w -t $table $rule"; done
+				$ipt -w -t $table -F "$chain" && $ipt -w -t $table -X "$chain" ||
+					warn "could not delete $ipt -t $table $chain"
+			done
 		done
 	done
-done
 
-# 8. sysctls saved by up.
-if [ -f "$STATE/host/sysctl.saved" ]; then
-	while IFS='=' read -r k v; do
-		[ -n "$k" ] || continue
-		[ "$(sysctl -n "$k" 2>/dev/null)" = "$v" ] && continue
-		log "restoring $k=$v"
-		sysctl -qw "$k=$v" || warn "could not restore $k=$v"
-	done <"$STATE/host/sysctl.saved"
+	# 8. sysctls saved by up.
+	if [ -f "$STATE/host/sysctl.saved" ]; then
+		while IFS='=' read -r k v; do
+			[ -n "$k" ] || continue
+			[ "$(sysctl -n "$k" 2>/dev/null)" = "$v" ] && continue
+			log "restoring $k=$v"
+			sysctl -qw "$k=$v" || warn "could not restore $k=$v"
+		done <"$STATE/host/sysctl.saved"
+	fi
+
+	# 9. kubepods cgroups (empty now), deepest first.
+	for cg in $(kubepods_cgroups); do
+		[ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	[ -z "$(kubepods_cgroups)" ] || warn "cgroups left: $(kubepods_cgroups | tr '\n' ' ')"
 fi
-
-# 9. kubepods cgroups (empty now), deepest first.
-for cg in $(kubepods_cgroups); do
-	[ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
-done
-[ -z "$(kubepods_cgroups)" ] || warn "cgroups left: $(kubepods_cgroups | tr '\n' ' ')"
 
 # 10. Host paths outside STATE. Remove only what we own; remove a directory
 # only if it did not exist before up (per STATE/host/preexisting) and is empty.
 preexisted() { grep -qxF "$1" "$STATE/host/preexisting" 2>/dev/null; }
-rmdir_if_new() { [ -d "$1" ] && ! preexisted "$1" && rmdir "$1" 2>/dev/null; return 0; }
-rm -f /var/lib/kubelet/device-plugins/kubelet.sock        # kubelet hardcodes this path
+# (and not while another cluster runs: they are its now)
+rmdir_if_new() { [ $SHARED = 1 ] && [ -d "$1" ] && ! preexisted "$1" && rmdir "$1" 2>/dev/null; return 0; }
+[ $SHARED = 0 ] || rm -f /var/lib/kubelet/device-plugins/kubelet.sock   # kubelet hardcodes this path
 rmdir_if_new /var/lib/kubelet/device-plugins
 rmdir_if_new /var/lib/kubelet
 if [ -d /var/log/containers ]; then                       # kubelet's log symlinks (hardcoded dir)
@@ -165,7 +186,7 @@ if [ -d /var/log/containers ]; then                       # kubelet's log symlin
 fi
 # libcni's result cache (hardcoded dir): our network's entries and the
 # cni-loopback-SANDBOX_ID-lo entries of our sandboxes.
-rm -f /var/lib/cni/results/"$CNI_NET"-*
+[ $SHARED = 0 ] || rm -f /var/lib/cni/results/"$CNI_NET"-*   # the other cluster's too
 for sb in "$STATE"/containerd/{root,state}/io.containerd.grpc.v1.cri/sandboxes/*; do
 	[ -d "$sb" ] && rm -f /var/lib/cni/results/cni-loopback-"${sb##*/}"-*
 done

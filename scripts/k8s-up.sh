@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # k8s-up.sh [--load-image NAME]... [STATE_DIR]
+# k8s-up.sh --build-only
 #
 # Brings up a real single-node Kubernetes v1.36.3 cluster on this host for tests:
 # etcd, a private containerd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubelet, all as background processes. No kube-proxy, no
-# cluster DNS, no outbound NAT for pods. Undo everything with k8s-down.sh.
+# kube-scheduler, kubelet and a storage provisioner (localpv), all as background
+# processes. No kube-proxy, no cluster DNS, no outbound NAT for pods. The default
+# StorageClass, paddock-local, gets every claim a directory under STATE_DIR/volumes.
+# Every pod may run at most 512 processes. Undo everything with k8s-down.sh.
 #
 #   STATE_DIR           everything the cluster writes (default /tmp/paddock-k8s)
 #   --load-image NAME   `docker save` a local docker image into the cluster's
 #                       containerd (repeatable); pods use imagePullPolicy: Never
+#   --build-only        only install the packages and build the binaries and images
+#                       into the cache (what make setup does): no cluster
 #   PADDOCK_K8S_CACHE   where the built binaries and images are kept
 #                       (default $HOME/.cache/paddock-k8s/v1.36.3)
 #
 # Progress goes to stderr; stdout gets only `export KUBECONFIG=...`, so
 #   eval "$(scripts/k8s-up.sh)"
-# works. Idempotent: re-running it with the cluster up only loads images.
+# works. Idempotent: re-running it with the cluster up loads images, and restarts
+# only the components whose binary, command line or config file changed.
 # Needs root. The comments say why each setting is here (a cgroup v1 host, root without
 # CAP_SYS_RESOURCE, no dummy network driver, dockerd and its containerd left alone).
 set -euo pipefail
@@ -38,21 +44,29 @@ BUSYBOX_IMAGE=localhost/paddock-k8s/busybox:1
 
 LOAD_IMAGES=()
 STATE=
+BUILD_ONLY=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--load-image) [ $# -ge 2 ] || { echo "k8s: --load-image needs an image name" >&2; exit 2; }
 		LOAD_IMAGES+=("$2"); shift 2 ;;
 	--load-image=*) LOAD_IMAGES+=("${1#*=}"); shift ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	--build-only) BUILD_ONLY=1; shift ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	-*) echo "k8s: unknown option $1" >&2; exit 2 ;;
 	*) [ -z "$STATE" ] || { echo "k8s: only one STATE_DIR" >&2; exit 2; }
 		STATE=$1; shift ;;
 	esac
 done
-STATE=${STATE:-/tmp/paddock-k8s}
-mkdir -p "$STATE"
-STATE=$(cd "$STATE" && pwd -P)   # absolute: it ends up in configs and pid checks
+if [ $BUILD_ONLY = 1 ]; then
+	[ -z "$STATE" ] && [ ${#LOAD_IMAGES[@]} = 0 ] ||
+		{ echo "k8s: --build-only takes no STATE_DIR and no --load-image" >&2; exit 2; }
+else
+	STATE=${STATE:-/tmp/paddock-k8s}
+	mkdir -p "$STATE"
+	STATE=$(cd "$STATE" && pwd -P)   # absolute: it ends up in configs and pid checks
+fi
 CACHE=${PADDOCK_K8S_CACHE:-$HOME/.cache/paddock-k8s/$K8S_VERSION}
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)   # localpv is built from the script's own tree
 BIN=$CACHE/bin
 PKI=$STATE/pki
 LOGS=$STATE/logs
@@ -63,7 +77,8 @@ export PATH=/usr/local/go/bin:$PATH
 
 T0=$(date +%s)
 log() { echo "k8s: $*" >&2; }
-CLEANUP_HINT="(clean up with: $(cd "$(dirname "$0")" && pwd)/k8s-down.sh $STATE)"
+CLEANUP_HINT="(clean up with: $REPO/scripts/k8s-down.sh $STATE)"
+[ $BUILD_ONLY = 0 ] || CLEANUP_HINT="(nothing to clean up: --build-only starts nothing)"
 die() { echo "k8s: ERROR: $*" >&2; echo "k8s: $CLEANUP_HINT" >&2; exit 1; }
 # die_log COMPONENT MESSAGE: fail, pointing at the component's log (and its tail).
 die_log() {
@@ -76,6 +91,8 @@ die_log() {
 [ "$(id -u)" = 0 ] || die "must run as root"
 
 # ---------------------------------------------------------------- packages
+mkdir -p "$CACHE"
+APT_LOG=${STATE:-$CACHE}/apt.log   # --build-only has no STATE
 need_pkgs=()
 for p in etcd-server containerd runc containernetworking-plugins busybox-static \
 	openssl iptables iproute2 curl; do
@@ -84,10 +101,10 @@ done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	log "installing ${need_pkgs[*]} (apt)..."
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y --no-install-recommends "${need_pkgs[@]}" >"$STATE/apt.log" 2>&1 || {
-		apt-get update >>"$STATE/apt.log" 2>&1 &&
-		apt-get install -y --no-install-recommends "${need_pkgs[@]}" >>"$STATE/apt.log" 2>&1
-	} || die "apt-get install failed -- read $STATE/apt.log"
+	apt-get install -y --no-install-recommends "${need_pkgs[@]}" >"$APT_LOG" 2>&1 || {
+		apt-get update >>"$APT_LOG" 2>&1 &&
+		apt-get install -y --no-install-recommends "${need_pkgs[@]}" >>"$APT_LOG" 2>&1
+	} || die "apt-get install failed -- read $APT_LOG"
 fi
 CNI_BIN=/usr/lib/cni
 [ -x $CNI_BIN/bridge ] || die "no CNI bridge plugin in $CNI_BIN"
@@ -219,6 +236,32 @@ EOF
 }
 build_images
 
+# ---------------------------------------------------------------- localpv (the provisioner)
+# Built from this repository each time, unlike the rest: its source changes with the
+# repo, and an unchanged one is a cached build and a link (seconds). It replaces the
+# cached binary only when it differs, so a running provisioner is restarted (below) only
+# for a real change: hence -buildvcs=false, or every commit would be one.
+LOCALPV=$BIN/paddock-localpv
+build_localpv() {
+	need_go
+	mkdir -p "$BIN"
+	local t; t=$(date +%s)
+	(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$LOCALPV.tmp" ./internal/backend/kubernetes/k8stest/localpv) \
+		>"$CACHE/localpv-build.log" 2>&1 || die "building localpv failed -- read $CACHE/localpv-build.log"
+	if cmp -s "$LOCALPV.tmp" "$LOCALPV"; then
+		rm -f "$LOCALPV.tmp"
+	else
+		mv "$LOCALPV.tmp" "$LOCALPV"
+		log "built localpv in $(( $(date +%s) - t ))s"
+	fi
+}
+build_localpv
+
+if [ $BUILD_ONLY = 1 ]; then
+	log "binaries and images ready in $CACHE ($(( $(date +%s) - T0 ))s)"
+	exit 0
+fi
+
 # ---------------------------------------------------------------- process helpers
 mkdir -p "$LOGS" "$PIDS" "$STATE/run" "$STATE/host"
 # running NAME: the pid file's process is alive and is ours (its command line
@@ -228,11 +271,42 @@ running() {
 	pid=$(cat "$PIDS/$1.pid" 2>/dev/null) || return 1
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$STATE/"
 }
+# stop_running NAME: TERM the component, wait for it to go (KILL after 30 s).
+stop_running() {
+	local pid; pid=$(cat "$PIDS/$1.pid")
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 300); do
+		[ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	log "$1 still running after 30s, sending SIGKILL"
+	kill -KILL "$pid" 2>/dev/null
+	sleep 0.2
+}
+# install_config FILE: move FILE.new to FILE; true if that changed FILE (so the
+# component reading it must restart to see it).
+install_config() {
+	if cmp -s "$1.new" "$1"; then rm -f "$1.new"; return 1; fi
+	mv "$1.new" "$1"
+}
 # start NAME CMD...: run in the background in its own session, log to LOGS/NAME.log.
+# A running NAME is left alone, unless its binary was replaced, its command line
+# differs, or RESTART_WHY (set for this call only) says why, a changed config file:
+# then it is restarted, so that re-running up applies a changed script. Pods survive a kubelet or containerd
+# restart.
 start() {
 	local name=$1; shift
-	if running "$name"; then log "$name already running (pid $(cat "$PIDS/$name.pid"))"; return 0; fi
-	log "starting $name..."
+	if running "$name"; then
+		local pid why=${RESTART_WHY:-}
+		pid=$(cat "$PIDS/$name.pid")
+		case "$(readlink "/proc/$pid/exe")" in *" (deleted)") why="its binary changed" ;; esac
+		printf '%s\0' "$@" | cmp -s - "/proc/$pid/cmdline" || why="its command line changed"
+		if [ -z "$why" ]; then log "$name already running (pid $pid)"; return 0; fi
+		log "restarting $name ($why)..."
+		stop_running "$name"
+	else
+		log "starting $name..."
+	fi
 	# setsid execs in place (a background child of a script is not a group
 	# leader), so $! is the component's own pid.
 	setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
@@ -381,7 +455,7 @@ cat >"$STATE/cni/net.d/10-$CNI_NET.conflist" <<EOF
 EOF
 # Own root/state/socket (dockerd's containerd is left alone); runc's state and
 # netns mounts also kept under STATE. The loopback plugin is added by containerd.
-cat >"$STATE/containerd/config.toml" <<EOF
+cat >"$STATE/containerd/config.toml.new" <<EOF
 version = 2
 root = "$STATE/containerd/root"
 state = "$STATE/containerd/state"
@@ -421,7 +495,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$STATE/cni/net.d"
     max_conf_num = 1
 EOF
-start containerd /usr/bin/containerd --config "$STATE/containerd/config.toml"
+changed=; install_config "$STATE/containerd/config.toml" && changed="its config changed"
+RESTART_WHY=$changed start containerd /usr/bin/containerd --config "$STATE/containerd/config.toml"
 ctr_() { ctr --address "$CTR_SOCK" -n k8s.io "$@"; }
 wait_for containerd 30 "containerd socket" ctr --address "$CTR_SOCK" version
 
@@ -458,8 +533,10 @@ wait_for kube-apiserver 90 "apiserver /readyz" kubectl get --raw /readyz
 
 # ---------------------------------------------------------------- controller-manager, scheduler
 # Controller-manager creates the `default` ServiceAccount and kube-root-ca.crt pods need.
+# Its default of 20 API requests a second makes 50 claims made at once (a benchmark's
+# 50 sandboxes) wait 6 s to be bound: the volume controller makes 4 writes a claim.
 start kube-controller-manager "$BIN/kube-controller-manager" \
-	--kubeconfig="$KUBECONFIG_ADMIN" \
+	--kubeconfig="$KUBECONFIG_ADMIN" --kube-api-qps=200 --kube-api-burst=400 \
 	--authentication-kubeconfig="$KUBECONFIG_ADMIN" --authorization-kubeconfig="$KUBECONFIG_ADMIN" \
 	--leader-elect=false --bind-address=127.0.0.1 --secure-port=0 \
 	--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
@@ -470,9 +547,32 @@ start kube-scheduler "$BIN/kube-scheduler" \
 	--authentication-kubeconfig="$KUBECONFIG_ADMIN" --authorization-kubeconfig="$KUBECONFIG_ADMIN" \
 	--leader-elect=false --bind-address=127.0.0.1 --secure-port=0 --profiling=false
 
+# ---------------------------------------------------------------- storage
+# No cloud disk, no CSI driver: localpv (internal/backend/kubernetes/k8stest/localpv)
+# gives each claim of the default class its own directory under STATE/volumes, as a
+# `local` volume pinned to this node (the kubelet applies the pod's fsGroup to it).
+# Immediate binding: the claim is bound before its pod is scheduled, and the one node
+# is the only choice anyway. Delete: a claim's directory goes with it.
+mkdir -p "$STATE/volumes"
+chmod 755 "$STATE/volumes"
+start localpv "$LOCALPV" --kubeconfig="$KUBECONFIG_ADMIN" --dir="$STATE/volumes" --node="$NODE_NAME"
+localpv_ready() { grep -qF "ready (pid $(cat "$PIDS/localpv.pid"))" "$LOGS/localpv.log"; }
+wait_for localpv 30 "localpv to watch the claims" localpv_ready
+kubectl apply -f - >/dev/null <<EOF || die "creating the StorageClass paddock-local failed"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: paddock-local
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: paddock.dev/local
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+
 # ---------------------------------------------------------------- kubelet
 mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-cat >"$STATE/kubelet-config.yaml" <<EOF
+cat >"$STATE/kubelet-config.yaml.new" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$CTR_SOCK
@@ -495,6 +595,9 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 podLogsDir: $STATE/pod-logs
 makeIPTablesUtilChains: false
+# Kubernetes has no per-pod process limit: the kubelet puts this one on every pod (the
+# pids cgroup), and paddock's tests of the sandbox's process limit expect exactly 512.
+podPidsLimit: 512
 # never garbage-collect the imported images, never evict for a full disk
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -504,7 +607,8 @@ evictionHard:
   nodefs.inodesFree: 1%
   imagefs.available: 1%
 EOF
-start kubelet "$BIN/kubelet" --config="$STATE/kubelet-config.yaml" \
+changed=; install_config "$STATE/kubelet-config.yaml" && changed="its config changed"
+RESTART_WHY=$changed start kubelet "$BIN/kubelet" --config="$STATE/kubelet-config.yaml" \
 	--kubeconfig="$STATE/kubelet.kubeconfig" --root-dir="$STATE/kubelet" \
 	--hostname-override=$NODE_NAME --node-ip=$NODE_IP
 

@@ -56,6 +56,12 @@ if ! command -v minio >/dev/null && [ -x "$gopath_minio" ]; then
   $sudo ln -sf "$gopath_minio" /usr/local/bin/minio
 fi
 
+# The kubernetes backend's tests run against a real single-node cluster, which make test
+# brings up as root (scripts/k8s-up.sh): its binaries are built from source, about 10
+# minutes the first time, and kept in root's ~/.cache/paddock-k8s.
+echo "setup: Kubernetes binaries and images for the kubernetes backend's tests (about 10 minutes the first time)"
+$sudo ./scripts/k8s-up.sh --build-only
+
 make build
 
 # gVisor's runsc as the engine's runtime "runsc" (paddock up --runtime runsc): merged into

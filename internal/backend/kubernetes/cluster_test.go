@@ -22,7 +22,7 @@ import (
 )
 
 // clientset is a client of the test cluster, as the tests' own eyes.
-func clientset(t *testing.T) k8s.Interface {
+func clientset(t testing.TB) k8s.Interface {
 	t.Helper()
 	_, kubeconfig := k8stest.State(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -213,11 +213,11 @@ func TestPodHardening(t *testing.T) {
 		if csc == nil || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation || len(csc.Capabilities.Drop) != 1 || csc.Capabilities.Drop[0] != "ALL" {
 			t.Errorf("container %s: %+v", ctr.Name, csc)
 		}
-		if ctr.Name != "isolate" && len(csc.Capabilities.Add) != 0 {
-			t.Errorf("container %s adds capabilities %v", ctr.Name, csc.Capabilities.Add)
+		if ctr.Name != "prepare" && (len(csc.Capabilities.Add) != 0 || csc.RunAsUser != nil || csc.RunAsNonRoot != nil) {
+			t.Errorf("container %s adds capabilities %v or runs as another user than the pod's", ctr.Name, csc.Capabilities.Add)
 		}
-		if ctr.Name == "isolate" && (len(csc.Capabilities.Add) != 1 || csc.Capabilities.Add[0] != "NET_ADMIN") {
-			t.Errorf("the isolate container has %v, want NET_ADMIN alone", csc.Capabilities.Add)
+		if ctr.Name == "prepare" && fmt.Sprint(csc.Capabilities.Add) != "[CHOWN NET_ADMIN]" {
+			t.Errorf("the prepare container has %v, want CHOWN and NET_ADMIN alone", csc.Capabilities.Add)
 		}
 		lim := ctr.Resources.Limits
 		if lim.Cpu().IsZero() || lim.Memory().IsZero() || lim.StorageEphemeral().IsZero() {

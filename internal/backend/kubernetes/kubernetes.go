@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,8 @@ type Kubernetes struct {
 	clusters map[string]*cluster    // by kubeconfig context ("" is the current one)
 	records  map[backend.ID]*record // where each sandbox is
 	avail    availability
+	// wrap, when set, wraps the clients' transport (tests count requests with it).
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 var _ backend.Backend = (*Kubernetes)(nil)
@@ -196,6 +199,9 @@ func (k *Kubernetes) cluster(kctx string) (*cluster, error) {
 	// second would make that a minute of waiting on the client alone.
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "paddock"
+	if k.wrap != nil {
+		cfg.WrapTransport = k.wrap
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

@@ -16,7 +16,7 @@ import (
 
 // newBackend is the backend on the test cluster, in a namespace of its own, with the
 // sandbox image loaded, and the guest to inject.
-func newBackend(t *testing.T) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
+func newBackend(t testing.TB) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
 	t.Helper()
 	b, err := kubernetes.New(backend.Env{Dir: t.TempDir(), Options: k8stest.Options(t, "")})
 	if err != nil {
@@ -49,7 +49,7 @@ func TestConformance(t *testing.T) {
 }
 
 // deleteNamespace removes a test's namespace, and what is left in it.
-func deleteNamespace(t *testing.T, ns string) {
+func deleteNamespace(t testing.TB, ns string) {
 	clientset(t).CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 }
 

@@ -158,6 +158,7 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 		}
 		fresh = true
 	}
+	hasGuest := rec.Started // a claim never started has no guest binary yet
 	rec.Running = true
 	if err := k.save(id, rec); err != nil {
 		return err
@@ -166,7 +167,7 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 		if err := k.waitFor(ctx, c, w, rec.Namespace, id, prepareContainer); err != nil {
 			return err
 		}
-		if err := k.install(ctx, c, rec, id); err != nil {
+		if err := k.install(ctx, c, rec, id, hasGuest); err != nil {
 			return err
 		}
 	}
@@ -188,7 +189,7 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 
 // install puts the guest binary on the claim, through the prepare container's exec,
 // unless the claim has it already (a sandbox started again), and says go.
-func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id backend.ID) error {
+func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id backend.ID, hasGuest bool) error {
 	pod := podName(id)
 	// The prepare container may have finished already (a pod whose sandbox container
 	// restarted): nothing to do then.
@@ -196,8 +197,16 @@ func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id ba
 		return nil
 	}
 	sum := rec.Pod.AgentSHA256
-	if code, _, err := c.run(ctx, rec.Namespace, pod, prepareContainer, []string{"sh", "-c", reuseScript, "sh", sum}, nil); err == nil && code == 0 {
+	// Saying go lets the prepare container end, which may cut the exec that said it: an
+	// exec that fails is judged by how the container ended.
+	if !hasGuest {
+		// Straight to the copy.
+	} else if code, _, err := c.run(ctx, rec.Namespace, pod, prepareContainer, []string{"sh", "-c", reuseScript, "sh", sum}, nil); err == nil && code == 0 {
 		return nil
+	} else if err != nil {
+		if ok, err := k.prepared(ctx, c, rec.Namespace, pod); ok || err != nil {
+			return err
+		}
 	}
 	bin, err := os.Open(rec.Pod.AgentBinary)
 	if err != nil {
@@ -205,6 +214,11 @@ func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id ba
 	}
 	defer bin.Close()
 	code, out, err := c.run(ctx, rec.Namespace, pod, prepareContainer, []string{"sh", "-c", installScript, "sh", sum}, bin)
+	if err != nil {
+		if ok, err := k.prepared(ctx, c, rec.Namespace, pod); ok || err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("copy the guest into %s: %w", describe("pod", rec.Namespace, pod), err)
 	}
@@ -506,4 +520,32 @@ func (k *Kubernetes) save(id backend.ID, rec *record) error {
 		return err
 	}
 	return os.Rename(tmp, k.recordPath(id))
+}
+
+// prepared says whether the prepare container ended well, which it does only once told
+// go, waiting a few seconds for the kubelet to report a container that is still running
+// as the API server last heard; it fails with the container's output if it ended badly.
+func (k *Kubernetes) prepared(ctx context.Context, c *cluster, ns, pod string) (bool, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, s := range p.Status.InitContainerStatuses {
+			if s.Name != prepareContainer || s.State.Terminated == nil {
+				continue
+			}
+			if s.State.Terminated.ExitCode == 0 {
+				return true, nil
+			}
+			out, _ := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: prepareContainer}).DoRaw(ctx)
+			return false, fmt.Errorf("the prepare container of %s failed (exit %d): %s", describe("pod", ns, pod),
+				s.State.Terminated.ExitCode, strings.TrimSpace(string(out)))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -19,7 +19,6 @@ import (
 const (
 	sandboxContainer = "sandbox"
 	prepareContainer = "prepare"
-	isolateContainer = "isolate"
 	dataVolume       = "data"
 	dataMount        = "/paddock-data"      // the whole claim, in the prepare container
 	guestDir         = dataMount + "/guest" // the guest binary's directory on the claim
@@ -65,20 +64,26 @@ func policyFor(id backend.ID, rec *record) *networkingv1.NetworkPolicy {
 	}
 }
 
-// prepareScript runs in the prepare container as the agent's user, with the whole claim
-// at dataMount: it makes the claim's directories, gives a new home the image's files,
-// and waits for the backend to put the guest binary in place (through exec) and say go.
+// prepareScript runs in the prepare container, with the whole claim at dataMount: it
+// makes the claim's directories (the agent's), gives a new home the image's files, waits
+// for the backend to put the guest binary in place (through exec) and say go, and then,
+// for a closed sandbox, has the guest take the pod's interfaces away. It runs as the
+// agent's user, or, when it must isolate the network, as root with CAP_CHOWN and
+// CAP_NET_ADMIN alone: one container, not two, as each costs the kubelet a second.
 const prepareScript = `set -e
 d=` + dataMount + `
 mkdir -p "$d/workspace" "$d/home" "$d/guest"
 # The claim's root is setgid (fsGroup): directories made under these would inherit it.
-chmod g-s "$d/workspace" "$d/home" "$d/guest"
+# (Once they are the agent's, root without CAP_FOWNER may not: they are done by then.)
+chmod g-s "$d/workspace" "$d/home" "$d/guest" 2>/dev/null || true
 if [ ! -e "$d/guest/.home-seeded" ]; then
 	cp -a ` + inside.Home + `/. "$d/home/" 2>/dev/null || true
 	touch "$d/guest/.home-seeded"
 fi
+if [ "$(id -u)" = 0 ]; then chown 1000:1000 "$d/workspace" "$d/home"; fi
 echo "waiting for the guest binary"
 while [ ! -e ` + goFile + ` ]; do sleep 0.1 2>/dev/null || sleep 1; done
+if [ -n "$PADDOCK_ISOLATE" ]; then exec "$d/guest/paddock" ` + inside.GuestCommand + ` isolate-network; fi
 `
 
 // installScript, run by exec in the prepare container with the binary on stdin and its
@@ -168,7 +173,6 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 			ReadOnlyRootFilesystem:   ptr.To(readOnlyRoot),
 		}
 	}
-	guestMount := corev1.VolumeMount{Name: dataVolume, SubPath: "guest", MountPath: "/opt/paddock/bin", ReadOnly: true}
 	runMount := corev1.VolumeMount{Name: "run", MountPath: "/run"}
 	pullPolicy := k.pullPolicy(ps.Image)
 	pod := &corev1.Pod{
@@ -199,7 +203,7 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: dataVolume, SubPath: "workspace", MountPath: inside.Workspace},
 					{Name: dataVolume, SubPath: "home", MountPath: inside.Home},
-					guestMount, runMount,
+					{Name: dataVolume, SubPath: "guest", MountPath: "/opt/paddock/bin", ReadOnly: true}, runMount,
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 			}},
@@ -217,18 +221,15 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 		pod.Spec.RuntimeClassName = ptr.To(k.settings.RuntimeClass)
 	}
 	if !ps.OpenNetwork && k.settings.NetworkIsolation == "netns" {
-		// The one step with a capability: root with CAP_NET_ADMIN alone, running the
-		// checked guest binary from the claim (which the sandbox mounts read-only), before
-		// the sandbox's processes start. They cannot bring an interface back up.
-		sc := restricted(true)
-		sc.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
-		sc.RunAsUser, sc.RunAsGroup, sc.RunAsNonRoot = ptr.To(int64(0)), ptr.To(int64(0)), ptr.To(false)
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
-			Name: isolateContainer, Image: ps.Image, ImagePullPolicy: pullPolicy,
-			Command:         []string{inside.GuestBinary, inside.GuestCommand, "isolate-network"},
-			SecurityContext: sc, Resources: resources,
-			VolumeMounts: []corev1.VolumeMount{guestMount},
-		})
+		// The one step with capabilities: root with CAP_NET_ADMIN and CAP_CHOWN alone,
+		// before the sandbox's processes start; the guest it runs to take the interfaces
+		// away is the one checked by sha256 (the sandbox mounts it read-only). The
+		// sandbox's processes, with no capability, cannot bring an interface back.
+		prep := &pod.Spec.InitContainers[0]
+		prep.SecurityContext.Capabilities.Add = []corev1.Capability{"CHOWN", "NET_ADMIN"}
+		prep.SecurityContext.RunAsUser, prep.SecurityContext.RunAsGroup = ptr.To(int64(0)), ptr.To(int64(0))
+		prep.SecurityContext.RunAsNonRoot = ptr.To(false)
+		prep.Env = []corev1.EnvVar{{Name: "PADDOCK_ISOLATE", Value: "1"}}
 	}
 	return pod
 }
