@@ -136,7 +136,12 @@ func BenchmarkExec(b *testing.B) {
 func BenchmarkScale50(b *testing.B) {
 	const n = 50
 	for i := 0; i < b.N; i++ {
-		k, agent := newBackend(b)
+		k0, agent := newBackend(b)
+		// A backend of its own, counting from its first request.
+		k, err := kubernetes.New(backend.Env{Dir: b.TempDir(), Options: k8stest.Options(b, k0.Namespace())})
+		if err != nil {
+			b.Fatal(err)
+		}
 		var requests atomic.Int64
 		kubernetes.CountRequests(k, &requests)
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -139,7 +139,10 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 		return err
 	}
 	if w.claim(claimName(id)) == nil {
-		return fmt.Errorf("sandbox %s: %w (its volume claim %s was removed: remove the sandbox and make it again)", id, backend.ErrNotFound, describe("claim", rec.Namespace, claimName(id)))
+		// The watch may not have a claim just made yet: the API server says.
+		if _, err := c.cs.CoreV1().PersistentVolumeClaims(rec.Namespace).Get(ctx, claimName(id), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("sandbox %s: %w (its volume claim %s/%s was removed: remove the sandbox and make it again)", id, backend.ErrNotFound, rec.Namespace, claimName(id))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(k.settings.StartTimeout)*time.Second)
 	defer cancel()
@@ -460,7 +463,7 @@ func (k *Kubernetes) Destroy(ctx context.Context, id backend.ID) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := w.until(wctx, func() (bool, error) { return w.claim(claimName(id)) == nil, nil }); err != nil {
-		return fmt.Errorf("%s is not gone: %w", describe("claim", rec.Namespace, claimName(id)), err)
+		return fmt.Errorf("volume claim %s/%s is not gone: %w", rec.Namespace, claimName(id), err)
 	}
 	k.forget(id)
 	return nil
@@ -484,7 +487,7 @@ func (k *Kubernetes) State(ctx context.Context, id backend.ID) (backend.Status, 
 	case pod == nil && pvc == nil:
 		return backend.Status{State: backend.StateMissing}, nil
 	case pvc == nil:
-		return backend.Status{State: backend.StateError, Detail: fmt.Sprintf("its volume claim %s is gone", describe("claim", rec.Namespace, claimName(id)))}, nil
+		return backend.Status{State: backend.StateError, Detail: fmt.Sprintf("its volume claim %s/%s is gone", rec.Namespace, claimName(id))}, nil
 	case pod == nil && rec.Running:
 		return backend.Status{State: backend.StateError, Detail: fmt.Sprintf("its pod %s is gone (deleted outside paddock, or its node lost); `paddock start` makes it again from its volume", podName(id))}, nil
 	case pod == nil:

@@ -159,6 +159,9 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 	requests := corev1.ResourceList{
 		corev1.ResourceCPU:    minQuantity(resource.MustParse(k.settings.RequestCPU), limits[corev1.ResourceCPU]),
 		corev1.ResourceMemory: minQuantity(resource.MustParse(k.settings.RequestMemory), limits[corev1.ResourceMemory]),
+		// Without a request of its own, the limit would be the request: a node's disk
+		// would then hold a handful of sandboxes.
+		corev1.ResourceEphemeralStorage: minQuantity(resource.MustParse("256Mi"), limits[corev1.ResourceEphemeralStorage]),
 	}
 	resources := corev1.ResourceRequirements{Limits: limits, Requests: requests}
 	env := make([]corev1.EnvVar, 0, len(ps.Env))
