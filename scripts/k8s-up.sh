@@ -569,6 +569,16 @@ provisioner: paddock.dev/local
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOF
+# A RuntimeClass naming the default handler, for paddock's runtime_class option. (gVisor
+# is not offered: Debian ships runsc without containerd-shim-runsc-v1, and runsc through
+# runc's shim hangs starting the second container of a pod.)
+kubectl apply -f - >/dev/null <<EOF || die "creating the RuntimeClass runc failed"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: runc
+handler: runc
+EOF
 
 # ---------------------------------------------------------------- kubelet
 mkdir -p "$STATE/kubelet" "$STATE/pod-logs"

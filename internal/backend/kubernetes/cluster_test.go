@@ -324,3 +324,40 @@ func leftovers(t *testing.T, cs k8s.Interface, ns string, id backend.ID) []strin
 	}
 	return left
 }
+
+// TestRuntimeClass: with runtime_class set, the sandbox's pod runs under that
+// RuntimeClass (the test cluster's "runc"; gVisor's cannot run on it, see
+// scripts/k8s-up.sh), and a class the cluster lacks is refused at start, saying so.
+func TestRuntimeClass(t *testing.T) {
+	_, agent := newBackend(t)
+	for class, want := range map[string]string{"runc": "", "gvisor-missing": `RuntimeClass "gvisor-missing" not found`} {
+		opts := k8stest.Options(t, "")
+		opts["runtime_class"] = class
+		b, err := kubernetes.New(backend.Env{Dir: t.TempDir(), Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { deleteNamespace(t, b.Namespace()) })
+		if want != "" {
+			ctx := context.Background()
+			spec := backend.Spec{ID: "rc", Name: "rc", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			if err := b.Create(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			err := b.Start(ctx, "rc")
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Start with runtime_class %s: %v, want %q", class, err, want)
+			}
+			b.Destroy(ctx, "rc")
+			continue
+		}
+		id, c := up(t, b, agent, false)
+		p, err := clientset(t).CoreV1().Pods(b.Namespace()).Get(context.Background(), "paddock-"+string(id), metav1.GetOptions{})
+		if err != nil || p.Spec.RuntimeClassName == nil || *p.Spec.RuntimeClassName != class {
+			t.Fatalf("the pod's runtime class: %v %v", p.Spec.RuntimeClassName, err)
+		}
+		if code, out := sh(t, c, "echo hi"); code != 0 || out != "hi\n" {
+			t.Fatalf("under RuntimeClass %s: %d %q", class, code, out)
+		}
+	}
+}

@@ -277,6 +277,22 @@ func podName(id backend.ID) string    { return "paddock-" + string(id) }
 func claimName(id backend.ID) string  { return "paddock-" + string(id) }
 func policyName(id backend.ID) string { return "paddock-" + string(id) }
 
+var _ backend.Closer = (*Kubernetes)(nil)
+
+// Close implements backend.Closer: it ends the watches.
+func (k *Kubernetes) Close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.clusters {
+		c.mu.Lock()
+		for ns, w := range c.watches {
+			close(w.stop)
+			delete(c.watches, ns)
+		}
+		c.mu.Unlock()
+	}
+}
+
 // Namespace is where sandboxes go unless `up --namespace` says otherwise.
 func (k *Kubernetes) Namespace() string { return k.settings.Namespace }
 

@@ -53,7 +53,7 @@ func (c *cluster) watch(ctx context.Context, ns string) (*watch, error) {
 	c.mu.Unlock()
 	// Every caller waits for the first list: a state read before it would say missing.
 	// A list the API server refuses is retried for ever by the informer: not waited on.
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 		return nil, fmt.Errorf("watch pods in namespace %s: %w", ns, context.Cause(ctx))
