@@ -9,6 +9,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -86,7 +87,7 @@ func (k *Kubernetes) available(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := c.cs.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
+	if _, err := c.api.core.Get().AbsPath("/version").DoRaw(ctx); err != nil {
 		return unavailable(fmt.Sprintf("the API server at %s does not answer: %v", c.config.Host, err),
 			"check that the cluster is up and the kubeconfig's context is the one meant: kubectl cluster-info")
 	}
@@ -118,10 +119,11 @@ func (c *cluster) missingPermissions(ctx context.Context, ns string) ([]Permissi
 	answers := make(chan answer, len(Permissions))
 	for _, p := range Permissions {
 		go func() {
-			review, err := c.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			var review authorizationv1.SelfSubjectAccessReview
+			err := create(ctx, c.api.authorization, "", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: ns, Group: p.Group, Resource: strings.Split(p.Resource, "/")[0], Subresource: subresource(p.Resource), Verb: p.Verb}},
-			}, metav1.CreateOptions{})
+			}, &review)
 			answers <- answer{p: p, ok: err == nil && review.Status.Allowed, err: err}
 		}()
 	}
@@ -155,12 +157,13 @@ func subresource(r string) string {
 // storageProblem says what keeps claims from being made with the class (the default
 // when empty), or "" when nothing does or the client may not read storage classes.
 func (c *cluster) storageProblem(ctx context.Context, class string) string {
-	list, err := c.cs.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	var classes storagev1.StorageClassList
+	err := list(ctx, c.api.storage, "", "storageclasses", &metav1.ListOptions{}, &classes)
 	if apierrors.IsForbidden(err) || err != nil {
 		return ""
 	}
 	var names []string
-	for _, sc := range list.Items {
+	for _, sc := range classes.Items {
 		names = append(names, sc.Name)
 		if class == "" && (sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" ||
 			sc.Annotations["storageclass.beta.kubernetes.io/is-default-class"] == "true") {

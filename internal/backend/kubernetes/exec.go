@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -23,9 +22,9 @@ import (
 // stream runs argv in a container of a pod through the API server's exec: over
 // WebSocket, or SPDY where the server or a proxy between refuses the upgrade.
 func (c *cluster) stream(ctx context.Context, ns, pod, container string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	req := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+	req := c.api.core.Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv,
-			Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil}, scheme.ParameterCodec)
+			Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil}, params)
 	ws, err := remotecommand.NewWebSocketExecutor(c.config, "GET", req.URL().String())
 	if err != nil {
 		return err

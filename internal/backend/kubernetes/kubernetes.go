@@ -23,7 +23,6 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -178,7 +177,7 @@ func (k *Kubernetes) forget(id backend.ID) {
 type cluster struct {
 	context string
 	config  *rest.Config
-	cs      kubernetes.Interface
+	api     *kube
 
 	mu      sync.Mutex
 	watches map[string]*watch // by namespace
@@ -202,11 +201,11 @@ func (k *Kubernetes) cluster(kctx string) (*cluster, error) {
 	if k.wrap != nil {
 		cfg.WrapTransport = k.wrap
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	api, err := newKube(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
-	c := &cluster{context: kctx, config: cfg, cs: cs, watches: map[string]*watch{}}
+	c := &cluster{context: kctx, config: cfg, api: api, watches: map[string]*watch{}}
 	k.clusters[kctx] = c
 	return c, nil
 }

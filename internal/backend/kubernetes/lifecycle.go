@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -75,11 +76,11 @@ func (k *Kubernetes) Create(ctx context.Context, spec backend.Spec) error {
 	if err := c.ensureNamespace(ctx, rec.Namespace); err != nil {
 		return err
 	}
-	if _, err := c.cs.CoreV1().PersistentVolumeClaims(rec.Namespace).Create(ctx, k.claimFor(spec.ID, rec), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := create(ctx, c.api.core, rec.Namespace, "persistentvolumeclaims", k.claimFor(spec.ID, rec), &corev1.PersistentVolumeClaim{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the sandbox's volume claim: %w", err)
 	}
 	if !spec.OpenNetwork {
-		if _, err := c.cs.NetworkingV1().NetworkPolicies(rec.Namespace).Create(ctx, policyFor(spec.ID, rec), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := create(ctx, c.api.networking, rec.Namespace, "networkpolicies", policyFor(spec.ID, rec), &networkingv1.NetworkPolicy{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create the sandbox's NetworkPolicy: %w", err)
 		}
 	}
@@ -108,15 +109,15 @@ func fileSHA256(path string) (string, error) {
 
 // ensureNamespace makes the namespace if it does not exist.
 func (c *cluster) ensureNamespace(ctx context.Context, ns string) error {
-	_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	err := get(ctx, c.api.core, "", "namespaces", ns, &corev1.Namespace{})
 	if err == nil || apierrors.IsForbidden(err) {
 		return nil // may exist; making the claim says if not
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	_, err = c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{LabelManaged: managedBy}}}, metav1.CreateOptions{})
+	err = create(ctx, c.api.core, "", "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{LabelManaged: managedBy}}}, &corev1.Namespace{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s does not exist and cannot be made (%v): make it with `kubectl create namespace %s`", ns, err, ns)
 	}
@@ -140,13 +141,12 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 	}
 	if w.claim(claimName(id)) == nil {
 		// The watch may not have a claim just made yet: the API server says.
-		if _, err := c.cs.CoreV1().PersistentVolumeClaims(rec.Namespace).Get(ctx, claimName(id), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if err := get(ctx, c.api.core, rec.Namespace, "persistentvolumeclaims", claimName(id), &corev1.PersistentVolumeClaim{}); apierrors.IsNotFound(err) {
 			return fmt.Errorf("sandbox %s: %w (its volume claim %s/%s was removed: remove the sandbox and make it again)", id, backend.ErrNotFound, rec.Namespace, claimName(id))
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(k.settings.StartTimeout)*time.Second)
 	defer cancel()
-	pods := c.cs.CoreV1().Pods(rec.Namespace)
 	if p := w.pod(podName(id)); p != nil && (p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded) {
 		// An evicted or ended pod is made again from the claim; one being deleted is
 		// waited out first.
@@ -156,7 +156,7 @@ func (k *Kubernetes) Start(ctx context.Context, id backend.ID) error {
 	}
 	fresh := false
 	if w.pod(podName(id)) == nil {
-		if _, err := pods.Create(ctx, k.podFor(id, rec, *rec.Pod), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := create(ctx, c.api.core, rec.Namespace, "pods", k.podFor(id, rec, *rec.Pod), &corev1.Pod{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create the sandbox's pod: %w", err)
 		}
 		fresh = true
@@ -196,7 +196,8 @@ func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id ba
 	pod := podName(id)
 	// The prepare container may have finished already (a pod whose sandbox container
 	// restarted): nothing to do then.
-	if p, err := c.cs.CoreV1().Pods(rec.Namespace).Get(ctx, pod, metav1.GetOptions{}); err == nil && !initRunning(p, prepareContainer) {
+	var p corev1.Pod
+	if err := get(ctx, c.api.core, rec.Namespace, "pods", pod, &p); err == nil && !initRunning(&p, prepareContainer) {
 		return nil
 	}
 	sum := rec.Pod.AgentSHA256
@@ -358,13 +359,14 @@ func (k *Kubernetes) podError(ctx context.Context, c *cluster, p *corev1.Pod, wh
 func (k *Kubernetes) events(ctx context.Context, c *cluster, ns, name, kind, known string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := c.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.name": name, "involvedObject.kind": kind, "type": corev1.EventTypeWarning}.String()})
-	if err != nil || len(list.Items) == 0 {
+	var evs corev1.EventList
+	err := list(ctx, c.api.core, ns, "events", &metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.name": name, "involvedObject.kind": kind, "type": corev1.EventTypeWarning}.String()}, &evs)
+	if err != nil || len(evs.Items) == 0 {
 		return ""
 	}
 	var items []corev1.Event
-	for _, e := range list.Items {
+	for _, e := range evs.Items {
 		msg := strings.TrimSpace(e.Message)
 		if !ignoredEvents[e.Reason] && !strings.Contains(known, msg) && !strings.Contains(known, strings.TrimPrefix(msg, "Error: ")) {
 			items = append(items, e)
@@ -394,8 +396,8 @@ func eventTime(e corev1.Event) time.Time {
 
 // claimNote says why a claim is not bound, when it is not.
 func (k *Kubernetes) claimNote(ctx context.Context, c *cluster, ns string, id backend.ID) string {
-	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claimName(id), metav1.GetOptions{})
-	if err != nil || pvc.Status.Phase == corev1.ClaimBound {
+	var pvc corev1.PersistentVolumeClaim
+	if err := get(ctx, c.api.core, ns, "persistentvolumeclaims", claimName(id), &pvc); err != nil || pvc.Status.Phase == corev1.ClaimBound {
 		return ""
 	}
 	note := fmt.Sprintf("; its volume claim is %s", pvc.Status.Phase)
@@ -425,7 +427,7 @@ func (k *Kubernetes) Stop(ctx context.Context, id backend.ID) error {
 // deletePod deletes the sandbox's pod and waits until it is gone, so that its claim is
 // free for the next one.
 func (k *Kubernetes) deletePod(ctx context.Context, c *cluster, w *watch, ns string, id backend.ID, grace int64) error {
-	err := c.cs.CoreV1().Pods(ns).Delete(ctx, podName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(grace)})
+	err := remove(ctx, c.api.core, ns, "pods", podName(id), &metav1.DeleteOptions{GracePeriodSeconds: ptr.To(grace)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", describe("pod", ns, podName(id)), err)
 	}
@@ -454,10 +456,10 @@ func (k *Kubernetes) Destroy(ctx context.Context, id backend.ID) error {
 	if err := k.deletePod(ctx, c, w, rec.Namespace, id, 0); err != nil {
 		return err
 	}
-	if err := c.cs.NetworkingV1().NetworkPolicies(rec.Namespace).Delete(ctx, policyName(id), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := remove(ctx, c.api.networking, rec.Namespace, "networkpolicies", policyName(id), &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the sandbox's NetworkPolicy: %w", err)
 	}
-	if err := c.cs.CoreV1().PersistentVolumeClaims(rec.Namespace).Delete(ctx, claimName(id), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := remove(ctx, c.api.core, rec.Namespace, "persistentvolumeclaims", claimName(id), &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the sandbox's volume claim: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -531,8 +533,8 @@ func (k *Kubernetes) save(id backend.ID, rec *record) error {
 func (k *Kubernetes) prepared(ctx context.Context, c *cluster, ns, pod string) (bool, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		var p corev1.Pod
+		if err := get(ctx, c.api.core, ns, "pods", pod, &p); err != nil {
 			return false, nil
 		}
 		for _, s := range p.Status.InitContainerStatuses {
@@ -542,7 +544,8 @@ func (k *Kubernetes) prepared(ctx context.Context, c *cluster, ns, pod string) (
 			if s.State.Terminated.ExitCode == 0 {
 				return true, nil
 			}
-			out, _ := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: prepareContainer}).DoRaw(ctx)
+			out, _ := c.api.core.Get().Namespace(ns).Resource("pods").Name(pod).SubResource("log").
+				VersionedParams(&corev1.PodLogOptions{Container: prepareContainer}, params).DoRaw(ctx)
 			return false, fmt.Errorf("the prepare container of %s failed (exit %d): %s", describe("pod", ns, pod),
 				s.State.Terminated.ExitCode, strings.TrimSpace(string(out)))
 		}

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -18,10 +18,10 @@ import (
 // reports and every wait it does reads from it, so a hundred sandboxes cost one watch
 // per namespace, not a poll each.
 type watch struct {
-	pods   corelisters.PodNamespaceLister
-	claims corelisters.PersistentVolumeClaimNamespaceLister
-	stop   chan struct{}
-	synced []cache.InformerSynced
+	ns           string
+	pods, claims cache.Indexer
+	stop         chan struct{}
+	synced       []cache.InformerSynced
 
 	mu      sync.Mutex
 	changed chan struct{} // closed, and made anew, at every change
@@ -33,21 +33,34 @@ func (c *cluster) watch(ctx context.Context, ns string) (*watch, error) {
 	w, ok := c.watches[ns]
 	if !ok {
 		w = &watch{stop: make(chan struct{}), changed: make(chan struct{})}
-		f := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.LabelSelector = labels.Set{LabelManaged: managedBy}.String()
-			}))
-		pods, claims := f.Core().V1().Pods(), f.Core().V1().PersistentVolumeClaims()
 		notify := cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.notify() },
 			UpdateFunc: func(any, any) { w.notify() },
 			DeleteFunc: func(any) { w.notify() },
 		}
-		pods.Informer().AddEventHandler(notify)
-		claims.Informer().AddEventHandler(notify)
-		w.pods, w.claims = pods.Lister().Pods(ns), claims.Lister().PersistentVolumeClaims(ns)
-		w.synced = []cache.InformerSynced{pods.Informer().HasSynced, claims.Informer().HasSynced}
-		f.Start(w.stop)
+		mine := labels.Set{LabelManaged: managedBy}.String()
+		informer := func(resource string, obj runtime.Object, newList func() runtime.Object) cache.SharedIndexInformer {
+			lw := &cache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o.LabelSelector = mine
+					out := newList()
+					return out, list(ctx, c.api.core, ns, resource, &o, out)
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
+					o.LabelSelector = mine
+					return watchOf(ctx, c.api.core, ns, resource, &o)
+				},
+			}
+			inf := cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+			inf.AddEventHandler(notify)
+			go inf.Run(w.stop)
+			w.synced = append(w.synced, inf.HasSynced)
+			return inf
+		}
+		w.pods = informer("pods", &corev1.Pod{}, func() runtime.Object { return &corev1.PodList{} }).GetIndexer()
+		w.claims = informer("persistentvolumeclaims", &corev1.PersistentVolumeClaim{},
+			func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }).GetIndexer()
+		w.ns = ns
 		c.watches[ns] = w
 	}
 	c.mu.Unlock()
@@ -77,19 +90,19 @@ func (w *watch) next() <-chan struct{} {
 
 // pod and claim read the watch's cache; nil when there is none.
 func (w *watch) pod(name string) *corev1.Pod {
-	p, err := w.pods.Get(name)
-	if err != nil {
+	obj, ok, err := w.pods.GetByKey(w.ns + "/" + name)
+	if err != nil || !ok {
 		return nil
 	}
-	return p
+	return obj.(*corev1.Pod)
 }
 
 func (w *watch) claim(name string) *corev1.PersistentVolumeClaim {
-	pvc, err := w.claims.Get(name)
-	if err != nil {
+	obj, ok, err := w.claims.GetByKey(w.ns + "/" + name)
+	if err != nil || !ok {
 		return nil
 	}
-	return pvc
+	return obj.(*corev1.PersistentVolumeClaim)
 }
 
 // until waits for cond to hold over the watch's cache, checking at every change (and
