@@ -3,6 +3,8 @@ package api
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +27,11 @@ import (
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-// Client talks to a daemon over its unix socket.
+// Client talks to a daemon: over its unix socket, or over HTTPS with a token.
 type Client struct {
 	http *http.Client
+	// base is what paths are appended to, ws the same for WebSocket routes.
+	base, ws string
 }
 
 // NewClient returns a client for the daemon listening on socket.
@@ -39,10 +43,59 @@ func NewClient(socket string) *Client {
 		},
 		MaxIdleConns: 4,
 	}
-	return &Client{http: &http.Client{Transport: tr}}
+	return &Client{http: &http.Client{Transport: tr}, base: "http://paddock", ws: "ws://paddock"}
 }
 
-const base = "http://paddock"
+// NewRemoteClient returns a client for the daemon serving the API at rawURL (https, or
+// http on a loopback address), authenticating with token (`paddock token create`), and
+// trusting caPEM's certificates besides the system's when it is not empty.
+func NewRemoteClient(rawURL, token string, caPEM []byte) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(rawURL, "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("%q is not a daemon's address: use https://HOST:PORT", rawURL)
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return nil, fmt.Errorf("%s would send the token in the clear: use https:// (paddock web --tls-cert, --tls-key on the server)", rawURL)
+	}
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(caPEM) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("the CA file holds no PEM certificate")
+		}
+		tlsConf.RootCAs = pool
+	}
+	tr := &http.Transport{TLSClientConfig: tlsConf, MaxIdleConns: 4, ForceAttemptHTTP2: true,
+		Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second}
+	ws := "wss://" + u.Host
+	if u.Scheme == "http" {
+		ws = "ws://" + u.Host
+	}
+	return &Client{http: &http.Client{Transport: tokenAuth{token: token, next: tr}}, base: u.Scheme + "://" + u.Host, ws: ws}, nil
+}
+
+// tokenAuth adds the token to every request.
+type tokenAuth struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b tokenAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 func sandboxPath(name string, rest ...string) string {
 	return "/v1/sandboxes/" + url.PathEscape(name) + strings.Join(rest, "")
@@ -51,7 +104,7 @@ func sandboxPath(name string, rest ...string) string {
 // do sends a request and decodes a JSON answer into out (when not nil). An error
 // response becomes an *apperr.Error with the daemon's kind, message and hint.
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return err
 	}
@@ -138,7 +191,7 @@ func (c *Client) Remove(ctx context.Context, name string, force bool) error {
 // Create makes a sandbox seeded from bundle, reporting progress as it goes.
 func (c *Client) Create(ctx context.Context, req sandbox.CreateRequest, bundle io.Reader, progress func(string)) (sandbox.Info, error) {
 	hdr, _ := json.Marshal(req)
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sandboxes", bundle)
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/sandboxes", bundle)
 	if err != nil {
 		return sandbox.Info{}, err
 	}
@@ -236,7 +289,7 @@ func (c *Client) TarIn(ctx context.Context, name, dir string, r io.Reader) error
 }
 
 func (c *Client) stream(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +314,7 @@ type ExecIO struct {
 
 // Exec runs a process in a sandbox and returns its exit code.
 func (c *Client) Exec(ctx context.Context, name string, req ExecRequest, eio ExecIO) (int, error) {
-	ws, resp, err := websocket.Dial(ctx, "ws://paddock"+sandboxPath(name, "/exec"), &websocket.DialOptions{HTTPClient: c.http})
+	ws, resp, err := websocket.Dial(ctx, c.ws+sandboxPath(name, "/exec"), &websocket.DialOptions{HTTPClient: c.http})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 400 {
 			return 0, decodeError(resp)

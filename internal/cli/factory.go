@@ -22,6 +22,8 @@ type Factory struct {
 	Paths func() (config.Paths, error)
 	// Executable is the binary to start the daemon from.
 	Executable func() (string, error)
+	// Context is --context: the daemon to talk to, by its context's name.
+	Context string
 }
 
 // NewFactory returns the factory used by Main.
@@ -36,7 +38,25 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rc, name, err := f.remoteClient(p); err != nil {
+		return nil, err
+	} else if rc != nil {
+		// A remote daemon is never started from here: it answers, or the command says so.
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := rc.Version(pctx); err != nil {
+			return nil, apperr.Unavailable("check the server, or talk to this machine's daemon: --context local (or `paddock context use local`)",
+				"the daemon of context %s does not answer: %v", name, err)
+		}
+		return rc, nil
+	}
+	return f.localClient(ctx, p)
+}
+
+// localClient returns a client of this machine's daemon, starting one when none answers.
+func (f *Factory) localClient(ctx context.Context, p config.Paths) (*api.Client, error) {
 	c := api.NewClient(p.Socket)
+	var err error
 	// A daemon that was just killed can take a moment to let go of its socket: until then
 	// a connection is taken and reset (or the write finds the pipe broken). Asking again
 	// shortly sees it gone.

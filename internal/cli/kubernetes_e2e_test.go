@@ -41,7 +41,7 @@ func TestKubernetesSandbox(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pids", "100"}, "cannot limit one sandbox's processes"},
-		{[]string{"--context", "nope"}, `no context "nope"`},
+		{[]string{"--kube-context", "nope"}, `no context "nope"`},
 		{[]string{"--namespace", "Not_A_Name"}, "not a namespace name"},
 		{[]string{"--backend", "bwrap", "--namespace", "x"}, "--namespace is not for the bwrap backend"},
 	} {

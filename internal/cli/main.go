@@ -111,6 +111,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.PersistentFlags().StringVar(&f.Context, "context", "", "the daemon to talk to, by context (see `paddock context ls`; default PADDOCK_CONTEXT, else the one `context use` chose, else local)")
 	// With no arguments: the TUI in a terminal, the help elsewhere.
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if isTerminal(f.IO.In) && isTerminal(f.IO.Out) {
@@ -148,6 +149,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdWeb(f, nil),
 		newCmdTUI(f),
 		newCmdToken(f),
+		newCmdContext(f),
 		newCmdNotify(f),
 		newCmdPorts(f),
 		newCmdOpen(f),

@@ -226,7 +226,11 @@ func prompt(ctx context.Context, f *Factory, c *api.Client, name, id string, req
 			fmt.Fprintf(f.IO.ErrOut, "paddock: cancel run %s: %v\n", rid, err)
 		}
 	}()
+	detached := false // events read after --detach let go are not printed
 	r, err := c.StartRun(follow, name, id, req, func(ev runs.Event) {
+		if detached {
+			return
+		}
 		if ev.Type == "started" && ev.Run != nil {
 			mu.Lock()
 			runID = ev.Run.ID
@@ -234,6 +238,7 @@ func prompt(ctx context.Context, f *Factory, c *api.Client, name, id string, req
 		}
 		p.event(ev)
 		if opts.detach && ev.Type == "started" {
+			detached = true
 			stop()
 		}
 	})

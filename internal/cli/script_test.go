@@ -48,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"selfsigned":  selfSigned,
 			"webhook":     webhook,
 			"pushservice": pushService,
+			"newhome":     newHome,
 		},
 	})
 }
@@ -73,6 +74,19 @@ func setup(env *testscript.Env) error {
 	env.Setenv("HOST_SECRET", "s3cret-host-value")
 	env.Defer(func() { teardown(home) })
 	return nil
+}
+
+// newHome makes another PADDOCK_HOME, a second machine's, in the variable named, torn
+// down at the end as the script's own is: newhome VAR.
+func newHome(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: newhome VAR")
+	}
+	home, err := os.MkdirTemp("", "pdk")
+	ts.Check(err)
+	ts.Check(os.Chmod(home, 0o711))
+	ts.Setenv(args[0], home)
+	ts.Defer(func() { teardown(home) })
 }
 
 // teardown removes every sandbox the script left and stops its daemon, starting one

@@ -68,7 +68,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
 	cmd.Flags().StringVar(&opts.image, "image", "", "docker, kubernetes: the image to run (default paddock/sandbox:latest, see `paddock image build`; on kubernetes a REGISTRY/IMAGE the nodes pull)")
-	cmd.Flags().StringVar(&opts.kubeContext, "context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
+	cmd.Flags().StringVar(&opts.kubeContext, "kube-context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
 	cmd.Flags().StringVar(&opts.namespace, "namespace", "", "kubernetes: the namespace to run in (default: [backends.kubernetes] namespace, else paddock)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
@@ -304,7 +304,7 @@ func placement(opts *upOptions) map[string]string {
 	}
 	p := map[string]string{}
 	if opts.kubeContext != "" {
-		p["context"] = opts.kubeContext
+		p["kube-context"] = opts.kubeContext
 	}
 	if opts.namespace != "" {
 		p["namespace"] = opts.namespace

@@ -44,7 +44,7 @@ type CreateRequest struct {
 	Agents []string `json:"agents,omitempty"`
 	// Image is for backends that run images (docker, kubernetes).
 	Image string `json:"image,omitempty"`
-	// Placement says where in the backend the sandbox goes (kubernetes: "context",
+	// Placement says where in the backend the sandbox goes (kubernetes: "kube-context",
 	// "namespace"), for backends that have places.
 	Placement map[string]string `json:"placement,omitempty"`
 	// Devcontainer is what the project's devcontainer.json asks (docker).

@@ -51,9 +51,9 @@ const (
 	managedBy    = "paddock"
 )
 
-// Placement keys: where a sandbox goes, from `up --context/--namespace`.
+// Placement keys: where a sandbox goes, from `up --kube-context/--namespace`.
 const (
-	PlaceContext   = "context"
+	PlaceContext   = "kube-context"
 	PlaceNamespace = "namespace"
 )
 
@@ -125,7 +125,7 @@ func (k *Kubernetes) place(spec backend.Spec) (*record, error) {
 				rec.Namespace = v
 			}
 		default:
-			return nil, fmt.Errorf("the kubernetes backend takes no %q (it takes --context and --namespace)", key)
+			return nil, fmt.Errorf("the kubernetes backend takes no %q (it takes --kube-context and --namespace)", key)
 		}
 	}
 	if k.dir != "" {
