@@ -190,14 +190,16 @@ func TestRemoteBearerTokens(t *testing.T) {
 	rt.do("GET", "/v1/sandboxes", "", bearer(strings.TrimPrefix(tok, TokenPrefix))...).expect(t, http.StatusUnauthorized, "unauthorized")
 	rt.do("GET", "/v1/sandboxes", "", "Authorization", "Basic "+tok).expect(t, http.StatusUnauthorized, "unauthorized")
 
-	// A full token still cannot manage tokens, the listener or the daemon, nor make
-	// sandboxes or images (they name host paths): those stay on the unix socket.
+	// A full token still cannot manage tokens, the listener or the daemon, nor build
+	// images or make sandboxes from paths of the daemon's host: those stay on the unix
+	// socket.
 	rt.do("POST", "/v1/tokens", `{"name":"more"}`, bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
 	rt.do("GET", "/v1/tokens", "", bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
 	rt.do("DELETE", "/v1/web", "", bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
 	rt.do("POST", "/v1/web/login", "", bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
 	rt.do("POST", "/v1/daemon/stop", "", bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
-	rt.do("POST", "/v1/sandboxes", "", bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
+	rt.do("POST", "/v1/sandboxes", "", append(bearer(tok), "X-Paddock-Request", `{"name":"x","rootfs":"/srv/root"}`)...).expect(t, http.StatusForbidden, "forbidden")
+	rt.do("POST", "/v1/sandboxes", "", append(bearer(tok), "X-Paddock-Request", `{"name":"x","devcontainer":{}}`)...).expect(t, http.StatusForbidden, "forbidden")
 	rt.do("POST", "/v1/images/build", `{"dockerfile":"/etc/Dockerfile","context":"/"}`, bearer(tok)...).expect(t, http.StatusForbidden, "forbidden")
 	if rt.stopped != 0 {
 		t.Fatal("a TCP caller stopped the daemon")

@@ -77,7 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/daemon/stop", s.hostOnly(s.stopDaemon))
 	mux.HandleFunc("GET /v1/doctor", s.doctor)
 	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
-	mux.HandleFunc("POST /v1/sandboxes", s.hostOnly(s.createSandbox))
+	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	mux.HandleFunc("GET /v1/sandboxes/{name}", s.sandboxInfo(s.svc.Get))
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
@@ -232,6 +232,17 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal([]byte(r.Header.Get("X-Paddock-Request")), &req); err != nil {
 		s.writeError(w, r, apperr.Invalid("", "bad X-Paddock-Request header: %v", err))
 		return
+	}
+	if callerOf(r.Context()) != nil {
+		// Over TCP the request comes from another machine (a context): its paths are not
+		// this host's, and none is taken. The sandbox has no host repository here, so it
+		// syncs only when asked, into the caller's own clone.
+		if req.Rootfs != "" || req.Devcontainer != nil {
+			s.writeError(w, r, apperr.Forbidden("leave out --rootfs and --devcontainer, or run `paddock up` on the daemon's host",
+				"--rootfs and --devcontainer name paths on the daemon's host, which are not taken over TCP"))
+			return
+		}
+		req.SourcePath = ""
 	}
 	stream := s.progressStream(w, r)
 	// The body is read while the response streams: allow both at once.

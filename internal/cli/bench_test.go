@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,60 @@ func BenchmarkCLIExec(b *testing.B) {
 	}
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "baseline-ns/op")
+	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
+}
+
+// BenchmarkContextExec: `paddock exec NAME -- true` through a context, the daemon's API
+// over HTTPS on the loopback with a token, against the same command on the unix socket,
+// in the same run, alternating.
+func BenchmarkContextExec(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap is not installed")
+	}
+	home, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.Chmod(home, 0o711)
+	b.Setenv("PADDOCK_HOME", home)
+	b.Setenv("PADDOCK_CONTEXT", "")
+	defer teardown(home)
+	repo := filepath.Join(home, "benchrepo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	run := func(args ...string) string {
+		var out, errOut strings.Builder
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code := cli.Run(ctx, f, args); code != 0 {
+			b.Fatalf("paddock %v: %d %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	run("up", repo)
+	cert, key := filepath.Join(home, "cert.pem"), filepath.Join(home, "key.pem")
+	if err := writeSelfSigned(cert, key); err != nil {
+		b.Fatal(err)
+	}
+	web := run("web", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
+	url := regexp.MustCompile(`https://127\.0\.0\.1:[0-9]+`).FindString(web)
+	token := filepath.Join(home, "token")
+	os.WriteFile(token, []byte(run("token", "create", "--name", "bench")), 0o600)
+	run("context", "add", "tls", url, "--token-file", token, "--ca-file", cert)
+	b.ResetTimer()
+	var ours, base time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		run("--context", "tls", "exec", "benchrepo", "--", "true")
+		ours += time.Since(start)
+		start = time.Now()
+		run("exec", "benchrepo", "--", "true")
+		base += time.Since(start)
+	}
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N)/1e6, "ms/exec")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N)/1e6, "unix-socket-ms/exec")
 	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
 }

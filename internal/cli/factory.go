@@ -24,6 +24,8 @@ type Factory struct {
 	Executable func() (string, error)
 	// Context is --context: the daemon to talk to, by its context's name.
 	Context string
+	// remote is the name of the remote context Client connected to; empty for local.
+	remote string
 }
 
 // NewFactory returns the factory used by Main.
@@ -48,6 +50,7 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 			return nil, apperr.Unavailable("check the server, or talk to this machine's daemon: --context local (or `paddock context use local`)",
 				"the daemon of context %s does not answer: %v", name, err)
 		}
+		f.remote = name
 		return rc, nil
 	}
 	return f.localClient(ctx, p)

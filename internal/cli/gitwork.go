@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api"
@@ -14,13 +15,30 @@ import (
 // hostRepo returns a git runner for the sandbox's host repository, checking that it is
 // still where the sandbox was made from.
 func hostRepo(ctx context.Context, f *Factory, info sandbox.Info) (*gitsync.Git, error) {
-	if info.SourcePath == "" {
-		return nil, apperr.Invalid("", "sandbox %q was not made from a host repository", info.Name)
-	}
-	top, err := git(ctx, info.SourcePath, "rev-parse", "--show-toplevel")
-	if err != nil || top != info.SourcePath {
-		return nil, apperr.NotFound("move it back, or make a new sandbox from where it is now",
-			"the host repository of sandbox %q, %s, has moved or was deleted", info.Name, info.SourcePath)
+	var top string
+	if f.remote != "" {
+		// The daemon is another machine's: the repository is this one's, the clone the
+		// command runs in, which must hold the commit the sandbox started from.
+		wd, _ := os.Getwd()
+		t, err := git(ctx, wd, "rev-parse", "--show-toplevel")
+		if err != nil {
+			return nil, apperr.Invalid("run it in your clone of the project", "sandbox %q is on context %s: sync fetches into the repository you run it in, and %s is in none", info.Name, f.remote, wd)
+		}
+		if _, err := git(ctx, t, "cat-file", "-e", info.BaseCommit+"^{commit}"); err != nil {
+			return nil, apperr.Invalid("run it in a clone of the project the sandbox was made from (git fetch first if it is behind)",
+				"the repository %s does not have commit %s, which sandbox %q started from", t, short(info.BaseCommit), info.Name)
+		}
+		top = t
+	} else {
+		if info.SourcePath == "" {
+			return nil, apperr.Invalid("", "sandbox %q was not made from a host repository", info.Name)
+		}
+		t, err := git(ctx, info.SourcePath, "rev-parse", "--show-toplevel")
+		if err != nil || t != info.SourcePath {
+			return nil, apperr.NotFound("move it back, or make a new sandbox from where it is now",
+				"the host repository of sandbox %q, %s, has moved or was deleted", info.Name, info.SourcePath)
+		}
+		top = t
 	}
 	dir, err := helperDir(f)
 	if err != nil {
@@ -29,6 +47,9 @@ func hostRepo(ctx context.Context, f *Factory, info sandbox.Info) (*gitsync.Git,
 	g := &gitsync.Git{Repo: top, HelperDir: dir}
 	if p, err := f.Paths(); err == nil && p.Home != "" {
 		g.Env = append(g.Env, "PADDOCK_HOME="+p.Home)
+	}
+	if f.remote != "" {
+		g.Env = append(g.Env, "PADDOCK_CONTEXT="+f.remote) // the helper git runs talks to the same daemon
 	}
 	return g, nil
 }

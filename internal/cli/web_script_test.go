@@ -177,8 +177,16 @@ func selfSigned(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: selfsigned CERT KEY")
 	}
+	ts.Check(writeSelfSigned(ts.MkAbs(args[0]), ts.MkAbs(args[1])))
+}
+
+// writeSelfSigned writes a self-signed certificate (its own CA) for 127.0.0.1 and
+// localhost to certPath, and its key to keyPath.
+func writeSelfSigned(certPath, keyPath string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "paddock test"},
@@ -191,9 +199,15 @@ func selfSigned(ts *testscript.TestScript, neg bool, args []string) {
 		DNSNames:    []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	kder, err := x509.MarshalECPrivateKey(key)
-	ts.Check(err)
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
 }
