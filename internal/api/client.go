@@ -304,6 +304,21 @@ func (c *Client) stream(ctx context.Context, method, path string, body io.Reader
 	return resp, nil
 }
 
+// Forward opens a connection to a TCP port on the sandbox's loopback, through the
+// daemon and the guest's forward tunnel.
+func (c *Client) Forward(ctx context.Context, name string, port int) (net.Conn, error) {
+	ws, resp, err := websocket.Dial(ctx, c.ws+sandboxPath(name, "/forward")+"?port="+strconv.Itoa(port), &websocket.DialOptions{HTTPClient: c.http})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			return nil, decodeError(resp)
+		}
+		return nil, err
+	}
+	ws.SetReadLimit(-1)
+	// The connection outlives the dial's context: it ends when closed.
+	return websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageBinary), nil
+}
+
 // ExecIO wires an exec's streams. Resize and Signal are optional.
 type ExecIO struct {
 	Stdin          io.Reader

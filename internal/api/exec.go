@@ -6,11 +6,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"strconv"
 	"syscall"
 
 	"github.com/coder/websocket"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
@@ -146,3 +149,45 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 func isEscape(err error) bool { return errors.Is(err, guestclient.ErrPathEscapes) }
+
+// forward bridges a WebSocket's binary messages to a TCP port inside the sandbox, on its
+// loopback, through the guest's forward tunnel (`paddock ssh`'s port forwarding).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	port, err := strconv.Atoi(r.URL.Query().Get("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.writeError(w, r, apperr.Invalid("", "port must be a TCP port, not %q", r.URL.Query().Get("port")))
+		return
+	}
+	c, err := s.svc.Client(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	conn, err := c.Forward(r.Context(), uint32(port))
+	if err != nil {
+		s.writeError(w, r, apperr.Unavailable("is anything listening on that port in the sandbox?", "connect to port %d in sandbox %s: %v", port, r.PathValue("name"), err))
+		return
+	}
+	defer conn.Close()
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	ctx := r.Context()
+	nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	defer nc.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(conn, nc); closeWrite(conn); done <- struct{}{} }()
+	go func() { io.Copy(nc, conn); nc.Close(); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+// closeWrite half-closes a connection where it can.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}

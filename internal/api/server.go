@@ -83,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
 	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.sandboxInfo(s.svc.Stop))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.fullAccess(s.exec))
+	mux.HandleFunc("GET /v1/sandboxes/{name}/forward", s.fullAccess(s.forward))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/files", s.readFile)
 	mux.HandleFunc("PUT /v1/sandboxes/{name}/files", s.writeFile)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/stat", s.statFile)
