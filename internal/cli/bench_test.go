@@ -65,20 +65,8 @@ func BenchmarkContextExec(b *testing.B) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bubblewrap is not installed")
 	}
-	home, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		b.Fatal(err)
-	}
-	os.Chmod(home, 0o711)
-	b.Setenv("PADDOCK_HOME", home)
+	home, repo := benchHome(b)
 	b.Setenv("PADDOCK_CONTEXT", "")
-	defer teardown(home)
-	repo := filepath.Join(home, "benchrepo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
 	ctx := context.Background()
 	run := func(args ...string) string {
 		var out, errOut strings.Builder
@@ -102,10 +90,10 @@ func BenchmarkContextExec(b *testing.B) {
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		run("--context", "tls", "exec", "benchrepo", "--", "true")
+		run("--context", "tls", "exec", "repo", "--", "true")
 		ours += time.Since(start)
 		start = time.Now()
-		run("exec", "benchrepo", "--", "true")
+		run("exec", "repo", "--", "true")
 		base += time.Since(start)
 	}
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N)/1e6, "ms/exec")

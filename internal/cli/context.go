@@ -41,6 +41,16 @@ func contextsPath(p config.Paths) string {
 	return filepath.Join(filepath.Dir(p.Config), "contexts.json")
 }
 
+// contexts returns the paths and the contexts file.
+func (f *Factory) contexts() (config.Paths, contextFile, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return p, contextFile{}, err
+	}
+	cf, err := loadContexts(p)
+	return p, cf, err
+}
+
 func loadContexts(p config.Paths) (contextFile, error) {
 	cf := contextFile{Contexts: map[string]remoteContext{}}
 	data, err := os.ReadFile(contextsPath(p))
@@ -156,11 +166,7 @@ not answer is not added.
 					*path = abs
 				}
 			}
-			p, err := f.Paths()
-			if err != nil {
-				return err
-			}
-			cf, err := loadContexts(p)
+			p, cf, err := f.contexts()
 			if err != nil {
 				return err
 			}
@@ -194,11 +200,7 @@ not answer is not added.
 		Short: "Talk to this context from now on (local: this machine's daemon)",
 		Args:  exactArgs(1, "a context's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.Paths()
-			if err != nil {
-				return err
-			}
-			cf, err := loadContexts(p)
+			p, cf, err := f.contexts()
 			if err != nil {
 				return err
 			}
@@ -222,11 +224,7 @@ not answer is not added.
 		Short: "List the contexts: NAME URL, the current one marked",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.Paths()
-			if err != nil {
-				return err
-			}
-			cf, err := loadContexts(p)
+			p, cf, err := f.contexts()
 			if err != nil {
 				return err
 			}
@@ -261,11 +259,7 @@ not answer is not added.
 		Short: "Forget a context (its token file is left where it is)",
 		Args:  exactArgs(1, "a context's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.Paths()
-			if err != nil {
-				return err
-			}
-			cf, err := loadContexts(p)
+			p, cf, err := f.contexts()
 			if err != nil {
 				return err
 			}

@@ -108,11 +108,7 @@ func apiClient(p config.Paths) *api.Client { return api.NewClient(p.Socket) }
 // runLsAll lists the sandboxes of every context, each daemon asked at once; one that
 // does not answer is shown as such, and the others still are.
 func runLsAll(ctx context.Context, f *Factory, opts *lsOptions) error {
-	p, err := f.Paths()
-	if err != nil {
-		return err
-	}
-	cf, err := loadContexts(p)
+	p, cf, err := f.contexts()
 	if err != nil {
 		return err
 	}
