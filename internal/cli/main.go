@@ -150,6 +150,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdTUI(f),
 		newCmdToken(f),
 		newCmdContext(f),
+		newCmdConfig(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
 		newCmdSSHProxy(f),
