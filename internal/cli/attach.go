@@ -42,7 +42,7 @@ func clientAndTarget(ctx context.Context, f *Factory, arg string, needSession bo
 	if err != nil {
 		return nil, "", "", err
 	}
-	sb, name, err := resolveTarget(ctx, c, arg, needSession)
+	sb, name, err := resolveTarget(ctx, f, c, arg, needSession)
 	return c, sb, name, err
 }
 

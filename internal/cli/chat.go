@@ -93,13 +93,16 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 }
 
 func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
+	if opts.nonInteractive {
+		f.NonInteractive = true // chat's own --non-interactive asks nothing either
+	}
 	c, err := f.Client(ctx)
 	if err != nil {
 		return err
 	}
 	switch {
 	case opts.list:
-		sb, _, err := resolveTarget(ctx, c, opts.target, false)
+		sb, _, err := resolveTarget(ctx, f, c, opts.target, false)
 		if err != nil {
 			return err
 		}
@@ -113,7 +116,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		printSessions(f.IO.Out, list)
 		return nil
 	case opts.remove:
-		sb, name, err := resolveTarget(ctx, c, opts.target, true)
+		sb, name, err := resolveTarget(ctx, f, c, opts.target, true)
 		if err != nil {
 			return err
 		}
@@ -123,7 +126,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: ended %s/%s\n", sb, name)
 		return nil
 	case opts.rename != "":
-		sb, _, err := resolveTarget(ctx, c, opts.target, false)
+		sb, _, err := resolveTarget(ctx, f, c, opts.target, false)
 		if err != nil {
 			return err
 		}
@@ -137,7 +140,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 	var sb, name string
 	if opts.fork != "" {
 		from := ""
-		if sb, from, err = resolveTarget(ctx, c, opts.target, true); err != nil {
+		if sb, from, err = resolveTarget(ctx, f, c, opts.target, true); err != nil {
 			return err
 		}
 		name = opts.fork
@@ -148,7 +151,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
 	} else if opts.newName != "" {
-		if sb, _, err = resolveTarget(ctx, c, opts.target, false); err != nil {
+		if sb, _, err = resolveTarget(ctx, f, c, opts.target, false); err != nil {
 			return err
 		}
 		if err := wake(ctx, f, c, sb, ""); err != nil {
@@ -161,7 +164,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 			return err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\n", sb, name, info.Status)
-	} else if sb, name, err = resolveTarget(ctx, c, opts.target, true); err != nil {
+	} else if sb, name, err = resolveTarget(ctx, f, c, opts.target, true); err != nil {
 		return err
 	} else if err := wake(ctx, f, c, sb, name); err != nil {
 		return err

@@ -30,7 +30,7 @@ func newCmdDiff(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if name, err = resolveSandbox(ctx, c, name); err != nil {
+			if name, err = resolveSandbox(ctx, f, c, name); err != nil {
 				return err
 			}
 			info, g, _, err := fetchWork(ctx, f, c, name)

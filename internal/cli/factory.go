@@ -24,6 +24,11 @@ type Factory struct {
 	Executable func() (string, error)
 	// Context is --context: the daemon to talk to, by its context's name.
 	Context string
+	// NonInteractive is --non-interactive: never ask, fail with the command that says it.
+	NonInteractive bool
+	// command is the command line's verb path ("chat", "attach"), for the commands a
+	// failure names.
+	command string
 	// remote is the name of the remote context Client connected to; empty for local.
 	remote string
 }

@@ -111,7 +111,11 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.PersistentFlags().BoolVar(&f.NonInteractive, "non-interactive", false, "never ask: when something is missing, fail (exit 2) with the command that gives it")
 	root.PersistentFlags().StringVar(&f.Context, "context", "", "the daemon to talk to, by context (see `paddock context ls`; default PADDOCK_CONTEXT, else the one `context use` chose, else local)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		f.command = strings.TrimPrefix(cmd.CommandPath(), "paddock ")
+	}
 	// With no arguments: the TUI in a terminal, the help elsewhere.
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if isTerminal(f.IO.In) && isTerminal(f.IO.Out) {

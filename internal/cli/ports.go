@@ -31,7 +31,7 @@ Open one with paddock open SANDBOX:PORT.`,
 			if len(args) == 1 {
 				name = args[0]
 			}
-			if name, err = resolveSandbox(cmd.Context(), c, name); err != nil {
+			if name, err = resolveSandbox(cmd.Context(), f, c, name); err != nil {
 				return err
 			}
 			ports, err := c.Ports(cmd.Context(), name)
@@ -102,7 +102,7 @@ address, behind the UI's own sign-in.`,
 			if err != nil {
 				return err
 			}
-			if name, err = resolveSandbox(cmd.Context(), c, name); err != nil {
+			if name, err = resolveSandbox(cmd.Context(), f, c, name); err != nil {
 				return err
 			}
 			link, err := c.OpenPort(cmd.Context(), name, port, pathForm)

@@ -119,7 +119,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 		if opts.backend != "" {
 			return usagef("--backend goes with --new")
 		}
-		if name, err = resolveSandbox(ctx, c, opts.target); err != nil {
+		if name, err = resolveSandbox(ctx, f, c, opts.target); err != nil {
 			return err
 		}
 		// "-" names no session: the sandbox is started, its sessions left as they are.

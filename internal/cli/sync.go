@@ -53,7 +53,7 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 	if err != nil {
 		return err
 	}
-	name, err := resolveSandbox(ctx, c, opts.name)
+	name, err := resolveSandbox(ctx, f, c, opts.name)
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,9 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 // waitFor waits until the JavaScript expression is true, failing with what after 30 s.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// A minute: a real agent CLI's turn, on 2 cores shared with the rest of the suite
+	// (a Kubernetes cluster among it), took over 30 s once.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		// An error is a page still loading (or navigating away): try again.
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
