@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,11 +269,41 @@ func TestStopStartAndLostPod(t *testing.T) {
 	}
 	c.Close()
 
+	// The guest killed, as by the OOM killer: the kubelet makes its container again (the
+	// init container does not run again), and Start waits for the guest to answer.
+	pid := guestPID(t, "k8s-"+string(id))
+	if pid <= 0 {
+		t.Fatal("the guest's process is not on this host")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the guest: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Until the API server has the container down (it may be back already).
+		if st, _ := b.State(ctx, id); st.State != backend.StateRunning || guestPID(t, "k8s-"+string(id)) != pid && guestPID(t, "k8s-"+string(id)) != 0 {
+			t.Logf("the guest killed: %+v", st)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed guest's container never showed down")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatalf("Start after the guest was killed: %v", err)
+	}
+	c = connect(t, b, id)
+	if _, out := sh(t, c, "cat /workspace/work.txt"); out != "kept\n" {
+		t.Fatalf("after the guest came back: %q", out)
+	}
+	c.Close()
+
 	// The pod lost behind paddock's back.
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, "paddock-"+string(id), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for {
 		st, err := b.State(ctx, id)
 		if err == nil && st.State == backend.StateError && strings.Contains(st.Detail, "start") {
@@ -360,4 +393,21 @@ func TestRuntimeClass(t *testing.T) {
 			t.Fatalf("under RuntimeClass %s: %d %q", class, code, out)
 		}
 	}
+}
+
+// guestPID is the host pid of the resident guest of the named sandbox (the test cluster's
+// node is this machine), 0 when there is none.
+func guestPID(t *testing.T, name string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if strings.Contains(string(cmdline), "serve\x00--socket") && strings.HasSuffix(string(cmdline), "--sandbox\x00"+name+"\x00") {
+			return pid
+		}
+	}
+	return 0
 }

@@ -270,6 +270,9 @@ func (k *Kubernetes) waitFor(ctx context.Context, c *cluster, w *watch, ns strin
 			if s.Name == container && s.State.Running != nil {
 				return true, nil
 			}
+			if s.Name == container && container == prepareContainer && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0 {
+				return true, nil // done already (the pod of an earlier start): install sees so
+			}
 			if s.State.Waiting != nil && fatalWaiting[s.State.Waiting.Reason] {
 				return false, k.podError(ctx, c, p, fmt.Sprintf("container %s: %s: %s", s.Name, s.State.Waiting.Reason, s.State.Waiting.Message))
 			}
@@ -315,6 +318,11 @@ func pendingReason(p *corev1.Pod) string {
 	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
 			return s.Name + ": " + s.State.Waiting.Reason
+		}
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.LastTerminationState.Terminated; s.Name == sandboxContainer && t != nil {
+			return fmt.Sprintf("its guest is starting again (it ended: %s, exit %d)", t.Reason, t.ExitCode)
 		}
 	}
 	return string(p.Status.Phase)
