@@ -58,26 +58,41 @@ func BenchmarkCLIExec(b *testing.B) {
 	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
 }
 
-// BenchmarkContextExec: `paddock exec NAME -- true` through a context, the daemon's API
-// over HTTPS on the loopback with a token, against the same command on the unix socket,
-// in the same run, alternating.
-func BenchmarkContextExec(b *testing.B) {
+// contextHome is a benchmark's home with a bwrap sandbox "repo" and a context "tls"
+// reaching the same daemon over HTTPS on the loopback (a self-signed certificate, a
+// token), and a paddock run in-process that fails b on a non-zero exit.
+func contextHome(b *testing.B) (run func(args ...string) string) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bubblewrap is not installed")
 	}
 	home, repo := benchHome(b)
 	b.Setenv("PADDOCK_CONTEXT", "")
-	ctx := context.Background()
-	run := func(args ...string) string {
+	run = func(args ...string) string {
 		var out, errOut strings.Builder
 		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		if code := cli.Run(ctx, f, args); code != 0 {
+		if code := cli.Run(context.Background(), f, args); code != 0 {
 			b.Fatalf("paddock %v: %d %s", args, code, errOut.String())
 		}
 		return out.String()
 	}
 	run("up", repo)
-	addTLSContext(b, home, run)
+	cert, key := filepath.Join(home, "cert.pem"), filepath.Join(home, "key.pem")
+	if err := writeSelfSigned(cert, key); err != nil {
+		b.Fatal(err)
+	}
+	web := run("web", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
+	url := regexp.MustCompile(`https://127\.0\.0\.1:[0-9]+`).FindString(web)
+	token := filepath.Join(home, "token")
+	os.WriteFile(token, []byte(run("token", "create", "--name", "bench")), 0o600)
+	run("context", "add", "tls", url, "--token-file", token, "--ca-file", cert)
+	return run
+}
+
+// BenchmarkContextExec: `paddock exec NAME -- true` through a context, the daemon's API
+// over HTTPS on the loopback with a token, against the same command on the unix socket,
+// in the same run, alternating.
+func BenchmarkContextExec(b *testing.B) {
+	run := contextHome(b)
 	b.ResetTimer()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
@@ -93,71 +108,45 @@ func BenchmarkContextExec(b *testing.B) {
 	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
 }
 
-// addTLSContext has the daemon of home serve the API over HTTPS on the loopback (a
-// self-signed certificate) and adds a context "tls" reaching it with a token.
-func addTLSContext(b *testing.B, home string, run func(args ...string) string) {
-	cert, key := filepath.Join(home, "cert.pem"), filepath.Join(home, "key.pem")
-	if err := writeSelfSigned(cert, key); err != nil {
-		b.Fatal(err)
-	}
-	web := run("web", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
-	url := regexp.MustCompile(`https://127\.0\.0\.1:[0-9]+`).FindString(web)
-	token := filepath.Join(home, "token")
-	os.WriteFile(token, []byte(run("token", "create", "--name", "bench")), 0o600)
-	run("context", "add", "tls", url, "--token-file", token, "--ca-file", cert)
-}
-
 // BenchmarkContextAttach: attaching to a session (what `paddock chat` runs) through a
 // context, HTTPS on the loopback, until its screen shows, against the same on the unix
 // socket, in the same run, alternating.
 func BenchmarkContextAttach(b *testing.B) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap is not installed")
-	}
-	home, repo := benchHome(b)
-	b.Setenv("PADDOCK_CONTEXT", "")
-	ctx := context.Background()
-	run := func(args ...string) string {
-		var out, errOut strings.Builder
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		if code := cli.Run(ctx, f, args); code != 0 {
-			b.Fatalf("paddock %v: %d %s", args, code, errOut.String())
-		}
-		return out.String()
-	}
+	run := contextHome(b)
 	const screen = "READY-SCREEN-0123"
-	run("up", repo)
 	run("chat", "repo", "--new", "s", "--agent", "shell", "--command", "echo "+screen+"; sleep 100000")
-	addTLSContext(b, home, run)
-	attach := func(args ...string) time.Duration {
-		w := &signalWriter{marker: screen, ready: make(chan struct{})}
-		actx, cancel := context.WithCancel(ctx)
-		inR, inW := io.Pipe()
-		f := cli.NewFactory(cli.IOStreams{In: inR, Out: w, ErrOut: io.Discard})
-		start := time.Now()
-		done := make(chan struct{})
-		go func() {
-			cli.Run(actx, f, append(args, "exec", "-t", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "attach", "-t", "=s"))
-			close(done)
-		}()
-		select {
-		case <-w.ready:
-		case <-time.After(20 * time.Second):
-			b.Fatalf("no screen: %q", w.buf.String())
-		}
-		took := time.Since(start)
-		cancel()
-		inW.Close()
-		<-done
-		return took
-	}
 	b.ResetTimer()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
-		ours += attach("--context", "tls")
-		base += attach()
+		ours += attachTime(b, screen, "--context", "tls")
+		base += attachTime(b, screen)
 	}
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N)/1e6, "ms/attach")
 	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N)/1e6, "unix-socket-ms/attach")
 	b.ReportMetric(float64(ours)/float64(base), "x-baseline")
+}
+
+// attachTime runs `paddock [ARGS] exec -t repo -- tmux attach -t =s` (what `paddock
+// chat` runs) and returns how long until screen shows on its terminal; it then detaches.
+func attachTime(b *testing.B, screen string, args ...string) time.Duration {
+	w := &signalWriter{marker: screen, ready: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	f := cli.NewFactory(cli.IOStreams{In: inR, Out: w, ErrOut: io.Discard})
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		cli.Run(ctx, f, append(args, "exec", "-t", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "attach", "-t", "=s"))
+		close(done)
+	}()
+	select {
+	case <-w.ready:
+	case <-time.After(20 * time.Second):
+		b.Fatalf("no screen: %q", w.buf.String())
+	}
+	took := time.Since(start)
+	cancel()
+	inW.Close()
+	<-done
+	return took
 }

@@ -67,27 +67,9 @@ func BenchmarkAttach(b *testing.B) {
 	b.ResetTimer()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
-		w := &signalWriter{marker: screen, ready: make(chan struct{})}
-		actx, cancel := context.WithCancel(ctx)
-		inR, inW := io.Pipe()
-		f := cli.NewFactory(cli.IOStreams{In: inR, Out: w, ErrOut: io.Discard})
-		start := time.Now()
-		done := make(chan struct{})
-		go func() {
-			cli.Run(actx, f, []string{"exec", "-t", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "attach", "-t", "=s"})
-			close(done)
-		}()
-		select {
-		case <-w.ready:
-		case <-time.After(20 * time.Second):
-			b.Fatalf("no screen: %q", w.buf.String())
-		}
-		ours += time.Since(start)
-		cancel()
-		inW.Close()
-		<-done
+		ours += attachTime(b, screen)
 
-		start = time.Now()
+		start := time.Now()
 		cmd := exec.Command("tmux", "-S", hostSock, "attach", "-t", "=s")
 		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
