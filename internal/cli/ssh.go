@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/guestcmd"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/sshgate"
 )
@@ -170,7 +171,7 @@ func newCmdSSHProxy(f *Factory) *cobra.Command {
 			if _, err := c.Get(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			return sshgate.Serve(cmd.Context(), &stdio{in: f.IO.In, out: f.IO.Out}, key, &sshSandbox{c: c, name: args[0]})
+			return sshgate.Serve(cmd.Context(), guestcmd.StdioConn(f.IO.In, f.IO.Out), key, &sshSandbox{c: c, name: args[0]})
 		},
 	}
 }
@@ -205,28 +206,3 @@ func (s *sshSandbox) Banner(ctx context.Context) string {
 	fmt.Fprintf(&b, "attach here: tmux -S %s attach -t %s   (or from your machine: paddock attach %s/%s)\n", session.Socket, list[0].Name, s.name, list[0].Name)
 	return b.String()
 }
-
-// stdio is a net.Conn over the command's standard input and output.
-type stdio struct {
-	in  io.Reader
-	out io.Writer
-}
-
-func (s *stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
-func (s *stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
-func (s *stdio) Close() error {
-	if c, ok := s.out.(io.Closer); ok {
-		c.Close()
-	}
-	return nil
-}
-func (s *stdio) LocalAddr() net.Addr              { return stdioAddr{} }
-func (s *stdio) RemoteAddr() net.Addr             { return stdioAddr{} }
-func (s *stdio) SetDeadline(time.Time) error      { return nil }
-func (s *stdio) SetReadDeadline(time.Time) error  { return nil }
-func (s *stdio) SetWriteDeadline(time.Time) error { return nil }
-
-type stdioAddr struct{}
-
-func (stdioAddr) Network() string { return "stdio" }
-func (stdioAddr) String() string  { return "stdio" }

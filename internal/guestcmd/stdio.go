@@ -7,7 +7,11 @@ import (
 )
 
 // stdioConn makes stdin and stdout one net.Conn, for `guest serve --stdio`.
-func stdioConn(s IO) net.Conn { return &pipeConn{r: s.In, w: s.Out} }
+func stdioConn(s IO) net.Conn { return StdioConn(s.In, s.Out) }
+
+// StdioConn makes a reader and a writer (a command's stdin and stdout) one net.Conn
+// (`guest serve --stdio`, the CLI's `ssh-proxy`).
+func StdioConn(r io.Reader, w io.Writer) net.Conn { return &pipeConn{r: r, w: w} }
 
 type pipeConn struct {
 	r io.Reader
