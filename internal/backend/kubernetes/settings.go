@@ -1,14 +1,13 @@
 package kubernetes
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/pelletier/go-toml/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // Settings are the config's [backends.kubernetes] table.
@@ -70,19 +69,8 @@ func DefaultSettings() Settings {
 // defaults, refusing unknown keys and values that cannot work.
 func ParseSettings(opts map[string]any) (Settings, error) {
 	s := DefaultSettings()
-	if len(opts) > 0 {
-		data, err := toml.Marshal(opts)
-		if err != nil {
-			return s, fmt.Errorf("kubernetes: %w", err)
-		}
-		dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			var se *toml.StrictMissingError
-			if errors.As(err, &se) && len(se.Errors) > 0 {
-				return s, fmt.Errorf("kubernetes: unknown setting %q", strings.Join(se.Errors[0].Key(), "."))
-			}
-			return s, fmt.Errorf("kubernetes: %w", err)
-		}
+	if err := backend.DecodeOptions("kubernetes", opts, &s); err != nil {
+		return s, err
 	}
 	return s, s.validate()
 }

@@ -1,14 +1,12 @@
 package vagrant
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"strings"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // Settings are the config's [vagrant] section (also accepted as [backends.vagrant]).
@@ -84,19 +82,8 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // refusing unknown keys and values that cannot work.
 func ParseSettings(opts map[string]any) (Settings, error) {
 	s := DefaultSettings()
-	if len(opts) > 0 {
-		data, err := toml.Marshal(opts)
-		if err != nil {
-			return s, fmt.Errorf("vagrant: %w", err)
-		}
-		dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			var se *toml.StrictMissingError
-			if errors.As(err, &se) && len(se.Errors) > 0 {
-				return s, fmt.Errorf("vagrant: unknown setting %q", strings.Join(se.Errors[0].Key(), "."))
-			}
-			return s, fmt.Errorf("vagrant: %w", err)
-		}
+	if err := backend.DecodeOptions("vagrant", opts, &s); err != nil {
+		return s, err
 	}
 	return s, s.validate()
 }
