@@ -54,7 +54,7 @@ func NewRemoteClient(rawURL, token string, caPEM []byte) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || (u.Path != "" && u.Path != "/") {
 		return nil, fmt.Errorf("%q is not a daemon's address: use https://HOST:PORT", rawURL)
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !loopbackHost(u.Host) {
 		return nil, fmt.Errorf("%s would send the token in the clear: use https:// (paddock web --tls-cert, --tls-key on the server)", rawURL)
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -87,14 +87,6 @@ func (b tokenAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func sandboxPath(name string, rest ...string) string {
