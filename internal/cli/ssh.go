@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/guestcmd"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/sshgate"
 )
 
@@ -127,26 +128,28 @@ func sshConfig(f *Factory, p config.Paths, names []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	proxy := shellQuote(exe)
+	proxy := shellWord(exe)
 	if p.Home != "" {
-		proxy = "env PADDOCK_HOME=" + shellQuote(p.Home) + " " + proxy
+		proxy = "env PADDOCK_HOME=" + shellWord(p.Home) + " " + proxy
 	}
 	if f.Context != "" {
-		proxy += " --context " + shellQuote(f.Context)
+		proxy += " --context " + shellWord(f.Context)
 	}
 	var b strings.Builder
 	for _, name := range names {
 		fmt.Fprintf(&b, "Host %s.paddock\n  User agent\n  ProxyCommand %s ssh-proxy %s\n  HostKeyAlias %s\n  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n  ForwardAgent no\n  ForwardX11 no\n  LogLevel ERROR\n\n",
-			name, proxy, shellQuote(name), sshHostAlias, sshKnownHostsPath(p))
+			name, proxy, shellWord(name), sshHostAlias, sshKnownHostsPath(p))
 	}
 	return b.String(), nil
 }
 
-func shellQuote(s string) string {
+// shellWord is s as one word for sh in an ssh config: bare when nothing in it needs
+// quoting, for the config's reader.
+func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-=") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shell.Quote(s)
 }
 
 func newCmdSSHProxy(f *Factory) *cobra.Command {

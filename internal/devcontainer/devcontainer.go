@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/paddockhq/paddock/internal/shell"
 )
 
 // Config is what paddock takes from a devcontainer.json.
@@ -167,17 +169,9 @@ func command(raw json.RawMessage) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, shellQuote(argv))
+			parts = append(parts, shell.Join(argv))
 		}
 		return []string{"sh", "-c", strings.Join(parts, " && ")}, nil
 	}
 	return nil, fmt.Errorf("must be a string, an array or an object")
-}
-
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }

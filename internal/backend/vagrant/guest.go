@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/shell"
 )
 
 // sshGuest brings the guest up in a machine and reaches it over SSH: one connection per
@@ -166,7 +167,7 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 	if err != nil {
 		return err
 	}
-	out, err := run(client, "sh -s -- "+shellQuote(m.AgentSHA256), strings.NewReader(prepareScript))
+	out, err := run(client, "sh -s -- "+shell.Quote(m.AgentSHA256), strings.NewReader(prepareScript))
 	if err != nil {
 		return fmt.Errorf("vagrant: prepare the machine for the guest: %w", err)
 	}
@@ -176,7 +177,7 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 			return fmt.Errorf("vagrant: the guest binary: %w", err)
 		}
 		defer f.Close()
-		sum, err := run(client, "sh -c "+shellQuote(installScript), f)
+		sum, err := run(client, "sh -c "+shell.Quote(installScript), f)
 		if err != nil {
 			return fmt.Errorf("vagrant: copy the guest into the machine: %w", err)
 		}
@@ -186,14 +187,14 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 	}
 	var env []string
 	for _, kv := range m.Env {
-		env = append(env, shellQuote(kv))
+		env = append(env, shell.Quote(kv))
 	}
 	start := `set -e
 pidf=` + inside.Run + `/guest.pid
 if [ -f $pidf ] && sudo -n kill -0 "$(cat $pidf)" 2>/dev/null && [ -S ` + guestSocket + ` ]; then exit 0; fi
 sudo -n rm -f ` + guestSocket + `
 sudo -n -u ` + inside.User + ` env -i ` + strings.Join(env, " ") + ` setsid ` + inside.GuestBinary + ` ` + inside.GuestCommand +
-		` serve --socket ` + guestSocket + ` --sandbox ` + shellQuote(m.Name) + ` </dev/null >>/tmp/paddock-guest.log 2>&1 &
+		` serve --socket ` + guestSocket + ` --sandbox ` + shell.Quote(m.Name) + ` </dev/null >>/tmp/paddock-guest.log 2>&1 &
 echo $! | sudo -n tee $pidf >/dev/null
 i=0
 while [ $i -lt 200 ]; do [ -S ` + guestSocket + ` ] && exit 0; sleep 0.1; i=$((i+1)); done

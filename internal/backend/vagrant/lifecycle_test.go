@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/shell"
 )
 
 // stubGuest records what the backend asks of the guest in a fake machine, which has none.
@@ -463,7 +464,7 @@ func TestGeneratedVagrantfile(t *testing.T) {
 // whatever the values hold.
 func TestGuestEnvQuoting(t *testing.T) {
 	for _, v := range []string{"plain", "it's", `a "b" $c ` + "`d`", "new\nline", `back\slash`, ""} {
-		out, err := exec.Command("sh", "-c", "env -i "+shellQuote("V="+v)+" sh -c 'printf %s \"$V\"'").Output()
+		out, err := exec.Command("sh", "-c", "env -i "+shell.Quote("V="+v)+" sh -c 'printf %s \"$V\"'").Output()
 		if err != nil || string(out) != v {
 			t.Errorf("%q came out as %q (%v)", v, out, err)
 		}

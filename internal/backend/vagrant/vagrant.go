@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -489,6 +488,3 @@ func (v *Vagrant) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
 	}
 	return c, nil
 }
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
