@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/guestcmd"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // Version is paddock's version, set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -62,9 +63,11 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: %v\n", err)
+	// An error may carry text from a sandbox or a cluster (a name, a pod's events): its
+	// control characters are shown, never sent to the terminal as they are.
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", termtext.Escape(err.Error()))
 	if hint := apperr.HintOf(err); hint != "" {
-		fmt.Fprintf(f.IO.ErrOut, "hint: %s\n", hint)
+		fmt.Fprintf(f.IO.ErrOut, "hint: %s\n", termtext.Escape(hint))
 	}
 	var xe *execError
 	if errors.As(err, &xe) {
