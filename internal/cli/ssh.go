@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/sshgate"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // sshHostAlias is the name the gate's host key is known under, for every sandbox: the
@@ -204,7 +205,8 @@ func (s *sshSandbox) Banner(ctx context.Context) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "paddock: sandbox %s, sessions:\n", s.name)
 	for _, si := range list {
-		fmt.Fprintf(&b, "  %-12s %-8s %s\n", si.Name, si.Agent, si.Status)
+		// The status comes from hooks inside the sandbox: shown, never sent as it is.
+		fmt.Fprintf(&b, "  %-12s %-8s %s\n", si.Name, si.Agent, termtext.Escape(si.Status))
 	}
 	fmt.Fprintf(&b, "attach here: tmux -S %s attach -t %s   (or from your machine: paddock attach %s/%s)\n", session.Socket, list[0].Name, s.name, list[0].Name)
 	return b.String()
