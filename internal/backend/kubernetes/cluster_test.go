@@ -324,6 +324,37 @@ func TestStopStartAndLostPod(t *testing.T) {
 	}
 	c.Close()
 
+	// The pod evicted (its status set as the kubelet sets it for an eviction): ls shows
+	// why, and start makes it again from the claim.
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, "paddock-"+string(id), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(time.Minute)
+	for {
+		st, err := b.State(ctx, id)
+		if err == nil && st.State == backend.StateError && strings.Contains(st.Detail, "Evicted") && strings.Contains(st.Detail, "paddock start") {
+			t.Logf("evicted: %s", st.Detail)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an evicted pod shows as %+v, %v", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatalf("Start after an eviction: %v", err)
+	}
+	c = connect(t, b, id)
+	if _, out := sh(t, c, "cat /workspace/work.txt"); out != "kept\n" {
+		t.Fatalf("after the evicted pod was made again: %q", out)
+	}
+	c.Close()
+
 	if err := b.Destroy(ctx, id); err != nil {
 		t.Fatalf("Destroy: %v", err)
 	}
