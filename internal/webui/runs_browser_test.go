@@ -36,6 +36,9 @@ func TestBrowserRuns(t *testing.T) {
 	}
 	b.do(chromedp.Navigate(u.Scheme + "://" + u.Host + "/s/repo"))
 	b.waitFor("the sandbox page", `!!document.querySelector('[aria-label="Sessions"]')`)
+	// The run's start reaches the page on its event stream: the stream must be up first
+	// (under load it came up after a 3-second run had started).
+	b.waitFor("the live event stream", `!!document.querySelector('[data-feed="live"]')`)
 
 	done := make(chan int, 1)
 	go func() {
