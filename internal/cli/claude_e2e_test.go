@@ -259,6 +259,13 @@ func TestClaudeFork(t *testing.T) {
 	})
 
 	must("", "chat", "repo/claude", "--fork", "alt")
+	defer func() {
+		if t.Failed() {
+			out, errOut, _ := paddock("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "alt")
+			list, _, _ := paddock("", "chat", "repo", "--list")
+			t.Logf("the fork's screen:\n%s%s\nsessions:\n%s", out, errOut, list)
+		}
+	}()
 	waitUntil(t, 60*time.Second, "the fork's prompt", func() bool { return strings.Contains(pane("alt"), "❯") })
 	before := len(model.Requests())
 	must("only in the fork", "chat", "repo/alt")
