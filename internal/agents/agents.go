@@ -46,6 +46,9 @@ type Agent struct {
 	// Hosts are the provider's API hosts, opened in the egress allowlist of a sandbox made
 	// for this agent (the credential proxy's routes need none of them).
 	Hosts []string
+	// Provider is the credential proxy's provider whose key the agent's model calls need
+	// ("anthropic"); empty for an agent that can use several, or none.
+	Provider string
 
 	// Command starts every run of the agent; New, Resume or Fork follows it.
 	Command []string

@@ -2,8 +2,10 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/modeltest"
 )
 
 // TestAskWhichSession: on a terminal, a command that needs a session of a sandbox with
@@ -80,4 +83,107 @@ func readUntil(t *testing.T, r *os.File, want string) string {
 		}
 	}
 	return got.String()
+}
+
+// TestAskForKey: on a terminal, `up --agent claude` with no Anthropic key on the daemon
+// asks for one, not echoed, before making anything; the daemon keeps it, and the real
+// Claude Code's requests reach the provider with it while the sandbox holds a placeholder.
+func TestAskForKey(t *testing.T) {
+	modeltest.RequireCLI(t, "claude")
+	model := modeltest.NewAnthropic(t)
+	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	home, repo := e2eHome(t)
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut strings.Builder
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code := cli.Run(context.Background(), f, args); code != 0 {
+			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	var doctor struct {
+		Backends []struct {
+			Name      string
+			Available bool
+		}
+	}
+	if err := json.Unmarshal([]byte(run("doctor", "--json")), &doctor); err != nil {
+		t.Fatal(err)
+	}
+	available := 0
+	for _, b := range doctor.Backends {
+		if b.Available {
+			available++
+		}
+	}
+
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	var out strings.Builder
+	f := cli.NewFactory(cli.IOStreams{In: tty, Out: &out, ErrOut: tty})
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(context.Background(), f, []string{"up", repo, "--agent", "claude"}) }()
+	// With several backends and none configured, which one is the default is asked
+	// first, once: Enter takes the first (bwrap), and the config keeps it.
+	if available > 1 {
+		screen := readUntil(t, ptmx, "choose [1]: ")
+		if !strings.Contains(screen, "no default backend is set, and several run here: which one should `paddock up` use?") ||
+			!strings.Contains(screen, "1) bwrap") {
+			t.Fatalf("the backend question:\n%s", screen)
+		}
+		io.WriteString(ptmx, "\n")
+	}
+	screen := readUntil(t, ptmx, "empty to stop): ")
+	if !strings.Contains(screen, "agent claude calls anthropic, and the daemon has no key for it.") {
+		t.Fatalf("the question:\n%s", screen)
+	}
+	const key = "sk-ant-typed-0123456789abcdefghij"
+	io.WriteString(ptmx, key+"\n")
+	shown := make(chan string, 1)
+	go func() {
+		var rest strings.Builder
+		io.Copy(&rest, ptmx)
+		shown <- rest.String()
+	}()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("up after giving the key: exit %d", code)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("up did not end after the key was given")
+	}
+	tty.Close()
+	if rest := <-shown; strings.Contains(screen+rest, "typed-0123") {
+		t.Fatalf("the key was echoed:\n%s%s", screen, rest)
+	}
+
+	if available > 1 {
+		if cfg, _ := os.ReadFile(filepath.Join(home, "config.toml")); !strings.Contains(string(cfg), `default_backend = "bwrap"`) {
+			t.Fatalf("the chosen backend is not in the config:\n%s", cfg)
+		}
+	}
+	pane := func() string {
+		return run("exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
+	}
+	waitUntil(t, 60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane(), "❯") })
+	run("chat", "repo/claude", "-m", "hello with the typed key")
+	waitUntil(t, 60*time.Second, "the model request", func() bool {
+		for _, r := range model.Requests() {
+			if r.Contains("hello with the typed key") {
+				if r.APIKey != key {
+					t.Fatalf("the provider got key %q, not the one typed", r.APIKey)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	nothingInside(t, func(stdin string, args ...string) string { return run(args...) }, "typed-012[3]", "the typed key")
 }

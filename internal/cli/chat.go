@@ -79,7 +79,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 		},
 	}
 	cmd.Flags().StringVar(&opts.newName, "new", "", "start a new session with this name")
-	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "the new session's agent: claude, codex, gemini, goose, aider, opencode, shell")
+	cmd.Flags().StringVar(&opts.agent, "agent", "", "the new session's agent: claude, codex, gemini, goose, aider, opencode, shell (default: the sandbox's agent, else claude)")
 	cmd.Flags().StringVar(&opts.command, "command", "", "the command a shell session runs (default: a login shell)")
 	cmd.Flags().StringVar(&opts.worktree, "worktree", "", "the new session works in this worktree (see `paddock worktree add`)")
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
@@ -158,6 +158,14 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 			return err
 		}
 		name = opts.newName
+		if opts.agent == "" {
+			if opts.agent, err = chooseAgent(ctx, f, c, sb, name); err != nil {
+				return err
+			}
+		}
+		if err := ensureKey(ctx, f, c, opts.agent); err != nil {
+			return err
+		}
 		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", opts.agent, sb, name)
 		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command, Worktree: opts.worktree}, 60*time.Second)
 		if err != nil {

@@ -158,6 +158,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdToken(f),
 		newCmdContext(f),
 		newCmdConfig(f),
+		newCmdKey(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
 		newCmdSSHProxy(f),

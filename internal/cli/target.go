@@ -94,7 +94,7 @@ func resolveTarget(ctx context.Context, f *Factory, c *api.Client, arg string, n
 // fails at once (exit 2) with the command that names one (fix of the first choice).
 func (f *Factory) choose(question string, choices []string, fix func(choice string) string) (string, error) {
 	if f.NonInteractive || !isTerminal(f.IO.In) || !isTerminal(f.IO.ErrOut) {
-		return "", usagef("%s (%s): name one, e.g. `%s`", strings.TrimSuffix(question, " which one?"), strings.Join(choices, ", "), fix(choices[0]))
+		return "", usagef("%s (%s): name one, e.g. `%s`", strings.TrimSuffix(question, ": which one?"), strings.Join(choices, ", "), fix(choices[0]))
 	}
 	in := bufio.NewReader(f.IO.In)
 	for try := 0; try < 3; try++ {

@@ -109,6 +109,14 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 			fmt.Fprintf(f.IO.ErrOut, "  %s\n", line)
 		}
 	}
+	if err := chooseBackend(ctx, f, c, opts); err != nil {
+		return err
+	}
+	if len(opts.agents) > 0 {
+		if err := ensureKey(ctx, f, c, opts.agents[0]); err != nil {
+			return err
+		}
+	}
 	info, err := createSandbox(ctx, f, c, opts, limits, repo, url, src)
 	if err != nil {
 		return err

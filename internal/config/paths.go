@@ -29,6 +29,10 @@ type Paths struct {
 // DB is the SQLite database path.
 func (p Paths) DB() string { return filepath.Join(p.State, "paddock.db") }
 
+// KeyDir holds the provider keys `paddock key set` stores, one file per provider, beside
+// the config: no sandbox sees the config's directory.
+func (p Paths) KeyDir() string { return filepath.Join(filepath.Dir(p.Config), "keys") }
+
 // DaemonLog is where a background daemon writes its log.
 func (p Paths) DaemonLog() string { return filepath.Join(p.State, "daemon.log") }
 

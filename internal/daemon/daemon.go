@@ -113,7 +113,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	credsProxy, err := credentialProxy(cfg, log)
+	credsProxy, err := credentialProxy(cfg, p.KeyDir(), log)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
@@ -212,8 +212,8 @@ func GuestBinary(self string) string {
 
 // credentialProxy builds the credential proxy from the config's providers and the
 // daemon's environment, with a route for each http MCP server that needs headers.
-func credentialProxy(cfg config.Config, log *slog.Logger) (*creds.Proxy, error) {
-	providers, err := creds.Providers(cfg.Providers, os.Getenv)
+func credentialProxy(cfg config.Config, keyDir string, log *slog.Logger) (*creds.Proxy, error) {
+	providers, err := creds.Providers(cfg.Providers, os.Getenv, keyDir)
 	if err != nil {
 		return nil, err
 	}

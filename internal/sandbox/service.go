@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,8 @@ type Info struct {
 	LimitsNote string          `json:"limits_note,omitempty"`
 	// IdleStopSeconds is the sandbox's own idle stop (up --idle-stop); 0: the config's.
 	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
+	// Agents are the agents the sandbox was made for (up --agent), the first first.
+	Agents []string `json:"agents,omitempty"`
 }
 
 // Options configure a Service.
@@ -263,6 +266,7 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
 		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode, IdleStopSeconds: int64(sb.IdleStop / time.Second),
+		Agents:  splitList(sb.Agents),
 		Runtime: sb.Runtime, CreatedAt: sb.CreatedAt}
 	if sb.State == "creating" {
 		return in
@@ -547,4 +551,15 @@ func (s *Service) lost(ctx context.Context, name string) (state, detail string) 
 		}
 	}
 	return "lost", "its backend lost it, and it has no snapshot: remove it with `paddock rm " + name + "`"
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -167,6 +167,9 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	if err := installed(ctx, c, a); err != nil {
 		return Info{}, err
 	}
+	if err := s.sandboxes.NeedKey(ctx, a.Provider, a.Name); err != nil {
+		return Info{}, err
+	}
 	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name, Command: req.Command}
 	if req.Worktree != "" {
 		se.Dir = WorktreeDir(req.Worktree)

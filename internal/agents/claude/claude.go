@@ -17,12 +17,13 @@ func init() { agents.Register(Agent) }
 
 // Agent is Claude Code: paddock chooses its session id, its hooks report every status.
 var Agent = &agents.Agent{
-	Name:    "claude",
-	Binary:  "claude",
-	Package: "@anthropic-ai/claude-code@2.1.330",
-	Install: "npm install -g @anthropic-ai/claude-code",
-	Tested:  "yes, end to end against a scripted Anthropic server: the prompt first, a tool call as agent in /workspace, the transcript, --non-interactive, restart resuming, fork, the TUI; on bwrap, docker and gVisor",
-	Hosts:   []string{"api.anthropic.com"},
+	Name:     "claude",
+	Binary:   "claude",
+	Package:  "@anthropic-ai/claude-code@2.1.330",
+	Install:  "npm install -g @anthropic-ai/claude-code",
+	Tested:   "yes, end to end against a scripted Anthropic server: the prompt first, a tool call as agent in /workspace, the transcript, --non-interactive, restart resuming, fork, the TUI; on bwrap, docker and gVisor",
+	Hosts:    []string{"api.anthropic.com"},
+	Provider: "anthropic",
 
 	Command:   []string{"claude", "--dangerously-skip-permissions", "--append-system-prompt", "{system}"},
 	New:       []string{"--session-id", "{id}"},

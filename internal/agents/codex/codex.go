@@ -28,6 +28,7 @@ var Agent = &agents.Agent{
 	Install:   "npm install -g @openai/codex",
 	Tested:    "yes, the same checks against a scripted OpenAI Responses server, and two sessions in one sandbox each resuming its own conversation",
 	Hosts:     []string{"api.openai.com", "chatgpt.com"},
+	Provider:  "openai",
 
 	Command: []string{"codex"},
 	New:     []string{"--dangerously-bypass-approvals-and-sandbox", "--no-daemon"},

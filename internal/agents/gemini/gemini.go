@@ -26,6 +26,7 @@ var Agent = &agents.Agent{
 	Install:   "npm install -g @google/gemini-cli",
 	Tested:    "yes, the same checks against a scripted Gemini API server, and two sessions in one sandbox each resuming its own conversation",
 	Hosts:     []string{"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
+	Provider:  "gemini",
 
 	Command:   []string{"gemini", "-m", Model, "-y"},
 	New:       []string{"--session-id", "{id}"},

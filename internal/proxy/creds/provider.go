@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -77,11 +78,12 @@ var builtin = map[string]struct {
 
 func bearer(h http.Header, _ url.Values, key string) { h.Set("Authorization", "Bearer "+key) }
 
-// Providers builds the provider set from the config's [providers.NAME] tables and the
-// daemon's environment. The built-in providers are always present (a request to one
-// without a key gets a clear error); any other name is an OpenAI-compatible endpoint and
-// needs a base_url.
-func Providers(settings map[string]Settings, getenv func(string) string) (map[string]*Provider, error) {
+// Providers builds the provider set from the config's [providers.NAME] tables, the
+// daemon's environment and the key files in keyDir (keyDir/NAME, written by `paddock key
+// set`; "" for none). The built-in providers are always present (a request to one without
+// a key gets a clear error); any other name is an OpenAI-compatible endpoint and needs a
+// base_url.
+func Providers(settings map[string]Settings, getenv func(string) string, keyDir string) (map[string]*Provider, error) {
 	out := map[string]*Provider{}
 	for name, b := range builtin {
 		s := settings[name]
@@ -124,6 +126,11 @@ func Providers(settings map[string]Settings, getenv func(string) string) (map[st
 		}
 		out[name] = p
 	}
+	if keyDir != "" {
+		for name, p := range out {
+			p.key.file = filepath.Join(keyDir, name)
+		}
+	}
 	return out, nil
 }
 
@@ -153,14 +160,24 @@ func newProvider(name, route, base string, paths []string, inject func(http.Head
 // Key returns the provider's real key, for a caller on the host (the host-side agent).
 func (p *Provider) Key(ctx context.Context) (string, error) { return p.key.get(ctx, p.Name) }
 
+// KeySource says where the provider's key comes from, without reading it: "config",
+// "command", "env" or "file"; "" when it has none. A key_command is not run, so
+// "command" says only that one is configured.
+func (p *Provider) KeySource() string { return p.key.source() }
+
+// KeyFile is the file `paddock key set` writes the provider's key to, "" when the daemon
+// keeps no key files.
+func (p *Provider) KeyFile() string { return p.key.file }
+
 // ErrNoKey is returned when a provider has no credential configured.
 var ErrNoKey = errors.New("no credential")
 
 // keySource finds a provider's key: the literal key, else the command, else the
-// environment variable. A command's answer is kept for keyTTL.
+// environment variable, else the key file. A command's answer is kept for keyTTL; the
+// file is read at each use, so a key set while the daemon runs takes effect at once.
 type keySource struct {
-	literal, command, env string
-	getenv                func(string) string
+	literal, command, env, file string
+	getenv                      func(string) string
 
 	mu      sync.Mutex
 	cached  string
@@ -194,8 +211,37 @@ func (k *keySource) get(ctx context.Context, provider string) (string, error) {
 	if v := k.getenv(k.env); v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("provider %s: set %s in the daemon's environment or key_command in [providers.%s]: %w",
-		provider, k.env, provider, ErrNoKey)
+	if v := k.readFile(); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("provider %s: run `paddock key set %s`, or set %s in the daemon's environment or key_command in [providers.%s]: %w",
+		provider, provider, k.env, provider, ErrNoKey)
+}
+
+func (k *keySource) source() string {
+	switch {
+	case k.literal != "":
+		return "config"
+	case k.command != "":
+		return "command"
+	case k.getenv(k.env) != "":
+		return "env"
+	case k.readFile() != "":
+		return "file"
+	}
+	return ""
+}
+
+// readFile returns the key in the key file, "" when there is none.
+func (k *keySource) readFile() string {
+	if k.file == "" {
+		return ""
+	}
+	data, err := os.ReadFile(k.file)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // MCPRoute is the proxy path prefix of a declared MCP server.

@@ -40,13 +40,23 @@ func New(providers map[string]*Provider, transport http.RoundTripper, log *slog.
 	return p
 }
 
-// SandboxEnv returns the environment that points a sandbox's agent CLIs at the proxy
 // Provider returns the provider of this name.
 func (p *Proxy) Provider(name string) (*Provider, bool) {
 	pr, ok := p.providers[name]
 	return pr, ok
 }
 
+// Names returns the providers' names, sorted.
+func (p *Proxy) Names() []string {
+	names := make([]string, 0, len(p.providers))
+	for name := range p.providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SandboxEnv returns the environment that points a sandbox's agent CLIs at the proxy
 // listening on base (e.g. "http://127.0.0.1:4180"), holding token as their key.
 func (p *Proxy) SandboxEnv(base, token string) []string {
 	var env []string

@@ -63,7 +63,7 @@ func (u *upstream) count() int {
 }
 
 func proxyFor(t *testing.T, env map[string]string, settings map[string]Settings) *httptest.Server {
-	provs, err := Providers(settings, func(k string) string { return env[k] })
+	provs, err := Providers(settings, func(k string) string { return env[k] }, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestStreamsWithoutBuffering(t *testing.T) {
 }
 
 func TestSandboxEnv(t *testing.T) {
-	provs, _ := Providers(map[string]Settings{"my-llm": {BaseURL: "http://h/v1"}}, func(string) string { return "" })
+	provs, _ := Providers(map[string]Settings{"my-llm": {BaseURL: "http://h/v1"}}, func(string) string { return "" }, "")
 	env := strings.Join(New(provs, nil, nil).SandboxEnv("http://127.0.0.1:4180", "tok"), "\n")
 	for _, want := range []string{
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:4180/anthropic", "ANTHROPIC_API_KEY=tok",

@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
+)
+
+// ProviderInfo is a model provider of the credential proxy, as GET /v1/providers shows
+// it: never the key itself.
+type ProviderInfo struct {
+	Name string `json:"name"`
+	// Key says where its key comes from ("config", "command", "env", "file"); "" when
+	// it has none.
+	Key string `json:"key"`
+}
+
+// Providers lists the credential proxy's model providers and where their keys come from.
+func (s *Service) Providers() []ProviderInfo {
+	if s.opts.Creds == nil {
+		return nil
+	}
+	var out []ProviderInfo
+	for _, name := range s.opts.Creds.Names() {
+		p, _ := s.opts.Creds.Provider(name)
+		if strings.HasPrefix(p.Route, "/mcp/") {
+			continue
+		}
+		out = append(out, ProviderInfo{Name: name, Key: p.KeySource()})
+	}
+	return out
+}
+
+// NeedKey checks that provider has a key, for an agent about to start that calls it.
+func (s *Service) NeedKey(ctx context.Context, provider, agent string) error {
+	if s.opts.Creds == nil || provider == "" {
+		return nil
+	}
+	p, ok := s.opts.Creds.Provider(provider)
+	if !ok {
+		return nil
+	}
+	if _, err := p.Key(ctx); errors.Is(err, creds.ErrNoKey) {
+		return apperr.Unavailable(fmt.Sprintf("run `paddock key set %s` (it asks for the key), or start the daemon with %s in its environment",
+			provider, keyEnvHint(provider)), "agent %s calls %s, and the daemon has no key for it: %v", agent, provider, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func keyEnvHint(provider string) string {
+	return strings.ToUpper(strings.ReplaceAll(provider, "-", "_")) + "_API_KEY"
+}
+
+// SetKey keeps key as provider's key, in the daemon's key file for it (mode 0600, beside
+// the config, where no sandbox sees it). An empty key removes the file.
+func (s *Service) SetKey(provider, key string) (ProviderInfo, error) {
+	p, err := s.keyProvider(provider)
+	if err != nil {
+		return ProviderInfo{}, err
+	}
+	key = strings.TrimSpace(key)
+	if strings.ContainsAny(key, " \t\r\n") {
+		return ProviderInfo{}, apperr.Invalid("paste the key alone, on one line", "a key has no spaces or line breaks")
+	}
+	file := p.KeyFile()
+	if key == "" {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return ProviderInfo{}, err
+		}
+		return ProviderInfo{Name: provider, Key: p.KeySource()}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return ProviderInfo{}, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+provider+"-*")
+	if err != nil {
+		return ProviderInfo{}, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(key + "\n"); err != nil {
+		tmp.Close()
+		return ProviderInfo{}, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return ProviderInfo{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return ProviderInfo{}, err
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return ProviderInfo{}, err
+	}
+	return ProviderInfo{Name: provider, Key: p.KeySource()}, nil
+}
+
+func (s *Service) keyProvider(name string) (*creds.Provider, error) {
+	if s.opts.Creds == nil {
+		return nil, apperr.Unavailable("", "this daemon has no credential proxy")
+	}
+	p, ok := s.opts.Creds.Provider(name)
+	if !ok || strings.HasPrefix(p.Route, "/mcp/") {
+		return nil, apperr.NotFound("see them with `paddock key ls`", "no provider %q", name)
+	}
+	if p.KeyFile() == "" {
+		return nil, apperr.Unavailable("", "this daemon keeps no key files")
+	}
+	return p, nil
+}
