@@ -199,6 +199,10 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	t := &target{sb: sb, se: se, agent: a, client: c}
 	argv := a.LaunchArgv(t.session())
 	if req.ForkOf != "" {
+		if err := s.saved(ctx, &target{sb: sb, se: from, agent: a, client: c}); err != nil {
+			s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
+			return Info{}, err
+		}
 		argv = a.ForkArgv(t.session(), from.ResumeID)
 	}
 	if req.Disposable {
@@ -218,6 +222,20 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	}
 	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: detail, Attrs: attrs})
 	return s.info(ctx, t)
+}
+
+// saved waits for the conversation of the session a fork starts from to be on disk: an
+// agent writes its transcript a moment after its turn ends, and a fork started before
+// that finds no conversation to resume (Claude Code exits saying so).
+func (s *Service) saved(ctx context.Context, from *target) error {
+	sess := from.session()
+	for deadline := time.Now().Add(20 * time.Second); s.fresh(ctx, from, sess); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return apperr.Conflict("send it a message first, or wait for its turn to end",
+				"session %q has no saved conversation to fork yet", from.se.Name)
+		}
+	}
+	return nil
 }
 
 // tellDisposable writes the note that the sandbox is disposable where the agent reads it
