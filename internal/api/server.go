@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -254,7 +255,20 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	// The client going away must not leave a half-made sandbox: Create cleans up on
 	// error, and runs to the end otherwise.
 	ctx := context.WithoutCancel(r.Context())
-	info, err := s.svc.Create(ctx, req, r.Body, stream.step)
+	var body io.Reader = r.Body
+	if req.Clone {
+		bundle, wait, err := s.svc.CloneSource(ctx, &req, stream.step)
+		if err != nil {
+			stream.fail(err)
+			return
+		}
+		defer func() {
+			bundle.Close()
+			wait()
+		}()
+		body = bundle
+	}
+	info, err := s.svc.Create(ctx, req, body, stream.step)
 	if err != nil {
 		stream.fail(err)
 		return

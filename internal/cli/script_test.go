@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -49,6 +50,7 @@ func TestScripts(t *testing.T) {
 			"webhook":     webhook,
 			"pushservice": pushService,
 			"newhome":     newHome,
+			"gitserve":    gitServe,
 		},
 	})
 }
@@ -214,4 +216,32 @@ func waitFor(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear", args[0])
+}
+
+// gitServe serves the bare repositories under DIR over git's smart HTTP protocol, with
+// git's own http-backend, and puts the base URL in VAR: gitserve DIR VAR. Every request
+// is logged to gitserve.log (method and path), so a script can tell who cloned.
+func gitServe(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: gitserve DIR VAR")
+	}
+	out, err := exec.Command("git", "--exec-path").Output()
+	ts.Check(err)
+	backend := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + ts.MkAbs(args[0]), "GIT_HTTP_EXPORT_ALL=1"},
+	}
+	logPath := ts.MkAbs("gitserve.log")
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "%s %s\n", r.Method, r.URL.Path)
+			f.Close()
+		}
+		mu.Unlock()
+		backend.ServeHTTP(w, r)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv(args[1], srv.URL)
 }

@@ -3,12 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +15,9 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/devcontainer"
+	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -81,8 +80,8 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	return cmd
 }
 
-// gitURL matches what git itself takes as a remote URL: scheme://... or user@host:path.
-var gitURL = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://|[^/@:\s]+@[^/:\s]+:)`)
+// gitURL matches what git itself takes as a remote URL.
+var gitURL = gitsrc.URL
 
 func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	limits, err := checkUpFlags(opts)
@@ -91,6 +90,15 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	}
 	if _, statErr := os.Stat(opts.target); !gitURL.MatchString(opts.target) && statErr != nil {
 		return upByName(ctx, f, opts, limits)
+	}
+	if gitURL.MatchString(opts.target) {
+		c, err := f.Client(ctx)
+		if err != nil {
+			return err
+		}
+		if f.remote != "" {
+			return upURLOnServer(ctx, f, c, opts, limits)
+		}
 	}
 	repo, url, src, err := resolveSource(ctx, f, opts)
 	if err != nil {
@@ -103,9 +111,9 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if started, err := reuseExisting(ctx, f, c, opts, repo, limits); started || err != nil {
 		return err
 	}
-	if len(src.dirty) > 0 {
+	if len(src.Dirty) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s has uncommitted changes that will not be in the sandbox:\n", repo)
-		for _, line := range src.dirty {
+		for _, line := range src.Dirty {
 			fmt.Fprintf(f.IO.ErrOut, "  %s\n", line)
 		}
 	}
@@ -121,6 +129,40 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := firstSession(ctx, f, c, opts, info); err != nil {
+		return err
+	}
+	fmt.Fprintln(f.IO.Out, info.Name)
+	return nil
+}
+
+// upURLOnServer makes a sandbox from a git URL through a remote context: the daemon
+// clones it on its host, with that host's credentials, and nothing of this machine's is
+// sent. `sync` later fetches into a clone of the same repository here.
+func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits) error {
+	url := opts.target
+	if err := gitsrc.CheckRemote(url); err != nil {
+		return err
+	}
+	if opts.name == "" {
+		opts.name = sandbox.NameFor(url)
+	}
+	if started, err := reuseExisting(ctx, f, c, opts, "", limits); started || err != nil {
+		return err
+	}
+	if len(opts.agents) > 0 {
+		if err := ensureKey(ctx, f, c, opts.agents[0]); err != nil {
+			return err
+		}
+	}
+	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Network: opts.network, Image: opts.image,
+		Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Runtime: opts.runtime,
+		Agents: opts.agents, IdleStopSeconds: int64(opts.idleStop / time.Second), SourceURL: url, Origin: url, Clone: true}
+	info, err := c.Create(ctx, req, nil, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s (context %s), /workspace at %s\n", info.Name, info.State, info.Backend, f.remote, short(info.BaseCommit))
 	if err := firstSession(ctx, f, c, opts, info); err != nil {
 		return err
 	}
@@ -219,13 +261,17 @@ func restoreLost(ctx context.Context, f *Factory, c *api.Client, info sandbox.In
 
 // resolveSource finds the host repository of the target (cloning a URL first), names the
 // sandbox after it when no name was given, and describes its state.
-func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url string, src source, err error) {
+func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url string, src gitsrc.Source, err error) {
 	if gitURL.MatchString(opts.target) {
 		url = opts.target
 		if opts.name == "" {
 			opts.name = sandbox.NameFor(url)
 		}
-		repo, err = cloneURL(ctx, f, url, opts.name)
+		var p config.Paths
+		if p, err = f.Paths(); err == nil {
+			repo = filepath.Join(p.Cache, "repos", opts.name)
+			err = gitsrc.Clone(ctx, url, repo, gitsrc.CloneOptions{Progress: func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) }})
+		}
 	} else {
 		repo, err = repoRoot(ctx, opts.target)
 		if opts.name == "" && err == nil {
@@ -235,7 +281,7 @@ func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url 
 	if err != nil {
 		return "", "", src, err
 	}
-	src, err = describeRepo(ctx, repo)
+	src, err = gitsrc.Describe(ctx, repo)
 	return repo, url, src, err
 }
 
@@ -271,8 +317,8 @@ func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 
 // createSandbox asks the daemon for the sandbox, streaming the repository's bundle to
 // it and printing its progress.
-func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits, repo, url string, src source) (sandbox.Info, error) {
-	bundle, wait, err := gitBundle(ctx, repo)
+func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits, repo, url string, src gitsrc.Source) (sandbox.Info, error) {
+	bundle, wait, err := gitsrc.Bundle(ctx, repo)
 	if err != nil {
 		return sandbox.Info{}, err
 	}
@@ -285,7 +331,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
 		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo, IdleStopSeconds: int64(opts.idleStop / time.Second),
-		SourceURL: url, Origin: src.origin, Branch: src.branch, Commit: src.commit, GitName: src.gitName, GitEmail: src.gitEmail}
+		SourceURL: url, Origin: src.Origin, Branch: src.Branch, Commit: src.Commit, GitName: src.GitName, GitEmail: src.GitEmail}
 	if url != "" {
 		req.Origin = url
 	}
@@ -301,7 +347,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	if info.Runtime != "" {
 		on += " under " + info.Runtime
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.commit))
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.Commit))
 	return info, nil
 }
 
@@ -473,16 +519,9 @@ func short(commit string) string {
 }
 
 // git runs a host git command on the user's own repository.
+// git runs git in dir (gitsrc.Git).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimRight(string(out), "\n"), nil
+	return gitsrc.Git(ctx, dir, args...)
 }
 
 func repoRoot(ctx context.Context, path string) (string, error) {
@@ -498,88 +537,4 @@ func repoRoot(ctx context.Context, path string) (string, error) {
 		return "", apperr.Invalid("run `git init` there and commit, or give another path", "%s is not a git repository", path)
 	}
 	return top, nil
-}
-
-// source is what `up` learns of the host repo.
-type source struct {
-	commit, branch, origin, gitName, gitEmail string
-	dirty                                     []string
-}
-
-func describeRepo(ctx context.Context, repo string) (source, error) {
-	var s source
-	var err error
-	if s.commit, err = git(ctx, repo, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
-		return s, apperr.Invalid("commit something first (git commit), then run `paddock up` again",
-			"the repository %s has no commits", repo)
-	}
-	s.branch, _ = git(ctx, repo, "symbolic-ref", "--short", "-q", "HEAD")
-	s.origin, _ = git(ctx, repo, "remote", "get-url", "origin")
-	s.gitName, _ = git(ctx, repo, "config", "user.name")
-	s.gitEmail, _ = git(ctx, repo, "config", "user.email")
-	status, err := git(ctx, repo, "status", "--porcelain", "--untracked-files=all")
-	if err != nil {
-		return s, err
-	}
-	if status != "" {
-		s.dirty = strings.Split(status, "\n")
-		if len(s.dirty) > 20 {
-			s.dirty = append(s.dirty[:20], fmt.Sprintf("... and %d more", len(s.dirty)-20))
-		}
-	}
-	return s, nil
-}
-
-// gitBundle streams a bundle of HEAD, every branch and every tag.
-func gitBundle(ctx context.Context, repo string) (io.ReadCloser, func() error, error) {
-	cmd := exec.CommandContext(ctx, "git", "-C", repo, "bundle", "create", "-q", "-", "HEAD", "--branches", "--tags")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("git bundle: %w", err)
-	}
-	wait := func() error {
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("git bundle: %w: %s", err, strings.TrimSpace(stderr.String()))
-		}
-		return nil
-	}
-	return out, wait, nil
-}
-
-// cloneURL clones a git URL into paddock's cache on the host, or reuses an earlier clone
-// of the same URL, fetching what is new.
-func cloneURL(ctx context.Context, f *Factory, url, name string) (string, error) {
-	p, err := f.Paths()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(p.Cache, "repos", name)
-	if existing, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil {
-		if existing != url {
-			return "", apperr.Conflict("choose another name with --name",
-				"%s already holds a clone of %s, not %s", dir, existing, url)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "paddock: fetching %s into %s\n", url, dir)
-		if _, err := git(ctx, dir, "pull", "-q", "--ff-only"); err != nil {
-			return "", err
-		}
-		return dir, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: cloning %s into %s\n", url, dir)
-	cmd := exec.CommandContext(ctx, "git", "clone", "-q", "--", url, dir)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", apperr.Invalid("check the URL and that you can `git clone` it", "cannot clone %s: %s", url, strings.TrimSpace(string(out)))
-	}
-	return dir, nil
 }

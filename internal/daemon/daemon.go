@@ -125,7 +125,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
-		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP, HelperDir: helperDir, Home: p.Home})
+		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP, HelperDir: helperDir, Home: p.Home,
+		ReposDir: filepath.Join(p.Cache, "repos")})
 	defer svc.Close()
 	svc.Reconcile(ctx)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
@@ -28,6 +30,10 @@ type CreateRequest struct {
 	SourcePath string `json:"source_path"`
 	// SourceURL is the git URL the user gave, when the host repo is a clone of it.
 	SourceURL string `json:"source_url,omitempty"`
+	// Clone asks the daemon to clone SourceURL itself, on its host with its credentials,
+	// and seed the workspace from that clone: the request has no bundle, and Commit,
+	// Branch and the git identity come from the clone (`up GIT-URL` through a context).
+	Clone bool `json:"clone,omitempty"`
 	// Origin becomes the workspace's origin remote, when set.
 	Origin string `json:"origin,omitempty"`
 	// Branch is checked out in the workspace; empty means a detached Commit.
@@ -331,4 +337,43 @@ func (s *Service) npmPackages(names []string) []string {
 		}
 	}
 	return append(out, mcp.NPXPackages(s.opts.MCP)...)
+}
+
+// cloneTimeout bounds the daemon's clone of a git URL: a server that stops answering
+// must not hold the request for ever.
+const cloneTimeout = 15 * time.Minute
+
+// CloneSource clones req.SourceURL on this host (or fetches into an earlier clone of it)
+// for a request with Clone set, fills in the commit, branch and git identity from the
+// clone, and returns its bundle to seed the workspace with. Only network URLs are
+// taken (https, ssh, git): a URL is the sender's, not a way to read this host's disk.
+func (s *Service) CloneSource(ctx context.Context, req *CreateRequest, progress func(string)) (io.ReadCloser, func() error, error) {
+	if req.SourceURL == "" {
+		return nil, nil, apperr.Invalid("", "clone needs a source_url")
+	}
+	if s.opts.ReposDir == "" {
+		return nil, nil, apperr.Unavailable("", "this daemon keeps no clones")
+	}
+	if req.Name == "" {
+		req.Name = NameFor(req.SourceURL)
+	}
+	if err := ValidateName(req.Name); err != nil {
+		return nil, nil, apperr.Invalid("", "%v", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, cloneTimeout)
+	defer cancel()
+	dir := filepath.Join(s.opts.ReposDir, req.Name)
+	if err := gitsrc.Clone(cctx, req.SourceURL, dir, gitsrc.CloneOptions{Remote: true, Progress: progress}); err != nil {
+		return nil, nil, err
+	}
+	src, err := gitsrc.Describe(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Commit, req.Branch, req.Origin = src.Commit, src.Branch, req.SourceURL
+	if req.GitName == "" {
+		req.GitName, req.GitEmail = src.GitName, src.GitEmail
+	}
+	req.SourcePath = ""
+	return gitsrc.Bundle(ctx, dir)
 }

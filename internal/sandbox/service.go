@@ -74,6 +74,8 @@ type Options struct {
 	MCP map[string]config.MCPServer
 	// HelperDir holds git-remote-paddock, for automatic syncs; Home is PADDOCK_HOME, if set.
 	HelperDir, Home string
+	// ReposDir holds the daemon's own clones of git URLs (CreateRequest.Clone).
+	ReposDir string
 	// Events is the bus every recorded event is published on; nil makes one.
 	Events *events.Bus
 }
