@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	s.snapshotRoutes(mux)
 	s.portRoutes(mux)
 	s.runRoutes(mux)
+	s.teamRoutes(mux)
 	return s.logged(mux)
 }
 
@@ -113,8 +114,14 @@ func (s *Server) logged(h http.Handler) http.Handler {
 			}
 		}
 		start := time.Now()
-		h.ServeHTTP(w, r)
+		note := &auditNote{}
+		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note))
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
 		s.log.Debug("api", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
+		if audited(r) {
+			s.recordAudit(r, sw.status, note, time.Since(start))
+		}
 	})
 }
 
