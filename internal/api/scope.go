@@ -59,14 +59,21 @@ func (s *Server) eventFilter(ctx context.Context) func(events.Event) bool {
 	return func(ev events.Event) bool { return s.visible(ctx, ev.Sandbox) }
 }
 
-// auditNote lets a handler add a detail to its request's audit entry (an exec's argv).
-type auditNote struct{ detail string }
+// auditNote lets a handler add to its request's audit entry: a detail (an exec's argv,
+// why a streamed answer failed) and the sandbox when the path does not name it.
+type auditNote struct{ detail, sandbox string }
 
 type auditNoteKey struct{}
 
 func noteAudit(ctx context.Context, detail string) {
 	if n, ok := ctx.Value(auditNoteKey{}).(*auditNote); ok {
 		n.detail = detail
+	}
+}
+
+func noteAuditSandbox(ctx context.Context, name string) {
+	if n, ok := ctx.Value(auditNoteKey{}).(*auditNote); ok {
+		n.sandbox = name
 	}
 }
 
@@ -107,6 +114,9 @@ func (s *Server) recordAudit(r *http.Request, status int, note *auditNote, took 
 	}
 	e := store.AuditEntry{Time: time.Now().Add(-took), Who: name, UserID: userID, Action: action, Sandbox: r.PathValue("name"),
 		Status: status, Detail: note.detail, Remote: remote}
+	if e.Sandbox == "" {
+		e.Sandbox = note.sandbox
+	}
 	if e.Sandbox == "" {
 		e.Sandbox = r.URL.Query().Get("sandbox")
 	}

@@ -252,6 +252,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		}
 		req.SourcePath = ""
 	}
+	noteAuditSandbox(r.Context(), req.Name)
 	stream := s.progressStream(w, r)
 	// The body is read while the response streams: allow both at once.
 	http.NewResponseController(w).EnableFullDuplex()
@@ -295,6 +296,7 @@ func (p *progressStream) fail(err error) {
 	if b.Error.Kind == apperr.KindInternal {
 		p.s.log.Error("request failed", "method", p.r.Method, "path", p.r.URL.Path, "err", err)
 	}
+	noteAudit(p.r.Context(), "failed: "+b.Error.Message)
 	p.send(ProgressEvent{Done: true, Error: &b})
 }
 

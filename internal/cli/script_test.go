@@ -49,6 +49,7 @@ func TestScripts(t *testing.T) {
 			"webhook":     webhook,
 			"pushservice": pushService,
 			"newhome":     newHome,
+			"github":      gitHub,
 		},
 	})
 }
