@@ -84,6 +84,9 @@ type tokenAuth struct {
 }
 
 func (b tokenAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token == "" {
+		return b.next.RoundTrip(r) // signing in: no token yet
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)

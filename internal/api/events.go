@@ -88,9 +88,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := s.svc.Store()
+	keep := s.eventFilter(ctx)
 	if er.sandbox != "" {
 		if _, err := s.svc.Record(ctx, er.sandbox); err != nil {
-			if has, herr := st.HasEvents(ctx, er.sandbox); herr != nil || !has {
+			// A removed sandbox's history stays readable, by admins.
+			if has, herr := st.HasEvents(ctx, er.sandbox); herr != nil || !has || !isAdmin(ctx) {
 				s.writeError(w, r, err) // no such sandbox, now or in the history
 				return
 			}
@@ -100,7 +102,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	if er.follow {
 		// Subscribed before the history is read: an event recorded in between is in
 		// both, and the seq tells.
-		sub = s.svc.Events().Subscribe(0, func(ev events.Event) bool { return er.sandbox == "" || ev.Sandbox == er.sandbox })
+		sub = s.svc.Events().Subscribe(0, func(ev events.Event) bool { return (er.sandbox == "" || ev.Sandbox == er.sandbox) && keep(ev) })
 		defer func() { sub.Close() }()
 	}
 	// Every event after newest reaches the subscription: the place to resume from, when
@@ -113,7 +115,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	out := newEventWriter(w, er.sse)
 	var sent int64
 	if er.history {
-		if sent, err = writeHistory(ctx, st, er.query, out); err != nil {
+		if sent, err = writeHistory(ctx, st, er.query, out, keep); err != nil {
 			s.log.Warn("events: read the history", "err", err)
 			return
 		}
@@ -150,7 +152,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 
 // writeHistory sends the stored events matching q, a page at a time, and returns the
 // seq of the last one sent (0 when none matched).
-func writeHistory(ctx context.Context, st *store.Store, q store.EventQuery, out *eventWriter) (int64, error) {
+func writeHistory(ctx context.Context, st *store.Store, q store.EventQuery, out *eventWriter, keep func(events.Event) bool) (int64, error) {
 	q.Limit = eventsPage
 	var sent int64
 	for {
@@ -159,10 +161,13 @@ func writeHistory(ctx context.Context, st *store.Store, q store.EventQuery, out 
 			return 0, err
 		}
 		for _, e := range page {
-			if err := out.event(sandbox.FromStore(e)); err != nil {
-				return 0, err
+			q.AfterSeq = e.Seq
+			if ev := sandbox.FromStore(e); keep(ev) {
+				if err := out.event(ev); err != nil {
+					return 0, err
+				}
+				sent = e.Seq
 			}
-			q.AfterSeq, sent = e.Seq, e.Seq
 		}
 		if err := out.flush(); err != nil {
 			return 0, err

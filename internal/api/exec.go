@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/shell"
 )
 
 // ExecRequest is the first (text) message on an exec WebSocket.
@@ -70,6 +71,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusPolicyViolation, "the first message must be an ExecRequest with argv")
 		return
 	}
+	noteAudit(r.Context(), shell.Join(req.Argv))
 
 	stdinR, stdinW := io.Pipe()
 	resize := make(chan guestclient.Size, 4)

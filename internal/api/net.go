@@ -25,6 +25,9 @@ func (s *Server) netRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/net/denials/{id}/allow", s.allowDenial)
 }
 
+var errGlobalRule = apperr.Forbidden("scope the rule to one of your sandboxes (--sandbox NAME), or ask an admin",
+	"a global egress rule applies to every user's sandboxes: it is for admins")
+
 func (s *Server) listNetRules(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.svc.NetRules(r.Context(), r.URL.Query().Get("sandbox"))
 	if err != nil {
@@ -43,6 +46,10 @@ func (s *Server) setNetRule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
 		return
 	}
+	if req.Sandbox == "" && !isAdmin(r.Context()) {
+		s.writeError(w, r, errGlobalRule)
+		return
+	}
 	rule, err := s.svc.SetNetRule(r.Context(), req.Sandbox, req.Pattern, req.Action)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -53,6 +60,10 @@ func (s *Server) setNetRule(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) removeNetRule(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if q.Get("sandbox") == "" && !isAdmin(r.Context()) {
+		s.writeError(w, r, errGlobalRule)
+		return
+	}
 	if err := s.svc.RemoveNetRule(r.Context(), q.Get("sandbox"), q.Get("pattern")); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -62,12 +73,23 @@ func (s *Server) removeNetRule(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listDenials(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	list, err := s.svc.Denials(r.Context(), r.URL.Query().Get("sandbox"), limit)
+	sb := r.URL.Query().Get("sandbox")
+	if sb != "" && !s.visible(r.Context(), sb) {
+		s.writeError(w, r, apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox named %q", sb))
+		return
+	}
+	list, err := s.svc.Denials(r.Context(), sb, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	kept := list[:0]
+	for _, d := range list {
+		if s.visible(r.Context(), d.Sandbox) {
+			kept = append(kept, d)
+		}
+	}
+	writeJSON(w, http.StatusOK, kept)
 }
 
 func (s *Server) allowDenial(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +97,22 @@ func (s *Server) allowDenial(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, apperr.Invalid("", "bad denial id %q", r.PathValue("id")))
 		return
+	}
+	if !isAdmin(r.Context()) {
+		// The denial's sandbox must be the caller's: found among the denials they see.
+		list, err := s.svc.Denials(r.Context(), "", 0)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		mine := false
+		for _, d := range list {
+			mine = mine || (d.ID == id && s.visible(r.Context(), d.Sandbox))
+		}
+		if !mine {
+			s.writeError(w, r, apperr.NotFound("run `paddock net denials` to see them", "no denial %d", id))
+			return
+		}
 	}
 	rule, err := s.svc.AllowDenial(r.Context(), id)
 	if err != nil {

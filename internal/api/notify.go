@@ -39,10 +39,11 @@ type PushSubscriptionRequest struct {
 func (s *Server) EnableNotify(n *notify.Notifier) { s.notifier = n }
 
 func (s *Server) notifyRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/notify", s.withNotifier(s.notifyStatus))
-	mux.HandleFunc("POST /v1/notify/subscriptions", s.withNotifier(s.subscribe))
-	mux.HandleFunc("DELETE /v1/notify/targets/{id}", s.withNotifier(s.removeTarget))
-	mux.HandleFunc("POST /v1/notify/test", s.withNotifier(s.testNotify))
+	// Notifications tell of every sandbox: on a team's daemon they are for admins.
+	mux.HandleFunc("GET /v1/notify", s.adminOnly(s.withNotifier(s.notifyStatus)))
+	mux.HandleFunc("POST /v1/notify/subscriptions", s.adminOnly(s.withNotifier(s.subscribe)))
+	mux.HandleFunc("DELETE /v1/notify/targets/{id}", s.adminOnly(s.withNotifier(s.removeTarget)))
+	mux.HandleFunc("POST /v1/notify/test", s.adminOnly(s.withNotifier(s.testNotify)))
 }
 
 func (s *Server) withNotifier(h http.HandlerFunc) http.HandlerFunc {

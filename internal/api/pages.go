@@ -22,10 +22,22 @@ var (
 <form method="post" action="/logout"><button type="submit">Sign out</button></form>
 </body></html>`))
 
+	githubLoginPage = template.Must(template.New("github-login").Parse(pageHead + `
+<h1>Sign in to paddock</h1>
+<p>This server lets the members of the GitHub organization <b>{{.}}</b> sign in.</p>
+<p><a href="/auth/github">Sign in with GitHub</a></p>
+</body></html>`))
+
+	signedInAsPage = template.Must(template.New("signed-in-as").Parse(`<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="refresh" content="0; url=/"><title>paddock</title></head><body>
+<h1>paddock</h1>
+<p>Signed in as {{.}}. <a href="/">Continue</a></p>
+</body></html>`))
+
 	errorPage = template.Must(template.New("error").Parse(pageHead + `
 <h1>paddock</h1>
 <p>{{.Message}}</p>{{if .Hint}}
-<p>{{.Hint}}</p>{{end}}
+<p>{{.Hint}}</p>{{end}}{{if .GitHub}}
+<p><a href="/auth/github">Sign in with GitHub</a></p>{{end}}
 </body></html>`))
 )
 

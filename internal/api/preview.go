@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // Port previews: a web server listening inside a sandbox, reached from a browser through
@@ -218,6 +219,9 @@ func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, 
 			h.refuse(w, r, readOnlyError(c))
 			return
 		}
+		if c.userID != 0 {
+			r = r.WithContext(sandbox.WithViewer(r.Context(), sandbox.Viewer{UserID: c.userID, Login: c.login, Admin: c.admin}))
+		}
 	default:
 		previewPage(w, http.StatusUnauthorized, "Sign in to this preview",
 			fmt.Sprintf("Open it with <code>paddock open %s:%d</code> on the daemon's machine, or from the sandbox's ports in the web UI: the link signs this browser in to this preview.",
@@ -229,6 +233,10 @@ func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, 
 		name = grant.sandbox
 	} else if n, err := p.sandboxNamed(r.Context(), host); err == nil {
 		name = n
+	}
+	if !p.s.visible(r.Context(), name) {
+		previewPage(w, http.StatusNotFound, "No such preview", "There is no sandbox by this name.")
+		return
 	}
 	p.proxy(w, r, name, port, "")
 }
@@ -308,6 +316,10 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.Atoi(portStr)
 	if name == "" || err != nil || port < 1 || port > 65535 {
 		previewPage(w, http.StatusNotFound, "No such preview", "A preview's address is /preview/SANDBOX/PORT/.")
+		return
+	}
+	if !p.s.visible(r.Context(), name) {
+		previewPage(w, http.StatusNotFound, "No such preview", "There is no sandbox by this name.")
 		return
 	}
 	if !hasSlash {

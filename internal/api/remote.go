@@ -15,8 +15,16 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
+
+// errorPageData is what a page refusing a browser says.
+type errorPageData struct {
+	Message, Hint string
+	// GitHub offers the sign-in with GitHub.
+	GitHub bool
+}
 
 // Lifetimes of what signs a browser in.
 const (
@@ -56,6 +64,12 @@ type caller struct {
 	readOnly bool
 	// session is the hash of a browser session's cookie; nil for a token.
 	session []byte
+	// userID is the user signed in with GitHub whose credential this is (their login
+	// and whether they are an admin beside it); 0 for the daemon host's own tokens
+	// and login URLs, which act as an admin.
+	userID int64
+	login  string
+	admin  bool
 }
 
 type callerKey struct{}
@@ -84,6 +98,8 @@ type remoteAuth struct {
 	// codes maps the SHA-256 of each unused login code to when it expires. They live
 	// in memory only: a daemon restart voids them.
 	codes map[string]time.Time
+	// team is sign-in with GitHub, when configured (EnableTeam).
+	team *team
 }
 
 func newRemoteAuth(st *store.Store, log *slog.Logger) *remoteAuth {
@@ -158,14 +174,18 @@ func (a *remoteAuth) token(ctx context.Context, secret string) (*caller, error) 
 			a.log.Warn("web: record a token's use", "token", match.Name, "err", err)
 		}
 	}
-	return &caller{token: match.Name, readOnly: match.ReadOnly}, nil
+	c := &caller{token: match.Name, readOnly: match.ReadOnly}
+	if match.UserID != 0 {
+		return a.userCaller(ctx, c, match.UserID)
+	}
+	return c, nil
 }
 
 // session returns the caller a session cookie stands for, nil for an unknown or
 // expired session.
 func (a *remoteAuth) session(ctx context.Context, secret string) (*caller, error) {
 	h := hashSecret(secret)
-	exp, err := a.store.WebSessionExpiry(ctx, h)
+	exp, userID, err := a.store.WebSession(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -175,14 +195,19 @@ func (a *remoteAuth) session(ctx context.Context, secret string) (*caller, error
 	if !a.now().Before(exp) {
 		return nil, a.store.DeleteWebSession(ctx, h)
 	}
-	return &caller{session: h}, nil
+	c := &caller{session: h}
+	if userID != 0 {
+		return a.userCaller(ctx, c, userID)
+	}
+	return c, nil
 }
 
-// newSession makes a browser session and returns its cookie's value.
-func (a *remoteAuth) newSession(ctx context.Context) (string, error) {
+// newSession makes a browser session of a user (0: the daemon's host) and returns its
+// cookie's value.
+func (a *remoteAuth) newSession(ctx context.Context, userID int64) (string, error) {
 	secret, h := newSecret()
 	now := a.now()
-	if err := a.store.AddWebSession(ctx, h, now, now.Add(SessionTTL)); err != nil {
+	if err := a.store.AddWebSession(ctx, h, userID, now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	return secret, nil
@@ -238,6 +263,22 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.login(w, r)
 		return
 	}
+	if t := h.auth.team; t != nil {
+		switch r.URL.Path {
+		case githubLoginPath:
+			h.githubLogin(w, r)
+			return
+		case githubCallbackPath:
+			h.githubCallback(w, r)
+			return
+		case "/v1/auth/device":
+			h.deviceStart(w, r)
+			return
+		case "/v1/auth/device/token":
+			h.deviceToken(w, r)
+			return
+		}
+	}
 	c, ok := h.authenticate(w, r)
 	if !ok {
 		return
@@ -254,7 +295,11 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, readOnlyError(c))
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+	ctx := context.WithValue(r.Context(), callerKey{}, c)
+	if c.userID != 0 {
+		ctx = sandbox.WithViewer(ctx, sandbox.Viewer{UserID: c.userID, Login: c.login, Admin: c.admin})
+	}
+	r = r.WithContext(ctx)
 	switch {
 	case isAPI(r):
 		h.opts.API.ServeHTTP(w, r)
@@ -340,6 +385,9 @@ func (h *remote) authenticate(w http.ResponseWriter, r *http.Request) (*caller, 
 		c, err = h.auth.session(r.Context(), secret)
 	}
 	if err != nil {
+		if apperr.KindOf(err) == apperr.KindUnauthorized && kind != "token" {
+			h.clearCookie(w)
+		}
 		h.refuse(w, r, err)
 		return nil, false
 	}
@@ -387,7 +435,8 @@ func (h *remote) refuse(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, status, b)
 		return
 	}
-	writePage(w, status, errorPage, b.Error)
+	writePage(w, status, errorPage, errorPageData{Message: b.Error.Message, Hint: b.Error.Hint,
+		GitHub: h.auth.team != nil && h.auth.team.opts.GitHub.CanUseWebFlow() && status == http.StatusUnauthorized})
 }
 
 // login serves /login: GET shows a button that POSTs the code (so that a link preview
@@ -410,6 +459,10 @@ func (h *remote) login(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, apperr.Invalid("", "%s /login: use GET or POST", r.Method))
 		return
 	}
+	if code == "" && h.auth.team != nil && r.Method != http.MethodPost {
+		writePage(w, http.StatusOK, githubLoginPage, h.auth.team.opts.GitHub.Org())
+		return
+	}
 	if !h.allowAttempt(w, r) {
 		return
 	}
@@ -423,7 +476,7 @@ func (h *remote) login(w http.ResponseWriter, r *http.Request) {
 		writePage(w, http.StatusOK, loginPage, code)
 		return
 	}
-	secret, err := h.auth.newSession(r.Context())
+	secret, err := h.auth.newSession(r.Context(), 0)
 	if err != nil {
 		h.refuse(w, r, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -39,10 +40,29 @@ func (s *Server) EnableRuns(r *runs.Service, err error) { s.runs, s.runsErr = r,
 func (s *Server) runRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/runs", s.withRuns(s.startRun))
 	mux.HandleFunc("GET /v1/runs", s.withRuns(s.listRuns))
-	mux.HandleFunc("GET /v1/runs/{id}", s.withRuns(s.getRun))
-	mux.HandleFunc("POST /v1/runs/{id}/messages", s.withRuns(s.continueRun))
-	mux.HandleFunc("POST /v1/runs/{id}/cancel", s.withRuns(s.cancelRun))
-	mux.HandleFunc("GET /v1/runs/{id}/follow", s.withRuns(s.followRun))
+	mux.HandleFunc("GET /v1/runs/{id}", s.withRuns(s.ownRun(s.getRun)))
+	mux.HandleFunc("POST /v1/runs/{id}/messages", s.withRuns(s.ownRun(s.continueRun)))
+	mux.HandleFunc("POST /v1/runs/{id}/cancel", s.withRuns(s.ownRun(s.cancelRun)))
+	mux.HandleFunc("GET /v1/runs/{id}/follow", s.withRuns(s.ownRun(s.followRun)))
+}
+
+// ownRun serves a run's route only to who sees the run's sandbox: to others the run
+// does not exist.
+func (s *Server) ownRun(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !isAdmin(r.Context()) {
+			run, err := s.runs.Get(r.Context(), r.PathValue("id"))
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if !s.visible(r.Context(), run.Sandbox) {
+				s.writeError(w, r, apperr.NotFound("run `paddock run --list` to see your runs", "no run %q", r.PathValue("id")))
+				return
+			}
+		}
+		h(w, r)
+	}
 }
 
 func (s *Server) withRuns(h http.HandlerFunc) http.HandlerFunc {
@@ -126,13 +146,16 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	list, err := s.runs.List(r.Context(), r.URL.Query().Get("sandbox"))
+	all, err := s.runs.List(r.Context(), r.URL.Query().Get("sandbox"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if list == nil {
-		list = []store.Run{}
+	list := []store.Run{}
+	for _, run := range all {
+		if s.visible(r.Context(), run.Sandbox) {
+			list = append(list, run)
+		}
 	}
 	writeJSON(w, http.StatusOK, list)
 }

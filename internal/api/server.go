@@ -106,6 +106,7 @@ func (s *Server) Handler() http.Handler {
 	s.snapshotRoutes(mux)
 	s.portRoutes(mux)
 	s.runRoutes(mux)
+	s.teamRoutes(mux)
 	return s.logged(mux)
 }
 
@@ -117,8 +118,14 @@ func (s *Server) logged(h http.Handler) http.Handler {
 			}
 		}
 		start := time.Now()
-		h.ServeHTTP(w, r)
+		note := &auditNote{}
+		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note))
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
 		s.log.Debug("api", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
+		if audited(r) {
+			s.recordAudit(r, sw.status, note, time.Since(start))
+		}
 	})
 }
 
@@ -249,6 +256,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		}
 		req.SourcePath = ""
 	}
+	noteAuditSandbox(r.Context(), req.Name)
 	stream := s.progressStream(w, r)
 	// The body is read while the response streams: allow both at once.
 	http.NewResponseController(w).EnableFullDuplex()
@@ -305,6 +313,7 @@ func (p *progressStream) fail(err error) {
 	if b.Error.Kind == apperr.KindInternal {
 		p.s.log.Error("request failed", "method", p.r.Method, "path", p.r.URL.Path, "err", err)
 	}
+	noteAudit(p.r.Context(), "failed: "+b.Error.Message)
 	p.send(ProgressEvent{Done: true, Error: &b})
 }
 

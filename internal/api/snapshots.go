@@ -57,7 +57,7 @@ func (s *Server) EnableSnapshots(sn *snapshot.Service, err error) {
 func (s *Server) snapshotRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/snapshots", s.withSnapshots(s.takeSnapshot))
 	mux.HandleFunc("GET /v1/snapshots", s.withSnapshots(s.listSnapshots))
-	mux.HandleFunc("POST /v1/snapshots/prune", s.withSnapshots(s.pruneSnapshots))
+	mux.HandleFunc("POST /v1/snapshots/prune", s.adminOnly(s.withSnapshots(s.pruneSnapshots)))
 	mux.HandleFunc("POST /v1/snapshots/{ref}/restore", s.hostOnly(s.withSnapshots(s.restoreSnapshot)))
 }
 
@@ -99,10 +99,21 @@ func (s *Server) takeSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
-	ms, err := s.snapshots.List(r.Context(), r.URL.Query().Get("sandbox"))
+	sb := r.URL.Query().Get("sandbox")
+	if sb != "" && !s.visible(r.Context(), sb) {
+		s.writeError(w, r, apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox named %q", sb))
+		return
+	}
+	all, err := s.snapshots.List(r.Context(), sb)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	var ms []snapshot.Manifest
+	for _, m := range all {
+		if s.visible(r.Context(), m.Sandbox) {
+			ms = append(ms, m)
+		}
 	}
 	if ms == nil {
 		ms = []snapshot.Manifest{}

@@ -81,13 +81,26 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tNETWORK\tAGE")
+	// On a team's server, an admin sees whose each sandbox is (the host's own: "-").
+	owners := false
+	for _, sb := range list {
+		owners = owners || sb.Owner != ""
+	}
+	header := "NAME\tBACKEND\tSTATE\tNETWORK\tAGE"
+	if owners {
+		header += "\tOWNER"
+	}
+	fmt.Fprintln(tw, header)
 	for _, sb := range list {
 		backend := sb.Backend
 		if sb.Runtime != "" {
 			backend += "/" + sb.Runtime // docker/runsc: under gVisor
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)))
+		owner := ""
+		if owners {
+			owner = "\t" + orDash(termtext.Escape(sb.Owner))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), owner)
 		if sb.Detail != "" && sb.State != "running" {
 			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
 			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))

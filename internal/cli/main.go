@@ -156,6 +156,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdWeb(f, nil),
 		newCmdTUI(f),
 		newCmdToken(f),
+		newCmdLogin(f),
+		newCmdAudit(f),
 		newCmdContext(f),
 		newCmdConfig(f),
 		newCmdKey(f),

@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"pushservice": pushService,
 			"newhome":     newHome,
 			"gitserve":    gitServe,
+			"github":      gitHub,
 		},
 	})
 }

@@ -40,6 +40,8 @@ type Config struct {
 	IdleStop Duration `toml:"idle_stop"`
 	// Run configures the host-side agent of `paddock run`: [run].
 	Run Run `toml:"run"`
+	// Auth says who may sign in over TCP besides the host's tokens: [auth.github].
+	Auth Auth `toml:"auth"`
 	// Vagrant holds the vagrant backend's settings ([vagrant]; the backend checks them):
 	// the same as [backends.vagrant], which Load fills from it.
 	Vagrant map[string]any `toml:"vagrant"`
@@ -181,6 +183,9 @@ func (c Config) validate(path string) error {
 			return fmt.Errorf("config %s: [backends.%s] rootfs %q is the host's own root filesystem: a sandbox on it would see every file of the host; %s",
 				path, name, rootfs, backend.RootfsHint)
 		}
+	}
+	if err := c.Auth.GitHub.validate(); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := c.Notify.validate(); err != nil {
 		return fmt.Errorf("config %s: [notify]: %w", path, err)

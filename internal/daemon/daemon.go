@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/notify"
@@ -142,6 +143,18 @@ func Run(ctx context.Context, opts Options) error {
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
+	if gh := cfg.Auth.GitHub; gh.Enabled() {
+		secret, err := gh.ClientSecret()
+		if err != nil {
+			return fmt.Errorf("config %s: %w", p.Config, err)
+		}
+		apiSrv.EnableTeam(api.TeamOptions{
+			GitHub:  ghauth.New(ghauth.Config{ClientID: gh.ClientID, ClientSecret: secret, Org: gh.Org, WebURL: gh.WebURL, APIURL: gh.APIURL}),
+			IsAdmin: gh.IsAdmin,
+			Recheck: gh.RecheckEvery(),
+		})
+		log.Info("members of a GitHub organization may sign in over TCP", "org", gh.Org, "admins", gh.Admins)
+	}
 	notifier, err := notify.New(notify.Options{Config: cfg.Notify, Store: st, StateDir: p.State, Logger: log.With("part", "notify"),
 		Getenv: os.Getenv, BaseURL: func() string { return web.Status().URL }})
 	if err != nil {

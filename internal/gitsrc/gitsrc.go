@@ -145,6 +145,11 @@ func Clone(ctx context.Context, url, dir string, opts CloneOptions) error {
 		return nil
 	}
 	if existing, err := Git(ctx, dir, "remote", "get-url", "origin"); err == nil {
+		if existing != url && opts.Remote {
+			// Another user's URL is not theirs to learn.
+			return apperr.Conflict("choose another name with --name",
+				"the daemon's clone for this name is of another repository")
+		}
 		if existing != url {
 			return apperr.Conflict("choose another name with --name",
 				"%s already holds a clone of %s, not %s", dir, existing, url)

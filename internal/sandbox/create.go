@@ -109,7 +109,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if req.Network != "" && req.Network != "closed" && req.Network != "open" {
 		return Info{}, apperr.Invalid("use --network closed (the default) or --network open", "unknown network mode %q", req.Network)
 	}
-	if existing, err := s.opts.Store.GetSandbox(ctx, req.Name); err == nil {
+	if existing, err := s.opts.Store.GetSandbox(ctx, req.Name); err == nil && !Sees(ctx, existing) {
+		// Names are one namespace for the whole daemon; another user's sandbox shows
+		// nothing of itself but that the name is taken.
+		return Info{}, apperr.Conflict("choose another name with --name", "the name %q is taken", req.Name)
+	} else if err == nil {
 		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
 			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
 	}
@@ -136,7 +140,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	}
 	sb := store.Sandbox{ID: newID(), Name: req.Name, Backend: b.Name(), State: "creating", Runtime: runtime,
 		SourcePath: req.SourcePath, SourceURL: req.SourceURL, BaseCommit: req.Commit, Rootfs: req.Rootfs,
-		Agents: strings.Join(req.Agents, ","), IdleStop: time.Duration(req.IdleStopSeconds) * time.Second}
+		Agents: strings.Join(req.Agents, ","), IdleStop: time.Duration(req.IdleStopSeconds) * time.Second, OwnerID: ownerID(ctx)}
 	if err := assignNetwork(&sb, req.Network == "open"); err != nil {
 		return Info{}, err
 	}

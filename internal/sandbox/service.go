@@ -55,6 +55,9 @@ type Info struct {
 	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 	// Agents are the agents the sandbox was made for (up --agent), the first first.
 	Agents []string `json:"agents,omitempty"`
+	// Owner is the GitHub login of who made the sandbox, on a daemon a team signs in
+	// to; empty for the daemon host's own.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Options configure a Service.
@@ -180,10 +183,11 @@ func notFound(name string) error {
 	return apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox named %q", name)
 }
 
+// record finds a sandbox by name, as ctx's viewer sees it: another user's is not found.
 func (s *Service) record(ctx context.Context, name string) (store.Sandbox, error) {
 	sb, err := s.opts.Store.GetSandbox(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return sb, notFound(name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !Sees(ctx, sb)) {
+		return store.Sandbox{}, notFound(name)
 	}
 	return sb, err
 }
@@ -242,7 +246,7 @@ func unavailable(err error) error {
 	return apperr.Unavailable("run `paddock doctor`", "%v", err)
 }
 
-// List returns every sandbox with its live state.
+// List returns every sandbox ctx's viewer sees, with its live state.
 func (s *Service) List(ctx context.Context) ([]Info, error) {
 	rows, err := s.opts.Store.ListSandboxes(ctx)
 	if err != nil {
@@ -250,7 +254,9 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(rows))
 	for _, sb := range rows {
-		out = append(out, s.info(ctx, sb))
+		if Sees(ctx, sb) {
+			out = append(out, s.info(ctx, sb))
+		}
 	}
 	return out, nil
 }
@@ -269,7 +275,7 @@ func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
 		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode, IdleStopSeconds: int64(sb.IdleStop / time.Second),
 		Agents:  splitList(sb.Agents),
-		Runtime: sb.Runtime, CreatedAt: sb.CreatedAt}
+		Runtime: sb.Runtime, CreatedAt: sb.CreatedAt, Owner: s.ownerLogin(ctx, sb)}
 	if sb.State == "creating" {
 		return in
 	}

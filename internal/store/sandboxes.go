@@ -38,19 +38,22 @@ type Sandbox struct {
 	// idle_stop; zero means the config's.
 	IdleStop time.Duration
 	// Image is the image the sandbox runs (docker); empty is the backend's default.
-	Image     string
+	Image string
+	// OwnerID is the user who made the sandbox (users.id); 0 is the daemon's host, whose
+	// sandboxes are the admins'.
+	OwnerID   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, idle_stop_seconds, image, created_at, updated_at"
+const sandboxCols = "id, name, backend, state, source_path, source_url, base_commit, rootfs, detail, network, creds_port, egress_port, creds_token, agents, sync_mode, runtime, idle_stop_seconds, image, owner_id, created_at, updated_at"
 
 func scanSandbox(row interface{ Scan(...any) error }) (Sandbox, error) {
 	var sb Sandbox
 	var created, updated, idle int64
 	err := row.Scan(&sb.ID, &sb.Name, &sb.Backend, &sb.State, &sb.SourcePath, &sb.SourceURL,
 		&sb.BaseCommit, &sb.Rootfs, &sb.Detail, &sb.Network, &sb.CredsPort, &sb.EgressPort, &sb.CredsToken, &sb.Agents,
-		&sb.SyncMode, &sb.Runtime, &idle, &sb.Image, &created, &updated)
+		&sb.SyncMode, &sb.Runtime, &idle, &sb.Image, &sb.OwnerID, &created, &updated)
 	sb.IdleStop = time.Duration(idle) * time.Second
 	sb.CreatedAt = time.Unix(0, created)
 	sb.UpdatedAt = time.Unix(0, updated)
@@ -66,9 +69,9 @@ func (s *Store) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if sb.SyncMode == "" {
 		sb.SyncMode = "manual"
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sandboxes ("+sandboxCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		sb.ID, sb.Name, sb.Backend, sb.State, sb.SourcePath, sb.SourceURL, sb.BaseCommit, sb.Rootfs, sb.Detail,
-		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, int64(sb.IdleStop/time.Second), sb.Image, t, t)
+		sb.Network, sb.CredsPort, sb.EgressPort, sb.CredsToken, sb.Agents, sb.SyncMode, sb.Runtime, int64(sb.IdleStop/time.Second), sb.Image, sb.OwnerID, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: sandboxes.name") {
 		return fmt.Errorf("sandbox %q: %w", sb.Name, ErrNameTaken)
 	}

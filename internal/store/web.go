@@ -17,12 +17,15 @@ type Token struct {
 	Created  time.Time
 	// LastUsed is zero until the token authenticates a request.
 	LastUsed time.Time
+	// UserID is the user the token stands for (users.id); 0 is the daemon's host, for a
+	// token `paddock token create` made.
+	UserID int64
 }
 
 // CreateToken stores a new token; ErrNameTaken when one has that name.
 func (s *Store) CreateToken(ctx context.Context, t Token) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO api_tokens (name, hash, read_only, created_at) VALUES (?,?,?,?)",
-		t.Name, t.Hash, t.ReadOnly, t.Created.UnixNano())
+	_, err := s.db.ExecContext(ctx, "INSERT INTO api_tokens (name, hash, read_only, created_at, user_id) VALUES (?,?,?,?,?)",
+		t.Name, t.Hash, t.ReadOnly, t.Created.UnixNano(), t.UserID)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: api_tokens.name") {
 		return fmt.Errorf("token %q: %w", t.Name, ErrNameTaken)
 	}
@@ -34,7 +37,7 @@ func (s *Store) CreateToken(ctx context.Context, t Token) error {
 
 // Tokens lists the tokens, oldest first.
 func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT name, hash, read_only, created_at, last_used FROM api_tokens ORDER BY created_at, name")
+	rows, err := s.db.QueryContext(ctx, "SELECT name, hash, read_only, created_at, last_used, user_id FROM api_tokens ORDER BY created_at, name")
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +46,7 @@ func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
 	for rows.Next() {
 		var t Token
 		var created, used int64
-		if err := rows.Scan(&t.Name, &t.Hash, &t.ReadOnly, &created, &used); err != nil {
+		if err := rows.Scan(&t.Name, &t.Hash, &t.ReadOnly, &created, &used, &t.UserID); err != nil {
 			return nil, err
 		}
 		t.Created = time.Unix(0, created)
@@ -73,26 +76,26 @@ func (s *Store) TouchToken(ctx context.Context, name string, t time.Time) error 
 	return err
 }
 
-// AddWebSession stores a browser session (the SHA-256 of its cookie) until expires.
-// Expired sessions are dropped on the way.
-func (s *Store) AddWebSession(ctx context.Context, hash []byte, created, expires time.Time) error {
+// AddWebSession stores a browser session (the SHA-256 of its cookie) of a user (0: the
+// daemon's host) until expires. Expired sessions are dropped on the way.
+func (s *Store) AddWebSession(ctx context.Context, hash []byte, userID int64, created, expires time.Time) error {
 	if _, err := s.db.ExecContext(ctx, "DELETE FROM web_sessions WHERE expires_at <= ?", created.UnixNano()); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO web_sessions (hash, created_at, expires_at) VALUES (?,?,?)",
-		hash, created.UnixNano(), expires.UnixNano())
+	_, err := s.db.ExecContext(ctx, "INSERT INTO web_sessions (hash, created_at, expires_at, user_id) VALUES (?,?,?,?)",
+		hash, created.UnixNano(), expires.UnixNano(), userID)
 	return err
 }
 
-// WebSessionExpiry returns when the session with this hash expires; ErrNotFound when
-// there is none.
-func (s *Store) WebSessionExpiry(ctx context.Context, hash []byte) (time.Time, error) {
+// WebSession returns when the session with this hash expires and whose it is (0: the
+// daemon's host); ErrNotFound when there is none.
+func (s *Store) WebSession(ctx context.Context, hash []byte) (expires time.Time, userID int64, err error) {
 	var t int64
-	err := s.db.QueryRowContext(ctx, "SELECT expires_at FROM web_sessions WHERE hash = ?", hash).Scan(&t)
+	err = s.db.QueryRowContext(ctx, "SELECT expires_at, user_id FROM web_sessions WHERE hash = ?", hash).Scan(&t, &userID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, ErrNotFound
+		return time.Time{}, 0, ErrNotFound
 	}
-	return time.Unix(0, t), err
+	return time.Unix(0, t), userID, err
 }
 
 // DeleteWebSession ends one browser session.

@@ -25,10 +25,10 @@ func TestTokensSessionsAndListener(t *testing.T) {
 	if err := s.TouchToken(ctx, "phone", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddWebSession(ctx, []byte("old"), now.Add(-time.Hour), now.Add(-time.Minute)); err != nil {
+	if err := s.AddWebSession(ctx, []byte("old"), 0, now.Add(-time.Hour), now.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddWebSession(ctx, []byte("new"), now, now.Add(time.Hour)); err != nil {
+	if err := s.AddWebSession(ctx, []byte("new"), 0, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetWebListener(ctx, WebListener{Listen: "127.0.0.1:7777"}); err != nil {
@@ -49,10 +49,10 @@ func TestTokensSessionsAndListener(t *testing.T) {
 	if err != nil || len(tokens) != 1 || !tokens[0].ReadOnly || string(tokens[0].Hash) != "h1" || tokens[0].LastUsed.IsZero() {
 		t.Fatalf("tokens: %+v %v", tokens, err)
 	}
-	if _, err := s.WebSessionExpiry(ctx, []byte("old")); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.WebSession(ctx, []byte("old")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("expired session: %v", err)
 	}
-	if exp, err := s.WebSessionExpiry(ctx, []byte("new")); err != nil || exp.Before(now) {
+	if exp, _, err := s.WebSession(ctx, []byte("new")); err != nil || exp.Before(now) {
 		t.Fatalf("session: %v %v", exp, err)
 	}
 	if l, err := s.GetWebListener(ctx); err != nil || l != (WebListener{Listen: "0.0.0.0:8443", TLSCert: "/c.pem", TLSKey: "/k.pem"}) {
@@ -68,7 +68,7 @@ func TestTokensSessionsAndListener(t *testing.T) {
 	if err := s.DeleteWebSessions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WebSessionExpiry(ctx, []byte("new")); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.WebSession(ctx, []byte("new")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("session after DeleteWebSessions: %v", err)
 	}
 	if err := s.DeleteWebListener(ctx); err != nil {
