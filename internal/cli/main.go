@@ -157,6 +157,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdTUI(f),
 		newCmdToken(f),
 		newCmdContext(f),
+		newCmdHost(f),
+		newCmdBackend(f),
 		newCmdConfig(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
