@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -49,6 +53,8 @@ func TestScripts(t *testing.T) {
 			"webhook":     webhook,
 			"pushservice": pushService,
 			"newhome":     newHome,
+			"sshd":        startSSHD,
+			"sshdrop":     dropSSH,
 		},
 	})
 }
@@ -73,7 +79,41 @@ func setup(env *testscript.Env) error {
 	env.Setenv("SSH_AUTH_SOCK", "/tmp/host-agent.sock")
 	env.Setenv("HOST_SECRET", "s3cret-host-value")
 	env.Defer(func() { teardown(home) })
+	env.Values[sshdKey{}] = &sshdHolder{}
 	return nil
+}
+
+type sshdKey struct{}
+
+// sshdHolder keeps a script's sshd.
+type sshdHolder struct{ srv *sshdtest.Server }
+
+// scriptTB is a script as the sshd harness needs a test.
+type scriptTB struct{ ts *testscript.TestScript }
+
+func (scriptTB) Helper()                             {}
+func (s scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
+
+// startSSHD runs OpenSSH's server as another host (its own network namespace and
+// paddock directory), and sets SSHD_URL, SSHD_KEY (the user key), SSHD_HOME (paddock's
+// directory there) and SSHD_FP (its host key's fingerprint, as a regexp).
+func startSSHD(ts *testscript.TestScript, neg bool, args []string) {
+	srv := sshdtest.Run(scriptTB{ts})
+	ts.Value(sshdKey{}).(*sshdHolder).srv = srv
+	ts.Setenv("SSHD_URL", srv.URL())
+	ts.Setenv("SSHD_KEY", srv.KeyFile)
+	ts.Setenv("SSHD_HOME", srv.Home)
+	ts.Setenv("SSHD_FP", regexp.QuoteMeta(ssh.FingerprintSHA256(srv.HostKey())))
+}
+
+// dropSSH cuts every connection to the script's sshd, as a network going away would.
+func dropSSH(ts *testscript.TestScript, neg bool, args []string) {
+	srv := ts.Value(sshdKey{}).(*sshdHolder).srv
+	if srv == nil {
+		ts.Fatalf("sshdrop: no sshd (run sshd first)")
+	}
+	srv.Drop()
 }
 
 // newHome makes another PADDOCK_HOME, a second machine's, in the variable named, torn
@@ -127,6 +167,10 @@ func teardown(home string) {
 func condition(cond string) (bool, error) {
 	if cond == "docker" {
 		return dockerReady(), nil
+	}
+	if cond == "sshd" {
+		what, _ := sshdtest.Missing()
+		return what == "" || testenv.Strict(), nil
 	}
 	if cond != "static" {
 		return false, fmt.Errorf("unknown condition %q", cond)

@@ -390,7 +390,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	}
 	if p.total > 0 && p.done >= p.next && !p.reportedDone {
 		p.report(fmt.Sprintf("  %s of %s", mib(p.done), mib(p.total)))
-		p.next = p.done + p.total/10
+		p.next = min(p.done+p.total/10, p.total)
 		p.reportedDone = p.done >= p.total
 	}
 	return n, err

@@ -179,7 +179,7 @@ func (b *SSH) link(ctx context.Context, name string) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.log.Info("connected to host", "host", name, "backend", l.Backend, "copied", l.Copied)
+	b.log.Info("connected to host", "host", name, "serves", l.Backend, "copied", l.Copied)
 	b.mu.Lock()
 	b.links[name] = l
 	b.mu.Unlock()
