@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
@@ -101,6 +102,17 @@ func (s scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
 func startSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	srv := sshdtest.Run(scriptTB{ts})
 	ts.Value(sshdKey{}).(*sshdHolder).srv = srv
+	// Sandboxes left on the host go before it does (deferred calls run last first).
+	home := ts.Getenv("PADDOCK_HOME")
+	ts.Defer(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		f.Paths = func() (config.Paths, error) { return config.ForHome(home) }
+		if c, err := f.Client(ctx); err == nil {
+			removeSandboxes(ctx, c)
+		}
+	})
 	ts.Setenv("SSHD_URL", srv.URL())
 	ts.Setenv("SSHD_KEY", srv.KeyFile)
 	ts.Setenv("SSHD_HOME", srv.Home)
@@ -143,13 +155,7 @@ func teardown(home string) {
 		fmt.Fprintf(os.Stderr, "teardown of %s: %v\n", home, err)
 		return
 	}
-	if list, err := c.List(ctx); err == nil {
-		for _, sb := range list {
-			if err := c.Remove(ctx, sb.Name, true); err != nil {
-				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
-			}
-		}
-	}
+	removeSandboxes(ctx, c)
 	pid := daemonPID(home)
 	c.StopDaemon(ctx)
 	// Wait for the process itself, not only its socket: a daemon stopping finishes work of
@@ -159,6 +165,17 @@ func teardown(home string) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// removeSandboxes removes every sandbox of a daemon.
+func removeSandboxes(ctx context.Context, c *api.Client) {
+	if list, err := c.List(ctx); err == nil {
+		for _, sb := range list {
+			if err := c.Remove(ctx, sb.Name, true); err != nil {
+				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
+			}
+		}
 	}
 }
 
