@@ -39,7 +39,7 @@ type fixture struct {
 	cfg   string // the config directory holding hosts.json
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := sshdtest.Start(t)
 	fx := &fixture{srv: srv, dir: t.TempDir(), cfg: t.TempDir()}
@@ -70,7 +70,7 @@ func (fx *fixture) spec(id backend.ID) backend.Spec {
 
 // remote is the host's own bwrap backend, on its directory: the host is this machine,
 // so what a sandbox left there can be looked at from here.
-func (fx *fixture) remote(t *testing.T) *bwrap.Bwrap {
+func (fx *fixture) remote(t testing.TB) *bwrap.Bwrap {
 	rb, err := bwrap.New(backend.Env{Dir: filepath.Join(fx.srv.Home, "sandboxes", "bwrap")})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestConformance(t *testing.T) {
 }
 
 // run starts a sandbox on h1 and returns a client of its guest.
-func (fx *fixture) run(t *testing.T, id backend.ID) *guestclient.Client {
+func (fx *fixture) run(t testing.TB, id backend.ID) *guestclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -111,7 +111,7 @@ func (fx *fixture) run(t *testing.T, id backend.ID) *guestclient.Client {
 	return fx.connect(t, id)
 }
 
-func (fx *fixture) connect(t *testing.T, id backend.ID) *guestclient.Client {
+func (fx *fixture) connect(t testing.TB, id backend.ID) *guestclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -182,4 +182,50 @@ func TestHostKeyChanged(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(fx.srv.Home, "bin", "paddock")); err == nil {
 		t.Fatal("paddock was copied to a host whose key was refused")
 	}
+}
+
+// TestSandboxCannotReplaceHostPaddock: the paddock binary on the host runs as the host's
+// user at each connection, so a sandbox that could write it would run code outside
+// itself. An agent inside looks for it and for the host's paddock directory by every
+// path it might know, and tries to write there; the binary is the same after.
+func TestSandboxCannotReplaceHostPaddock(t *testing.T) {
+	fx := newFixture(t)
+	c := fx.run(t, "escape1")
+	bin := filepath.Join(fx.srv.Home, "bin", "paddock")
+	before := sumFile(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out strings.Builder
+	script := `for p in "$1" "$2" /proc/1/root"$1" /proc/1/cwd/bin/paddock; do
+  if [ -e "$p" ]; then echo "sees $p"; fi
+  (echo pwned > "$p") 2>/dev/null && echo "wrote $p"
+done
+for pid in $(ls /proc | grep '^[0-9]'); do
+  case "$(readlink /proc/$pid/exe 2>/dev/null)" in *"$2"*) echo "sees the host's process $pid";; esac
+done
+true`
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script, "sh", bin, fx.srv.Home}, Stdout: &out, Stderr: &out})
+	if err != nil || code != 0 {
+		t.Fatalf("exec: %d %v %s", code, err, out.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "" {
+		t.Fatalf("a sandbox on the host reached paddock's files there:\n%s", got)
+	}
+	if after := sumFile(t, bin); after != before {
+		t.Fatal("the host's paddock binary changed while a sandbox ran")
+	}
+	// And the next connection still runs the host's paddock, unchanged.
+	fx.srv.Drop()
+	if got := sh(t, fx.connect(t, "escape1"), "echo back"); got != "back" {
+		t.Fatalf("after reconnecting: %q", got)
+	}
+}
+
+func sumFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sshFingerprintOf(data)
 }
