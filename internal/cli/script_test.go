@@ -56,6 +56,7 @@ func TestScripts(t *testing.T) {
 			"newhome":     newHome,
 			"sshd":        startSSHD,
 			"sshdrop":     dropSSH,
+			"sshdnewkey":  newSSHDKey,
 		},
 	})
 }
@@ -116,6 +117,17 @@ func startSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("SSHD_URL", srv.URL())
 	ts.Setenv("SSHD_KEY", srv.KeyFile)
 	ts.Setenv("SSHD_HOME", srv.Home)
+	ts.Setenv("SSHD_FP", regexp.QuoteMeta(ssh.FingerprintSHA256(srv.HostKey())))
+}
+
+// newSSHDKey gives the script's sshd another host key, as a reinstalled host would have,
+// and sets SSHD_FP to its fingerprint.
+func newSSHDKey(ts *testscript.TestScript, neg bool, args []string) {
+	srv := ts.Value(sshdKey{}).(*sshdHolder).srv
+	if srv == nil {
+		ts.Fatalf("sshdnewkey: no sshd (run sshd first)")
+	}
+	srv.NewHostKey(scriptTB{ts})
 	ts.Setenv("SSHD_FP", regexp.QuoteMeta(ssh.FingerprintSHA256(srv.HostKey())))
 }
 

@@ -225,6 +225,11 @@ func (b *SSH) Create(ctx context.Context, spec backend.Spec) error {
 	if have, err := b.hostOf(spec.ID); err == nil && have != host {
 		return fmt.Errorf("sandbox %s is on host %s, not %s", spec.ID, have, host)
 	}
+	// Reached first: a host that cannot be reached (or whose key is refused) has nothing
+	// made on it, and no record of it is kept.
+	if _, err := b.link(ctx, host); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return err
 	}

@@ -182,6 +182,9 @@ func TestHostKeyChanged(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(fx.srv.Home, "bin", "paddock")); err == nil {
 		t.Fatal("paddock was copied to a host whose key was refused")
 	}
+	if st, err := fx.b.State(ctx, "hostkey1"); err != nil || st.State != backend.StateMissing {
+		t.Fatalf("State of a sandbox refused at Create = %+v, %v; want missing", st, err)
+	}
 }
 
 // TestSandboxCannotReplaceHostPaddock: the paddock binary on the host runs as the host's
