@@ -7,8 +7,9 @@ set -euo pipefail
 # vagrant backend's tests, with its docker provider (no VirtualBox here). openssh-client:
 # paddock ssh, and the tests that drive OpenSSH through it. openssh-server: its
 # sftp-server, which scp and sftp reach inside a bwrap sandbox, and the sshd the sync
-# benchmark's baseline fetches from.
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client openssh-server)
+# benchmark's baseline fetches from; with iproute2, the ssh backend's tests run their own
+# sshd (never the system's service) in a network namespace of its own, as the remote host.
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client openssh-server iproute2)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

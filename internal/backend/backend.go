@@ -137,6 +137,9 @@ type Env struct {
 	Dir string
 	// Options are the backend's own settings from the config file's [backends.NAME] table.
 	Options map[string]any
+	// ConfigDir is the directory of the config file, where the user's other settings
+	// files live (the ssh backend's hosts.json).
+	ConfigDir string
 	// Hide are host paths no sandbox may read: paddock's own configuration, which may
 	// hold API keys. A backend that shows host directories inside masks those of them
 	// that lie beneath one.

@@ -159,6 +159,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdLogin(f),
 		newCmdAudit(f),
 		newCmdContext(f),
+		newCmdHost(f),
+		newCmdBackend(f),
 		newCmdConfig(f),
 		newCmdKey(f),
 		newCmdSSH(f),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -52,6 +57,9 @@ func TestScripts(t *testing.T) {
 			"newhome":     newHome,
 			"gitserve":    gitServe,
 			"github":      gitHub,
+			"sshd":        startSSHD,
+			"sshdrop":     dropSSH,
+			"sshdnewkey":  newSSHDKey,
 		},
 	})
 }
@@ -76,7 +84,63 @@ func setup(env *testscript.Env) error {
 	env.Setenv("SSH_AUTH_SOCK", "/tmp/host-agent.sock")
 	env.Setenv("HOST_SECRET", "s3cret-host-value")
 	env.Defer(func() { teardown(home) })
+	env.Values[sshdKey{}] = &sshdHolder{}
 	return nil
+}
+
+type sshdKey struct{}
+
+// sshdHolder keeps a script's sshd.
+type sshdHolder struct{ srv *sshdtest.Server }
+
+// scriptTB is a script as the sshd harness needs a test.
+type scriptTB struct{ ts *testscript.TestScript }
+
+func (scriptTB) Helper()                             {}
+func (s scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
+
+// startSSHD runs OpenSSH's server as another host (its own network namespace and
+// paddock directory), and sets SSHD_URL, SSHD_KEY (the user key), SSHD_HOME (paddock's
+// directory there) and SSHD_FP (its host key's fingerprint, as a regexp).
+func startSSHD(ts *testscript.TestScript, neg bool, args []string) {
+	srv := sshdtest.Run(scriptTB{ts})
+	ts.Value(sshdKey{}).(*sshdHolder).srv = srv
+	// Sandboxes left on the host go before it does (deferred calls run last first).
+	home := ts.Getenv("PADDOCK_HOME")
+	ts.Defer(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		f.Paths = func() (config.Paths, error) { return config.ForHome(home) }
+		if c, err := f.Client(ctx); err == nil {
+			removeSandboxes(ctx, c)
+		}
+	})
+	ts.Setenv("SSHD_URL", srv.URL())
+	ts.Setenv("SSHD_KEY", srv.KeyFile)
+	ts.Setenv("SSHD_HOME", srv.Home)
+	ts.Setenv("SSHD_FP", regexp.QuoteMeta(ssh.FingerprintSHA256(srv.HostKey())))
+}
+
+// newSSHDKey gives the script's sshd another host key, as a reinstalled host would have,
+// and sets SSHD_FP to its fingerprint.
+func newSSHDKey(ts *testscript.TestScript, neg bool, args []string) {
+	srv := ts.Value(sshdKey{}).(*sshdHolder).srv
+	if srv == nil {
+		ts.Fatalf("sshdnewkey: no sshd (run sshd first)")
+	}
+	srv.NewHostKey(scriptTB{ts})
+	ts.Setenv("SSHD_FP", regexp.QuoteMeta(ssh.FingerprintSHA256(srv.HostKey())))
+}
+
+// dropSSH cuts every connection to the script's sshd, as a network going away would.
+func dropSSH(ts *testscript.TestScript, neg bool, args []string) {
+	srv := ts.Value(sshdKey{}).(*sshdHolder).srv
+	if srv == nil {
+		ts.Fatalf("sshdrop: no sshd (run sshd first)")
+	}
+	srv.Drop()
 }
 
 // newHome makes another PADDOCK_HOME, a second machine's, in the variable named, torn
@@ -106,13 +170,7 @@ func teardown(home string) {
 		fmt.Fprintf(os.Stderr, "teardown of %s: %v\n", home, err)
 		return
 	}
-	if list, err := c.List(ctx); err == nil {
-		for _, sb := range list {
-			if err := c.Remove(ctx, sb.Name, true); err != nil {
-				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
-			}
-		}
-	}
+	removeSandboxes(ctx, c)
 	pid := daemonPID(home)
 	c.StopDaemon(ctx)
 	// Wait for the process itself, not only its socket: a daemon stopping finishes work of
@@ -125,11 +183,26 @@ func teardown(home string) {
 	}
 }
 
+// removeSandboxes removes every sandbox of a daemon.
+func removeSandboxes(ctx context.Context, c *api.Client) {
+	if list, err := c.List(ctx); err == nil {
+		for _, sb := range list {
+			if err := c.Remove(ctx, sb.Name, true); err != nil {
+				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
+			}
+		}
+	}
+}
+
 // condition adds [static]: this binary is statically linked, so it can serve as the
 // guest in a root filesystem without a C library (CGO_ENABLED=0, as make test does).
 func condition(cond string) (bool, error) {
 	if cond == "docker" {
 		return dockerReady(), nil
+	}
+	if cond == "sshd" {
+		what, _ := sshdtest.Missing()
+		return what == "" || testenv.Strict(), nil
 	}
 	if cond != "static" {
 		return false, fmt.Errorf("unknown condition %q", cond)

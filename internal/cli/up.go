@@ -15,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/sshhost"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/gitsrc"
@@ -31,6 +32,7 @@ type upOptions struct {
 	agents       []string
 	image        string
 	kubeContext  string
+	host         string
 	namespace    string
 	devcontainer string
 	cpus         string
@@ -68,6 +70,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
 	cmd.Flags().StringVar(&opts.image, "image", "", "docker, kubernetes: the image to run (default paddock/sandbox:latest, see `paddock image build`; on kubernetes a REGISTRY/IMAGE the nodes pull)")
 	cmd.Flags().StringVar(&opts.kubeContext, "kube-context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
+	cmd.Flags().StringVar(&opts.host, "host", "", "the machine to run on, over SSH (`paddock host add`); implies --backend ssh")
 	cmd.Flags().StringVar(&opts.namespace, "namespace", "", "kubernetes: the namespace to run in (default: [backends.kubernetes] namespace, else paddock)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
@@ -173,6 +176,12 @@ func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 // checkUpFlags refuses flags that cannot work, before anything is asked of the daemon,
 // and returns the limits asked for.
 func checkUpFlags(opts *upOptions) (backend.Limits, error) {
+	if opts.host != "" {
+		if opts.backend != "" && opts.backend != sshhost.Name {
+			return backend.Limits{}, usagef("--host runs the sandbox on another machine over SSH: it is for --backend %s, not %s", sshhost.Name, opts.backend)
+		}
+		opts.backend = sshhost.Name
+	}
 	if opts.network != "closed" && opts.network != "open" {
 		return backend.Limits{}, usagef("--network is closed or open, not %q", opts.network)
 	}
@@ -351,12 +360,16 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	return info, nil
 }
 
-// placement is where `up --context/--namespace` put the sandbox; nil when nowhere.
+// placement is where `up --host`, `--kube-context` and `--namespace` put the sandbox;
+// nil when nowhere.
 func placement(opts *upOptions) map[string]string {
-	if opts.kubeContext == "" && opts.namespace == "" {
+	if opts.kubeContext == "" && opts.namespace == "" && opts.host == "" {
 		return nil
 	}
 	p := map[string]string{}
+	if opts.host != "" {
+		p[sshhost.PlaceHost] = opts.host
+	}
 	if opts.kubeContext != "" {
 		p["kube-context"] = opts.kubeContext
 	}

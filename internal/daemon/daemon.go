@@ -35,6 +35,7 @@ import (
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap"      // registers the bwrap backend
 	_ "github.com/paddockhq/paddock/internal/backend/docker"     // registers the docker backend
 	_ "github.com/paddockhq/paddock/internal/backend/kubernetes" // registers the kubernetes backend
+	_ "github.com/paddockhq/paddock/internal/backend/sshhost"    // registers the ssh backend
 	_ "github.com/paddockhq/paddock/internal/backend/vagrant"    // registers the vagrant backend
 )
 
@@ -99,7 +100,7 @@ func Run(ctx context.Context, opts Options) error {
 	backends := map[string]backend.Backend{}
 	for _, name := range backend.Names() {
 		b, err := backend.New(name, backend.Env{Dir: filepath.Join(p.Sandboxes, name), Options: cfg.Backends[name],
-			Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
+			ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}

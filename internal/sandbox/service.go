@@ -416,7 +416,11 @@ func (s *Service) client(ctx context.Context, sb store.Sandbox) (*guestclient.Cl
 		return nil, err
 	}
 	if st.State != backend.StateRunning {
-		return nil, apperr.Conflict(fmt.Sprintf("start it with `paddock start %s`", sb.Name), "sandbox %q is not running (%s)", sb.Name, st.State)
+		what := string(st.State)
+		if st.State == backend.StateError && st.Detail != "" {
+			what += ": " + st.Detail // why, and often what to do (a host whose key changed)
+		}
+		return nil, apperr.Conflict(fmt.Sprintf("start it with `paddock start %s`", sb.Name), "sandbox %q is not running (%s)", sb.Name, what)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
