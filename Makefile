@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/paddock
 
-.PHONY: build setup test proto bench lint fuzz web check-web
+.PHONY: build setup test proto bench bench-short lint fuzz web check-web
 
 # build makes paddock and, beside it, the small guest the daemon copies into sandboxes.
 build:
@@ -26,11 +26,14 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 # bench runs every benchmark 20 times, but the snapshot benchmark (a 200 MB workspace to
-# MinIO) and the Vagrant ones (a machine made each time) 3 times.
+# MinIO) and the Vagrant ones (a machine made each time) 3 times, then prints one table of
+# the figures docs/benchmarks.tsv tracks against their committed values (flagging any
+# more than 25% worse, never failing on one). bench-short is CI's quick form.
 bench:
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkSnapshot$$' -benchtime 3x -timeout 30m ./internal/cli/
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/
+	GO="$(GO)" ./scripts/bench.sh
+
+bench-short:
+	GO="$(GO)" ./scripts/bench.sh short
 
 # proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
 proto:

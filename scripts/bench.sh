@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# bench.sh [short]: runs the benchmarks and prints one table of every figure
+# docs/benchmarks.tsv tracks beside its committed value, flagging any more than 25% worse.
+# A benchmark that fails fails the script; a flag never does (a shared machine is noisy).
+# The short form (CI's) runs the fast ones a few times each, so none can rot unseen.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+out=${BENCH_OUT:-bench.out}
+run() { CGO_ENABLED=0 "$GO" test -run '^$' "$@" | tee -a "$out"; }
+: > "$out"
+if [ "${1:-}" = short ]; then
+  run -bench '^Benchmark(CreateToFirstExec|ExecRoundTrip|FileWriteRead)$' -benchtime 3x ./internal/backend/bwrap/
+  run -bench '^Benchmark(WriteFile|ReadFile)$' -benchtime 3x ./internal/guestclient/
+  run -bench '^Benchmark(CLIExec|ContextExec|Sync)$' -benchtime 3x ./internal/cli/
+else
+  run -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/
+  run -bench '^BenchmarkSnapshot$' -benchtime 3x -timeout 30m ./internal/cli/
+  run -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/
+fi
+echo
+"$GO" run ./scripts/benchtable -figures docs/benchmarks.tsv < "$out"
