@@ -8,9 +8,13 @@ package backend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"sort"
 	"sync"
 
@@ -279,4 +283,18 @@ type ImageBuilder interface {
 type DockerfileBuilder interface {
 	// BuildDockerfile builds dockerfile (a path inside contextDir) into tag.
 	BuildDockerfile(ctx context.Context, contextDir, dockerfile, tag string, progress func(string)) error
+}
+
+// FileSHA256 is the hex sha256 of a file's content, as Spec.AgentSHA256 holds it.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

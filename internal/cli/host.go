@@ -31,6 +31,16 @@ func (f *Factory) hostsDir() (string, error) {
 
 func configDir(p config.Paths) string { return filepath.Dir(p.Config) }
 
+// loadHosts reads this machine's hosts file, and says where it is.
+func (f *Factory) loadHosts() (string, sshhost.HostsFile, error) {
+	dir, err := f.hostsDir()
+	if err != nil {
+		return "", sshhost.HostsFile{}, err
+	}
+	hf, err := sshhost.LoadHosts(dir)
+	return dir, hf, err
+}
+
 func newCmdHost(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Machines sandboxes run on over SSH (`paddock up PATH --host NAME`)"}
 	cmd.AddCommand(newCmdHostAdd(f), newCmdHostLs(f), newCmdHostRm(f))
@@ -76,11 +86,7 @@ func runHostAdd(ctx context.Context, f *Factory, opts *hostAddOptions, name, raw
 	if opts.home != "" && !filepath.IsAbs(opts.home) {
 		return usagef("--home is an absolute path on the host, not %q", opts.home)
 	}
-	dir, err := f.hostsDir()
-	if err != nil {
-		return err
-	}
-	hf, err := sshhost.LoadHosts(dir)
+	dir, hf, err := f.loadHosts()
 	if err != nil {
 		return err
 	}
@@ -131,11 +137,7 @@ func newCmdHostLs(f *Factory) *cobra.Command {
 		Short: "List the hosts: NAME URL HOST-KEY",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := f.hostsDir()
-			if err != nil {
-				return err
-			}
-			hf, err := sshhost.LoadHosts(dir)
+			_, hf, err := f.loadHosts()
 			if err != nil {
 				return err
 			}
@@ -176,11 +178,7 @@ func newCmdHostRm(f *Factory) *cobra.Command {
 		Short: "Forget a host and its pinned key (its sandboxes stay there, out of reach until it is added again)",
 		Args:  exactArgs(1, "a host's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := f.hostsDir()
-			if err != nil {
-				return err
-			}
-			hf, err := sshhost.LoadHosts(dir)
+			dir, hf, err := f.loadHosts()
 			if err != nil {
 				return err
 			}

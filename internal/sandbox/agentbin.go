@@ -1,12 +1,12 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // AgentBinary is a verified copy of the guest in the daemon's cache.
@@ -18,12 +18,12 @@ type AgentBinary struct {
 // InstallAgent copies src into dir under a name made of its sha256, verifies the copy's
 // sha256, and makes it read-only. An existing verified copy is reused.
 func InstallAgent(src, dir string) (AgentBinary, error) {
-	sum, err := fileSHA256(src)
+	sum, err := backend.FileSHA256(src)
 	if err != nil {
 		return AgentBinary{}, fmt.Errorf("agent binary %s: %w", src, err)
 	}
 	dst := filepath.Join(dir, "paddock-"+sum[:16])
-	if got, err := fileSHA256(dst); err == nil && got == sum {
+	if got, err := backend.FileSHA256(dst); err == nil && got == sum {
 		return AgentBinary{Path: dst, SHA256: sum}, nil
 	}
 	// Searchable by others: as root, the sandbox's uid must reach the binary by path.
@@ -54,24 +54,11 @@ func InstallAgent(src, dir string) (AgentBinary, error) {
 	if err != nil {
 		return AgentBinary{}, fmt.Errorf("copy agent binary: %w", err)
 	}
-	if got, err := fileSHA256(tmp.Name()); err != nil || got != sum {
+	if got, err := backend.FileSHA256(tmp.Name()); err != nil || got != sum {
 		return AgentBinary{}, fmt.Errorf("copy agent binary: the copy's sha256 %s differs from the source's %s", got, sum)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return AgentBinary{}, err
 	}
 	return AgentBinary{Path: dst, SHA256: sum}, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
@@ -14,7 +16,7 @@ func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := fileSHA256(a.Path); got != a.SHA256 {
+	if got, _ := backend.FileSHA256(a.Path); got != a.SHA256 {
 		t.Fatalf("installed copy has sha256 %s, want %s", got, a.SHA256)
 	}
 	if fi, _ := os.Stat(a.Path); fi.Mode().Perm() != 0o555 {
@@ -27,7 +29,7 @@ func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := fileSHA256(b.Path); got != a.SHA256 {
+	if got, _ := backend.FileSHA256(b.Path); got != a.SHA256 {
 		t.Fatal("a tampered cached agent was reused")
 	}
 }

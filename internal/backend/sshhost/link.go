@@ -119,7 +119,7 @@ func (l *Link) prepare(ctx context.Context, h Host, o OpenOptions) error {
 			"(GOOS=linux GOARCH=%s CGO_ENABLED=0 go build -o paddock ./cmd/paddock), copy it to %s/bin/paddock on the host, then try again",
 			l.name, l.Arch, runtime.GOOS, runtime.GOARCH, orUnknown(goArch[l.Arch]), l.Home)
 	}
-	want, err := fileSHA256(o.Binary)
+	want, err := backend.FileSHA256(o.Binary)
 	if err != nil {
 		return fmt.Errorf("the paddock binary to copy to host %s: %w", l.name, err)
 	}

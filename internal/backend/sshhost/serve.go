@@ -161,7 +161,7 @@ func (s *server) putGuest(st net.Conn, req request) {
 	path := s.guestPath(req.SHA256)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sum, err := fileSHA256(path); err == nil && sum == req.SHA256 {
+	if sum, err := backend.FileSHA256(path); err == nil && sum == req.SHA256 {
 		writeLine(st, response{Path: path})
 		return
 	}
@@ -182,14 +182,14 @@ func (s *server) guestFor(spec *backend.Spec) error {
 		}
 		return nil
 	}
-	sum, err := fileSHA256(s.opts.Self)
+	sum, err := backend.FileSHA256(s.opts.Self)
 	if err != nil {
 		return fmt.Errorf("this paddock as the guest: %w", err)
 	}
 	path := s.guestPath(sum)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if have, err := fileSHA256(path); err != nil || have != sum {
+	if have, err := backend.FileSHA256(path); err != nil || have != sum {
 		f, err := os.Open(s.opts.Self)
 		if err != nil {
 			return err
@@ -229,18 +229,4 @@ func writeChecked(path string, r io.Reader, want string) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
-}
-
-// fileSHA256 is the hex sha256 of a file's content.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
