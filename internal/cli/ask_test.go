@@ -94,15 +94,7 @@ func TestAskForKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	home, repo := e2eHome(t)
-	run := func(args ...string) string {
-		t.Helper()
-		var out, errOut strings.Builder
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		if code := cli.Run(context.Background(), f, args); code != 0 {
-			t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
-		}
-		return out.String()
-	}
+	run := runner(t)
 	var doctor struct {
 		Backends []struct {
 			Name      string

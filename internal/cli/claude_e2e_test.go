@@ -67,7 +67,15 @@ func upRepo(tb testing.TB) (run func(args ...string) string, home string) {
 	tb.Helper()
 	testenv.Program(tb, "bwrap", "apt-get install bubblewrap")
 	home, repo := e2eHome(tb)
-	run = func(args ...string) string {
+	run = runner(tb)
+	run("up", repo)
+	return run, home
+}
+
+// runner returns a paddock run in-process with no input, which fails tb when a command
+// fails and returns its stdout.
+func runner(tb testing.TB) func(args ...string) string {
+	return func(args ...string) string {
 		tb.Helper()
 		var out, errOut strings.Builder
 		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
@@ -76,8 +84,6 @@ func upRepo(tb testing.TB) (run func(args ...string) string, home string) {
 		}
 		return out.String()
 	}
-	run("up", repo)
-	return run, home
 }
 
 // waitUntil polls cond every 200 ms for up to d.
