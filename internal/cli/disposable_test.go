@@ -18,6 +18,7 @@ import (
 // before anything starts.
 func TestDisposableNote(t *testing.T) {
 	modeltest.RequireCLI(t, "gemini")
+	t.Setenv("GEMINI_API_KEY", "disposable-test-key") // a session of an agent needs its provider's key
 	must, _ := upRepo(t)
 	must("exec", "repo", "--", "sh", "-c", "mkdir -p /home/agent/.gemini && echo 'my own rules' > /home/agent/.gemini/GEMINI.md")
 	ctx := context.Background()
