@@ -145,13 +145,21 @@ func report(w io.Writer, figures []figure, measured map[string]map[string]map[st
 	return flags
 }
 
-// lookup finds f's metric in the run: its package named by its path's suffix.
+// lookup finds f's metric in the run: its package named by its path's suffix. A metric
+// "A / B" is the ratio of two the benchmark reports (a figure against its baseline).
 func lookup(measured map[string]map[string]map[string]float64, f figure) (float64, bool) {
 	for pkg, benches := range measured {
 		if pkg != f.pkg && !strings.HasSuffix(pkg, "/"+f.pkg) {
 			continue
 		}
-		if v, ok := benches[f.bench][f.metric]; ok {
+		metrics := benches[f.bench]
+		if a, b, ok := strings.Cut(f.metric, " / "); ok {
+			if num, den := metrics[a], metrics[b]; den != 0 && num != 0 {
+				return num / den, true
+			}
+			continue
+		}
+		if v, ok := metrics[f.metric]; ok {
 			return v, true
 		}
 	}
