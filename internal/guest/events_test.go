@@ -309,3 +309,37 @@ func TestProcState(t *testing.T) {
 		t.Errorf("procState = %c %d %v", state, ppid, ok)
 	}
 }
+
+// TestWatchPace: an idle sandbox's watchers slow down to a look every pollIdle, and
+// anything happening (here what an exec does: poke) brings a look at once and the quick
+// pace back. Counts of looks, not timings: a loaded machine only makes them fewer.
+func TestWatchPace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the watchers to go idle (about 10 s)")
+	}
+	t.Parallel()
+	srv := NewServer(Options{Workspace: t.TempDir()})
+	subscribe(t, srv)
+	// Ten quiet looks at the quick pace, then 1 s, 2 s, then pollIdle between looks.
+	time.Sleep(quietLooks*pollInterval + 3*time.Second + 500*time.Millisecond)
+	before := srv.looks.Load()
+	time.Sleep(pollIdle)
+	if idle := srv.looks.Load() - before; idle > 2 {
+		t.Fatalf("%d looks in %v of an idle sandbox, want at most 2", idle, pollIdle)
+	}
+	// Something happens: a look at once, then the quick pace.
+	before = srv.looks.Load()
+	srv.poke()
+	deadline := time.Now().Add(2 * time.Second)
+	for srv.looks.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no look after a poke")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before = srv.looks.Load()
+	time.Sleep(pollIdle)
+	if busy := srv.looks.Load() - before; busy < 4 {
+		t.Fatalf("%d looks in %v after a poke, want the quick pace back (about %d)", busy, pollIdle, pollIdle/pollInterval)
+	}
+}

@@ -42,6 +42,7 @@ func (e execService) Run(stream guestpb.Exec_RunServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "exec: the first request must carry start")
 	}
+	e.s.poke() // a command may open a port or make a commit: look soon
 	p, err := startProcess(start)
 	if err != nil {
 		e.s.log.Debug("exec: start failed", "argv", start.GetArgv(), "err", err)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -57,6 +58,11 @@ type Server struct {
 	pending *pendingConns
 	events  *hub
 
+	// pokes wakes the watchers (poke) when something happens in the sandbox; looks
+	// counts the watchers' looks.
+	pokes chan struct{}
+	looks atomic.Int64
+
 	mu       sync.Mutex
 	ownPorts map[int]int // ports of the guest's own listeners (Tunnels.Listen), counted
 }
@@ -73,6 +79,7 @@ func NewServer(opts Options) *Server {
 		log:      log,
 		started:  time.Now(),
 		pending:  newPendingConns(),
+		pokes:    make(chan struct{}, 1),
 		ownPorts: map[int]int{},
 	}
 	s.events = newHub(s.watch)

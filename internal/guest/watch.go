@@ -3,41 +3,81 @@ package guest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
-// pollInterval is how often the guest looks at listening ports and branches.
-const pollInterval = 500 * time.Millisecond
+// The port, branch and tmux watchers look every pollInterval while something happens in
+// the sandbox. After quietLooks looks in a row that found nothing new, the wait doubles,
+// up to pollIdle: an idle sandbox costs its host a look every few seconds instead of two
+// a second, which is what lets hundreds of them sit on one machine. Anything that shows
+// activity (a change found, a status an agent's hook wrote, an exec starting) brings the
+// wait back to pollInterval and looks at once.
+const (
+	pollInterval = 500 * time.Millisecond
+	pollIdle     = 4 * time.Second
+	quietLooks   = 10
+)
 
 // watch runs the watchers behind Events.Subscribe until ctx is done: the status files
-// (inotify), and every pollInterval the listening ports, the workspace's branches and the
-// sessions' tmux server.
+// (inotify), and the listening ports, the workspace's branches and the sessions' tmux
+// server, looked at as the pace above says.
 func (s *Server) watch(ctx context.Context, emit func(*guestpb.Event)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var changed atomic.Bool
+	report := func(ev *guestpb.Event) {
+		changed.Store(true)
+		emit(ev)
+	}
 	if s.opts.StatusDir != "" {
-		wg.Go(func() { watchStatus(ctx, s.opts.StatusDir, emit, s.log) })
+		wg.Go(func() {
+			watchStatus(ctx, s.opts.StatusDir, func(ev *guestpb.Event) {
+				emit(ev)
+				s.poke()
+			}, s.log)
+		})
 	}
 	var ports portState
 	var refs refState
 	var reaper tmuxReaper
-	t := time.NewTicker(pollInterval)
+	wait, quiet := pollInterval, 0
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
-		ports.scanPorts("/proc", s.ownPort, emit)
+		s.looks.Add(1)
+		changed.Store(false)
+		ports.scanPorts("/proc", s.ownPort, report)
 		if s.opts.Workspace != "" {
-			refs.scanRefs(s.opts.Workspace, emit)
+			refs.scanRefs(s.opts.Workspace, report)
 		}
 		if s.opts.StatusDir != "" {
 			reaper.scan("/proc") // so that a session's exit is reported (see tmuxReaper)
 		}
+		if changed.Load() {
+			wait, quiet = pollInterval, 0
+		} else if quiet++; quiet >= quietLooks {
+			wait = min(2*wait, pollIdle)
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.pokes:
+			wait, quiet = pollInterval, 0
 		}
+	}
+}
+
+// poke tells the watchers something is happening in the sandbox: they look at once and
+// then at their quickest pace again.
+func (s *Server) poke() {
+	select {
+	case s.pokes <- struct{}{}:
+	default:
 	}
 }
 
