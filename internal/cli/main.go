@@ -161,6 +161,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdContext(f),
 		newCmdConfig(f),
 		newCmdKey(f),
+		newCmdUsage(f, nil),
+		newCmdBudget(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
 		newCmdSSHProxy(f),
