@@ -140,23 +140,58 @@ func (m *Meter) enqueue(j job) bool {
 	return true
 }
 
+// Calls are written in batches: what came within batchWait of the first, up to
+// batchMax; a Flush writes at once.
+const (
+	batchWait = 100 * time.Millisecond
+	batchMax  = 256
+)
+
 func (m *Meter) write() {
 	defer close(m.done)
 	for j := range m.queue {
-		if j.flush != nil {
-			close(j.flush)
-			continue
-		}
-		ctx := context.Background()
-		if j.call != nil {
-			if err := m.opts.Store.AddMeteredCall(ctx, *j.call); err != nil {
-				m.log.Error("record a model call", "sandbox", j.sb.Name, "err", err)
+		batch := []job{j}
+		timer := time.NewTimer(batchWait)
+	collect:
+		for len(batch) < batchMax && j.flush == nil {
+			select {
+			case j = <-m.queue:
+				if j.call == nil && j.flush == nil {
+					break collect // the queue was closed
+				}
+				batch = append(batch, j)
+			case <-timer.C:
+				break collect
 			}
 		}
+		timer.Stop()
+		m.writeBatch(batch)
+	}
+}
+
+// writeBatch records a batch's calls in one transaction, then emits their events and
+// answers the flushes, in order.
+func (m *Meter) writeBatch(batch []job) {
+	ctx := context.Background()
+	var calls []store.MeteredCall
+	for _, j := range batch {
+		if j.call != nil {
+			calls = append(calls, *j.call)
+		}
+	}
+	if len(calls) > 0 {
+		if err := m.opts.Store.AddMeteredCalls(ctx, calls); err != nil {
+			m.log.Error("record model calls", "calls", len(calls), "err", err)
+		}
+	}
+	for _, j := range batch {
 		if m.opts.Emit != nil {
 			for _, ev := range j.events {
 				m.opts.Emit(ctx, j.sb, ev)
 			}
+		}
+		if j.flush != nil {
+			close(j.flush)
 		}
 	}
 }

@@ -51,20 +51,30 @@ func (s *UsageSum) Add(o UsageSum) {
 	s.Unpriced += o.Unpriced
 }
 
-// AddMeteredCall records one model request.
-func (s *Store) AddMeteredCall(ctx context.Context, u MeteredCall) error {
-	priced := 0
-	if u.Priced {
-		priced = 1
-	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (time, sandbox_id, sandbox, session, agent_session, provider, model, status,
-		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, priced, duration) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		u.Time.UnixNano(), u.SandboxID, u.Sandbox, u.Session, u.AgentSession, u.Provider, u.Model, u.Status,
-		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, priced, int64(u.Duration))
+// AddMeteredCalls records model requests, in one transaction.
+func (s *Store) AddMeteredCalls(ctx context.Context, calls []MeteredCall) error {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("record usage of %q: %w", u.Sandbox, err)
+		return err
 	}
-	return nil
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO usage (time, sandbox_id, sandbox, session, agent_session, provider, model, status,
+		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, priced, duration) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, u := range calls {
+		priced := 0
+		if u.Priced {
+			priced = 1
+		}
+		if _, err := stmt.ExecContext(ctx, u.Time.UnixNano(), u.SandboxID, u.Sandbox, u.Session, u.AgentSession, u.Provider, u.Model, u.Status,
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, priced, int64(u.Duration)); err != nil {
+			return fmt.Errorf("record usage of %q: %w", u.Sandbox, err)
+		}
+	}
+	return tx.Commit()
 }
 
 // sessionExpr is a usage row's session: the one recorded, else the session whose
