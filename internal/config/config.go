@@ -89,7 +89,8 @@ type Notify struct {
 	// environment variable NAME, read at each request (tokens stay out of the file).
 	Headers map[string]string `toml:"headers"`
 	// Events are what to notify: "waiting" (a session waits for the human), "finished"
-	// (an agent ended its turn), "exited" (a session's process ended). Empty means all.
+	// (an agent ended its turn), "exited" (a session's process ended), "budget" (a
+	// budget 80% spent, or spent). Empty means all.
 	Events []string `toml:"events"`
 	// URL is where the web UI is reached from the phone (behind a proxy, say), for the
 	// link in each notification. Empty means the address paddock web serves.
@@ -100,7 +101,7 @@ type Notify struct {
 }
 
 // NotifyEvents are the values [notify] events may hold.
-var NotifyEvents = []string{"waiting", "finished", "exited"}
+var NotifyEvents = []string{"waiting", "finished", "exited", "budget"}
 
 // NotifyFormats are the values [notify] format may hold.
 var NotifyFormats = []string{"ntfy", "slack", "json"}

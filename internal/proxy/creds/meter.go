@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// Meter is told about every model call a sandbox makes through the proxy: it may
-// refuse one before it goes (a budget is spent), and hears what each answer reported
-// once its body has passed. Both are called from the request's goroutine, so they must
+// Meter is told about every request a sandbox makes to a model provider through the
+// proxy: it may refuse one before it goes (a budget is spent), and hears what each
+// model call's answer (or any answer reporting usage) reported once its body has passed. Both are called from the request's goroutine, so they must
 // be quick; Record must not wait on a disk.
 type Meter interface {
 	// Admit returns a refusal to answer the call with instead of forwarding it, or nil.
 	Admit(ctx context.Context, c Call) *Refusal
-	// Record is called once per admitted call, when its answer ended (or was cut short).
+	// Record is called once per admitted model call, or other request whose answer
+	// reported usage, when its answer ended (or was cut short).
 	Record(c Call, a Answer)
 }
 
@@ -59,7 +60,7 @@ func agentSession(h http.Header) string {
 }
 
 // modelCall says whether a request to a provider speaking wire is a model call, which
-// the proxy meters: the calls that answer with tokens used.
+// the proxy always records: the calls that answer with tokens used.
 func modelCall(wire, method, rest string) bool {
 	if method != http.MethodPost {
 		return false

@@ -289,3 +289,32 @@ func TestMetersACompressedAnswer(t *testing.T) {
 		t.Errorf("the provider was asked for %q, want gzip (the proxy's transport inflates it)", askedFor)
 	}
 }
+
+// TestASpentBudgetClosesTheProvider: an agent cannot spend past a spent budget by
+// another route to the same provider (batches, a doubled slash, a trailing one), and a
+// call by an odd spelling that the provider answers with usage is still recorded.
+func TestASpentBudgetClosesTheProvider(t *testing.T) {
+	var served []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		served = append(served, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","model":"claude-haiku-4-5","usage":{"input_tokens":10,"output_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	p, m := meteredProxy(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "sk-a"})
+	key := map[string]string{"X-Api-Key": placeholder}
+	post(t, p.URL+"/anthropic/v1//messages", `{}`, key)
+	if _, a := m.last(t); a.Usage.Input != 10 {
+		t.Errorf("a call by an odd path was not recorded: %+v", a)
+	}
+	m.refuse = "paddock: spent"
+	for _, path := range []string{"/anthropic/v1/messages/batches", "/anthropic/v1//messages", "/anthropic/v1/messages/", "/anthropic/v1/models"} {
+		if resp, data := post(t, p.URL+path, `{}`, key); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), "paddock: spent") {
+			t.Errorf("%s with a spent budget: %d %s", path, resp.StatusCode, data)
+		}
+	}
+	if len(served) != 1 {
+		t.Errorf("the provider served %v after the budget was spent", served[1:])
+	}
+}

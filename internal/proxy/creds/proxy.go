@@ -125,8 +125,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token s
 	if err != nil {
 		return fail(w, http.StatusBadGateway, "paddock: %v", err)
 	}
+	// Every request to a model provider is checked against the budgets, not only the
+	// model calls the meter records: a spent budget closes the provider to the sandbox
+	// (batches, odd spellings of a path), and any answer that reports usage is recorded.
 	var meter Meter
-	if m := p.meter.Load(); m != nil && modelCall(pr.wire, r.Method, rest) {
+	if m := p.meter.Load(); m != nil && pr.wire != "" {
 		meter = *m
 		call.Provider, call.Session, call.AgentSession = pr.Name, r.Header.Get(SessionHeader), agentSession(r.Header)
 		if len(call.Session) > 64 {
@@ -168,9 +171,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token s
 			if pr.wire == WireGemini {
 				got.Model = geminiModel(rest)
 			}
+			model := modelCall(pr.wire, r.Method, rest)
 			resp.Body = watchUsage(resp.Body, pr.wire, resp.Header.Get("Content-Type"), got, func(a Answer) {
-				call.Duration = time.Since(call.Start)
-				meter.Record(call, a)
+				if model || a.Reported {
+					call.Duration = time.Since(call.Start)
+					meter.Record(call, a)
+				}
 			})
 			return nil
 		},
