@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -64,6 +65,8 @@ type Server struct {
 	// runs are the host-side agent's runs (EnableRuns); runsErr says why there are none.
 	runs    *runs.Service
 	runsErr error
+	// meter is the credential proxy's meter (EnableMetering): usage and budgets.
+	meter *metering.Meter
 }
 
 // NewServer builds the API handler.
@@ -107,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	s.portRoutes(mux)
 	s.runRoutes(mux)
 	s.teamRoutes(mux)
+	s.usageRoutes(mux)
 	return s.logged(mux)
 }
 
@@ -203,6 +207,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.sandboxUsage(r.Context(), list)
 	writeJSON(w, http.StatusOK, list)
 }
 

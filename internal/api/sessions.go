@@ -43,6 +43,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.sessionUsage(r.Context(), r.PathValue("name"), list)
 	writeJSON(w, http.StatusOK, list)
 }
 

@@ -44,7 +44,7 @@ session inside the sandbox; detaching (Ctrl-b d) leaves it running.
   paddock chat myrepo --new fix-auth-bug --agent codex start a session (and attach)
   echo "go on" | paddock chat myrepo/fix-auth-bug      piped input becomes the next prompt
   echo "status?" | paddock chat myrepo/fix-auth-bug --non-interactive   the final answer on stdout
-  paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY
+  paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY COST
   paddock chat myrepo --rename fix-auth-bug auth-v2
   paddock chat myrepo/fix-auth-bug --rm                end the session
   paddock chat myrepo/fix-auth-bug --fork try-b        a new session on a copy of its conversation
@@ -223,13 +223,13 @@ func isTerminal(s any) bool {
 
 func printSessions(w io.Writer, list []session.Info) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tAGENT\tSTATUS\tMESSAGES\tLAST ACTIVITY")
+	fmt.Fprintln(tw, "NAME\tAGENT\tSTATUS\tMESSAGES\tLAST ACTIVITY\tCOST")
 	for _, s := range list {
 		last := "-"
 		if !s.LastActivity.IsZero() {
 			last = age(time.Since(s.LastActivity)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last)
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last, cost(s.Usage))
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,25 @@ func TestCodexEndToEnd(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the session to go idle", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
+	// Every model call was metered to the session: Codex sends X-Paddock-Session.
+	usage := must("", "chat", "repo", "--list")
+	if !strings.Contains(usage, "~$") {
+		t.Errorf("chat --list shows no cost for the session:\n%s", usage)
+	}
+	var rep struct {
+		Groups []struct {
+			Session  string `json:"session"`
+			Requests int    `json:"requests"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(must("", "usage", "repo", "--json")), &rep); err != nil || len(rep.Groups) == 0 {
+		t.Fatalf("usage: %+v, %v", rep, err)
+	}
+	for _, g := range rep.Groups {
+		if g.Session != "codex" {
+			t.Errorf("%d calls metered to session %q, want codex", g.Requests, g.Session)
+		}
+	}
 	answer := must("", "chat", "repo/codex", "--non-interactive", "-m", "status please")
 	if strings.TrimSpace(answer) != "ECHO: status please" {
 		t.Fatalf("--non-interactive answered %q", answer)

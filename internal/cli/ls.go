@@ -26,7 +26,7 @@ func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.C
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: NAME BACKEND[/RUNTIME] STATE NETWORK AGE",
+		Short:   "List sandboxes: NAME BACKEND[/RUNTIME] STATE NETWORK AGE COST (estimated, of model calls)",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -86,7 +86,7 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	for _, sb := range list {
 		owners = owners || sb.Owner != ""
 	}
-	header := "NAME\tBACKEND\tSTATE\tNETWORK\tAGE"
+	header := "NAME\tBACKEND\tSTATE\tNETWORK\tAGE\tCOST"
 	if owners {
 		header += "\tOWNER"
 	}
@@ -100,13 +100,13 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 		if owners {
 			owner = "\t" + orDash(termtext.Escape(sb.Owner))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), owner)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), cost(sb.Usage), owner)
 		if sb.Detail != "" && sb.State != "running" {
 			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
 			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))
 		}
 		for _, s := range sessions[sb.Name] {
-			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\n", sb.Name, s.Name, s.Agent, s.Status)
+			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, s.Status, cost(s.Usage))
 		}
 	}
 	return tw.Flush()

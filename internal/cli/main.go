@@ -163,6 +163,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdBackend(f),
 		newCmdConfig(f),
 		newCmdKey(f),
+		newCmdUsage(f, nil),
+		newCmdBudget(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
 		newCmdSSHProxy(f),

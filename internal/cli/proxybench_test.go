@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,15 +56,18 @@ func BenchmarkProxies(b *testing.B) {
 	}
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if !strings.HasSuffix(r.URL.Path, "/stream") {
-			fmt.Fprint(w, `{"type":"message"}`)
+		// Answers report their usage as the Messages API does, so that the daemon's
+		// metering reads them (the credential proxy meters POST /v1/messages).
+		if !strings.HasSuffix(r.URL.Query().Get("mode"), "stream") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"type":"message","model":"claude-sonnet-4-5","usage":{"input_tokens":1200,"output_tokens":40,"cache_read_input_tokens":9000,"cache_creation_input_tokens":300}}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "event: message_start\n\n")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":1200,\"output_tokens\":1}}}\n\n")
 		w.(http.Flusher).Flush()
 		time.Sleep(20 * time.Millisecond)
-		fmt.Fprint(w, "event: message_stop\n\n")
+		fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":40}}\n\nevent: message_stop\ndata: {}\n\n")
 	}))
 	defer upstream.Close()
 	port := strings.TrimPrefix(upstream.URL, "http://127.0.0.1:")
@@ -126,8 +130,8 @@ func BenchmarkProxies(b *testing.B) {
 	creds := measure(true, "127.0.0.1", "4180", "/anthropic/v1/messages", n, token, "")
 	egress := measure(true, "127.0.0.1", "3128", "/v1/messages", n, "x", "localhost:"+port)
 	ns := strconv.Itoa(max(b.N/5, 20))
-	directStream := measure(false, "127.0.0.1", port, "/v1/stream", ns, "sk-bench", "")
-	credsStream := measure(true, "127.0.0.1", "4180", "/anthropic/v1/stream", ns, token, "")
+	directStream := measure(false, "127.0.0.1", port, "/v1/messages?mode=stream", ns, "sk-bench", "")
+	credsStream := measure(true, "127.0.0.1", "4180", "/anthropic/v1/messages?mode=stream", ns, token, "")
 	b.StopTimer()
 
 	b.ReportMetric(direct[0], "direct-median-µs")
@@ -139,4 +143,11 @@ func BenchmarkProxies(b *testing.B) {
 	// Time to the first event of a stream whose second event comes 20 ms later: a proxy
 	// that buffered would add those 20 ms.
 	b.ReportMetric(credsStream[2]-directStream[2], "creds-added-first-event-µs")
+
+	// Every call through the credential proxy was metered (BenchmarkMetering in
+	// internal/proxy/creds compares metering on and off).
+	var rep struct{ Total struct{ Requests int } }
+	if err := json.Unmarshal([]byte(run("usage", "proxyrepo", "--json")), &rep); err != nil || rep.Total.Requests < 2 {
+		b.Fatalf("paddock usage after the benchmark: %+v, %v", rep, err)
+	}
 }

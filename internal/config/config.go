@@ -12,6 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
@@ -29,6 +30,14 @@ type Config struct {
 	// Providers configures the credential proxy: [providers.anthropic] key_command = "...".
 	// Names other than anthropic, openai and gemini declare OpenAI-compatible endpoints.
 	Providers map[string]creds.Settings `toml:"providers"`
+	// Prices are what models cost, for the estimates of `paddock usage` and budgets:
+	// [prices."MODEL"] input_per_mtok = 3.0 (US dollars per million tokens; also
+	// output_per_mtok, cache_read_per_mtok, cache_write_per_mtok). A key is a model's
+	// name or a prefix of it; it adds to and overrides metering.DefaultPrices.
+	Prices map[string]metering.Price `toml:"prices"`
+	// Budget is every sandbox's budget unless `paddock budget set` gives it its own:
+	// [budget] usd = 10, tokens = 5000000 (either or both).
+	Budget metering.Limit `toml:"budget"`
 	// MCP declares MCP servers made available in every sandbox: [mcp.NAME].
 	MCP map[string]MCPServer `toml:"mcp"`
 	// Notify says where to tell the user that a session waits for them or finished.
@@ -80,7 +89,8 @@ type Notify struct {
 	// environment variable NAME, read at each request (tokens stay out of the file).
 	Headers map[string]string `toml:"headers"`
 	// Events are what to notify: "waiting" (a session waits for the human), "finished"
-	// (an agent ended its turn), "exited" (a session's process ended). Empty means all.
+	// (an agent ended its turn), "exited" (a session's process ended), "budget" (a
+	// budget 80% spent, or spent). Empty means all.
 	Events []string `toml:"events"`
 	// URL is where the web UI is reached from the phone (behind a proxy, say), for the
 	// link in each notification. Empty means the address paddock web serves.
@@ -91,7 +101,7 @@ type Notify struct {
 }
 
 // NotifyEvents are the values [notify] events may hold.
-var NotifyEvents = []string{"waiting", "finished", "exited"}
+var NotifyEvents = []string{"waiting", "finished", "exited", "budget"}
 
 // NotifyFormats are the values [notify] format may hold.
 var NotifyFormats = []string{"ntfy", "slack", "json"}
@@ -174,6 +184,12 @@ func (c Config) validate(path string) error {
 		if _, ok := c.Providers[p]; !ok && p != "anthropic" && p != "openai" {
 			return fmt.Errorf("config %s: [run] provider %q is not declared: add [providers.%s] with its base_url, or leave provider out for anthropic", path, p, p)
 		}
+	}
+	if c.Budget.USD < 0 || c.Budget.Tokens < 0 {
+		return fmt.Errorf("config %s: [budget] usd and tokens cannot be negative", path)
+	}
+	if _, err := metering.NewPrices(c.Prices); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
 	}
 	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
 		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)

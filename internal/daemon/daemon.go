@@ -23,6 +23,7 @@ import (
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/runs"
@@ -130,6 +131,17 @@ func Run(ctx context.Context, opts Options) error {
 		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP, HelperDir: helperDir, Home: p.Home,
 		ReposDir: filepath.Join(p.Cache, "repos")})
 	defer svc.Close()
+	prices, err := metering.NewPrices(cfg.Prices)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", p.Config, err)
+	}
+	meter, err := metering.New(ctx, metering.Options{Store: st, Prices: prices, Default: cfg.Budget, Emit: svc.Emit,
+		Logger: log.With("part", "metering")})
+	if err != nil {
+		return err
+	}
+	defer meter.Close()
+	credsProxy.SetMeter(meter)
 	svc.Reconcile(ctx)
 
 	ln, err := listen(p.Socket)
@@ -144,6 +156,7 @@ func Run(ctx context.Context, opts Options) error {
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
+	apiSrv.EnableMetering(meter)
 	if gh := cfg.Auth.GitHub; gh.Enabled() {
 		secret, err := gh.ClientSecret()
 		if err != nil {

@@ -26,6 +26,10 @@ type Gemini struct {
 	log log
 }
 
+// GeminiCached is the cachedContentTokenCount of every usage the Gemini server
+// reports (counted in its promptTokenCount, as Gemini's are).
+const GeminiCached = 32
+
 // NewGemini starts a scripted Gemini API server on 127.0.0.1, closed when the test ends.
 func NewGemini(tb testing.TB) *Gemini {
 	tb.Helper()
@@ -165,9 +169,10 @@ func (s *Gemini) answer(w http.ResponseWriter, rec Request, req geminiRequest, s
 		}
 	}
 	resp := map[string]any{
-		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": len(rec.Body) / 4, "candidatesTokenCount": 8, "totalTokenCount": len(rec.Body)/4 + 8},
-		"modelVersion":  rec.Model,
+		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": len(rec.Body)/4 + GeminiCached, "candidatesTokenCount": 8,
+			"cachedContentTokenCount": GeminiCached, "totalTokenCount": len(rec.Body)/4 + GeminiCached + 8},
+		"modelVersion": rec.Model,
 	}
 	if !stream {
 		writeJSONBody(w, resp)

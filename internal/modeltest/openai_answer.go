@@ -16,7 +16,8 @@ func (s *OpenAIResponses) answer(w http.ResponseWriter, rec Request, req openaiR
 		raw, _ := json.Marshal(it)
 		out += string(raw)
 	}
-	in := tokens(string(rec.Body))
+	// As OpenAI counts them, the cached tokens are part of the input tokens.
+	in := tokens(string(rec.Body)) + OpenAICached
 	usage := map[string]any{
 		"input_tokens":          in,
 		"input_tokens_details":  map[string]int64{"cached_tokens": OpenAICached},

@@ -29,6 +29,9 @@ const (
 	Waiting  = "waiting"
 	Finished = "finished"
 	Exited   = "exited"
+	// Budget is a budget 80% spent, or spent (the meter's budget-warning and
+	// budget-spent events).
+	Budget = "budget"
 	// Test is a notification sent by `paddock notify test`.
 	Test = "test"
 )
@@ -156,7 +159,8 @@ func (n *Notifier) Run(ctx context.Context, bus *events.Bus) {
 	}
 	for ctx.Err() == nil {
 		sub := bus.Subscribe(0, func(ev events.Event) bool {
-			return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed"
+			return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed" ||
+				ev.Kind == "budget-warning" || ev.Kind == "budget-spent"
 		})
 		n.follow(ctx, sub)
 		sub.Close()
@@ -195,6 +199,9 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 		return Message{}, false
 	case "session-exited":
 		what = Exited
+	case "budget-warning", "budget-spent":
+		what = Budget
+		key += " " + ev.Kind
 	case "session-status":
 		status := ev.Attrs["status"]
 		prev := n.status[key]
@@ -210,7 +217,7 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	default:
 		return Message{}, false
 	}
-	if ev.Session == "" || !n.wants(what) {
+	if (ev.Session == "" && what != Budget) || !n.wants(what) {
 		return Message{}, false
 	}
 	now := ev.Time
@@ -230,6 +237,12 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 		msg.Title, msg.Body = name+" finished", "The agent ended its turn."
 	case Exited:
 		msg.Title, msg.Body = name+" exited", ev.Detail
+	case Budget:
+		name = strings.TrimSuffix(name, "/")
+		msg.Title, msg.Body = name+": 80% of its budget spent", ev.Detail
+		if ev.Kind == "budget-spent" {
+			msg.Title = name + ": budget spent, the agent is stopped"
+		}
 	}
 	msg.URL = n.link(ev.Sandbox, ev.Session)
 	return msg, true

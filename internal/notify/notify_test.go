@@ -62,13 +62,17 @@ func TestDecide(t *testing.T) {
 		{status("repo", "fix", "waiting", t0.Add(40*time.Second)), "repo/fix is waiting for you"},
 		// Events of no session, and other kinds, are no news.
 		{events.Event{Sandbox: "repo", Kind: "stopped"}, ""},
+		// A budget's warning and its end are news, for a sandbox or a session.
+		{events.Event{Time: t0.Add(41 * time.Second), Sandbox: "repo", Kind: "budget-warning"}, "repo: 80% of its budget spent"},
+		{events.Event{Time: t0.Add(42 * time.Second), Sandbox: "repo", Kind: "budget-spent"}, "repo: budget spent, the agent is stopped"},
+		{events.Event{Time: t0.Add(43 * time.Second), Sandbox: "repo", Session: "fix", Kind: "budget-spent"}, "repo/fix: budget spent, the agent is stopped"},
 	}
 	for i, s := range steps {
 		msg, ok := n.decide(s.ev)
 		if got := map[bool]string{true: msg.Title}[ok]; got != s.want {
 			t.Fatalf("step %d (%s %v): got %q, want %q", i, s.ev.Kind, s.ev.Attrs, got, s.want)
 		}
-		if ok && msg.URL != "http://127.0.0.1:7777/s/repo/"+s.ev.Session {
+		if ok && strings.TrimSuffix(msg.URL, "/") != strings.TrimSuffix("http://127.0.0.1:7777/s/repo/"+s.ev.Session, "/") {
 			t.Fatalf("step %d: link %q", i, msg.URL)
 		}
 	}

@@ -105,7 +105,7 @@ func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *guestclient.C
 		return nil
 	}
 	if s.opts.Creds != nil && sb.CredsPort != 0 {
-		if err := serve(sb.CredsPort, s.opts.Creds.Handler(sb.Name, sb.CredsToken)); err != nil {
+		if err := serve(sb.CredsPort, s.opts.Creds.Handler(sb.ID, sb.Name, sb.CredsToken)); err != nil {
 			a.close()
 			return nil, fmt.Errorf("credential proxy tunnel on port %d: %w", sb.CredsPort, err)
 		}

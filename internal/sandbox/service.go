@@ -58,6 +58,9 @@ type Info struct {
 	// Owner is the GitHub login of who made the sandbox, on a daemon a team signs in
 	// to; empty for the daemon host's own.
 	Owner string `json:"owner,omitempty"`
+	// Usage is what the sandbox's model calls through the credential proxy used, with
+	// their estimated cost; nil when it made none (or the daemon does not meter).
+	Usage *store.UsageSum `json:"usage,omitempty"`
 }
 
 // Options configure a Service.

@@ -53,6 +53,9 @@ type Info struct {
 	Messages     int       `json:"messages"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Usage is what the session's model calls through the credential proxy used, with
+	// their estimated cost; nil when none is known.
+	Usage *store.UsageSum `json:"usage,omitempty"`
 }
 
 // Service manages sessions.

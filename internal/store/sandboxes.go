@@ -125,7 +125,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 	return nil
 }
 
-// DeleteSandbox removes a sandbox and what belongs to it; its events stay, as history.
+// DeleteSandbox removes a sandbox and what belongs to it; its events and usage stay, as history.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -142,6 +142,9 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM net_denials WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM sandboxes WHERE id = ?", id); err != nil {

@@ -101,3 +101,14 @@ func (s *Store) DeleteSession(ctx context.Context, sandboxID, name string) error
 	_, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE sandbox_id = ? AND name = ?", sandboxID, name)
 	return err
 }
+
+// SessionByResumeID finds the session of a sandbox whose agent's conversation id is
+// resumeID.
+func (s *Store) SessionByResumeID(ctx context.Context, sandboxID, resumeID string) (Session, error) {
+	se, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE sandbox_id = ? AND resume_id = ? AND resume_id != ''",
+		sandboxID, resumeID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return se, fmt.Errorf("session with conversation %q: %w", resumeID, ErrNotFound)
+	}
+	return se, err
+}

@@ -71,6 +71,11 @@ func (u *Usage) Add(o Usage) {
 	u.CacheWriteTokens += o.CacheWriteTokens
 }
 
+// Total is every kind of token together, as token budgets count them.
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
 // Summary is what a listing shows about a conversation.
 type Summary struct {
 	// Messages counts user and assistant entries.

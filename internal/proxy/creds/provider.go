@@ -31,6 +31,9 @@ type Provider struct {
 	Paths []string
 	// inject sets the real credential on an outgoing request.
 	inject func(h http.Header, q url.Values, key string)
+	// wire is the API the provider speaks (WireAnthropic...), whose model calls the
+	// proxy meters; "" for routes that are not model providers (MCP servers).
+	wire string
 	// Key returns the real key.
 	key *keySource
 	// SandboxEnv maps environment variables for the sandbox to values, where {base} is
@@ -52,24 +55,24 @@ type Settings struct {
 
 // builtin describes the providers paddock knows.
 var builtin = map[string]struct {
-	route, base, baseEnv, keyEnv string
-	paths                        []string
-	inject                       func(h http.Header, q url.Values, key string)
-	env                          map[string]string
+	route, base, baseEnv, keyEnv, wire string
+	paths                              []string
+	inject                             func(h http.Header, q url.Values, key string)
+	env                                map[string]string
 }{
 	"anthropic": {
-		route: "/anthropic", base: "https://api.anthropic.com", baseEnv: "ANTHROPIC_BASE_URL", keyEnv: "ANTHROPIC_API_KEY",
+		route: "/anthropic", base: "https://api.anthropic.com", baseEnv: "ANTHROPIC_BASE_URL", keyEnv: "ANTHROPIC_API_KEY", wire: WireAnthropic,
 		paths:  []string{"/v1/"},
 		inject: func(h http.Header, _ url.Values, key string) { h.Set("X-Api-Key", key) },
 		env:    map[string]string{"ANTHROPIC_BASE_URL": "{base}", "ANTHROPIC_API_KEY": "{token}"},
 	},
 	"openai": {
-		route: "/openai/v1", base: "https://api.openai.com/v1", baseEnv: "OPENAI_BASE_URL", keyEnv: "OPENAI_API_KEY",
+		route: "/openai/v1", base: "https://api.openai.com/v1", baseEnv: "OPENAI_BASE_URL", keyEnv: "OPENAI_API_KEY", wire: WireOpenAI,
 		inject: bearer,
 		env:    map[string]string{"OPENAI_BASE_URL": "{base}", "OPENAI_API_KEY": "{token}"},
 	},
 	"gemini": {
-		route: "/gemini", base: "https://generativelanguage.googleapis.com", baseEnv: "GOOGLE_GEMINI_BASE_URL", keyEnv: "GEMINI_API_KEY",
+		route: "/gemini", base: "https://generativelanguage.googleapis.com", baseEnv: "GOOGLE_GEMINI_BASE_URL", keyEnv: "GEMINI_API_KEY", wire: WireGemini,
 		paths:  []string{"/v1beta/", "/v1/", "/upload/"},
 		inject: func(h http.Header, _ url.Values, key string) { h.Set("X-Goog-Api-Key", key) },
 		env:    map[string]string{"GOOGLE_GEMINI_BASE_URL": "{base}", "GEMINI_API_KEY": "{token}", "GOOGLE_API_KEY": "{token}"},
@@ -102,6 +105,7 @@ func Providers(settings map[string]Settings, getenv func(string) string, keyDir 
 		if err != nil {
 			return nil, err
 		}
+		p.wire = b.wire
 		out[name] = p
 	}
 	for name, s := range settings {
@@ -124,6 +128,7 @@ func Providers(settings map[string]Settings, getenv func(string) string, keyDir 
 		if err != nil {
 			return nil, err
 		}
+		p.wire = WireOpenAI
 		out[name] = p
 	}
 	if keyDir != "" {

@@ -21,6 +21,7 @@ type Proxy struct {
 	routes    []*Provider // longest route first
 	transport http.RoundTripper
 	log       *slog.Logger
+	meter     atomic.Pointer[Meter]
 }
 
 // New builds a proxy over the given providers. transport nil means a clone of
@@ -38,6 +39,15 @@ func New(providers map[string]*Provider, transport http.RoundTripper, log *slog.
 	}
 	sort.Slice(p.routes, func(i, j int) bool { return len(p.routes[i].Route) > len(p.routes[j].Route) })
 	return p
+}
+
+// SetMeter meters every model call from now on (nil: none).
+func (p *Proxy) SetMeter(m Meter) {
+	if m == nil {
+		p.meter.Store(nil)
+		return
+	}
+	p.meter.Store(&m)
 }
 
 // Provider returns the provider of this name.
@@ -74,17 +84,18 @@ func (p *Proxy) SandboxEnv(base, token string) []string {
 // never reach a provider, nor a credential it made up reach another one.
 var credentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
 
-// Handler serves one sandbox, which must present token as its key (in any of the
-// provider's usual places). Requests are logged with method, path, status, bytes and
-// duration: never a header, never a key.
-func (p *Proxy) Handler(sandbox, token string) http.Handler {
+// Handler serves one sandbox (its id and name), which must present token as its key
+// (in any of the provider's usual places). Requests are logged with method, path,
+// status, bytes and duration: never a header, never a key.
+func (p *Proxy) Handler(sandboxID, sandbox, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		pr, rest := p.route(r.URL.Path)
 		cw := &countingWriter{ResponseWriter: w}
 		cr := &countingReader{r: r.Body}
 		r.Body = cr
-		status := p.serve(cw, r, sandbox, token, pr, rest)
+		call := Call{SandboxID: sandboxID, Sandbox: sandbox, Start: start}
+		status := p.serve(cw, r, call, token, pr, rest)
 		if status == 0 {
 			status = cw.status
 		}
@@ -99,7 +110,8 @@ func (p *Proxy) Handler(sandbox, token string) http.Handler {
 
 // serve handles one request; it returns the status it wrote itself, or 0 when the
 // reverse proxy answered.
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token string, pr *Provider, rest string) int {
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token string, pr *Provider, rest string) int {
+	sandbox := call.Sandbox
 	if pr == nil {
 		return fail(w, http.StatusNotFound, "paddock: no provider at %s; the credential proxy serves %s", r.URL.Path, p.routeList())
 	}
@@ -112,6 +124,20 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token str
 	key, err := pr.key.get(r.Context(), pr.Name)
 	if err != nil {
 		return fail(w, http.StatusBadGateway, "paddock: %v", err)
+	}
+	// Every request to a model provider is checked against the budgets, not only the
+	// model calls the meter records: a spent budget closes the provider to the sandbox
+	// (batches, odd spellings of a path), and any answer that reports usage is recorded.
+	var meter Meter
+	if m := p.meter.Load(); m != nil && pr.wire != "" {
+		meter = *m
+		call.Provider, call.Session, call.AgentSession = pr.Name, r.Header.Get(SessionHeader), agentSession(r.Header)
+		if len(call.Session) > 64 {
+			call.Session = ""
+		}
+		if ref := meter.Admit(r.Context(), call); ref != nil {
+			return refuse(w, pr.wire, ref.Message)
+		}
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr2 *httputil.ProxyRequest) {
@@ -128,9 +154,32 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, sandbox, token str
 			pr.inject(out.Header, q, key)
 			out.URL.RawQuery = q.Encode()
 			out.Header.Del("X-Forwarded-For")
+			out.Header.Del(SessionHeader)
+			if meter != nil {
+				// The transport asks for gzip itself and inflates the answer, so that the
+				// meter reads the usage in plain text whatever the agent accepts.
+				out.Header.Del("Accept-Encoding")
+			}
 		},
 		Transport:     p.transport,
 		FlushInterval: -1, // Server-Sent Events pass through as they come
+		ModifyResponse: func(resp *http.Response) error {
+			if meter == nil {
+				return nil
+			}
+			got := Answer{Status: resp.StatusCode}
+			if pr.wire == WireGemini {
+				got.Model = geminiModel(rest)
+			}
+			model := modelCall(pr.wire, r.Method, rest)
+			resp.Body = watchUsage(resp.Body, pr.wire, resp.Header.Get("Content-Type"), got, func(a Answer) {
+				if model || a.Reported {
+					call.Duration = time.Since(call.Start)
+					meter.Record(call, a)
+				}
+			})
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.log.Warn("credential proxy upstream", "sandbox", sandbox, "provider", pr.Name, "err", err)
 			fail(w, http.StatusBadGateway, "paddock: %s upstream %s: %v", pr.Name, pr.Upstream.Host, scrub(err, key))

@@ -67,7 +67,7 @@ func proxyFor(t *testing.T, env map[string]string, settings map[string]Settings)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(provs, nil, nil).Handler("sb", token))
+	srv := httptest.NewServer(New(provs, nil, nil).Handler("id", "sb", token))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -9,7 +9,8 @@ import (
 
 // Config is a $CODEX_HOME/config.toml that asks for model (and marks Codex's offer to
 // move it to upgradeTarget as seen), sends Codex's model calls to baseURL (a
-// Responses API endpoint, ending in /v1) with the key from the variable envKey, trusts
+// Responses API endpoint, ending in /v1) with the key from the variable envKey and the
+// session's name from PADDOCK_SESSION (for the credential proxy's metering), trusts
 // dir, never asks for approval, runs notify (when given) at the end of each turn, and
 // turns off what was seen reaching outside or stopping at a screen before the prompt
 // (update check, analytics, plugins and apps look up api.github.com, chatgpt.com and
@@ -35,6 +36,7 @@ name = "paddock"
 base_url = ` + strconv.Quote(baseURL) + `
 wire_api = "responses"
 env_key = ` + strconv.Quote(envKey) + `
+env_http_headers = { "X-Paddock-Session" = "PADDOCK_SESSION" }
 
 [projects.` + strconv.Quote(dir) + `]
 trust_level = "trusted"

@@ -1,0 +1,237 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// EnableMetering serves usage and budgets from the credential proxy's meter.
+func (s *Server) EnableMetering(m *metering.Meter) { s.meter = m }
+
+func (s *Server) usageRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/usage", s.getUsage)
+	mux.HandleFunc("GET /v1/budgets", s.listBudgets)
+	mux.HandleFunc("PUT /v1/sandboxes/{name}/budget", s.setBudget)
+}
+
+var errNoMeter = apperr.Unavailable("restart the daemon (`paddock daemon restart`) with this version", "this daemon does not meter model calls")
+
+// UsageReport is the answer of GET /v1/usage.
+type UsageReport struct {
+	// Since is the start of the period, zero for all time.
+	Since time.Time `json:"since,omitzero"`
+	// Groups are sums by sandbox, session, provider and model, the oldest first.
+	Groups []store.UsageGroup `json:"groups"`
+	Total  store.UsageSum     `json:"total"`
+	// Estimate is always true: costs come from a price table, not from the providers' bills.
+	Estimate bool `json:"estimate"`
+}
+
+// getUsage serves GET /v1/usage?sandbox=NAME&session=NAME&since=24h.
+func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
+	if s.meter == nil {
+		s.writeError(w, r, errNoMeter)
+		return
+	}
+	q := r.URL.Query()
+	uq := store.UsageQuery{Sandbox: q.Get("sandbox"), Session: q.Get("session")}
+	if uq.Session != "" && uq.Sandbox == "" {
+		s.writeError(w, r, apperr.Invalid("name it as SANDBOX/SESSION", "a session's usage needs its sandbox"))
+		return
+	}
+	if since := q.Get("since"); since != "" {
+		p, err := events.ParsePoint(since, time.Now(), false)
+		if err != nil {
+			s.writeError(w, r, apperr.Invalid("give since as a duration (24h) or a time (RFC 3339)", "since: %v", err))
+			return
+		}
+		uq.Since = p.Time
+	}
+	if uq.Sandbox != "" && !s.visible(r.Context(), uq.Sandbox) {
+		s.writeError(w, r, apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox %q", uq.Sandbox))
+		return
+	}
+	if err := s.meter.Flush(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	groups, err := s.svc.Store().UsageGroups(r.Context(), uq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rep := UsageReport{Since: uq.Since, Groups: []store.UsageGroup{}, Estimate: true}
+	for _, g := range groups {
+		if uq.Sandbox == "" && !s.visible(r.Context(), g.Sandbox) {
+			continue
+		}
+		rep.Groups = append(rep.Groups, g)
+		rep.Total.Add(g.UsageSum)
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// BudgetList is the answer of GET /v1/budgets.
+type BudgetList struct {
+	// Default is the config's budget of every sandbox without its own.
+	Default  metering.Limit    `json:"default"`
+	Budgets  []metering.Budget `json:"budgets"`
+	Estimate bool              `json:"estimate"`
+}
+
+func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
+	if s.meter == nil {
+		s.writeError(w, r, errNoMeter)
+		return
+	}
+	rows, err := s.svc.Store().ListSandboxes(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var seen []store.Sandbox
+	for _, sb := range rows {
+		if sandbox.Sees(r.Context(), sb) {
+			seen = append(seen, sb)
+		}
+	}
+	list := s.meter.Budgets(r.Context(), seen)
+	if list == nil {
+		list = []metering.Budget{}
+	}
+	writeJSON(w, http.StatusOK, BudgetList{Default: s.meter.Default(), Budgets: list, Estimate: true})
+}
+
+// BudgetRequest is the body of PUT /v1/sandboxes/{name}/budget: the sandbox's own
+// budget, or one of its sessions'. No bound at all removes it.
+type BudgetRequest struct {
+	Session string `json:"session,omitempty"`
+	metering.Limit
+}
+
+func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
+	if s.meter == nil {
+		s.writeError(w, r, errNoMeter)
+		return
+	}
+	var req BudgetRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.USD < 0 || req.Tokens < 0 {
+		s.writeError(w, r, apperr.Invalid("", "a budget cannot be negative"))
+		return
+	}
+	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Session != "" {
+		if _, err := s.svc.Store().GetSession(r.Context(), sb.ID, req.Session); err != nil {
+			s.writeError(w, r, apperr.NotFound("run `paddock chat "+sb.Name+" --list` to see its sessions", "sandbox %q has no session named %q", sb.Name, req.Session))
+			return
+		}
+	}
+	b, err := s.meter.SetBudget(r.Context(), sb, req.Session, req.Limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// sandboxUsage fills in each sandbox's usage, when the daemon meters.
+func (s *Server) sandboxUsage(ctx context.Context, list []sandbox.Info) {
+	if s.meter == nil || len(list) == 0 {
+		return
+	}
+	if s.meter.Flush(ctx) != nil {
+		return
+	}
+	st := s.svc.Store()
+	sums, err := st.UsageBySandbox(ctx)
+	if err != nil || len(sums) == 0 {
+		return
+	}
+	rows, err := st.ListSandboxes(ctx)
+	if err != nil {
+		return
+	}
+	ids := map[string]string{}
+	for _, sb := range rows {
+		ids[sb.Name] = sb.ID
+	}
+	for i := range list {
+		if sum, ok := sums[ids[list[i].Name]]; ok {
+			list[i].Usage = &sum
+		}
+	}
+}
+
+// sessionUsage fills in the usage of each session of sandbox name.
+func (s *Server) sessionUsage(ctx context.Context, name string, list []session.Info) {
+	if s.meter == nil || len(list) == 0 {
+		return
+	}
+	sb, err := s.svc.Record(ctx, name)
+	if err != nil || s.meter.Flush(ctx) != nil {
+		return
+	}
+	groups, err := s.svc.Store().UsageGroups(ctx, store.UsageQuery{SandboxID: sb.ID})
+	if err != nil {
+		return
+	}
+	sums := map[string]*store.UsageSum{}
+	for _, g := range groups {
+		if sums[g.Session] == nil {
+			sums[g.Session] = &store.UsageSum{}
+		}
+		sums[g.Session].Add(g.UsageSum)
+	}
+	for i := range list {
+		list[i].Usage = sums[list[i].Name]
+	}
+}
+
+// Usage reads what model calls cost: sandbox "" for every sandbox, session "" for all
+// of a sandbox's; since "" for all time.
+func (c *Client) Usage(ctx context.Context, sandbox, session, since string) (UsageReport, error) {
+	v := url.Values{}
+	for k, val := range map[string]string{"sandbox": sandbox, "session": session, "since": since} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	var out UsageReport
+	err := c.do(ctx, http.MethodGet, "/v1/usage?"+v.Encode(), nil, &out)
+	return out, err
+}
+
+// Budgets lists the budgets and the config's default.
+func (c *Client) Budgets(ctx context.Context) (BudgetList, error) {
+	var out BudgetList
+	err := c.do(ctx, http.MethodGet, "/v1/budgets", nil, &out)
+	return out, err
+}
+
+// SetBudget sets the budget of a sandbox (session "") or of one of its sessions; a
+// limit with no bound removes it.
+func (c *Client) SetBudget(ctx context.Context, sandbox, session string, l metering.Limit) (metering.Budget, error) {
+	body, _ := json.Marshal(BudgetRequest{Session: session, Limit: l})
+	var out metering.Budget
+	err := c.do(ctx, http.MethodPut, sandboxPath(sandbox, "/budget"), bytes.NewReader(body), &out)
+	return out, err
+}
