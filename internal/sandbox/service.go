@@ -255,14 +255,34 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Info, 0, len(rows))
+	var seen []store.Sandbox
 	for _, sb := range rows {
 		if Sees(ctx, sb) {
-			out = append(out, s.info(ctx, sb))
+			seen = append(seen, sb)
 		}
 	}
+	// Each sandbox's live state is a handful of small reads from its backend (files,
+	// /proc, cgroups): a few at once keep `ls` quick with hundreds of sandboxes.
+	out := make([]Info, len(seen))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(listWorkers, len(seen)) {
+		wg.Go(func() {
+			for i := range work {
+				out[i] = s.info(ctx, seen[i])
+			}
+		})
+	}
+	for i := range seen {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 	return out, nil
 }
+
+// listWorkers is how many sandboxes' states List reads at once.
+const listWorkers = 8
 
 // Get returns one sandbox with its live state.
 func (s *Service) Get(ctx context.Context, name string) (Info, error) {
