@@ -243,12 +243,12 @@ func switchRoot(dir string) error {
 }
 
 // setupSystem mounts what the sandbox sees of the kernel, read-only where it could be
-// written (/sys, /proc/sys), with the processes of others invisible in /proc; makes
+// written (/sys; vm-drop mounts the sandbox's /proc, its /proc/sys read-only); makes
 // the sandbox's cgroup with its limits, /tmp and /run, and brings loopback up.
 func setupSystem(cfg vmspec.Config) error {
 	tmp := fmt.Sprintf("mode=1777,size=%d", max(cfg.TmpBytes, 16<<20))
 	if err := mountAll([]mountSpec{
-		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "hidepid=invisible"},
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
 		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY, ""},
 		{"cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
 		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"},
@@ -261,12 +261,6 @@ func setupSystem(cfg vmspec.Config) error {
 	os.Remove("/dev/ptmx")
 	if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
 		return err
-	}
-	if err := unix.Mount("/proc/sys", "/proc/sys", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind /proc/sys: %w", err)
-	}
-	if err := unix.Mount("", "/proc/sys", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-		return fmt.Errorf("make /proc/sys read-only: %w", err)
 	}
 	if err := os.MkdirAll(inside.Run, 0o755); err != nil {
 		return err
@@ -390,7 +384,9 @@ func runGuest(cfg vmspec.Config) error {
 		cmd.Dir = inside.Workspace
 		cmd.ExtraFiles = []*os.File{port}
 		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+		// The sandbox's own pid and mount namespaces: vm-drop is their init.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(cg.Fd()),
+			Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -474,10 +470,10 @@ func poweroff() {
 	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 }
 
-// newVMDrop is `guest vm-drop -- ARGV`: run by a microVM's init as root, it runs argv
-// as the sandbox's user with no capability, not even in its bounding set, no way to
-// gain privileges (no_new_privs: sudo and setuid programs cannot), and the system call
-// filter of bwrap sandboxes.
+// newVMDrop is `guest vm-drop -- ARGV`: run by a microVM's init as root in new pid and
+// mount namespaces, it runs argv as the sandbox's user with no capability, not even in
+// its bounding set, no way to gain privileges (no_new_privs: sudo and setuid programs
+// cannot), and the system call filter of bwrap sandboxes.
 func newVMDrop(s IO) *cobra.Command {
 	return &cobra.Command{
 		Use:    "vm-drop -- ARGV",
@@ -485,7 +481,7 @@ func newVMDrop(s IO) *cobra.Command {
 		Args:   cobra.MinimumNArgs(1),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return dropAndExec(args)
+			return dropAndRun(args)
 		},
 	}
 }

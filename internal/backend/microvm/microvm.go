@@ -389,3 +389,6 @@ func (m *MicroVM) Limits(ctx context.Context, id backend.ID) (backend.Limits, er
 	}
 	return backend.Limits{CPUs: l.CPUs, MemoryBytes: l.MemoryBytes, Pids: l.Pids}, nil
 }
+
+// Dir is the backend's own directory.
+func (m *MicroVM) Dir() string { return m.dir }
