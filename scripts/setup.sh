@@ -5,8 +5,12 @@ set -euo pipefail
 # chromium: the web UI's browser tests (internal/webui) drive it headless. ripgrep:
 # OpenCode's search tools, which would download it from GitHub otherwise. vagrant: the
 # vagrant backend's tests, with its docker provider (no VirtualBox here). openssh-client:
-# paddock ssh, and the tests that drive OpenSSH through it.
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client)
+# paddock ssh, and the tests that drive OpenSSH through it. qemu-system-x86,
+# linux-image-amd64, e2fsprogs and xz-utils: the microvm backend's VMs (QEMU's microvm
+# machine, Debian's kernel and its modules, the disks made with mke2fs -d, the kernel
+# unpacked once with xz).
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client
+  qemu-system-x86 linux-image-amd64 e2fsprogs xz-utils)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -34,6 +34,7 @@ import (
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap"      // registers the bwrap backend
 	_ "github.com/paddockhq/paddock/internal/backend/docker"     // registers the docker backend
 	_ "github.com/paddockhq/paddock/internal/backend/kubernetes" // registers the kubernetes backend
+	_ "github.com/paddockhq/paddock/internal/backend/microvm"    // registers the microvm backend
 	_ "github.com/paddockhq/paddock/internal/backend/vagrant"    // registers the vagrant backend
 )
 

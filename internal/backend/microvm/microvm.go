@@ -392,3 +392,14 @@ func (m *MicroVM) Limits(ctx context.Context, id backend.ID) (backend.Limits, er
 
 // Dir is the backend's own directory.
 func (m *MicroVM) Dir() string { return m.dir }
+
+// Close implements backend.Closer: it lets go of the VMs' guest ports, which the next
+// daemon takes; the VMs run on.
+func (m *MicroVM) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, s := range m.sessions {
+		s.Close()
+		delete(m.sessions, id)
+	}
+}

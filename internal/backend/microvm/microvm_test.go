@@ -2,6 +2,7 @@ package microvm_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
+	"github.com/paddockhq/paddock/internal/backend/microvm"
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
@@ -158,4 +160,41 @@ func run(t *testing.T, c *guestclient.Client, script string) string {
 		t.Fatalf("%q: exit %d, %v: %s%s", script, code, err, out.String(), errOut.String())
 	}
 	return strings.TrimSpace(out.String())
+}
+
+// TestDaemonRestart: a daemon that goes leaves the VM running; the next one reaches
+// the same guest over the port (a new session after the old one's leftovers), and what
+// ran is still there.
+func TestDaemonRestart(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("restart")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, b, id)
+	run(t, c, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /tmp/sleeper")
+	// A stream left mid-transfer: the next daemon's session starts after its bytes.
+	go c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "yes | head -c 50000000"}, Stdout: io.Discard})
+	time.Sleep(300 * time.Millisecond)
+	b.Close()
+	b2, err := microvm.New(backend.Env{Dir: b.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b2.State(ctx, id); err != nil || st.State != backend.StateRunning {
+		t.Fatalf("State from the next daemon = %+v, %v", st, err)
+	}
+	if err := b2.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connect(t, b2, id)
+	if got := run(t, c2, "kill -0 $(cat /tmp/sleeper) && echo alive"); got != "alive" {
+		t.Fatalf("after the daemon's restart: %q", got)
+	}
+	b2.Close()
 }
