@@ -44,6 +44,11 @@ func (m *MicroVM) rootImage(ctx context.Context, image string) (string, error) {
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
+	if os.Geteuid() != 0 {
+		// Unpacked by another user, every file would be that user's inside the VM
+		// (mke2fs -d copies owners): /etc the sandbox user's, if that user is uid 1000.
+		return "", fmt.Errorf("microvm: the root file system of %s is made from the image with its files' owners, which only root can unpack: run `paddock serve` once as root to make it (it is kept in %s), or set rootfs in [backends.microvm] to an ext4 image labelled %s", image, m.imageDir(), vmspec.RootLabel)
+	}
 	if err := os.MkdirAll(m.imageDir(), 0o700); err != nil {
 		return "", err
 	}
