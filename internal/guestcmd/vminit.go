@@ -52,13 +52,24 @@ func vmInit() error {
 		{"sysfs", "/sys", "sysfs", 0, ""}}); err != nil {
 		return err
 	}
+	// The initramfs has no /dev/console for the kernel to open: init's output (and the
+	// guest's log) reaches the VM's console, which the host keeps, once it does.
+	if console, err := os.OpenFile("/dev/console", os.O_RDWR, 0); err == nil {
+		for fd := 0; fd <= 2; fd++ {
+			unix.Dup2(int(console.Fd()), fd)
+		}
+		console.Close()
+	}
+	say("loading modules")
 	if err := loadModules(); err != nil {
 		return err
 	}
-	disks, err := findDisks(10 * time.Second)
+	say("waiting for the disks")
+	disks, err := findDisks(30 * time.Second)
 	if err != nil {
 		return err
 	}
+	say("mounting the root")
 	cfg, err := mountRoot(disks)
 	if err != nil {
 		return err
@@ -69,8 +80,12 @@ func vmInit() error {
 	if err := setupSystem(cfg); err != nil {
 		return err
 	}
+	say("starting the guest")
 	return runGuest(cfg)
 }
+
+// say writes a step of the boot on the VM's console.
+func say(step string) { fmt.Fprintln(os.Stderr, "paddock vm-init: "+step) }
 
 type mountSpec struct {
 	source, target, fstype string
@@ -365,11 +380,11 @@ func openPort(name string, wait time.Duration) (*os.File, error) {
 // runGuest starts the guest on its port, starts it again whenever it ends, reaps every
 // orphan, and serves the control port, until the host asks for the power off.
 func runGuest(cfg vmspec.Config) error {
-	port, err := openPort(vmspec.GuestPort, 10*time.Second)
+	port, err := openPort(vmspec.GuestPort, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	control, err := openPort(vmspec.ControlPort, 10*time.Second)
+	control, err := openPort(vmspec.ControlPort, 30*time.Second)
 	if err != nil {
 		return err
 	}

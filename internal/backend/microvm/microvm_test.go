@@ -87,6 +87,7 @@ func TestKilledQEMU(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	t.Logf("State after QEMU was killed: %+v", st)
 	if st.State != backend.StateError || !strings.Contains(st.Detail, "ended unexpectedly") || !strings.Contains(st.Detail, "start") {
 		t.Fatalf("State after QEMU was killed = %+v, want an error saying it ended and to start it", st)
 	}
