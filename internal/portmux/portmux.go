@@ -119,7 +119,8 @@ func Serve(ctx context.Context, port io.ReadWriteCloser, serve func(net.Conn)) e
 			}
 			return err
 		}
-		sess, err := yamux.Server(&bufferedConn{Conn: portConn{port}, r: br}, Config())
+		w := newCoalescer(port)
+		sess, err := yamux.Server(&bufferedConn{Conn: portConn{port}, r: br, w: w}, Config())
 		if err != nil {
 			return err
 		}
@@ -131,6 +132,7 @@ func Serve(ctx context.Context, port io.ReadWriteCloser, serve func(net.Conn)) e
 			go serve(c)
 		}
 		sess.Close()
+		w.Close()
 	}
 	return ctx.Err()
 }
@@ -178,13 +180,22 @@ func skipTo(br *bufio.Reader, want string) error {
 	return errors.New("no answer from the guest")
 }
 
-// bufferedConn is a net.Conn whose reads come through r (holding bytes read ahead).
+// bufferedConn is a net.Conn whose reads come through r (holding bytes read ahead) and,
+// when w is set, whose writes go through w.
 type bufferedConn struct {
 	net.Conn
 	r io.Reader
+	w io.Writer
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *bufferedConn) Write(p []byte) (int, error) {
+	if c.w != nil {
+		return c.w.Write(p)
+	}
+	return c.Conn.Write(p)
+}
 
 // portConn is a port (a character device) as a net.Conn, for yamux.
 type portConn struct{ io.ReadWriteCloser }
