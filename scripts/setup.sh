@@ -9,7 +9,11 @@ set -euo pipefail
 # sftp-server, which scp and sftp reach inside a bwrap sandbox, and the sshd the sync
 # benchmark's baseline fetches from; with iproute2, the ssh backend's tests run their own
 # sshd (never the system's service) in a network namespace of its own, as the remote host.
-need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client openssh-server iproute2)
+# qemu-system-x86, linux-image-amd64, e2fsprogs and xz-utils: the microvm backend's VMs
+# (QEMU's microvm machine, Debian's kernel and its modules, the disks made with mke2fs -d,
+# the kernel unpacked once with xz).
+need=(bubblewrap git tmux curl ca-certificates procps python3 busybox-static docker.io mmdebstrap runsc chromium ripgrep vagrant openssh-client
+  openssh-server iproute2 qemu-system-x86 linux-image-amd64 e2fsprogs xz-utils)
 missing=()
 for pkg in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -34,6 +34,7 @@ type upOptions struct {
 	kubeContext  string
 	host         string
 	namespace    string
+	vmm          string
 	devcontainer string
 	cpus         string
 	memory       string
@@ -72,6 +73,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.kubeContext, "kube-context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
 	cmd.Flags().StringVar(&opts.host, "host", "", "the machine to run on, over SSH (`paddock host add`); implies --backend ssh")
 	cmd.Flags().StringVar(&opts.namespace, "namespace", "", "kubernetes: the namespace to run in (default: [backends.kubernetes] namespace, else paddock)")
+	cmd.Flags().StringVar(&opts.vmm, "vmm", "", "microvm: the monitor, qemu or firecracker (default: [backends.microvm] vmm, else qemu)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")
 	cmd.Flags().StringVar(&opts.devcontainer, "devcontainer", "", "docker: a devcontainer.json to build the sandbox from (default: the project's .devcontainer, with --backend docker)")
 	cmd.Flags().StringVar(&opts.cpus, "cpus", "", "CPU limit, e.g. 2 or 0.5 (default 4, at most the host's)")
@@ -360,10 +362,10 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	return info, nil
 }
 
-// placement is where `up --host`, `--kube-context` and `--namespace` put the sandbox;
-// nil when nowhere.
+// placement is where `up --host`, `--kube-context`, `--namespace` and `--vmm` put the
+// sandbox; nil when nowhere.
 func placement(opts *upOptions) map[string]string {
-	if opts.kubeContext == "" && opts.namespace == "" && opts.host == "" {
+	if opts.kubeContext == "" && opts.namespace == "" && opts.host == "" && opts.vmm == "" {
 		return nil
 	}
 	p := map[string]string{}
@@ -375,6 +377,9 @@ func placement(opts *upOptions) map[string]string {
 	}
 	if opts.namespace != "" {
 		p["namespace"] = opts.namespace
+	}
+	if opts.vmm != "" {
+		p["vmm"] = opts.vmm
 	}
 	return p
 }

@@ -36,6 +36,7 @@ import (
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap"      // registers the bwrap backend
 	_ "github.com/paddockhq/paddock/internal/backend/docker"     // registers the docker backend
 	_ "github.com/paddockhq/paddock/internal/backend/kubernetes" // registers the kubernetes backend
+	_ "github.com/paddockhq/paddock/internal/backend/microvm"    // registers the microvm backend
 	_ "github.com/paddockhq/paddock/internal/backend/sshhost"    // registers the ssh backend
 	_ "github.com/paddockhq/paddock/internal/backend/vagrant"    // registers the vagrant backend
 )

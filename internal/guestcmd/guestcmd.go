@@ -5,6 +5,7 @@
 package guestcmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/portmux"
 )
 
 // IO are the streams the commands use.
@@ -37,7 +39,7 @@ func New(s IO, version string) *cobra.Command {
 		Short:   "The guest that runs inside every sandbox (serve, connect, ports, notify)",
 		Hidden:  true,
 	}
-	var listenFD int
+	var listenFD, portFD int
 	var socket, name string
 	var stdio bool
 	serve := &cobra.Command{
@@ -56,6 +58,14 @@ func New(s IO, version string) *cobra.Command {
 			switch {
 			case stdio:
 				return srv.ServeConn(ctx, stdioConn(s))
+			case portFD > 0:
+				// A microVM's console port: one stream carrying every connection.
+				port := os.NewFile(uintptr(portFD), "guest-port")
+				return portmux.Serve(ctx, port, func(c net.Conn) {
+					if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+						log.Warn("guest connection failed", "err", err)
+					}
+				})
 			case listenFD > 0:
 				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "guest-listener"))
 				if err != nil {
@@ -73,11 +83,12 @@ func New(s IO, version string) *cobra.Command {
 				}
 				return srv.Serve(ctx, ln)
 			}
-			return errors.New("guest serve needs one of --stdio, --listen-fd or --socket")
+			return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd or --socket")
 		},
 	}
 	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
 	serve.Flags().StringVar(&socket, "socket", "", "listen on this unix socket")
+	serve.Flags().IntVar(&portFD, "port-fd", 0, "serve the connections multiplexed on a microVM's console port open on this descriptor")
 	serve.Flags().BoolVar(&stdio, "stdio", false, "serve one connection on stdin and stdout")
 	serve.Flags().StringVar(&name, "sandbox", "", "the sandbox's name, for Info")
 
@@ -102,6 +113,6 @@ func New(s IO, version string) *cobra.Command {
 			return json.NewEncoder(s.Out).Encode(guest.Listening("/proc"))
 		},
 	}
-	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s))
+	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s), newVMInit(s), newVMDrop(s))
 	return cmd
 }

@@ -80,10 +80,18 @@ func checkPlacement(b backend.Backend, placement map[string]string) error {
 	}
 	for k, v := range placement {
 		if v != "" && !slices.Contains(keys, k) {
-			return apperr.Invalid("use --backend kubernetes, or leave it out", "--%s is not for the %s backend", k, b.Name())
+			return apperr.Invalid(placementHint(k), "--%s is not for the %s backend", k, b.Name())
 		}
 	}
 	return nil
+}
+
+// placementHint says which backend takes a placement flag.
+func placementHint(key string) string {
+	if key == "vmm" {
+		return "use --backend microvm, or leave it out"
+	}
+	return "use --backend kubernetes, or leave it out"
 }
 
 // Progress receives human-readable steps of a long operation.

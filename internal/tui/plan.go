@@ -150,7 +150,7 @@ func (d *dialog) suggestName() {
 func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why string) {
 	for _, b := range backends {
 		if b.VM && b.Available {
-			return b.Name, "", b.Name + ": a virtual machine with a kernel of its own; the agent may do anything there, sudo included"
+			return b.Name, "", b.Name + ": a virtual machine with a kernel of its own; what the agent does stays inside it"
 		}
 	}
 	var docker, bwrap *sandbox.BackendReport

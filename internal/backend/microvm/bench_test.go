@@ -1,0 +1,210 @@
+package microvm_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/bwrap"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// Each benchmark runs the operation on a microVM and, as its baseline in the same run,
+// on a bwrap sandbox with the same guest, and reports both and their ratio: absolute
+// times on a shared machine drift, the ratio much less.
+
+func reportRatio(b *testing.B, ours, baseline time.Duration) {
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/op")
+	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
+}
+
+// baseline is a backend and the guest binary its sandboxes get.
+type baseline struct {
+	backend.Backend
+	agent string
+}
+
+// bwrapBackend is the baseline: a bwrap backend in a short directory (its sockets), with
+// the same guest installed where bwrap's sandbox user can read it.
+func bwrapBackend(b *testing.B) baseline {
+	dir, err := os.MkdirTemp("", "pdkmv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	// Searchable by the unprivileged uid bwrap's sandboxes run as under root.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		b.Fatal(err)
+	}
+	be, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.Available(context.Background()); err != nil {
+		testenv.Missing(b, fmt.Sprintf("bwrap, the benchmarks' baseline (%v)", err), "apt-get install bubblewrap")
+	}
+	agent, err := sandbox.InstallAgent(guest(b), filepath.Join(dir, "agent"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return baseline{be, agent.Path}
+}
+
+// guestOf is the guest binary of be's sandboxes.
+func guestOf(b *testing.B, be backend.Backend) string {
+	if base, ok := be.(baseline); ok {
+		return base.agent
+	}
+	return guest(b)
+}
+
+func connectBench(b *testing.B, be backend.Backend, id backend.ID) *guestclient.Client {
+	c, err := guestclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) { return be.Dial(ctx, id) }, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// createToExec makes, starts and connects to a sandbox, runs `true`, and returns how
+// long that took; the sandbox is destroyed after.
+func createToExec(b *testing.B, be backend.Backend, id backend.ID) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	sp := spec(b, id)
+	sp.AgentBinary = guestOf(b, be)
+	if err := be.Create(ctx, sp); err != nil {
+		b.Fatal(err)
+	}
+	if err := be.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	c := connectBench(b, be, id)
+	if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+		b.Fatalf("exec: %d %v", code, err)
+	}
+	d := time.Since(start)
+	c.Close()
+	be.Destroy(ctx, id)
+	return d
+}
+
+// BenchmarkCreateToFirstExec: a microVM made, booted and answering its first exec
+// (under TCG where KVM does not work), against a bwrap sandbox's.
+func BenchmarkCreateToFirstExec(b *testing.B) {
+	vm, base := newBackend(b, nil), bwrapBackend(b)
+	createToExec(b, vm, "warm") // the root file system, kernel and initramfs, made once
+	b.ResetTimer()
+	var ours, baseline time.Duration
+	for i := 0; i < b.N; i++ {
+		ours += createToExec(b, vm, backend.ID(fmt.Sprintf("bench%d", i)))
+		baseline += createToExec(b, base, backend.ID(fmt.Sprintf("base%d", i)))
+	}
+	reportRatio(b, ours, baseline)
+}
+
+// running is a running sandbox of be and a client of its guest.
+func running(b *testing.B, be backend.Backend, id backend.ID) *guestclient.Client {
+	ctx := context.Background()
+	sp := spec(b, id)
+	sp.AgentBinary = guestOf(b, be)
+	if err := be.Create(ctx, sp); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Destroy(context.Background(), id) })
+	if err := be.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	c := connectBench(b, be, id)
+	b.Cleanup(func() { c.Close() })
+	c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}) // warm up
+	return c
+}
+
+// BenchmarkExecRoundTrip: `true` through the guest of a microVM, against the same in a
+// bwrap sandbox.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	vm := running(b, newBackend(b, nil), "benchexec")
+	base := running(b, bwrapBackend(b), "baseexec")
+	ctx := context.Background()
+	b.ResetTimer()
+	var ours, baseline time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, side := range []struct {
+			c *guestclient.Client
+			d *time.Duration
+		}{{vm, &ours}, {base, &baseline}} {
+			start := time.Now()
+			if code, err := side.c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"true"}}); err != nil || code != 0 {
+				b.Fatalf("exec: %d %v", code, err)
+			}
+			*side.d += time.Since(start)
+		}
+	}
+	reportRatio(b, ours, baseline)
+}
+
+// BenchmarkFileWriteRead: 64 MiB written into and read back from /workspace through
+// the guest's channel (the console port under a microVM), against bwrap's socket.
+func BenchmarkFileWriteRead(b *testing.B) {
+	vm := running(b, newBackend(b, nil), "benchfile")
+	base := running(b, bwrapBackend(b), "basefile")
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("paddock-benchmark-data-0123456789abcdef"), (64<<20)/39)
+	b.SetBytes(int64(2 * len(data)))
+	b.ResetTimer()
+	var ours, baseline time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, side := range []struct {
+			c *guestclient.Client
+			d *time.Duration
+		}{{vm, &ours}, {base, &baseline}} {
+			start := time.Now()
+			if _, err := side.c.WriteFile(ctx, "/workspace", "bench.bin", 0o644, false, bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+			if n, err := side.c.ReadFile(ctx, "/workspace", "bench.bin", io.Discard); err != nil || n != int64(len(data)) {
+				b.Fatalf("read %d: %v", n, err)
+			}
+			*side.d += time.Since(start)
+		}
+	}
+	reportRatio(b, ours, baseline)
+	mib := float64(2*len(data)*b.N) / (1 << 20)
+	b.ReportMetric(mib/ours.Seconds(), "MiB/s")
+	b.ReportMetric(mib/baseline.Seconds(), "baseline-MiB/s")
+}
+
+// BenchmarkInfoRoundTrip: one call through the guest that starts no process (Info),
+// against the same in a bwrap sandbox: the channel's own round trip, apart from what a
+// process's start costs in an emulated VM.
+func BenchmarkInfoRoundTrip(b *testing.B) {
+	vm := running(b, newBackend(b, nil), "benchinfo")
+	base := running(b, bwrapBackend(b), "baseinfo")
+	ctx := context.Background()
+	b.ResetTimer()
+	var ours, baseline time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, side := range []struct {
+			c *guestclient.Client
+			d *time.Duration
+		}{{vm, &ours}, {base, &baseline}} {
+			start := time.Now()
+			if _, err := side.c.Info(ctx); err != nil {
+				b.Fatal(err)
+			}
+			*side.d += time.Since(start)
+		}
+	}
+	reportRatio(b, ours, baseline)
+}

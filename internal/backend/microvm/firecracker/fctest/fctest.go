@@ -1,0 +1,348 @@
+// Package fctest is a fake of Firecracker's API on a unix socket, faithful to its API
+// specification where the client depends on it: each request's body is decoded with
+// unknown fields refused and its required fields checked; configuration is accepted
+// only before boot; InstanceStart needs a boot source and starts once; PATCH /vm works
+// on a started VM; a snapshot is created from a paused VM only, and loaded only into a
+// process that has configured nothing. It records every call for tests to check their
+// order and bodies. It runs no VM.
+package fctest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Call is one request the fake received.
+type Call struct {
+	Method, Path string
+	Body         map[string]any
+	// Status is what the fake answered.
+	Status int
+}
+
+// Server is the fake Firecracker API.
+type Server struct {
+	Socket string
+
+	mu         sync.Mutex
+	calls      []Call
+	state      string // "Not started", "Running", "Paused"
+	configured bool
+	bootSource bool
+	drives     map[string]bool
+	rootDrive  string
+}
+
+// Start serves the fake on a socket in a test's temporary directory.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	s := &Server{Socket: filepath.Join(tb.TempDir(), "firecracker.sock"), state: "Not started", drives: map[string]bool{}}
+	ln, err := net.Listen("unix", s.Socket)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(s.serve)}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return s
+}
+
+// Calls are the requests received so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// State is the instance's state as GET / reports it.
+func (s *Server) State() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// The request bodies, as the specification defines them (the fields the fake knows).
+type (
+	bootSource struct {
+		KernelImagePath *string `json:"kernel_image_path"`
+		BootArgs        string  `json:"boot_args"`
+		InitrdPath      string  `json:"initrd_path"`
+	}
+	drive struct {
+		DriveID      *string         `json:"drive_id"`
+		PathOnHost   *string         `json:"path_on_host"`
+		IsRootDevice *bool           `json:"is_root_device"`
+		IsReadOnly   *bool           `json:"is_read_only"`
+		PartUUID     string          `json:"partuuid"`
+		CacheType    string          `json:"cache_type"`
+		RateLimiter  json.RawMessage `json:"rate_limiter"`
+		IOEngine     string          `json:"io_engine"`
+	}
+	machineConfig struct {
+		VCPUCount       *int   `json:"vcpu_count"`
+		MemSizeMiB      *int64 `json:"mem_size_mib"`
+		SMT             bool   `json:"smt"`
+		TrackDirtyPages bool   `json:"track_dirty_pages"`
+		CPUTemplate     string `json:"cpu_template"`
+		HugePages       string `json:"huge_pages"`
+	}
+	vsock struct {
+		GuestCID *int    `json:"guest_cid"`
+		UDSPath  *string `json:"uds_path"`
+		VsockID  string  `json:"vsock_id"`
+	}
+	action struct {
+		ActionType *string `json:"action_type"`
+	}
+	vmState struct {
+		State *string `json:"state"`
+	}
+	snapshotCreate struct {
+		SnapshotType string  `json:"snapshot_type"`
+		SnapshotPath *string `json:"snapshot_path"`
+		MemFilePath  *string `json:"mem_file_path"`
+		Version      string  `json:"version"`
+	}
+	memBackend struct {
+		BackendType *string `json:"backend_type"`
+		BackendPath *string `json:"backend_path"`
+	}
+	snapshotLoad struct {
+		SnapshotPath        *string     `json:"snapshot_path"`
+		MemFilePath         *string     `json:"mem_file_path"`
+		MemBackend          *memBackend `json:"mem_backend"`
+		EnableDiffSnapshots bool        `json:"enable_diff_snapshots"`
+		ResumeVM            bool        `json:"resume_vm"`
+	}
+)
+
+// fault is an error answer.
+type fault struct {
+	status int
+	msg    string
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	var raw bytes.Buffer
+	raw.ReadFrom(r.Body)
+	var body map[string]any
+	json.Unmarshal(raw.Bytes(), &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out any
+	f := s.handle(r.Method, r.URL.Path, raw.Bytes(), &out)
+	status := http.StatusNoContent
+	if f != nil {
+		status = f.status
+	} else if out != nil {
+		status = http.StatusOK
+	}
+	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Body: body, Status: status})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if f != nil {
+		json.NewEncoder(w).Encode(map[string]string{"fault_message": f.msg})
+	} else if out != nil {
+		json.NewEncoder(w).Encode(out)
+	}
+}
+
+func decode(data []byte, into any) *fault {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(into); err != nil {
+		return &fault{http.StatusBadRequest, "An error occurred when deserializing the json body of a request: " + err.Error()}
+	}
+	return nil
+}
+
+func missing(field string) *fault {
+	return &fault{http.StatusBadRequest, "missing field `" + field + "`"}
+}
+
+// preBoot refuses configuration of a started (or snapshot-loaded) VM.
+func (s *Server) preBoot(what string) *fault {
+	if s.state != "Not started" {
+		return &fault{http.StatusBadRequest, "The requested operation is not supported after starting the microVM: " + what}
+	}
+	return nil
+}
+
+func (s *Server) handle(method, path string, data []byte, out *any) *fault {
+	switch {
+	case method == http.MethodGet && path == "/":
+		*out = map[string]string{"id": "anonymous-instance", "state": s.state, "vmm_version": "fake", "app_name": "Firecracker"}
+		return nil
+	case method == http.MethodPut && path == "/boot-source":
+		var b bootSource
+		if f := decode(data, &b); f != nil {
+			return f
+		}
+		if b.KernelImagePath == nil {
+			return missing("kernel_image_path")
+		}
+		if f := s.preBoot("boot source"); f != nil {
+			return f
+		}
+		s.bootSource, s.configured = true, true
+		return nil
+	case method == http.MethodPut && strings.HasPrefix(path, "/drives/"):
+		var d drive
+		if f := decode(data, &d); f != nil {
+			return f
+		}
+		switch {
+		case d.DriveID == nil:
+			return missing("drive_id")
+		case d.PathOnHost == nil:
+			return missing("path_on_host")
+		case d.IsRootDevice == nil:
+			return missing("is_root_device")
+		case *d.DriveID != strings.TrimPrefix(path, "/drives/"):
+			return &fault{http.StatusBadRequest, "The id from the path does not match the id from the body!"}
+		case d.CacheType != "" && d.CacheType != "Unsafe" && d.CacheType != "Writeback":
+			return &fault{http.StatusBadRequest, "unknown variant `" + d.CacheType + "`, expected `Unsafe` or `Writeback`"}
+		}
+		if f := s.preBoot("drive"); f != nil {
+			return f
+		}
+		if *d.IsRootDevice {
+			if s.rootDrive != "" && s.rootDrive != *d.DriveID {
+				return &fault{http.StatusBadRequest, "A root block device already exists!"}
+			}
+			s.rootDrive = *d.DriveID
+		}
+		s.drives[*d.DriveID], s.configured = true, true
+		return nil
+	case method == http.MethodPut && path == "/machine-config":
+		var m machineConfig
+		if f := decode(data, &m); f != nil {
+			return f
+		}
+		switch {
+		case m.VCPUCount == nil:
+			return missing("vcpu_count")
+		case m.MemSizeMiB == nil:
+			return missing("mem_size_mib")
+		case *m.VCPUCount < 1 || *m.VCPUCount > 32:
+			return &fault{http.StatusBadRequest, "The vCPU number is invalid! The vCPU number can only be 1 or an even number when SMT is enabled."}
+		case *m.MemSizeMiB < 1:
+			return &fault{http.StatusBadRequest, "The memory size (MiB) is invalid."}
+		}
+		if f := s.preBoot("machine configuration"); f != nil {
+			return f
+		}
+		s.configured = true
+		return nil
+	case method == http.MethodPut && path == "/vsock":
+		var v vsock
+		if f := decode(data, &v); f != nil {
+			return f
+		}
+		switch {
+		case v.GuestCID == nil:
+			return missing("guest_cid")
+		case v.UDSPath == nil:
+			return missing("uds_path")
+		case *v.GuestCID < 3:
+			return &fault{http.StatusBadRequest, "guest_cid must be at least 3"}
+		}
+		if f := s.preBoot("vsock"); f != nil {
+			return f
+		}
+		s.configured = true
+		return nil
+	case method == http.MethodPut && path == "/actions":
+		var a action
+		if f := decode(data, &a); f != nil {
+			return f
+		}
+		if a.ActionType == nil {
+			return missing("action_type")
+		}
+		switch *a.ActionType {
+		case "InstanceStart":
+			if s.state != "Not started" {
+				return &fault{http.StatusBadRequest, "The requested operation is not supported after starting the microVM."}
+			}
+			if !s.bootSource {
+				return &fault{http.StatusBadRequest, "Cannot start microvm without kernel configuration."}
+			}
+			s.state = "Running"
+			return nil
+		case "SendCtrlAltDel", "FlushMetrics":
+			if s.state == "Not started" {
+				return &fault{http.StatusBadRequest, "The requested operation is not supported before starting the microVM."}
+			}
+			return nil
+		}
+		return &fault{http.StatusBadRequest, fmt.Sprintf("unknown variant `%s`, expected one of `FlushMetrics`, `InstanceStart`, `SendCtrlAltDel`", *a.ActionType)}
+	case method == http.MethodPatch && path == "/vm":
+		var v vmState
+		if f := decode(data, &v); f != nil {
+			return f
+		}
+		if v.State == nil {
+			return missing("state")
+		}
+		if s.state == "Not started" {
+			return &fault{http.StatusBadRequest, "The requested operation is not supported before starting the microVM."}
+		}
+		switch *v.State {
+		case "Paused":
+			s.state = "Paused"
+		case "Resumed":
+			s.state = "Running"
+		default:
+			return &fault{http.StatusBadRequest, "unknown variant `" + *v.State + "`, expected `Paused` or `Resumed`"}
+		}
+		return nil
+	case method == http.MethodPut && path == "/snapshot/create":
+		var c snapshotCreate
+		if f := decode(data, &c); f != nil {
+			return f
+		}
+		switch {
+		case c.SnapshotPath == nil:
+			return missing("snapshot_path")
+		case c.MemFilePath == nil:
+			return missing("mem_file_path")
+		case c.SnapshotType != "" && c.SnapshotType != "Full" && c.SnapshotType != "Diff":
+			return &fault{http.StatusBadRequest, "unknown variant `" + c.SnapshotType + "`, expected `Full` or `Diff`"}
+		case s.state != "Paused":
+			return &fault{http.StatusBadRequest, "Cannot create a snapshot of a microVM that is not paused."}
+		}
+		return nil
+	case method == http.MethodPut && path == "/snapshot/load":
+		var l snapshotLoad
+		if f := decode(data, &l); f != nil {
+			return f
+		}
+		switch {
+		case l.SnapshotPath == nil:
+			return missing("snapshot_path")
+		case (l.MemBackend == nil) == (l.MemFilePath == nil):
+			return &fault{http.StatusBadRequest, "either `mem_backend` or `mem_file_path` is required, not both"}
+		case l.MemBackend != nil && (l.MemBackend.BackendType == nil || l.MemBackend.BackendPath == nil):
+			return missing("mem_backend.backend_type or backend_path")
+		case l.MemBackend != nil && *l.MemBackend.BackendType != "File" && *l.MemBackend.BackendType != "Uffd":
+			return &fault{http.StatusBadRequest, "unknown variant `" + *l.MemBackend.BackendType + "`, expected `File` or `Uffd`"}
+		case s.configured || s.state != "Not started":
+			return &fault{http.StatusBadRequest, "Loading a microVM snapshot not allowed after configuring boot-specific resources."}
+		}
+		s.state = "Paused"
+		if l.ResumeVM {
+			s.state = "Running"
+		}
+		s.configured = true
+		return nil
+	}
+	return &fault{http.StatusBadRequest, "Invalid request method and/or path: " + method + " " + path}
+}

@@ -1,0 +1,88 @@
+package microvm_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/microvm"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+var (
+	guestOnce sync.Once
+	guestPath string
+	guestErr  error
+)
+
+// guest builds the small guest (cmd/paddock-guest, as `make build` does) once per test
+// binary: the VMs' /init and guest, which their initramfs holds.
+func guest(tb testing.TB) string {
+	tb.Helper()
+	guestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "paddock-microvm-guest-")
+		if err != nil {
+			guestErr = err
+			return
+		}
+		guestPath = filepath.Join(dir, "paddock")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			guestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
+		}
+	})
+	if guestErr != nil {
+		tb.Fatal(guestErr)
+	}
+	return guestPath
+}
+
+// sharedImages is one image cache for the package's tests: the root file system is
+// made once (a minute), the kernel unpacked once.
+var sharedImages = filepath.Join(os.TempDir(), "paddock-microvm-test-images")
+
+// newBackend is the backend with its directory under a test's, and the shared images.
+func newBackend(tb testing.TB, opts map[string]any) *microvm.MicroVM {
+	tb.Helper()
+	testenv.Program(tb, "qemu-system-x86_64", "sudo apt-get install qemu-system-x86")
+	dir := tb.TempDir()
+	if err := os.MkdirAll(sharedImages, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(sharedImages, filepath.Join(dir, ".images")); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := microvm.New(backend.Env{Dir: dir, Options: opts})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := b.Available(context.Background()); err != nil {
+		testenv.Missing(tb, "the microvm backend", err.Error())
+	}
+	return b
+}
+
+// spec is a sandbox's spec with the small guest.
+func spec(tb testing.TB, id backend.ID) backend.Spec {
+	g := guest(tb)
+	return backend.Spec{ID: id, Name: string(id), AgentBinary: g, Env: []string{"PADDOCK_TEST=1"}}
+}
+
+// connect is a client of the guest in sandbox id.
+func connect(tb testing.TB, b backend.Backend, id backend.ID) *guestclient.Client {
+	tb.Helper()
+	c, err := guestclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) { return b.Dial(ctx, id) }, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,201 @@
+package microvm_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/backendtest"
+	"github.com/paddockhq/paddock/internal/backend/microvm"
+	"github.com/paddockhq/paddock/internal/guestclient"
+)
+
+// TestConformance runs the shared suite on QEMU microvm VMs (under TCG where KVM does
+// not work), nothing skipped: no network device, and inside the VM the sandbox's user
+// has no capability, no_new_privs, the system call filter and a cgroup of its limits.
+func TestConformance(t *testing.T) {
+	b := newBackend(t, nil)
+	backendtest.Run(t, backendtest.Harness{
+		Backend: b,
+		Spec:    func(id backend.ID) backend.Spec { return spec(t, id) },
+		Leftovers: func(id backend.ID) []string {
+			var left []string
+			if _, err := os.Stat(filepath.Join(b.Dir(), string(id))); err == nil {
+				left = append(left, "directory "+filepath.Join(b.Dir(), string(id)))
+			}
+			left = append(left, qemuProcesses(filepath.Join(b.Dir(), string(id)))...)
+			return left
+		},
+		Dir: b.Dir(),
+	})
+}
+
+// qemuProcesses lists the QEMU processes running from a sandbox's directory.
+func qemuProcesses(dir string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), dir+"/") && strings.Contains(string(cmdline), "qemu") {
+			found = append(found, "process "+e.Name())
+		}
+	}
+	return found
+}
+
+// TestKilledQEMU: a VM whose QEMU process is killed behind paddock's back shows as an
+// error saying so, Dial fails rather than hangs, and Start boots it again with its
+// workspace.
+func TestKilledQEMU(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("killed")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, b, id)
+	run(t, c, "echo before > /workspace/f && sync")
+	procs := qemuProcesses(filepath.Join(b.Dir(), string(id)))
+	if len(procs) != 1 {
+		t.Fatalf("QEMU processes of the sandbox: %v, want one", procs)
+	}
+	pid, _ := strconv.Atoi(strings.TrimPrefix(procs[0], "process "))
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	var st backend.Status
+	for time.Now().Before(deadline) {
+		var err error
+		if st, err = b.State(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if st.State != backend.StateRunning {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("State after QEMU was killed: %+v", st)
+	if st.State != backend.StateError || !strings.Contains(st.Detail, "ended unexpectedly") || !strings.Contains(st.Detail, "start") {
+		t.Fatalf("State after QEMU was killed = %+v, want an error saying it ended and to start it", st)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if conn, err := b.Dial(dctx, id); err == nil {
+		// The stream may open on the session the daemon still holds; it must not work.
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Write([]byte("x")); err == nil {
+			if _, err := conn.Read(make([]byte, 1)); err == nil {
+				t.Fatal("a connection to a killed VM's guest answered")
+			}
+		}
+		conn.Close()
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatalf("Start after QEMU was killed: %v", err)
+	}
+	if st, _ := b.State(ctx, id); st.State != backend.StateRunning {
+		t.Fatalf("State after Start = %+v, want running", st)
+	}
+	c = connect(t, b, id)
+	if got := run(t, c, "cat /workspace/f"); got != "before" {
+		t.Fatalf("after recovery the workspace holds %q, want what was synced before the kill", got)
+	}
+}
+
+// TestStopKeepsWorkspaceNotProcesses: stop powers the VM off (its init syncs the
+// disks), start boots it again with /workspace, the home and what was installed over
+// the root file system, and nothing of what ran.
+func TestStopStartKeepsDisk(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("stopstart")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, b, id)
+	// No sync: the power off must write it all.
+	run(t, c, "echo work > /workspace/w && echo cfg > ~/.cfg && dd if=/dev/urandom of=/workspace/big bs=1M count=8 2>/dev/null && sha256sum /workspace/big > /tmp/sum && cat /tmp/sum > ~/sum")
+	run(t, c, "nohup sleep 600 >/dev/null 2>&1 &")
+	if err := b.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := b.State(ctx, id); st.State != backend.StateStopped {
+		t.Fatalf("State after Stop = %+v", st)
+	}
+	if procs := qemuProcesses(filepath.Join(b.Dir(), string(id))); len(procs) != 0 {
+		t.Fatalf("QEMU still runs after Stop: %v", procs)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c = connect(t, b, id)
+	if got := run(t, c, "cat /workspace/w ~/.cfg; sha256sum -c ~/sum >/dev/null && echo same; pgrep -c sleep || true; ls /tmp"); got != "work\ncfg\nsame\n0" {
+		t.Fatalf("after stop and start: %q, want the workspace and home kept, no process and an empty /tmp", got)
+	}
+}
+
+func run(t *testing.T, c *guestclient.Client, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut strings.Builder
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}, Stdout: &out, Stderr: &errOut})
+	if err != nil || code != 0 {
+		t.Fatalf("%q: exit %d, %v: %s%s", script, code, err, out.String(), errOut.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// TestDaemonRestart: a daemon that goes leaves the VM running; the next one reaches
+// the same guest over the port (a new session after the old one's leftovers), and what
+// ran is still there.
+func TestDaemonRestart(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("restart")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, b, id)
+	run(t, c, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /tmp/sleeper")
+	// A stream left mid-transfer: the next daemon's session starts after its bytes.
+	go c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "yes | head -c 50000000"}, Stdout: io.Discard})
+	time.Sleep(300 * time.Millisecond)
+	b.Close()
+	b2, err := microvm.New(backend.Env{Dir: b.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b2.State(ctx, id); err != nil || st.State != backend.StateRunning {
+		t.Fatalf("State from the next daemon = %+v, %v", st, err)
+	}
+	if err := b2.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connect(t, b2, id)
+	if got := run(t, c2, "kill -0 $(cat /tmp/sleeper) && echo alive"); got != "alive" {
+		t.Fatalf("after the daemon's restart: %q", got)
+	}
+	b2.Close()
+}

@@ -1,0 +1,406 @@
+package microvm
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/portmux"
+	"github.com/paddockhq/paddock/internal/vmspec"
+)
+
+// qemuVMM runs VMs under QEMU's microvm machine: a daemonized qemu-system-x86_64 per
+// sandbox, its pid in the sandbox's directory, QMP for its state and its end.
+type qemuVMM struct{ m *MicroVM }
+
+// Files of a sandbox's directory, for QEMU.
+const (
+	qemuPid       = "qemu.pid"
+	qmpSocket     = "qmp.sock"
+	guestSocket   = "guest.sock"
+	controlSocket = "control.sock"
+)
+
+// memoryOverhead is what a VM has beyond its sandbox's memory limit: the kernel, init,
+// the guest, the page cache.
+const memoryOverhead = 256 << 20
+
+func (q *qemuVMM) available(ctx context.Context) error {
+	if _, err := exec.LookPath(q.m.settings.QEMU); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: "QEMU (" + q.m.settings.QEMU + ") is not installed",
+			Fix: "sudo apt-get install qemu-system-x86"}
+	}
+	if _, err := findKernel(q.m.settings.Kernel); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: err.Error(),
+			Fix: "sudo apt-get install linux-image-amd64 (the VMs boot Debian's kernel), or set kernel in [backends.microvm]"}
+	}
+	if _, err := exec.LookPath(mke2fs()); err != nil {
+		return &backend.UnavailableError{Backend: Name, Reason: "mke2fs is not installed", Fix: "sudo apt-get install e2fsprogs"}
+	}
+	return nil
+}
+
+// accel is the accelerator VMs run with: KVM when /dev/kvm opens and the processor
+// offers virtualization (a nested VM may have the device with none behind it), else
+// TCG, QEMU's emulator; why says why not KVM.
+func (q *qemuVMM) accel() (accel, why string) {
+	switch q.m.settings.Accel {
+	case "kvm", "tcg":
+		return q.m.settings.Accel, "accel = \"" + q.m.settings.Accel + "\" in [backends.microvm]"
+	}
+	return kvmUsable()
+}
+
+// kvmUsable says whether KVM can run VMs here, and why not.
+func kvmUsable() (accel, why string) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return "tcg", "/dev/kvm: " + errors.Unwrap(err).Error()
+	}
+	f.Close()
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(cpuinfo), "\n") {
+		if strings.HasPrefix(line, "flags") {
+			for _, flag := range strings.Fields(line) {
+				if flag == "vmx" || flag == "svm" {
+					return "kvm", ""
+				}
+			}
+			break
+		}
+	}
+	return "tcg", "/dev/kvm is there but the processor shows no virtualization (vmx or svm): nested virtualization is off"
+}
+
+// bootFiles returns the kernel to boot (unpacked once) and the initramfs with the
+// sandbox's guest binary (written once per binary).
+func (m *MicroVM) bootFiles(md meta) (kernelELF, initrd, release string, err error) {
+	k, err := findKernel(m.settings.Kernel)
+	if err != nil {
+		return "", "", "", err
+	}
+	m.imageMu.Lock()
+	defer m.imageMu.Unlock()
+	if err := os.MkdirAll(m.imageDir(), 0o700); err != nil {
+		return "", "", "", err
+	}
+	kernelELF = filepath.Join(m.imageDir(), "vmlinux-"+k.Release)
+	if !exists(kernelELF) {
+		if err := unpackKernel(k.Image, kernelELF); err != nil {
+			return "", "", "", err
+		}
+	}
+	sum := md.AgentSHA256
+	if sum == "" {
+		if sum, err = fileSHA256(md.AgentBinary); err != nil {
+			return "", "", "", fmt.Errorf("the guest binary: %w", err)
+		}
+	}
+	initrd = filepath.Join(m.imageDir(), "initrd-"+k.Release+"-"+sum[:16]+".cpio")
+	if !exists(initrd) {
+		if got, err := fileSHA256(md.AgentBinary); err != nil || got != sum {
+			return "", "", "", fmt.Errorf("the guest binary %s does not have the sha256 %s (%v)", md.AgentBinary, sum, err)
+		}
+		if err := writeInitramfs(initrd, md.AgentBinary, k); err != nil {
+			return "", "", "", err
+		}
+	}
+	return kernelELF, initrd, k.Release, nil
+}
+
+// vmSize is the VM's processors and memory (MiB) for its limits.
+func vmSize(l backend.Limits) (cpus int, memMiB int64) {
+	cpus = max(1, int(math.Ceil(l.CPUs)))
+	cpus = min(cpus, runtime.NumCPU())
+	return cpus, (l.MemoryBytes + memoryOverhead + (1<<20 - 1)) >> 20
+}
+
+// tscKHz is the host's processor clock in kHz, which the guest's kernel is told: under
+// TCG it cannot measure it (microvm has no HPET), and measuring against the PIT on a
+// busy host sometimes fails and hangs the boot.
+func tscKHz() int {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "cpu MHz" {
+			if mhz, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && mhz > 0 {
+				return int(mhz * 1000)
+			}
+		}
+	}
+	return 0
+}
+
+// args is QEMU's command line for a sandbox's VM.
+func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta) []string {
+	accel, _ := q.accel()
+	cpus, mem := vmSize(md.Limits)
+	machine := "microvm,accel=" + accel + ",pit=on,pic=on,rtc=on"
+	cpu := "qemu64" // under TCG, the cheapest to emulate
+	if accel == "kvm" {
+		cpu = "host"
+	}
+	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
+	if khz := tscKHz(); khz > 0 && accel == "tcg" {
+		cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
+	}
+	cmdline += " " + vmspec.KernelArgs
+	return []string{
+		"-name", "paddock-" + md.Name,
+		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-kernel", kernelELF, "-initrd", initrd, "-append", cmdline,
+		"-serial", "file:" + filepath.Join(dir, consoleLog),
+		"-drive", "id=root,file=" + md.Rootfs + ",format=raw,if=none,readonly=on",
+		"-device", "virtio-blk-device,drive=root",
+		"-drive", "id=data,file=" + filepath.Join(dir, dataDisk) + ",format=raw,if=none,discard=unmap",
+		"-device", "virtio-blk-device,drive=data",
+		"-device", "virtio-serial-device,max_ports=3",
+		// Sockets by relative paths (QEMU runs in dir until it daemonizes): a socket's
+		// address holds 108 bytes, a sandbox's directory may be longer.
+		"-chardev", "socket,id=guest,path=" + guestSocket + ",server=on,wait=off",
+		"-device", "virtserialport,chardev=guest,name=" + vmspec.GuestPort,
+		"-chardev", "socket,id=control,path=" + controlSocket + ",server=on,wait=off",
+		"-device", "virtserialport,chardev=control,name=" + vmspec.ControlPort,
+		"-qmp", "unix:" + qmpSocket + ",server=on,wait=off",
+		"-pidfile", filepath.Join(dir, qemuPid), "-daemonize",
+	}
+}
+
+func (q *qemuVMM) boot(ctx context.Context, id backend.ID, md meta) error {
+	dir := q.m.sandboxDir(id)
+	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, consoleLog} {
+		os.Remove(filepath.Join(dir, s))
+	}
+	kernelELF, initrd, _, err := q.m.bootFiles(md)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, q.m.settings.QEMU, q.args(dir, kernelELF, initrd, md)...)
+	cmd.Dir = dir
+	// Its own session: a VM outlives the daemon that started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("microvm: start QEMU: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// pid is the sandbox's QEMU process, when it runs: the pid file's, checked to be QEMU
+// running from this sandbox's directory (a pid is reused).
+func (q *qemuVMM) pid(id backend.ID) int {
+	dir := q.m.sandboxDir(id)
+	data, err := os.ReadFile(filepath.Join(dir, qemuPid))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), filepath.Join(dir, dataDisk)) {
+		return 0
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
+			return 0
+		}
+	}
+	return pid
+}
+
+func (q *qemuVMM) status(ctx context.Context, id backend.ID) (bool, string, error) {
+	if q.pid(id) == 0 {
+		return false, "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := dialQMP(ctx, filepath.Join(q.m.sandboxDir(id), qmpSocket))
+	if err != nil {
+		if q.pid(id) == 0 {
+			return false, "", nil
+		}
+		return true, "not answering its monitor (" + err.Error() + ")", nil
+	}
+	defer c.Close()
+	var st qmpStatus
+	if err := c.execute("query-status", nil, &st); err != nil {
+		return true, "not answering its monitor (" + err.Error() + ")", nil
+	}
+	if st.Running {
+		return true, "", nil
+	}
+	return true, st.Status, nil
+}
+
+func (q *qemuVMM) halt(ctx context.Context, id backend.ID) error {
+	pid := q.pid(id)
+	if pid == 0 {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if c, err := dialQMP(qctx, filepath.Join(q.m.sandboxDir(id), qmpSocket)); err == nil {
+		c.execute("quit", nil, nil)
+		c.Close()
+	}
+	cancel()
+	if waitGone(ctx, q.pid, id, 5*time.Second) {
+		return nil
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !waitGone(ctx, q.pid, id, 10*time.Second) {
+		return fmt.Errorf("microvm: QEMU (pid %d) did not end", pid)
+	}
+	return nil
+}
+
+// waitGone waits until pid(id) reports no process, up to d.
+func waitGone(ctx context.Context, pid func(backend.ID) int, id backend.ID, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for pid(id) != 0 {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, error) {
+	dir := q.m.sandboxDir(id)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(q.m.settings.StartTimeout)*time.Second)
+	defer cancel()
+	conn, err := dialUnix(ctx, filepath.Join(dir, guestSocket))
+	if err != nil {
+		return nil, fmt.Errorf("microvm: the VM's guest port: %w", err)
+	}
+	// The monitor ending (the VM crashed, or was killed) ends the wait.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+				if q.pid(id) == 0 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	s, err := portmux.Client(ctx, conn)
+	if err != nil {
+		conn.Close()
+		if q.pid(id) == 0 {
+			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
+		}
+		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8))
+	}
+	return s, nil
+}
+
+// control sends one request to the VM's init on its control port and returns the
+// answer, skipping what an earlier request left unread.
+func (q *qemuVMM) control(ctx context.Context, id backend.ID, req string) ([]byte, error) {
+	if q.pid(id) == 0 {
+		return nil, backend.ErrNotRunning
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := dialUnix(ctx, filepath.Join(q.m.sandboxDir(id), controlSocket))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	tag := hex.EncodeToString(nonce)
+	if _, err := fmt.Fprintf(conn, "%s %s\n", tag, req); err != nil {
+		return nil, err
+	}
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("microvm: the VM's init did not answer %q: %w", req, err)
+		}
+		if answer, ok := strings.CutPrefix(line, tag+" "); ok {
+			return []byte(answer), nil
+		}
+	}
+}
+
+// powerOff asks the VM's init to power off and waits for the monitor to end; after 30
+// seconds, it is ended.
+func (m *MicroVM) powerOff(ctx context.Context, id backend.ID, d vmmDriver) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := d.control(cctx, id, vmspec.Poweroff)
+	cancel()
+	if err == nil {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			alive, _, _ := d.status(ctx, id)
+			if !alive {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	m.log.Warn("the VM did not power off; ending it", "sandbox", id, "err", err)
+	return d.halt(ctx, id)
+}
+
+// dialUnix connects to a unix socket, through /proc/self/fd when its path is longer
+// than a socket address holds.
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	if len(path) < 100 {
+		return d.DialContext(ctx, "unix", path)
+	}
+	dir, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	return d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir, filepath.Base(path)))
+}
+
+// lastConsoleLines is the end of the VM's console, for errors.
+func lastConsoleLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+		return "(nothing)"
+	}
+	return tail(strings.ReplaceAll(string(data), "\r", ""), n)
+}
+
+// lastConsoleLine is the console's last line, when it has one.
+func lastConsoleLine(path string) string {
+	s := lastConsoleLines(path, 1)
+	if s == "(nothing)" {
+		return ""
+	}
+	return s
+}
