@@ -296,7 +296,7 @@ func setupSystem(cfg vmspec.Config) error {
 		return err
 	}
 	if cfg.Network != nil {
-		if err := networkUp(*cfg.Network, 10*time.Second); err != nil {
+		if err := networkUp(*cfg.Network, 10*time.Second, "/etc/resolv.conf"); err != nil {
 			return err
 		}
 	}

@@ -4,10 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,27 +17,42 @@ import (
 // networkUp configures a microVM's one network interface (`--network open`) as the
 // monitor's user-mode network expects it, without DHCP: its address, a default route
 // through the gateway (the host's loopback, as the monitor forwards it), and the
-// resolver in /etc/resolv.conf. It waits up to wait for the interface to appear.
-func networkUp(n vmspec.Network, wait time.Duration) error {
-	addr, err := netip.ParsePrefix(n.Address)
-	if err != nil || !addr.Addr().Is4() {
-		return fmt.Errorf("the network's address %q is not an IPv4 address with its prefix length", n.Address)
-	}
-	gw, err := netip.ParseAddr(n.Gateway)
-	if err != nil || !gw.Is4() {
-		return fmt.Errorf("the network's gateway %q is not an IPv4 address", n.Gateway)
-	}
+// resolver in resolvConf. It waits up to wait for the interface to appear.
+func networkUp(n vmspec.Network, wait time.Duration, resolvConf string) error {
 	dns, err := netip.ParseAddr(n.DNS)
 	if err != nil {
 		return fmt.Errorf("the network's resolver %q is not an address", n.DNS)
 	}
-	name, index, err := findInterface(wait)
-	if err != nil {
+	if _, err := interfaceUp(n, wait); err != nil {
 		return err
 	}
+	os.Remove(resolvConf) // the image's may be a link to a resolver the VM has not
+	if err := os.WriteFile(resolvConf, []byte("nameserver "+dns.String()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", resolvConf, err)
+	}
+	return nil
+}
+
+// interfaceUp gives the interface that is not loopback (waiting up to wait for it) its
+// address, brings it up and routes everything through the gateway; it returns the
+// interface's name.
+func interfaceUp(n vmspec.Network, wait time.Duration) (string, error) {
+	addr, err := netip.ParsePrefix(n.Address)
+	if err != nil || !addr.Addr().Is4() {
+		return "", fmt.Errorf("the network's address %q is not an IPv4 address with its prefix length", n.Address)
+	}
+	gw, err := netip.ParseAddr(n.Gateway)
+	if err != nil || !gw.Is4() {
+		return "", fmt.Errorf("the network's gateway %q is not an IPv4 address", n.Gateway)
+	}
+	iface, err := findInterface(wait)
+	if err != nil {
+		return "", err
+	}
+	name := iface.Name
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unix.Close(fd)
 	for _, set := range []struct {
@@ -47,34 +61,30 @@ func networkUp(n vmspec.Network, wait time.Duration) error {
 	}{{unix.SIOCSIFADDR, addr.Addr().AsSlice()}, {unix.SIOCSIFNETMASK, prefixMask(addr.Bits())}} {
 		ifr, err := unix.NewIfreq(name)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := ifr.SetInet4Addr(set.addr); err != nil {
-			return err
+			return "", err
 		}
 		if err := unix.IoctlIfreq(fd, set.req, ifr); err != nil {
-			return fmt.Errorf("configure %s (%s): %w", name, n.Address, err)
+			return "", fmt.Errorf("configure %s (%s): %w", name, n.Address, err)
 		}
 	}
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("bring %s up: %w", name, err)
+		return "", fmt.Errorf("bring %s up: %w", name, err)
 	}
-	if err := addDefaultRoute(gw, index); err != nil {
-		return fmt.Errorf("the default route through %s: %w", gw, err)
+	if err := addDefaultRoute(gw, iface.Index); err != nil {
+		return "", fmt.Errorf("the default route through %s: %w", gw, err)
 	}
-	os.Remove("/etc/resolv.conf") // the image's may be a link to a resolver the VM has not
-	if err := os.WriteFile("/etc/resolv.conf", []byte("nameserver "+dns.String()+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write /etc/resolv.conf: %w", err)
-	}
-	return nil
+	return name, nil
 }
 
 // prefixMask is the IPv4 netmask of a prefix length.
@@ -86,26 +96,19 @@ func prefixMask(bits int) []byte {
 	return binary.BigEndian.AppendUint32(nil, m)
 }
 
-// findInterface waits for the VM's network interface, the one that is not loopback,
-// and returns its name and index.
-func findInterface(wait time.Duration) (string, int, error) {
+// findInterface waits for the VM's network interface, the one that is not loopback
+// (asked of the kernel over netlink, in the calling thread's network namespace).
+func findInterface(wait time.Duration) (net.Interface, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		entries, _ := os.ReadDir("/sys/class/net")
-		for _, e := range entries {
-			if e.Name() == "lo" {
-				continue
-			}
-			data, err := os.ReadFile("/sys/class/net/" + e.Name() + "/ifindex")
-			if err != nil {
-				continue
-			}
-			if index, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				return e.Name(), index, nil
+		ifaces, _ := net.Interfaces()
+		for _, i := range ifaces {
+			if i.Flags&net.FlagLoopback == 0 {
+				return i, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return "", 0, errors.New("the VM's network interface did not appear")
+			return net.Interface{}, errors.New("the VM's network interface did not appear")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
