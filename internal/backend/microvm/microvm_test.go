@@ -207,8 +207,8 @@ func TestDaemonRestart(t *testing.T) {
 
 // TestOpenNetwork: a sandbox made with --network open has a network interface on the
 // monitor's user-mode network, reaches a service on the host's loopback at the
-// gateway, 10.0.2.2, as a bwrap sandbox reaches it at 127.0.0.1, resolves through
-// 10.0.2.3, and has all of it again after stop and start; its own 127.0.0.1 is the
+// gateway, 10.0.2.2, as a bwrap sandbox reaches it at 127.0.0.1, has 10.0.2.3 as its
+// resolver, and has all of it again after stop and start; its own 127.0.0.1 is the
 // VM's.
 func TestOpenNetwork(t *testing.T) {
 	b := newBackend(t, nil)
