@@ -387,6 +387,9 @@ type ImageBuildRequest struct {
 	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
 	Dockerfile string `json:"dockerfile,omitempty"`
 	Context    string `json:"context,omitempty"`
+	// Format, when set, names a backend whose own form of the image is made too, ahead
+	// of its first sandbox: "microvm" (its kernel and root file system).
+	Format string `json:"format,omitempty"`
 }
 
 // ImageLoadRequest is the body of POST /v1/images/load.
@@ -428,6 +431,9 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 		tag, err = req.Tag, s.svc.BuildDockerfile(r.Context(), req.Backend, req.Context, req.Dockerfile, req.Tag, progress)
 	} else {
 		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Minimal: req.Minimal}, req.Agents, progress)
+	}
+	if err == nil && req.Format != "" && req.Format != "docker" {
+		_, err = s.svc.PrepareImage(r.Context(), req.Format, tag, progress)
 	}
 	if err != nil {
 		stream.fail(err)

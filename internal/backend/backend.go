@@ -279,6 +279,15 @@ type ImageBuilder interface {
 	BuildImage(ctx context.Context, spec ImageSpec, progress func(string)) (string, error)
 }
 
+// ImagePreparer is implemented by backends that boot an engine's image in a form of
+// their own (a microVM's kernel and ext4 root file system), made on first use or ahead
+// of it: `paddock image build --format NAME`.
+type ImagePreparer interface {
+	// PrepareImage makes that form of image (the backend's default image when empty),
+	// reporting each step, and returns where it is; made before, it is found again.
+	PrepareImage(ctx context.Context, image string, progress func(string)) (string, error)
+}
+
 // DockerfileBuilder is implemented by backends that can build an image from a Dockerfile.
 type DockerfileBuilder interface {
 	// BuildDockerfile builds dockerfile (a path inside contextDir) into tag.

@@ -20,7 +20,11 @@ func newCmdImage(f *Factory) *cobra.Command {
 build-essential; the user agent, uid 1000, owning /workspace), with the agent CLIs you name installed
 from npm, imported into the engine. A second build with nothing changed is skipped.
 
-  paddock image build --agents claude,codex`,
+With --format microvm, the microvm backend's form of the image is made too, as its first sandbox
+would make it: the kernel unpacked and the image's ext4 root file system.
+
+  paddock image build --agents claude,codex
+  paddock image build --format microvm`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if req.Dockerfile != "" {
@@ -55,6 +59,7 @@ from npm, imported into the engine. A second build with nothing changed is skipp
 	build.Flags().BoolVar(&req.Minimal, "minimal", false, "leave out compilers and project tools (for tests)")
 	build.Flags().StringVar(&req.Tag, "tag", "", "the image's name (default paddock/sandbox:latest)")
 	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with `up --image TAG`)")
+	build.Flags().StringVar(&req.Format, "format", "", "also make the image a backend boots in a form of its own: microvm (a kernel and an ext4 root file system)")
 	build.Flags().StringVar(&req.Context, "context", "", "with --dockerfile: the build context (default: the Dockerfile's directory)")
 	var load api.ImageLoadRequest
 	loadCmd := &cobra.Command{

@@ -46,20 +46,21 @@ func TestScripts(t *testing.T) {
 		Setup:               setup,
 		Condition:           condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"killdaemon":  killDaemon,
-			"waitfor":     waitFor,
-			"upstream":    startUpstream,
-			"webenv":      webEnv,
-			"webreq":      webReq,
-			"selfsigned":  selfSigned,
-			"webhook":     webhook,
-			"pushservice": pushService,
-			"newhome":     newHome,
-			"gitserve":    gitServe,
-			"github":      gitHub,
-			"sshd":        startSSHD,
-			"sshdrop":     dropSSH,
-			"sshdnewkey":  newSSHDKey,
+			"killdaemon":   killDaemon,
+			"waitfor":      waitFor,
+			"upstream":     startUpstream,
+			"webenv":       webEnv,
+			"webreq":       webReq,
+			"selfsigned":   selfSigned,
+			"webhook":      webhook,
+			"pushservice":  pushService,
+			"newhome":      newHome,
+			"gitserve":     gitServe,
+			"github":       gitHub,
+			"sshd":         startSSHD,
+			"sshdrop":      dropSSH,
+			"sshdnewkey":   newSSHDKey,
+			"microvmsetup": microvmSetup,
 		},
 	})
 }
@@ -199,6 +200,9 @@ func removeSandboxes(ctx context.Context, c *api.Client) {
 func condition(cond string) (bool, error) {
 	if cond == "docker" {
 		return dockerReady(), nil
+	}
+	if cond == "microvm" {
+		return microvmReady(), nil
 	}
 	if cond == "sshd" {
 		what, _ := sshdtest.Missing()

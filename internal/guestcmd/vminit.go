@@ -61,7 +61,7 @@ func vmInit() error {
 		console.Close()
 	}
 	say("loading modules")
-	if err := loadModules(); err != nil {
+	if err := loadModules(vmspec.ModuleList); err != nil {
 		return err
 	}
 	say("waiting for the disks")
@@ -73,6 +73,12 @@ func vmInit() error {
 	cfg, err := mountRoot(disks)
 	if err != nil {
 		return err
+	}
+	if cfg.Network != nil {
+		say("loading the network device's modules")
+		if err := loadModules(vmspec.NetModuleList); err != nil {
+			return err
+		}
 	}
 	if err := switchRoot("/newroot"); err != nil {
 		return err
@@ -105,10 +111,10 @@ func mountAll(ms []mountSpec) error {
 	return nil
 }
 
-// loadModules loads the initramfs's modules in the order of its list, each with the
+// loadModules loads the initramfs's modules in the order of a list, each with the
 // parameters the kernel command line gives it (modname.param=value), as modprobe would.
-func loadModules() error {
-	list, err := os.ReadFile(vmspec.ModuleList)
+func loadModules(listPath string) error {
+	list, err := os.ReadFile(listPath)
 	if err != nil {
 		return err
 	}
@@ -288,6 +294,11 @@ func setupSystem(cfg vmspec.Config) error {
 	}
 	if err := loopbackUp(); err != nil {
 		return err
+	}
+	if cfg.Network != nil {
+		if err := networkUp(*cfg.Network, 10*time.Second, "/etc/resolv.conf"); err != nil {
+			return err
+		}
 	}
 	return makeCgroup(cfg)
 }

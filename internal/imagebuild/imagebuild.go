@@ -61,3 +61,20 @@ func Dockerfile(ctx context.Context, backends map[string]backend.Backend, backen
 	}
 	return db.BuildDockerfile(ctx, contextDir, dockerfile, tag, progress)
 }
+
+// Prepare turns a built image into the form the backend named format boots, ahead of
+// its first sandbox (`paddock image build --format microvm`), and returns where it is.
+func Prepare(ctx context.Context, backends map[string]backend.Backend, format, image string, progress func(string)) (string, error) {
+	b, ok := backends[format]
+	if !ok {
+		return "", apperr.Invalid("see `paddock doctor` for the backends", "unknown format %q: a format is the backend that boots it (microvm)", format)
+	}
+	p, ok := b.(backend.ImagePreparer)
+	if !ok {
+		return "", apperr.Invalid("", "backend %s boots the engine's image as it is: there is no format of its own to make", format)
+	}
+	if err := b.Available(ctx); err != nil {
+		return "", err
+	}
+	return p.PrepareImage(ctx, image, progress)
+}

@@ -79,6 +79,12 @@ func (s *Service) LoadImage(ctx context.Context, backendName, ref string, progre
 	return l.LoadImage(ctx, ref, progress)
 }
 
+// PrepareImage makes the form of a built image that the backend named format boots
+// (see imagebuild.Prepare).
+func (s *Service) PrepareImage(ctx context.Context, format, image string, progress func(string)) (string, error) {
+	return imagebuild.Prepare(ctx, s.opts.Backends, format, image, progress)
+}
+
 // BuildDockerfile builds a Dockerfile into tag with a backend that can (see
 // imagebuild.Dockerfile).
 func (s *Service) BuildDockerfile(ctx context.Context, backendName, contextDir, dockerfile, tag string, progress func(string)) error {

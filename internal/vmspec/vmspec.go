@@ -46,7 +46,26 @@ type Config struct {
 	Pids        int64   `json:"pids"`
 	// TmpBytes is the size of /tmp (memory).
 	TmpBytes int64 `json:"tmp_bytes"`
+	// Network, when set, is the VM's network device's configuration (`--network
+	// open`); without it the VM has no network device.
+	Network *Network `json:"network,omitempty"`
 }
+
+// Network is the static configuration init gives the VM's one network interface: the
+// addresses of the monitor's user-mode network (QEMU's slirp), which answers no DHCP
+// that init would have to wait for.
+type Network struct {
+	// Address is the interface's address with its prefix length: 10.0.2.15/24.
+	Address string `json:"address"`
+	// Gateway is the default route's gateway; the monitor forwards what the guest sends
+	// it to the host's loopback.
+	Gateway string `json:"gateway"`
+	// DNS is the resolver written in /etc/resolv.conf.
+	DNS string `json:"dns"`
+}
+
+// UserNetwork is the user-mode network's layout, as QEMU's -netdev user is told it.
+var UserNetwork = Network{Address: "10.0.2.15/24", Gateway: "10.0.2.2", DNS: "10.0.2.3"}
 
 // Control requests, one line each, answered with one line of JSON by init.
 const (
@@ -71,3 +90,7 @@ const KernelArgs = "-- agent vm-init"
 // ModuleList is the initramfs's list of kernel modules to load, in order, one path a
 // line.
 const ModuleList = "/lib/modules/paddock.list"
+
+// NetModuleList is the list of the network device's modules, loaded only by a VM that
+// has one.
+const NetModuleList = "/lib/modules/paddock-net.list"

@@ -24,7 +24,7 @@ func (m *MicroVM) Report(ctx context.Context) []backend.Finding {
 			Fix:  "run paddock on a machine (or a VM with nested virtualization) where /dev/kvm works"}
 	}
 	return []backend.Finding{
-		{Topic: "isolation", OK: true, Text: "each sandbox is a VM with its own kernel and no network device; its user has no capability, no_new_privs and paddock's system call filter inside it"},
+		{Topic: "isolation", OK: true, Text: "each sandbox is a VM with its own kernel and no network device (--network open adds a user-mode one, QEMU's slirp); its user has no capability, no_new_privs and paddock's system call filter inside it"},
 		speed,
 		{Topic: "firecracker", OK: false, Text: "the Firecracker driver is tested only against a fake of Firecracker's API (its binary was not run): --vmm firecracker is not built yet"},
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +30,14 @@ import (
 // modules are the kernel modules init loads, by name; their dependencies come first,
 // from the kernel's modules.dep.
 var modules = []string{"virtio_mmio", "virtio_blk", "virtio_console", "crc32c_generic", "ext4", "overlay"}
+
+// netModules are the network device's modules, which init loads only in a VM that has
+// one (`--network open`).
+var netModules = []string{"virtio_net"}
+
+// initramfsFormat names what the initramfs holds; a change to it makes the cached
+// initramfs files be written anew.
+const initramfsFormat = "v2"
 
 // kernel is a kernel release found on this machine.
 type kernel struct {
@@ -160,7 +169,17 @@ func writeInitramfs(dst, guest string, k kernel) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range mods {
+	allNet, err := moduleOrder(k.Modules, netModules)
+	if err != nil {
+		return err
+	}
+	var netMods []string // those the disks' modules do not already load
+	for _, m := range allNet {
+		if !slices.Contains(mods, m) {
+			netMods = append(netMods, m)
+		}
+	}
+	for _, m := range append(slices.Clone(mods), netMods...) {
 		if strings.HasSuffix(m, ".xz") || strings.HasSuffix(m, ".zst") || strings.HasSuffix(m, ".gz") {
 			return fmt.Errorf("the kernel's module %s is compressed: paddock loads uncompressed modules (Debian 12's kernels)", m)
 		}
@@ -188,19 +207,25 @@ func writeInitramfs(dst, guest string, k kernel) error {
 	if err := add("init", cpio.TypeReg|0o755, bin); err != nil {
 		return err
 	}
-	var list []string
-	for _, m := range mods {
-		data, err := os.ReadFile(filepath.Join(k.Modules, m))
-		if err != nil {
-			return err
+	addList := func(listPath string, mods []string) error {
+		var list []string
+		for _, m := range mods {
+			data, err := os.ReadFile(filepath.Join(k.Modules, m))
+			if err != nil {
+				return err
+			}
+			name := "lib/modules/" + filepath.Base(m)
+			if err := add(name, cpio.TypeReg|0o644, data); err != nil {
+				return err
+			}
+			list = append(list, "/"+name)
 		}
-		name := "lib/modules/" + filepath.Base(m)
-		if err := add(name, cpio.TypeReg|0o644, data); err != nil {
-			return err
-		}
-		list = append(list, "/"+name)
+		return add(strings.TrimPrefix(listPath, "/"), cpio.TypeReg|0o644, []byte(strings.Join(list, "\n")+"\n"))
 	}
-	if err := add(strings.TrimPrefix(vmspec.ModuleList, "/"), cpio.TypeReg|0o644, []byte(strings.Join(list, "\n")+"\n")); err != nil {
+	if err := addList(vmspec.ModuleList, mods); err != nil {
+		return err
+	}
+	if err := addList(vmspec.NetModuleList, netMods); err != nil {
 		return err
 	}
 	if err := w.Close(); err != nil {

@@ -4,7 +4,8 @@
 // /init, and the modules for virtio-mmio disks and ports, ext4 and overlayfs), the
 // image's root file system as a read-only ext4 disk made with mke2fs -d, and a data
 // disk per sandbox (/workspace, the home, the writable layer over the root) that stop
-// and start keep. The VM has no network device: the guest speaks the guest protocol
+// and start keep. The VM has no network device (but with --network open, a user-mode
+// one whose gateway is the host's loopback): the guest speaks the guest protocol
 // over a virtio-console port the monitor binds to a unix socket, every connection a
 // stream of one yamux session on it (internal/portmux), and the proxies' tunnels ride
 // those connections as on every backend.
@@ -56,6 +57,8 @@ var (
 	_ backend.LimitReader = (*MicroVM)(nil)
 	_ backend.Reporter    = (*MicroVM)(nil)
 	_ backend.VM          = (*MicroVM)(nil)
+
+	_ backend.ImagePreparer = (*MicroVM)(nil)
 )
 
 // New constructs the backend from [backends.microvm].
@@ -88,6 +91,8 @@ type meta struct {
 	AgentSHA256 string `json:"agent_sha256"`
 	// Limits are the sandbox's: the VM's size, and its cgroup's limits inside.
 	Limits backend.Limits `json:"limits"`
+	// OpenNetwork gives the VM a user-mode network device (`--network open`).
+	OpenNetwork bool `json:"open_network,omitempty"`
 }
 
 func (m *MicroVM) sandboxDir(id backend.ID) string { return filepath.Join(m.dir, string(id)) }
@@ -119,9 +124,6 @@ func (m *MicroVM) Create(ctx context.Context, spec backend.Spec) error {
 	if _, err := m.readMeta(spec.ID); err == nil {
 		return nil
 	}
-	if spec.OpenNetwork {
-		return fmt.Errorf("microvm: --network open is not available yet: a VM has no network device, and its closed network is the only one")
-	}
 	vmm := m.settings.VMM
 	for k, v := range spec.Placement {
 		switch {
@@ -137,18 +139,26 @@ func (m *MicroVM) Create(ctx context.Context, spec backend.Spec) error {
 	if err := m.vmm(vmm).available(ctx); err != nil {
 		return err
 	}
-	rootfs, err := m.rootImage(ctx, spec.Image)
+	if spec.OpenNetwork && vmm != VMMQEMU {
+		return fmt.Errorf("microvm: --network open is built for --vmm qemu only (its user-mode network); use --vmm qemu or the closed network")
+	}
+	rootfs, err := m.rootImage(ctx, spec.Image, func(step string) { m.log.Info(step, "sandbox", spec.Name) })
 	if err != nil {
 		return err
 	}
 	limits := backend.LimitsFor(spec)
-	md := meta{Name: spec.Name, VMM: vmm, Rootfs: rootfs, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256, Limits: limits}
+	md := meta{Name: spec.Name, VMM: vmm, Rootfs: rootfs, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256, Limits: limits,
+		OpenNetwork: spec.OpenNetwork}
 	dir := m.sandboxDir(spec.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	cfg := vmspec.Config{Name: spec.Name, Env: append(backend.BaseEnv(spec), spec.Env...),
 		MemoryBytes: limits.MemoryBytes, CPUs: limits.CPUs, Pids: limits.Pids, TmpBytes: limits.MemoryBytes / 2}
+	if spec.OpenNetwork {
+		n := vmspec.UserNetwork
+		cfg.Network = &n
+	}
 	if err := m.makeDataDisk(ctx, dir, cfg); err != nil {
 		os.RemoveAll(dir)
 		return err

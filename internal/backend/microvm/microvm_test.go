@@ -2,11 +2,16 @@ package microvm_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -198,4 +203,63 @@ func TestDaemonRestart(t *testing.T) {
 		t.Fatalf("after the daemon's restart: %q", got)
 	}
 	b2.Close()
+}
+
+// TestOpenNetwork: a sandbox made with --network open has a network interface on the
+// monitor's user-mode network, reaches a service on the host's loopback at the
+// gateway, 10.0.2.2, as a bwrap sandbox reaches it at 127.0.0.1, has 10.0.2.3 as its
+// resolver, and has all of it again after stop and start; its own 127.0.0.1 is the
+// VM's.
+func TestOpenNetwork(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var seen []string
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path)
+		mu.Unlock()
+		fmt.Fprintf(w, "hello from the host at %s\n", r.URL.Path)
+	}))
+	defer host.Close()
+	port := host.Listener.Addr().(*net.TCPAddr).Port
+	id := backend.ID("open")
+	sp := spec(t, id)
+	sp.OpenNetwork = true
+	if err := b.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	check := func(when string) {
+		t.Helper()
+		if err := b.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		c := connect(t, b, id)
+		got := run(t, c, fmt.Sprintf("curl -sS --max-time 30 http://10.0.2.2:%d/%s", port, when))
+		if got != "hello from the host at /"+when {
+			t.Fatalf("%s: curl of the host's service at 10.0.2.2 answered %q", when, got)
+		}
+		ifaces := run(t, c, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '")
+		if ifaces != "eth0 lo" {
+			t.Fatalf("%s: interfaces %q, want eth0 and lo", when, ifaces)
+		}
+		if got := run(t, c, "cat /etc/resolv.conf"); got != "nameserver 10.0.2.3" {
+			t.Fatalf("%s: /etc/resolv.conf is %q", when, got)
+		}
+		// The VM's loopback is its own: the host's service is not at 127.0.0.1.
+		if got := run(t, c, fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo refused", port)); got != "refused" {
+			t.Fatalf("%s: the VM's 127.0.0.1:%d answered: %q", when, port, got)
+		}
+	}
+	check("first-boot")
+	if err := b.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	check("after-restart")
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(seen, " ") != "/first-boot /after-restart" {
+		t.Fatalf("the host's service saw %v, want one request per boot", seen)
+	}
 }

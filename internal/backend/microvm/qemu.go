@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,28 +93,19 @@ func kvmUsable() (accel, why string) {
 // bootFiles returns the kernel to boot (unpacked once) and the initramfs with the
 // sandbox's guest binary (written once per binary).
 func (m *MicroVM) bootFiles(md meta) (kernelELF, initrd, release string, err error) {
-	k, err := findKernel(m.settings.Kernel)
+	k, kernelELF, err := m.kernelFile()
 	if err != nil {
 		return "", "", "", err
 	}
 	m.imageMu.Lock()
 	defer m.imageMu.Unlock()
-	if err := os.MkdirAll(m.imageDir(), 0o700); err != nil {
-		return "", "", "", err
-	}
-	kernelELF = filepath.Join(m.imageDir(), "vmlinux-"+k.Release)
-	if !exists(kernelELF) {
-		if err := unpackKernel(k.Image, kernelELF); err != nil {
-			return "", "", "", err
-		}
-	}
 	sum := md.AgentSHA256
 	if sum == "" {
 		if sum, err = fileSHA256(md.AgentBinary); err != nil {
 			return "", "", "", fmt.Errorf("the guest binary: %w", err)
 		}
 	}
-	initrd = filepath.Join(m.imageDir(), "initrd-"+k.Release+"-"+sum[:16]+".cpio")
+	initrd = filepath.Join(m.imageDir(), "initrd-"+initramfsFormat+"-"+k.Release+"-"+sum[:16]+".cpio")
 	if !exists(initrd) {
 		if got, err := fileSHA256(md.AgentBinary); err != nil || got != sum {
 			return "", "", "", fmt.Errorf("the guest binary %s does not have the sha256 %s (%v)", md.AgentBinary, sum, err)
@@ -123,6 +115,27 @@ func (m *MicroVM) bootFiles(md meta) (kernelELF, initrd, release string, err err
 		}
 	}
 	return kernelELF, initrd, k.Release, nil
+}
+
+// kernelFile returns the kernel VMs boot and its ELF image, unpacked once into the
+// image cache.
+func (m *MicroVM) kernelFile() (kernel, string, error) {
+	k, err := findKernel(m.settings.Kernel)
+	if err != nil {
+		return k, "", err
+	}
+	m.imageMu.Lock()
+	defer m.imageMu.Unlock()
+	if err := os.MkdirAll(m.imageDir(), 0o700); err != nil {
+		return k, "", err
+	}
+	elf := filepath.Join(m.imageDir(), "vmlinux-"+k.Release)
+	if !exists(elf) {
+		if err := unpackKernel(k.Image, elf); err != nil {
+			return k, "", err
+		}
+	}
+	return k, elf, nil
 }
 
 // vmSize is the VM's processors and memory (MiB) for its limits.
@@ -161,7 +174,7 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta) []string {
 		cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
 	}
 	cmdline += " " + vmspec.KernelArgs
-	return []string{
+	a := []string{
 		"-name", "paddock-" + md.Name,
 		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
@@ -181,7 +194,19 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta) []string {
 		"-qmp", "unix:" + qmpSocket + ",server=on,wait=off",
 		"-pidfile", filepath.Join(dir, qemuPid), "-daemonize",
 	}
+	if md.OpenNetwork {
+		a = append(a, "-netdev", userNetdev, "-device", "virtio-net-device,netdev=n0")
+	}
+	return a
 }
+
+// userNetdev is QEMU's user-mode network (slirp) of a VM with an open network, laid
+// out as vmspec.UserNetwork says and the VM's init configures it: the host's loopback
+// at the gateway, a resolver forwarding to the host's, IPv4 only.
+var userNetdev = func() string {
+	n := vmspec.UserNetwork
+	return "user,id=n0,ipv6=off,net=" + netip.MustParsePrefix(n.Address).Masked().String() + ",host=" + n.Gateway + ",dns=" + n.DNS
+}()
 
 func (q *qemuVMM) boot(ctx context.Context, id backend.ID, md meta) error {
 	dir := q.m.sandboxDir(id)

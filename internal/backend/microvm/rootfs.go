@@ -18,7 +18,7 @@ import (
 // rootImage returns the root file system image (ext4) to boot: the configured one, or
 // one made once per image from the local engine's image (exported, unpacked with its
 // owners, and written with mke2fs -d), kept in the backend's image cache.
-func (m *MicroVM) rootImage(ctx context.Context, image string) (string, error) {
+func (m *MicroVM) rootImage(ctx context.Context, image string, progress func(string)) (string, error) {
 	if m.settings.Rootfs != "" {
 		return m.settings.Rootfs, nil
 	}
@@ -42,6 +42,7 @@ func (m *MicroVM) rootImage(ctx context.Context, image string) (string, error) {
 	m.imageMu.Lock()
 	defer m.imageMu.Unlock()
 	if _, err := os.Stat(dst); err == nil {
+		progress(fmt.Sprintf("the root file system of %s is made already: %s", image, dst))
 		return dst, nil
 	}
 	if os.Geteuid() != 0 {
@@ -57,14 +58,18 @@ func (m *MicroVM) rootImage(ctx context.Context, image string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tree)
+	progress(fmt.Sprintf("exporting %s from the engine", image))
 	if err := exportImage(ctx, cli, image, tree); err != nil {
 		return "", err
 	}
 	// Room for the file system's own structures; writes go to the data disk.
-	size := dirSize(tree)*5/4 + 256<<20
+	files := dirSize(tree)
+	size := files*5/4 + 256<<20
+	progress(fmt.Sprintf("writing its %d MiB of files into an ext4 root file system (mke2fs -d)", files>>20))
 	if err := mkfs(ctx, dst, vmspec.RootLabel, tree, size); err != nil {
 		return "", fmt.Errorf("the root file system of %s: %w", image, err)
 	}
+	progress("root file system: " + dst)
 	return dst, nil
 }
 
@@ -101,4 +106,17 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// PrepareImage implements backend.ImagePreparer (`paddock image build --format
+// microvm`): it unpacks the kernel VMs boot and makes the root file system of image (the
+// configured one when empty), as the first sandbox would, and returns the root file
+// system's path.
+func (m *MicroVM) PrepareImage(ctx context.Context, image string, progress func(string)) (string, error) {
+	k, elf, err := m.kernelFile()
+	if err != nil {
+		return "", err
+	}
+	progress(fmt.Sprintf("kernel %s: %s", k.Release, elf))
+	return m.rootImage(ctx, image, progress)
 }

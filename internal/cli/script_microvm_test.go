@@ -1,0 +1,70 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/microvm"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// microvmImages is the microvm backend's image cache the scripts share with the
+// backend's own tests: the kernel unpacked and the root file system made once (a
+// minute), not once per script.
+var microvmImages = filepath.Join(os.TempDir(), "paddock-microvm-test-images")
+
+// microvmReady reports whether the microvm backend can run here: QEMU, a kernel and
+// mke2fs, the sandbox image to make the root file system from, and root to make it.
+// Under testenv.Strict (CI), it is taken as ready, so that a broken setup fails the
+// script instead of skipping it.
+func microvmReady() bool {
+	if testenv.Strict() {
+		return true
+	}
+	b, err := microvm.New(backend.Env{Dir: os.TempDir()})
+	if err != nil || b.Available(context.Background()) != nil {
+		return false
+	}
+	return os.Geteuid() == 0 && exec.Command("docker", "image", "inspect", "paddock/sandbox:latest").Run() == nil
+}
+
+var (
+	smallGuestOnce sync.Once
+	smallGuestPath string
+	smallGuestErr  error
+)
+
+// microvmSetup readies the script's PADDOCK_HOME for microVMs: the small guest
+// (cmd/paddock-guest, as `make build` makes it beside paddock) as agent_binary, since
+// a VM's initramfs holds the guest whole, and the shared image cache as the backend's.
+// It writes config.toml: microvmsetup.
+func microvmSetup(ts *testscript.TestScript, neg bool, args []string) {
+	smallGuestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "paddock-script-guest-")
+		if err != nil {
+			smallGuestErr = err
+			return
+		}
+		smallGuestPath = filepath.Join(dir, "paddock-guest")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", smallGuestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			smallGuestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
+		}
+	})
+	ts.Check(smallGuestErr)
+	home := ts.Getenv("PADDOCK_HOME")
+	dir := filepath.Join(home, "sandboxes", microvm.Name)
+	ts.Check(os.MkdirAll(microvmImages, 0o700))
+	ts.Check(os.MkdirAll(dir, 0o711))
+	ts.Check(os.Symlink(microvmImages, filepath.Join(dir, ".images")))
+	cfg := fmt.Sprintf("agent_binary = %q\n", smallGuestPath)
+	ts.Check(os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600))
+}
