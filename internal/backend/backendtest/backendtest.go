@@ -158,7 +158,9 @@ func (sb *sandbox) run(t *testing.T, script string) (int, string, string) {
 
 func runWith(t *testing.T, c *guestclient.Client, opts guestclient.ExecOptions) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Generous: a command that works may be slow under emulation (the memory hog takes
+	// about 50 s in a VM under TCG on a busy machine); this only bounds a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
 	opts.Stdout, opts.Stderr = &stdout, &stderr
