@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // BenchmarkDensity: many idle bwrap sandboxes (PADDOCK_DENSITY, 200 by default), with the
@@ -29,11 +29,9 @@ func BenchmarkDensity(b *testing.B) {
 	}
 	home, repo := benchHome(b)
 	// The guest `make build` puts beside paddock, as a user's sandboxes get it.
-	guest := filepath.Join(home, "paddock-guest")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guest, "github.com/paddockhq/paddock/cmd/paddock-guest")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build the small guest: %v %s", err, out)
+	guest, err := testenv.SmallGuest()
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Setenv("PADDOCK_AGENT_BINARY", guest)
 	ctx := context.Background()

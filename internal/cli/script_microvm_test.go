@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -35,31 +34,13 @@ func microvmReady() bool {
 	return os.Geteuid() == 0 && exec.Command("docker", "image", "inspect", "paddock/sandbox:latest").Run() == nil
 }
 
-var (
-	smallGuestOnce sync.Once
-	smallGuestPath string
-	smallGuestErr  error
-)
-
 // microvmSetup readies the script's PADDOCK_HOME for microVMs: the small guest
 // (cmd/paddock-guest, as `make build` makes it beside paddock) as agent_binary, since
 // a VM's initramfs holds the guest whole, and the shared image cache as the backend's.
 // It writes config.toml: microvmsetup.
 func microvmSetup(ts *testscript.TestScript, neg bool, args []string) {
-	smallGuestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "paddock-script-guest-")
-		if err != nil {
-			smallGuestErr = err
-			return
-		}
-		smallGuestPath = filepath.Join(dir, "paddock-guest")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", smallGuestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			smallGuestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
-		}
-	})
-	ts.Check(smallGuestErr)
+	smallGuestPath, err := testenv.SmallGuest()
+	ts.Check(err)
 	home := ts.Getenv("PADDOCK_HOME")
 	dir := filepath.Join(home, "sandboxes", microvm.Name)
 	ts.Check(os.MkdirAll(microvmImages, 0o700))

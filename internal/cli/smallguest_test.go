@@ -3,7 +3,6 @@ package cli_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,12 +16,10 @@ import (
 // status comes from `paddock agent notify` inside, sync, and the guest is the small file.
 func TestSmallGuest(t *testing.T) {
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
-	home, repo := e2eHome(t)
-	guest := filepath.Join(home, "paddock-guest")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guest, "github.com/paddockhq/paddock/cmd/paddock-guest")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		testenv.Missing(t, "the go toolchain to build the guest: "+err.Error()+string(out), "install Go")
+	_, repo := e2eHome(t)
+	guest, err := testenv.SmallGuest()
+	if err != nil {
+		testenv.Missing(t, "the go toolchain to build the guest: "+err.Error(), "install Go")
 	}
 	t.Setenv("PADDOCK_AGENT_BINARY", guest)
 	paddock := newPaddock(t)

@@ -6,8 +6,11 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -38,4 +41,30 @@ func Program(tb testing.TB, prog, fix string) string {
 		Missing(tb, prog+" is not installed", fix)
 	}
 	return p
+}
+
+var (
+	smallGuestOnce sync.Once
+	smallGuestPath string
+	smallGuestErr  error
+)
+
+// SmallGuest builds the small guest (cmd/paddock-guest, as `make build` puts it beside
+// paddock) once per test binary and returns its path; the caller decides what a failed
+// build means for its test.
+func SmallGuest() (string, error) {
+	smallGuestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "paddock-small-guest-")
+		if err != nil {
+			smallGuestErr = err
+			return
+		}
+		smallGuestPath = filepath.Join(dir, "paddock-guest")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", smallGuestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			smallGuestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
+		}
+	})
+	return smallGuestPath, smallGuestErr
 }

@@ -18,20 +18,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // Each benchmark runs paddock's operation b.N times and the baseline b.N times in the same
 // run, and reports both and their ratio: absolute times on a shared machine drift, the
 // ratio much less.
-
-func reportRatio(b *testing.B, ours, baseline time.Duration) {
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
-	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/op")
-	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
-}
 
 func connectBench(b *testing.B, be backend.Backend, id backend.ID) *guestclient.Client {
 	c, err := guestclient.New(context.Background(), func(ctx context.Context) (net.Conn, error) {
@@ -72,7 +68,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 		}
 		base += time.Since(start)
 	}
-	reportRatio(b, ours, base)
+	backendtest.ReportRatio(b, ours, base)
 }
 
 func runningSandbox(b *testing.B) (*guestclient.Client, backend.Backend, backend.ID) {
@@ -115,7 +111,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		}
 		base += time.Since(start)
 	}
-	reportRatio(b, ours, base)
+	backendtest.ReportRatio(b, ours, base)
 }
 
 // BenchmarkFileWriteRead: 64 MiB written into and read back from the sandbox through the
@@ -145,7 +141,7 @@ func BenchmarkFileWriteRead(b *testing.B) {
 		}
 		base += time.Since(start)
 	}
-	reportRatio(b, ours, base)
+	backendtest.ReportRatio(b, ours, base)
 	mib := float64(2*len(data)*b.N) / (1 << 20)
 	b.ReportMetric(mib/ours.Seconds(), "MiB/s")
 	b.ReportMetric(mib/base.Seconds(), "baseline-MiB/s")
@@ -162,11 +158,9 @@ func BenchmarkIdleMemory(b *testing.B) {
 	})
 	b.Run("small", func(b *testing.B) {
 		be, _ := newBackend(b)
-		path := filepath.Join(b.TempDir(), "paddock-guest")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, "github.com/paddockhq/paddock/cmd/paddock-guest")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Skipf("build the small guest: %v %s", err, out)
+		path, err := testenv.SmallGuest()
+		if err != nil {
+			b.Skipf("%v", err)
 		}
 		agent, err := sandbox.InstallAgent(path, filepath.Join(shortTempDir(b), "agent")) // reachable by the sandbox uid
 		if err != nil {
@@ -302,7 +296,7 @@ func compareCreateToFirstExec(b *testing.B, pair backendPair) {
 			with += once(ours, backend.ID(id+"a"))
 		}
 	}
-	reportRatio(b, with, without)
+	backendtest.ReportRatio(b, with, without)
 }
 
 // compareExec times argv run through the guest of a running sandbox of each backend,
@@ -344,5 +338,5 @@ func compareExec(b *testing.B, pair backendPair, argv []string) {
 			with += run(withC)
 		}
 	}
-	reportRatio(b, with, without)
+	backendtest.ReportRatio(b, with, without)
 }

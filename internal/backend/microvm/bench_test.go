@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -21,12 +22,6 @@ import (
 // Each benchmark runs the operation on a microVM and, as its baseline in the same run,
 // on a bwrap sandbox with the same guest, and reports both and their ratio: absolute
 // times on a shared machine drift, the ratio much less.
-
-func reportRatio(b *testing.B, ours, baseline time.Duration) {
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
-	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/op")
-	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
-}
 
 // baseline is a backend and the guest binary its sandboxes get.
 type baseline struct {
@@ -116,7 +111,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 		ours += createToExec(b, vm, backend.ID(fmt.Sprintf("bench%d", i)))
 		baseline += createToExec(b, base, backend.ID(fmt.Sprintf("base%d", i)))
 	}
-	reportRatio(b, ours, baseline)
+	backendtest.ReportRatio(b, ours, baseline)
 }
 
 // BenchmarkCreateToFirstExecOpenNetwork: a microVM with --network open (a user-mode
@@ -131,7 +126,7 @@ func BenchmarkCreateToFirstExecOpenNetwork(b *testing.B) {
 		ours += createToExecNet(b, vm, backend.ID(fmt.Sprintf("open%d", i)), true)
 		baseline += createToExecNet(b, vm, backend.ID(fmt.Sprintf("closed%d", i)), false)
 	}
-	reportRatio(b, ours, baseline)
+	backendtest.ReportRatio(b, ours, baseline)
 }
 
 // running is a running sandbox of be and a client of its guest.
@@ -172,7 +167,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 			*side.d += time.Since(start)
 		}
 	}
-	reportRatio(b, ours, baseline)
+	backendtest.ReportRatio(b, ours, baseline)
 }
 
 // BenchmarkFileWriteRead: 64 MiB written into and read back from /workspace through
@@ -200,7 +195,7 @@ func BenchmarkFileWriteRead(b *testing.B) {
 			*side.d += time.Since(start)
 		}
 	}
-	reportRatio(b, ours, baseline)
+	backendtest.ReportRatio(b, ours, baseline)
 	mib := float64(2*len(data)*b.N) / (1 << 20)
 	b.ReportMetric(mib/ours.Seconds(), "MiB/s")
 	b.ReportMetric(mib/baseline.Seconds(), "baseline-MiB/s")
@@ -227,5 +222,5 @@ func BenchmarkInfoRoundTrip(b *testing.B) {
 			*side.d += time.Since(start)
 		}
 	}
-	reportRatio(b, ours, baseline)
+	backendtest.ReportRatio(b, ours, baseline)
 }

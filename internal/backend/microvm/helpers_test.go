@@ -2,12 +2,9 @@ package microvm_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend"
@@ -16,33 +13,15 @@ import (
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-var (
-	guestOnce sync.Once
-	guestPath string
-	guestErr  error
-)
-
 // guest builds the small guest (cmd/paddock-guest, as `make build` does) once per test
 // binary: the VMs' /init and guest, which their initramfs holds.
 func guest(tb testing.TB) string {
 	tb.Helper()
-	guestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "paddock-microvm-guest-")
-		if err != nil {
-			guestErr = err
-			return
-		}
-		guestPath = filepath.Join(dir, "paddock")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			guestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
-		}
-	})
-	if guestErr != nil {
-		tb.Fatal(guestErr)
+	path, err := testenv.SmallGuest()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return guestPath
+	return path
 }
 
 // sharedImages is one image cache for the package's tests: the root file system is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -18,12 +19,6 @@ import (
 // Each benchmark does the same thing b.N times in a sandbox on the ssh host (the test's
 // sshd, on this machine) and b.N times in a bwrap sandbox made here directly, in the same
 // run, and reports both and their ratio: what going through SSH and the wire costs.
-
-func reportRatio(b *testing.B, ours, baseline time.Duration) {
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/op")
-	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/op")
-	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
-}
 
 // pair is a guest client of a sandbox on the host, and one of a local bwrap sandbox.
 func pair(b *testing.B) (remote, local *guestclient.Client) {
@@ -92,7 +87,7 @@ func BenchmarkExec(b *testing.B) {
 		ours += run(remote)
 		base += run(local)
 	}
-	reportRatio(b, ours, base)
+	backendtest.ReportRatio(b, ours, base)
 }
 
 // BenchmarkWriteFile: write 16 MiB into /workspace through the Files service.
@@ -114,5 +109,5 @@ func BenchmarkWriteFile(b *testing.B) {
 		ours += write(remote)
 		base += write(local)
 	}
-	reportRatio(b, ours, base)
+	backendtest.ReportRatio(b, ours, base)
 }

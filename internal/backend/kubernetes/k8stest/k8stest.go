@@ -86,34 +86,16 @@ func LoadImage(tb testing.TB, b *kubernetes.Kubernetes, ref string) {
 	}
 }
 
-var (
-	guestOnce sync.Once
-	guestPath string
-	guestErr  error
-)
-
 // Guest builds the small guest (cmd/paddock-guest, as `make build` does) once per test
 // binary and returns its path: what the daemon injects into pods, a twelfth of the test
 // binary's size to copy through the API server.
 func Guest(tb testing.TB) string {
 	tb.Helper()
-	guestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "paddock-k8s-guest-")
-		if err != nil {
-			guestErr = err
-			return
-		}
-		guestPath = filepath.Join(dir, "paddock")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", guestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			guestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
-		}
-	})
-	if guestErr != nil {
-		tb.Fatal(guestErr)
+	path, err := testenv.SmallGuest()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return guestPath
+	return path
 }
 
 // Kubectl is the test cluster's kubectl (built with it by scripts/k8s-up.sh), with the
