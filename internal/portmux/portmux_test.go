@@ -20,8 +20,12 @@ func TestStaleBytesThenSessions(t *testing.T) {
 		defer c.Close()
 		io.Copy(c, c)
 	})
-	// What an earlier daemon's session left on the port: yamux frames, half a line.
-	go host.Write([]byte("\x00\x01\x00\x00garbage\npaddock-port-go 0123\nstale frame bytes"))
+	// What an earlier daemon's session left on the port: yamux frames, half a line. It
+	// is on the port before the new session's hello, as it would be (written in the
+	// background, it could land after the go and be read as the new session's frames).
+	if _, err := host.Write([]byte("\x00\x01\x00\x00garbage\npaddock-port-go 0123\nstale frame bytes")); err != nil {
+		t.Fatal(err)
+	}
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 	defer ccancel()
 	sess, err := portmux.Client(cctx, host)
