@@ -450,6 +450,13 @@ func (c *Client) Sessions(ctx context.Context, sandboxName string) ([]session.In
 	return out, err
 }
 
+// AllSessions returns the sessions of every sandbox that has any, by sandbox name.
+func (c *Client) AllSessions(ctx context.Context) (map[string][]session.Info, error) {
+	var out map[string][]session.Info
+	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+	return out, err
+}
+
 // CreateSession starts a session, waiting up to wait for its agent's prompt.
 func (c *Client) CreateSession(ctx context.Context, sandboxName string, req session.CreateRequest, wait time.Duration) (session.Info, error) {
 	var out session.Info

@@ -20,6 +20,7 @@ type RenameRequest struct {
 }
 
 func (s *Server) sessionRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/sessions", s.listAllSessions)
 	mux.HandleFunc("GET /v1/sandboxes/{name}/sessions", s.listSessions)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/sessions", s.createSession)
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}/sessions/{session}", s.removeSession)
@@ -45,6 +46,19 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessionUsage(r.Context(), r.PathValue("name"), list)
 	writeJSON(w, http.StatusOK, list)
+}
+
+// listAllSessions answers the sessions of every sandbox the caller sees, by sandbox.
+func (s *Server) listAllSessions(w http.ResponseWriter, r *http.Request) {
+	all, err := s.sessions.ListAll(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for name, list := range all {
+		s.sessionUsage(r.Context(), name, list)
+	}
+	writeJSON(w, http.StatusOK, all)
 }
 
 // createSession starts a session and, with ?wait=SECONDS, waits until its agent is at

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/ghauth/githubtest"
+	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -268,6 +270,28 @@ func TestSandboxesByOwner(t *testing.T) {
 		sb.Backend, sb.State = "none", "creating"
 		if err := st.CreateSandbox(ctx, sb); err != nil {
 			t.Fatal(err)
+		}
+		if err := st.CreateSession(ctx, store.Session{SandboxID: sb.ID, Name: sb.Name + "-chat", Agent: "shell"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every session in one call, as `ls` asks: only the caller's own sandboxes'.
+	for c, want := range map[*http.Client]string{alice: "alices", bob: "bobs", root: "alices bobs hosts"} {
+		_, body := get(t, c, tt.ts.URL+"/v1/sessions")
+		var all map[string][]session.Info
+		if err := json.Unmarshal([]byte(body), &all); err != nil {
+			t.Fatalf("GET /v1/sessions: %v: %s", err, body)
+		}
+		var got []string
+		for name, list := range all {
+			if len(list) != 1 || list[0].Name != name+"-chat" {
+				t.Errorf("the sessions of %s: %+v", name, list)
+			}
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("GET /v1/sessions shows %q, want %q", got, want)
 		}
 	}
 	names := func(c *http.Client) string {

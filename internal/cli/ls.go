@@ -53,9 +53,16 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 		return err
 	}
 	// Running sandboxes show their sessions.
-	sessions := map[string][]session.Info{}
+	sessions, aerr := c.AllSessions(ctx)
+	if aerr != nil {
+		sessions = map[string][]session.Info{}
+	}
 	for _, sb := range list {
-		if sb.State == "running" {
+		switch {
+		case sb.State != "running":
+			delete(sessions, sb.Name)
+		case aerr != nil:
+			// A daemon older than the one call: each sandbox is asked.
 			if s, err := c.Sessions(ctx, sb.Name); err == nil {
 				sessions[sb.Name] = s
 			}

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -107,6 +111,43 @@ func (s *Service) List(ctx context.Context, sandboxName string) ([]Info, error) 
 	}
 	return out, nil
 }
+
+// ListAll returns, by sandbox name, the sessions of every sandbox ctx's viewer sees
+// that has any: what `ls` shows in one call, however many sandboxes there are. Only
+// the sandboxes with sessions are asked for their live state, a few at once.
+func (s *Service) ListAll(ctx context.Context) (map[string][]Info, error) {
+	with, err := s.store.SandboxesWithSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]Info{}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(listWorkers)
+	for _, sb := range rows {
+		if !with[sb.ID] || !sandbox.Sees(ctx, sb) {
+			continue
+		}
+		g.Go(func() error {
+			list, err := s.List(ctx, sb.Name)
+			if err == nil && len(list) > 0 {
+				mu.Lock()
+				out[sb.Name] = list
+				mu.Unlock()
+			}
+			return nil // a sandbox removed meanwhile is left out, not an error
+		})
+	}
+	g.Wait()
+	return out, nil
+}
+
+// listWorkers is how many sandboxes' sessions ListAll reads at once.
+const listWorkers = 8
 
 // learnResumeID records a conversation id an agent's hook reported, for agents whose ids
 // paddock does not choose.

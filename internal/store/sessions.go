@@ -112,3 +112,21 @@ func (s *Store) SessionByResumeID(ctx context.Context, sandboxID, resumeID strin
 	}
 	return se, err
 }
+
+// SandboxesWithSessions returns the ids of the sandboxes that have at least one session.
+func (s *Store) SandboxesWithSessions(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT sandbox_id FROM sessions")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
