@@ -12,19 +12,19 @@ import (
 var (
 	pageHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>paddock</title></head><body>`
 
-	loginPage = page("login", pageHead + `
+	loginPage = page("login", pageHead+`
 <h1>Sign in to paddock</h1>
 <p>This browser will be able to see and control your sandboxes for 30 days, or until <code>paddock web --stop</code>.</p>
 <form method="post" action="/login"><input type="hidden" name="code" value="{{.}}"><button type="submit">Sign in</button></form>
 </body></html>`)
 
-	signedInPage = page("signed-in", pageHead + `
+	signedInPage = page("signed-in", pageHead+`
 <h1>paddock</h1>
 <p>This browser is signed in. There is no web UI here yet: the API is under <a href="/v1/sandboxes">/v1/</a>.</p>
 <form method="post" action="/logout"><button type="submit">Sign out</button></form>
 </body></html>`)
 
-	githubLoginPage = page("github-login", pageHead + `
+	githubLoginPage = page("github-login", pageHead+`
 <h1>Sign in to paddock</h1>
 <p>This server lets the members of the GitHub organization <b>{{.}}</b> sign in.</p>
 <p><a href="/auth/github">Sign in with GitHub</a></p>
@@ -35,7 +35,7 @@ var (
 <p>Signed in as {{.}}. <a href="/">Continue</a></p>
 </body></html>`)
 
-	errorPage = page("error", pageHead + `
+	errorPage = page("error", pageHead+`
 <h1>paddock</h1>
 <p>{{.Message}}</p>{{if .Hint}}
 <p>{{.Hint}}</p>{{end}}{{if .GitHub}}
