@@ -85,7 +85,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/providers/{name}/key", s.hostOnly(s.removeKey))
 	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
 	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
-	mux.HandleFunc("GET /v1/sandboxes/{name}", s.sandboxInfo(s.svc.Get))
+	mux.HandleFunc("GET /v1/sandboxes/{name}", s.getSandbox)
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
 	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.sandboxInfo(s.svc.Stop))
@@ -209,6 +209,17 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sandboxUsage(r.Context(), list)
 	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	info, err := s.svc.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	one := []sandbox.Info{info}
+	s.sandboxUsage(r.Context(), one)
+	writeJSON(w, http.StatusOK, one[0])
 }
 
 // sandboxInfo serves a route that does one thing to the named sandbox and answers it.

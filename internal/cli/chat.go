@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -229,7 +230,7 @@ func printSessions(w io.Writer, list []session.Info) {
 		if !s.LastActivity.IsZero() {
 			last = age(time.Since(s.LastActivity)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last, cost(s.Usage))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last, metering.CostText(s.Usage))
 	}
 	tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -107,13 +108,13 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 		if owners {
 			owner = "\t" + orDash(termtext.Escape(sb.Owner))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), cost(sb.Usage), owner)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), metering.CostText(sb.Usage), owner)
 		if sb.Detail != "" && sb.State != "running" {
 			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
 			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))
 		}
 		for _, s := range sessions[sb.Name] {
-			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, s.Status, cost(s.Usage))
+			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, s.Status, metering.CostText(s.Usage))
 		}
 	}
 	return tw.Flush()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -88,7 +89,7 @@ func runUsage(ctx context.Context, f *Factory, opts *usageOptions) error {
 
 func usageCells(s store.UsageSum) string {
 	return fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", s.Requests, tokens(s.InputTokens), tokens(s.OutputTokens),
-		tokens(s.CacheReadTokens), tokens(s.CacheWriteTokens), cost(&s))
+		tokens(s.CacheReadTokens), tokens(s.CacheWriteTokens), metering.CostText(&s))
 }
 
 // tokens is a token count for people: 950, 12.3k, 4.5M.
@@ -100,22 +101,4 @@ func tokens(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%.1fM", float64(n)/1e6)
-}
-
-// cost is an estimated cost for people, "~$1.23" ("~" says it is an estimate); "-" for
-// nothing recorded, "?" when no call had a known price.
-func cost(s *store.UsageSum) string {
-	switch {
-	case s == nil || s.Requests == 0:
-		return "-"
-	case s.Unpriced == s.Requests:
-		return "?"
-	case s.CostUSD > 0 && s.CostUSD < 0.01:
-		return "~<$0.01"
-	}
-	c := fmt.Sprintf("~$%.2f", s.CostUSD)
-	if s.Unpriced > 0 {
-		c += "+?"
-	}
-	return c
 }

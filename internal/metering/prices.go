@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -106,4 +107,23 @@ func (p Prices) Of(model string) (Price, bool) {
 		}
 	}
 	return Price{}, false
+}
+
+// CostText is an estimated cost for people, "~$1.23" ("~" says it is an estimate); "-"
+// for nothing recorded, "?" when no call had a known price, "+?" after a sum some calls
+// of which had none.
+func CostText(s *store.UsageSum) string {
+	switch {
+	case s == nil || s.Requests == 0:
+		return "-"
+	case s.Unpriced == s.Requests:
+		return "?"
+	case s.CostUSD > 0 && s.CostUSD < 0.01:
+		return "~<$0.01"
+	}
+	c := fmt.Sprintf("~$%.2f", s.CostUSD)
+	if s.Unpriced > 0 {
+		c += "+?"
+	}
+	return c
 }

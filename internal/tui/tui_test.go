@@ -519,3 +519,33 @@ func TestJustDoItPrefersAVM(t *testing.T) {
 		t.Errorf("an unavailable VM backend was chosen: %s", name)
 	}
 }
+
+// TestCostFollowsUsage: a model call's usage event shows the sandbox's estimated cost on
+// its line, and the sandbox's and session's figures in the preview.
+func TestCostFollowsUsage(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix", Agent: "claude", Status: "working"})
+	u := startTUI(t, f, nil, 140, 20)
+	s := u.waitFor("fix")
+	if l := lineWith(s, "api running"); strings.Contains(l, "$") {
+		t.Errorf("a sandbox without model calls shows a cost: %q", l)
+	}
+	spent := &store.UsageSum{Requests: 3, CostUSD: 0.42,
+		Usage: transcript.Usage{InputTokens: 1000, CacheReadTokens: 200, OutputTokens: 300}}
+	f.mu.Lock()
+	sb := f.sandboxes["api"]
+	sb.Usage = spent
+	f.sandboxes["api"] = sb
+	f.sessions["api"][0].Usage = spent
+	f.mu.Unlock()
+	f.publish(events.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix", Kind: "usage", Detail: "claude-sonnet-4-5"})
+	s = u.waitFor("~$0.42")
+	if l := lineWith(s, "api running"); !strings.Contains(l, "~$0.42") {
+		t.Errorf("the sandbox's line lacks its cost: %q", l)
+	}
+	u.press("down", "down") // the project, the sandbox, the session
+	s = u.waitFor("3 calls")
+	if l := lineWith(s, "cost ~$0.42"); !strings.Contains(l, "estimate; 3 calls, 1200 tokens in, 300 out") {
+		t.Errorf("the session's preview lacks its usage:\n%s", s)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
@@ -128,6 +130,9 @@ func (m *Model) renderRow(r row, w int) string {
 		if sb.Network == "open" {
 			extra += " · network open"
 		}
+		if sb.Usage != nil && sb.Usage.Requests > 0 {
+			extra += " · " + metering.CostText(sb.Usage)
+		}
 		line = "  " + styleTitle.Render(r.sandbox) + " " + st.Render(sb.State) + styleDim.Render("  "+extra)
 	case rowSession:
 		se, _ := m.sessionInfo(r.sandbox, r.session)
@@ -235,14 +240,18 @@ func (m *Model) renderPreview(w, h int) string {
 			break
 		}
 		lines = append(lines, styleTitle.Render(sb.Name), "backend  "+sb.Backend, "state    "+sb.State, "network  "+sb.Network,
-			"sync     "+sb.SyncMode, "project  "+projectOf(sb))
+			"sync     "+sb.SyncMode, "project  "+projectOf(sb), "cost     "+usageText(sb.Usage))
 		if sb.Detail != "" {
 			lines = append(lines, "", termtext.Escape(sb.Detail))
 		}
 	default:
 		se, _ := m.sessionInfo(r.sandbox, r.session)
 		look := lookOf(se.Status)
-		lines = append(lines, styleTitle.Render(r.sandbox+"/"+r.session)+"  "+look.style.Render(look.symbol+" "+look.label), "")
+		lines = append(lines, styleTitle.Render(r.sandbox+"/"+r.session)+"  "+look.style.Render(look.symbol+" "+look.label))
+		if se.Usage != nil && se.Usage.Requests > 0 {
+			lines = append(lines, styleDim.Render("cost "+usageText(se.Usage)))
+		}
+		lines = append(lines, "")
 		switch {
 		case len(m.preview) == 0 && strings.TrimSpace(m.screen) != "":
 			lines = append(lines, styleDim.Render("its screen:"))
@@ -380,4 +389,13 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// usageText is what model calls cost, an estimate, with the tokens behind it.
+func usageText(u *store.UsageSum) string {
+	if u == nil || u.Requests == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (estimate; %d calls, %d tokens in, %d out)", metering.CostText(u), u.Requests,
+		u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
 }

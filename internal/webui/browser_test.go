@@ -419,4 +419,12 @@ func TestBrowser(t *testing.T) {
 	}
 	b.fits("the conversation")
 	b.shot("conversation")
+
+	// What the conversation cost, an estimate, on the list: the sandbox's and the session's.
+	b.do(chromedp.Navigate(strings.Replace(login, "/login?", "/?", 1)))
+	b.waitFor("the costs on the list", `(() => {
+		const sb = document.querySelector('[data-sandbox="repo"] .meta .cost');
+		const se = document.querySelector('[data-sandbox="repo"] [data-session="claude"] .cost');
+		return !!sb && !!se && /~\$/.test(sb.textContent) && /~\$/.test(se.textContent) && /model calls/.test(se.title);
+	})()`)
 }

@@ -103,6 +103,18 @@ function soon(key, f, ms = 150) {
   );
 }
 
+/** Runs f once, ms after the first of any number of calls within that time. */
+function once(key, f, ms) {
+  if (timers.has(key)) return;
+  timers.set(
+    key,
+    setTimeout(() => {
+      timers.delete(key);
+      f();
+    }, ms),
+  );
+}
+
 function handle(ev) {
   const sb = ev.sandbox;
   switch (ev.kind) {
@@ -128,6 +140,13 @@ function handle(ev) {
     case 'session-renamed':
     case 'session-removed':
       soon('sessions:' + sb, () => refreshSessions(sb));
+      break;
+    case 'usage':
+    case 'budget-warning':
+    case 'budget-spent':
+      // A model call's cost: read back at most about once a second, however many calls.
+      once('cost:' + sb, () => refreshSandbox(sb), 1000);
+      once('cost-sessions:' + sb, () => refreshSessions(sb), 1000);
       break;
     case 'egress-denied':
       soon('denials', refreshDenials);

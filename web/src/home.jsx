@@ -3,7 +3,7 @@
 import { Link, urls } from './router.jsx';
 import { changed, denialsOf, state, useStore } from './store.js';
 import { api } from './api.js';
-import { Action, Bar, ErrorText, State, Status, ago } from './ui.jsx';
+import { Action, Bar, ErrorText, State, Status, ago, cost, costTitle } from './ui.jsx';
 import { NotifyMe } from './notify.jsx';
 
 export function Home() {
@@ -77,6 +77,12 @@ function SandboxCard({ sb }) {
         {sb.backend}
         {sb.runtime ? ` (${sb.runtime})` : ''} · network {sb.network}
         {sb.detail ? ` · ${sb.detail}` : ''}
+        {cost(sb.usage) && (
+          <span class="cost" title={costTitle(sb.usage)}>
+            {' · '}
+            {cost(sb.usage)}
+          </span>
+        )}
       </div>
       {blocked > 0 && (
         <Link class="blocked" href={urls.sandbox(sb.name) + '#network'}>
@@ -112,6 +118,12 @@ export function SessionRow({ s, full }) {
             {s.agent}
             {s.last_activity ? ` · ${ago(s.last_activity)}` : ''}
             {s.messages ? ` · ${s.messages} msg` : ''}
+            {cost(s.usage) && (
+              <span class="cost" title={costTitle(s.usage)}>
+                {' · '}
+                {cost(s.usage)}
+              </span>
+            )}
           </span>
         </span>
         <Status status={s.status} />

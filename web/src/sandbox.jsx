@@ -5,7 +5,7 @@ import { api, sandboxPath, sessionPath } from './api.js';
 import { SessionRow } from './home.jsx';
 import { Link, navigate, urls } from './router.jsx';
 import { denialsOf, refreshDenials, refreshRules, refreshRuns, refreshSandbox, refreshSessions, refreshSyncs, sandbox, useStore } from './store.js';
-import { Action, Bar, ErrorText, State, ago } from './ui.jsx';
+import { Action, Bar, ErrorText, State, ago, cost, costTitle } from './ui.jsx';
 import { onEvent } from './events.js';
 
 export function Sandbox({ sb: name }) {
@@ -43,6 +43,12 @@ export function Sandbox({ sb: name }) {
             {sb.backend}
             {sb.runtime ? ` (${sb.runtime})` : ''} · network {sb.network}
             {sb.source_path ? ` · ${sb.source_path}` : sb.source_url ? ` · ${sb.source_url}` : ''}
+            {cost(sb.usage) && (
+              <span class="cost">
+                {' · '}
+                {cost(sb.usage)} ({costTitle(sb.usage)})
+              </span>
+            )}
           </div>
           {sb.detail && <p class="error">{sb.detail}</p>}
           <div class="buttons">

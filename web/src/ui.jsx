@@ -44,6 +44,24 @@ export function ago(t) {
   return `${Math.round(s / 86400)} d ago`;
 }
 
+/**
+ * What model calls cost, an estimate: "~$1.23" (as the CLI says it), "" for no calls,
+ * "?" when no call had a known price.
+ */
+export function cost(u) {
+  if (!u || !u.requests) return '';
+  if (u.unpriced_requests === u.requests) return '?';
+  if (u.cost_usd > 0 && u.cost_usd < 0.01) return '~<$0.01';
+  return `~$${u.cost_usd.toFixed(2)}${u.unpriced_requests ? '+?' : ''}`;
+}
+
+/** A title for a cost: the figures behind the estimate. */
+export function costTitle(u) {
+  if (!u || !u.requests) return '';
+  const tokensIn = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
+  return `estimate: ${u.requests} model calls, ${tokensIn} tokens in, ${u.output_tokens} out`;
+}
+
 const feedWords = { live: 'live', polling: 'polling', connecting: 'connecting', offline: 'offline' };
 
 /** The top bar: a back link, a title, and how updates arrive. */
