@@ -66,6 +66,16 @@ type Bwrap struct {
 
 	mu    sync.Mutex
 	procs map[backend.ID]*exec.Cmd // bwrap processes this process started, to reap them
+	// limits holds each running sandbox's limits once read: they are set when it
+	// starts and never change while it runs, and reading them is a dozen cgroup files,
+	// which `ls` of hundreds of sandboxes felt.
+	limits map[backend.ID]runLimits
+}
+
+// runLimits are the limits read for one run of a sandbox, known by its init's start time.
+type runLimits struct {
+	start  uint64
+	limits backend.Limits
 }
 
 var _ backend.Backend = (*Bwrap)(nil)
@@ -74,7 +84,7 @@ var _ backend.Backend = (*Bwrap)(nil)
 // host's directories), bwrap (the bubblewrap binary, when not "bwrap" on PATH) and
 // cgroup_parent (where sandboxes' cgroups go, below each hierarchy's root: "paddock").
 func New(env backend.Env) (*Bwrap, error) {
-	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}, hide: env.Hide}
+	b := &Bwrap{dir: env.Dir, procs: map[backend.ID]*exec.Cmd{}, limits: map[backend.ID]runLimits{}, hide: env.Hide}
 	b.filter, b.filterErr = compileFilter()
 	for key := range env.Options {
 		if key != "rootfs" && key != "bwrap" && key != "cgroup_parent" {

@@ -250,6 +250,9 @@ func (b *Bwrap) Destroy(ctx context.Context, id backend.ID) error {
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return err
 	}
+	b.mu.Lock()
+	delete(b.limits, id)
+	b.mu.Unlock()
 	return removeAll(b.paths(id).root)
 }
 

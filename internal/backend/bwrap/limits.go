@@ -83,6 +83,12 @@ func (b *Bwrap) Limits(ctx context.Context, id backend.ID) (backend.Limits, erro
 	if err := b.cg.prepare(); err != nil {
 		return backend.Limits{}, err
 	}
+	b.mu.Lock()
+	known, ok := b.limits[id]
+	b.mu.Unlock()
+	if ok && known.start == ri.StartTime {
+		return known.limits, nil
+	}
 	cg := b.cg.sandbox(id)
 	for _, d := range cg.dirs {
 		if !slices.Contains(cgroupPids(d), ri.ChildPID) {
@@ -94,6 +100,9 @@ func (b *Bwrap) Limits(ctx context.Context, id backend.ID) (backend.Limits, erro
 	if err != nil {
 		return backend.Limits{}, fmt.Errorf("limits of sandbox %s: %w", id, err)
 	}
+	b.mu.Lock()
+	b.limits[id] = runLimits{start: ri.StartTime, limits: l}
+	b.mu.Unlock()
 	return l, nil
 }
 
