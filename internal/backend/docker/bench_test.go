@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/docker"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 func benchBackend(b *testing.B) (*docker.Docker, sandbox.AgentBinary) {
@@ -26,8 +26,12 @@ func benchBackend(b *testing.B) (*docker.Docker, sandbox.AgentBinary) {
 	if err := d.Available(context.Background()); err != nil {
 		b.Skipf("docker is not available: %v", err)
 	}
-	self, _ := os.Executable()
-	agent, err := sandbox.InstallAgent(self, b.TempDir())
+	// The small guest, as the daemon injects it (make build puts it beside paddock).
+	guest, err := testenv.SmallGuest()
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent, err := sandbox.InstallAgent(guest, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
