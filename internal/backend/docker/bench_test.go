@@ -59,9 +59,11 @@ func dockerCLI(b *testing.B, args ...string) {
 }
 
 // BenchmarkCreateToFirstExec: Create + Start + connect + `exec true`, against
-// `docker run --rm IMAGE true`, in the same run.
+// `docker run --rm IMAGE true`, in the same run. One sandbox made before the timing pays
+// what a daemon pays once, for its first sandbox: the check of the guest's volume.
 func BenchmarkCreateToFirstExec(b *testing.B) {
 	d, agent := benchBackend(b)
+	createToFirstExec(b, d, agent, "")
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		ours += createToFirstExec(b, d, agent, "")
@@ -77,6 +79,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 func BenchmarkRunscCreateToFirstExec(b *testing.B) {
 	d, agent := benchBackend(b)
 	requireRunsc(b, d)
+	createToFirstExec(b, d, agent, "")
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
 		ours += createToFirstExec(b, d, agent, docker.Runsc)
