@@ -244,3 +244,39 @@ func TestDirectEscape(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectOlderSandbox: a sandbox whose container was made without the direct channel
+// (by an older paddock, or a daemon that could not have one) keeps working through the
+// exec bridge when a daemon with the direct channel makes (a no-op) and starts it.
+func TestDirectOlderSandbox(t *testing.T) {
+	d, agent := directBackend(t)
+	ctx := context.Background()
+	older, err := New(backend.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := backend.ID(fmt.Sprintf("older%d", time.Now().UnixNano()%100000000))
+	spec := backend.Spec{ID: id, Name: "older", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+	if err := older.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Destroy(context.Background(), id) })
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatalf("Create of a sandbox made before: %v", err)
+	}
+	if _, err := os.Lstat(d.directDir(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Create left a socket directory for a container that does not mount it (%v)", err)
+	}
+	if err := d.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := d.Dial(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, ok := conn.(*net.UnixConn); ok {
+		t.Fatal("Dial claims a direct channel the container does not have")
+	}
+	reachesGuest(t, d, id, "older")
+}

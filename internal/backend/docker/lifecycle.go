@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	errdefs "github.com/containerd/errdefs"
@@ -22,11 +23,6 @@ import (
 // channel's directory.
 func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	name := containerName(spec.ID)
-	if _, err := d.cli.ContainerInspect(ctx, name); err == nil {
-		return nil
-	} else if !errdefs.IsNotFound(err) {
-		return err
-	}
 	img := d.image
 	if spec.Image != "" {
 		img = spec.Image
@@ -80,10 +76,32 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
+	_, err = d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name)
+	if errdefs.IsConflict(err) {
+		return d.keptContainer(ctx, spec.ID) // made before: Create is idempotent
+	}
+	if err != nil {
 		return fmt.Errorf("create container: %w", err)
 	}
 	return nil
+}
+
+// keptContainer settles a Create that found the sandbox's container made already: a
+// container made without the direct channel (by an older paddock) keeps the exec bridge,
+// and the directory this Create made for it goes.
+func (d *Docker) keptContainer(ctx context.Context, id backend.ID) error {
+	c, err := d.cli.ContainerInspect(ctx, containerName(id))
+	if err != nil {
+		return fmt.Errorf("inspect the sandbox's container: %w", err)
+	}
+	if c.HostConfig != nil {
+		for _, m := range c.HostConfig.Mounts {
+			if m.Target == directTarget {
+				return nil
+			}
+		}
+	}
+	return d.removeDirectDir(id)
 }
 
 // sandboxVolume mounts one of the sandbox's own volumes, which the engine makes (with
@@ -99,19 +117,15 @@ func boolPtr(b bool) *bool { return &b }
 // when the sandbox has one, else through the exec bridge.
 func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	name := containerName(id)
-	c, err := d.cli.ContainerInspect(ctx, name)
+	// Starting a running container changes nothing (the engine answers 304).
+	err := d.cli.ContainerStart(ctx, name, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("sandbox %s: %w (its container was removed: remove the sandbox and make it again)", id, backend.ErrNotFound)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("start container: %w", explainStart(err))
 	}
-	if !c.State.Running {
-		if err := d.cli.ContainerStart(ctx, name, container.StartOptions{}); err != nil {
-			return fmt.Errorf("start container: %w", explainStart(err))
-		}
-	}
-	hasDirect := d.hasDirect(c.HostConfig)
+	hasDirect := d.hasDirect(id)
 	start := time.Now()
 	deadline := start.Add(20 * time.Second)
 	for {
@@ -144,17 +158,15 @@ func probeInterval(direct bool) time.Duration {
 	return 20 * time.Millisecond
 }
 
-// hasDirect says whether a container was made with its direct channel's directory.
-func (d *Docker) hasDirect(host *container.HostConfig) bool {
-	if host == nil {
+// hasDirect says whether the sandbox has its direct channel's directory. A sandbox made
+// without one (before it, or under runsc) has none: the exec bridge is its channel.
+func (d *Docker) hasDirect(id backend.ID) bool {
+	dir := d.directDir(id)
+	if dir == "" {
 		return false
 	}
-	for _, m := range host.Mounts {
-		if m.Target == directTarget {
-			return true
-		}
-	}
-	return false
+	_, err := os.Lstat(dir)
+	return err == nil
 }
 
 // probe runs the handshake once: on the direct channel only, when directOnly (the guest
