@@ -61,12 +61,40 @@ func (d *Docker) directDir(id backend.ID) string {
 	return filepath.Join(root, string(id))
 }
 
+// engineHere says whether the engine runs on this machine and as this machine's root: its
+// name is this host's, and it remaps no users (userns-remap, rootless), whose uid 1000
+// inside would not own the directory. The answer is kept; an engine that cannot answer is
+// asked again next time.
+func (d *Docker) engineHere(ctx context.Context) bool {
+	d.mu.Lock()
+	known, here := d.hereKnown, d.here
+	d.mu.Unlock()
+	if known {
+		return here
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return false
+	}
+	host, err := os.Hostname()
+	here = err == nil && info.Name == host
+	for _, o := range info.SecurityOptions {
+		if strings.Contains(o, "name=userns") || strings.Contains(o, "name=rootless") {
+			here = false
+		}
+	}
+	d.mu.Lock()
+	d.hereKnown, d.here = true, here
+	d.mu.Unlock()
+	return here
+}
+
 // makeDirectDir makes the sandbox's directory, given to its user, and returns the mount
 // that shows it inside; nil when the sandbox gets no direct channel.
-func (d *Docker) makeDirectDir(spec backend.Spec, runtime string) (*mount.Mount, error) {
+func (d *Docker) makeDirectDir(ctx context.Context, spec backend.Spec, runtime string) (*mount.Mount, error) {
 	dir := d.directDir(spec.ID)
 	// gVisor keeps the sockets bound inside to itself: the host could not connect.
-	if dir == "" || runtime == Runsc {
+	if dir == "" || runtime == Runsc || !d.engineHere(ctx) {
 		return nil, nil
 	}
 	root := filepath.Dir(dir)

@@ -60,6 +60,8 @@ type Docker struct {
 	usable    map[string]error      // image ID → what the image lacks, nil when usable
 	runtimeOK map[string]error      // runtime@image ID → why it cannot start, nil when it can
 	pidNS     map[backend.ID]string // sandbox → its container's PID namespace, as last seen
+	hereKnown bool                  // whether here is known
+	here      bool                  // the engine runs on this machine, without user remapping
 
 	guestMu   sync.Mutex        // one guest volume made or checked at a time
 	guestVols map[string]string // guest volume → its CreatedAt, once its content was checked

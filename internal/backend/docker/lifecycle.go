@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,7 +42,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		netMode = "bridge"
 	}
 	runtime := d.runtimeOf(spec)
-	direct, err := d.makeDirectDir(spec, runtime)
+	direct, err := d.makeDirectDir(ctx, spec, runtime)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,11 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		return d.keptContainer(ctx, spec.ID) // made before: Create is idempotent
 	}
 	if err != nil {
-		return fmt.Errorf("create container: %w", err)
+		err = fmt.Errorf("create container: %w", err)
+		if direct != nil { // made for this container, which was not
+			err = errors.Join(err, d.removeDirectDir(spec.ID))
+		}
+		return err
 	}
 	return nil
 }
