@@ -24,6 +24,11 @@ import (
 // channel's directory.
 func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	name := containerName(spec.ID)
+	if _, err := d.cli.ContainerInspect(ctx, name); err == nil {
+		return nil // made before, by this paddock or an older one: kept as it is
+	} else if !errdefs.IsNotFound(err) {
+		return err
+	}
 	img := d.image
 	if spec.Image != "" {
 		img = spec.Image
@@ -77,11 +82,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	_, err = d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name)
-	if errdefs.IsConflict(err) {
-		return d.keptContainer(ctx, spec.ID) // made before: Create is idempotent
-	}
-	if err != nil {
+	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
 		err = fmt.Errorf("create container: %w", err)
 		if direct != nil { // made for this container, which was not
 			err = errors.Join(err, d.removeDirectDir(spec.ID))
@@ -89,24 +90,6 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	return nil
-}
-
-// keptContainer settles a Create that found the sandbox's container made already: a
-// container made without the direct channel (by an older paddock) keeps the exec bridge,
-// and the directory this Create made for it goes.
-func (d *Docker) keptContainer(ctx context.Context, id backend.ID) error {
-	c, err := d.cli.ContainerInspect(ctx, containerName(id))
-	if err != nil {
-		return fmt.Errorf("inspect the sandbox's container: %w", err)
-	}
-	if c.HostConfig != nil {
-		for _, m := range c.HostConfig.Mounts {
-			if m.Target == directTarget {
-				return nil
-			}
-		}
-	}
-	return d.removeDirectDir(id)
 }
 
 // sandboxVolume mounts one of the sandbox's own volumes, which the engine makes (with
