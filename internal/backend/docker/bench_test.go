@@ -15,7 +15,6 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/docker"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // benchBackend is the backend as the daemon makes it: with its own directory, so that its
@@ -34,16 +33,7 @@ func benchBackendIn(b *testing.B, dir string) (*docker.Docker, sandbox.AgentBina
 	if err := d.Available(context.Background()); err != nil {
 		b.Skipf("docker is not available: %v", err)
 	}
-	// The small guest, as the daemon injects it (make build puts it beside paddock).
-	guest, err := testenv.SmallGuest()
-	if err != nil {
-		b.Fatal(err)
-	}
-	agent, err := sandbox.InstallAgent(guest, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d, agent
+	return d, smallGuest(b)
 }
 
 func ratio(b *testing.B, ours, base time.Duration, unit string) {

@@ -14,6 +14,7 @@ import (
 
 	errdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
@@ -22,8 +23,9 @@ import (
 
 // GuestLabel marks the volumes that hold a guest binary, with its sha256. They are
 // shared by every sandbox whose guest has that hash, so they carry no sandbox's label
-// and outlive the sandboxes; `docker volume prune` removes the unused ones, and the next
-// sandbox made puts its guest back.
+// and outlive the sandboxes. Making one for a new guest removes those of other guests no
+// container uses (a stopped sandbox's container still uses its own); `docker volume
+// prune` removes the unused ones too, and the next sandbox made puts its guest back.
 const GuestLabel = "dev.paddock.guest"
 
 // guestVolumeTarget is where a helper container mounts a guest volume to fill it or read
@@ -40,17 +42,17 @@ func guestMount(vol string) mount.Mount {
 		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
 }
 
-// guestVolume returns the volume holding the spec's guest, made (and its content checked
-// against the sha256) the first time this engine sees that guest. A volume this process
-// did not fill is read back and checked once; after that each sandbox costs one inspect,
-// which notices a volume removed (or removed and made again empty, as mounting a missing
-// volume does) since.
-func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image string) (string, error) {
+// guestVolume returns the volume holding the spec's guest and the guest's sha256, the
+// volume made (and its content checked against the sha256) the first time this engine
+// sees that guest. A volume this process did not fill is read back and checked once;
+// after that each sandbox costs one inspect, which notices a volume removed since, or
+// made again empty (as mounting a missing volume does: such a volume lacks the label).
+func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image string) (string, string, error) {
 	sum := spec.AgentSHA256
 	if sum == "" {
 		s, err := backend.FileSHA256(spec.AgentBinary)
 		if err != nil {
-			return "", fmt.Errorf("agent binary %s: %w", spec.AgentBinary, err)
+			return "", "", fmt.Errorf("agent binary %s: %w", spec.AgentBinary, err)
 		}
 		sum = s
 	}
@@ -58,22 +60,31 @@ func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image strin
 	d.guestMu.Lock()
 	defer d.guestMu.Unlock()
 	v, err := d.cli.VolumeInspect(ctx, name)
+	if err == nil && v.Labels[GuestLabel] != sum {
+		if err := d.cli.VolumeRemove(ctx, name, false); err != nil {
+			return "", "", fmt.Errorf("remove the volume %s, made without its guest: %w (remove the containers that use it)", name, err)
+		}
+		_, err = d.cli.VolumeInspect(ctx, name)
+	}
 	switch {
 	case errdefs.IsNotFound(err):
 		v, err = d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: map[string]string{GuestLabel: sum}})
 		if err != nil {
-			return "", fmt.Errorf("create the guest's volume: %w", err)
+			return "", "", fmt.Errorf("create the guest's volume: %w", err)
+		}
+		if err := d.removeOtherGuests(ctx, name); err != nil {
+			return "", "", err
 		}
 	case err != nil:
-		return "", fmt.Errorf("inspect the guest's volume: %w", err)
+		return "", "", fmt.Errorf("inspect the guest's volume: %w", err)
 	case d.guestVols[name] == v.CreatedAt:
-		return name, nil
+		return name, sum, nil
 	}
 	if err := d.fillGuestVolume(ctx, name, image, spec.AgentBinary, sum); err != nil {
-		return "", err
+		return "", "", err
 	}
 	d.guestVols[name] = v.CreatedAt
-	return name, nil
+	return name, sum, nil
 }
 
 // fillGuestVolume makes sure the volume holds the guest with sha256 sum, through a helper
@@ -136,4 +147,33 @@ func (d *Docker) readSHA256(ctx context.Context, id, file string) (string, error
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// removeOtherGuests removes the guest volumes other than keep that no container uses;
+// the engine refuses to remove one in use, which stays.
+func (d *Docker) removeOtherGuests(ctx context.Context, keep string) error {
+	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", GuestLabel))})
+	if err != nil {
+		return fmt.Errorf("list the guests' volumes: %w", err)
+	}
+	for _, v := range vs.Volumes {
+		if v.Name == keep {
+			continue
+		}
+		if err := d.cli.VolumeRemove(ctx, v.Name, false); err != nil && !errdefs.IsConflict(err) && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove the unused guest volume %s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// guestStillThere checks, after a container was made, that the guest's volume it mounts
+// is still the one filled: another paddock may have removed it as unused between the
+// inspect and the create, and the engine would then have made an empty one.
+func (d *Docker) guestStillThere(ctx context.Context, vol, sum string) (bool, error) {
+	v, err := d.cli.VolumeInspect(ctx, vol)
+	if err != nil {
+		return false, fmt.Errorf("inspect the guest's volume: %w", err)
+	}
+	return v.Labels[GuestLabel] == sum, nil
 }

@@ -36,10 +36,6 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	if _, err := d.cli.ImageInspect(ctx, img); err != nil {
 		return fmt.Errorf("image %s is missing: build it with `paddock image build` (or `docker build -t %s .`)", img, img)
 	}
-	guestVol, err := d.guestVolume(ctx, spec, img)
-	if err != nil {
-		return err
-	}
 	limits := backend.LimitsFor(spec)
 	labels := map[string]string{Label: string(spec.ID), Label + ".name": spec.Name}
 	netMode := container.NetworkMode("none")
@@ -55,7 +51,6 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	mounts := []mount.Mount{
 		sandboxVolume(spec.ID, "workspace", inside.Workspace, labels),
 		sandboxVolume(spec.ID, "home", inside.Home, labels),
-		guestMount(guestVol),
 	}
 	if direct != nil {
 		serve = append(serve, "--socket", directSocket)
@@ -82,14 +77,42 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
-		err = fmt.Errorf("create container: %w", err)
-		if direct != nil { // made for this container, which was not
-			err = errors.Join(err, d.removeDirectDir(spec.ID))
-		}
-		return err
+	err = d.createWithGuest(ctx, spec, img, cfg, host)
+	if err != nil && direct != nil { // made for this container, which was not
+		err = errors.Join(err, d.removeDirectDir(spec.ID))
 	}
-	return nil
+	return err
+}
+
+// createWithGuest makes the container with the guest's volume mounted, and makes sure it
+// is the filled one: another paddock removing it as unused between the inspect and the
+// create (the engine then makes an empty one) costs a second try.
+func (d *Docker) createWithGuest(ctx context.Context, spec backend.Spec, img string, cfg *container.Config, host *container.HostConfig) error {
+	name := containerName(spec.ID)
+	mounts := host.Mounts
+	for try := 0; ; try++ {
+		vol, sum, err := d.guestVolume(ctx, spec, img)
+		if err != nil {
+			return err
+		}
+		host.Mounts = append(mounts[:len(mounts):len(mounts)], guestMount(vol))
+		if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
+			return fmt.Errorf("create container: %w", err)
+		}
+		ok, err := d.guestStillThere(ctx, vol, sum)
+		if err == nil && ok {
+			return nil
+		}
+		if rerr := d.cli.ContainerRemove(context.WithoutCancel(ctx), name, container.RemoveOptions{Force: true}); rerr != nil {
+			return errors.Join(err, fmt.Errorf("remove the container made without its guest: %w", rerr))
+		}
+		if err != nil {
+			return err
+		}
+		if try == 1 {
+			return fmt.Errorf("the guest's volume %s was removed twice as the container was made: try again", vol)
+		}
+	}
 }
 
 // sandboxVolume mounts one of the sandbox's own volumes, which the engine makes (with
