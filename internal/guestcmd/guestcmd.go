@@ -41,6 +41,7 @@ func New(s IO, version string) *cobra.Command {
 	}
 	var listenFD, portFD int
 	var socket, name string
+	var sockets []string
 	var stdio bool
 	serve := &cobra.Command{
 		Use:   "serve",
@@ -72,22 +73,14 @@ func New(s IO, version string) *cobra.Command {
 					return fmt.Errorf("listen fd %d: %w", listenFD, err)
 				}
 				return srv.Serve(ctx, ln)
-			case socket != "":
-				if err := os.MkdirAll(filepath.Dir(socket), 0o755); err != nil {
-					return err
-				}
-				os.Remove(socket)
-				ln, err := net.Listen("unix", socket)
-				if err != nil {
-					return err
-				}
-				return srv.Serve(ctx, ln)
+			case len(sockets) > 0:
+				return serveSockets(ctx, srv, sockets)
 			}
 			return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd or --socket")
 		},
 	}
 	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
-	serve.Flags().StringVar(&socket, "socket", "", "listen on this unix socket")
+	serve.Flags().StringArrayVar(&sockets, "socket", nil, "listen on this unix socket (repeatable: each is served alike)")
 	serve.Flags().IntVar(&portFD, "port-fd", 0, "serve the connections multiplexed on a microVM's console port open on this descriptor")
 	serve.Flags().BoolVar(&stdio, "stdio", false, "serve one connection on stdin and stdout")
 	serve.Flags().StringVar(&name, "sandbox", "", "the sandbox's name, for Info")
@@ -115,4 +108,39 @@ func New(s IO, version string) *cobra.Command {
 	}
 	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s), newVMInit(s), newVMDrop(s))
 	return cmd
+}
+
+// serveSockets listens on each unix socket (replacing a stale one) and serves them all
+// until ctx is done or one fails. A docker sandbox's guest has two: one in its /run for
+// the exec bridge, one in the directory its daemon reaches from the host.
+func serveSockets(ctx context.Context, srv *guest.Server, paths []string) error {
+	lns := make([]net.Listener, 0, len(paths))
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for _, p := range paths {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		os.Remove(p)
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			return err
+		}
+		lns = append(lns, ln)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ctx, ln) }()
+	}
+	err := <-errc
+	cancel()
+	for range lns[1:] {
+		<-errc
+	}
+	return err
 }

@@ -2,8 +2,11 @@
 // socket) containers, through the Engine API: never the docker CLI. A container has no
 // network by default (the closed-network tunnels work unchanged), runs as the non-root
 // user agent, keeps /workspace and /home/agent on volumes that survive stop and start,
-// and has the guest as its long-lived process, listening on a unix socket inside;
-// Dial attaches to an exec of `paddock guest connect`, which bridges to it.
+// and has the guest as its long-lived process, run from a read-only volume shared by
+// every sandbox of the same guest, listening on unix sockets. Dial connects to the one
+// in a host directory bind-mounted into the container (direct.go) when the engine is
+// local, and otherwise attaches to an exec of `paddock guest connect`, which bridges to
+// the one inside.
 package docker
 
 import (
@@ -11,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 
 	errdefs "github.com/containerd/errdefs"
@@ -48,22 +52,34 @@ type Docker struct {
 	// runtime is the engine's OCI runtime for sandboxes whose spec names none (the
 	// config's runtime option); empty means the engine's default.
 	runtime string
+	// dir is the backend's own directory on the host (Env.Dir), which holds the
+	// sandboxes' direct channels; empty means none.
+	dir string
 
 	mu        sync.Mutex
-	usable    map[string]error // image ID → what the image lacks, nil when usable
-	runtimeOK map[string]error // runtime@image ID → why it cannot start, nil when it can
+	usable    map[string]error      // image ID → what the image lacks, nil when usable
+	runtimeOK map[string]error      // runtime@image ID → why it cannot start, nil when it can
+	pidNS     map[backend.ID]string // sandbox → its container's PID namespace, as last seen
+	hereKnown bool                  // whether here is known
+	here      bool                  // the engine runs on this machine, without user remapping
+
+	guestMu   sync.Mutex        // one guest volume made or checked at a time
+	guestVols map[string]string // guest volume → its CreatedAt, once its content was checked
 }
 
 var _ backend.Backend = (*Docker)(nil)
 
 // New constructs the backend; DOCKER_HOST and friends are honoured. Options: image,
-// runtime (the engine's OCI runtime, e.g. "runsc" for gVisor).
+// runtime (the engine's OCI runtime, e.g. "runsc" for gVisor). Sandboxes get the direct
+// channel when env.Dir is set, the daemon runs as root and the engine answers on a local
+// unix socket.
 func New(env backend.Env) (*Docker, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	d := &Docker{cli: cli, image: DefaultImage, usable: map[string]error{}, runtimeOK: map[string]error{}}
+	d := &Docker{cli: cli, image: DefaultImage, dir: env.Dir, usable: map[string]error{}, runtimeOK: map[string]error{},
+		pidNS: map[backend.ID]string{}, guestVols: map[string]string{}}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
 	}
@@ -168,18 +184,21 @@ func (d *Docker) Stop(ctx context.Context, id backend.ID) error {
 	return err
 }
 
-// Destroy removes the container and its volumes.
+// Destroy removes the container, its volumes and its socket directory.
 func (d *Docker) Destroy(ctx context.Context, id backend.ID) error {
 	err := d.cli.ContainerRemove(ctx, containerName(id), container.RemoveOptions{Force: true})
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container: %w", err)
 	}
+	d.mu.Lock()
+	delete(d.pidNS, id)
+	d.mu.Unlock()
 	for _, v := range []string{"workspace", "home"} {
 		if err := d.cli.VolumeRemove(ctx, volumeName(id, v), true); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove volume: %w", err)
 		}
 	}
-	return nil
+	return d.removeDirectDir(id)
 }
 
 // Leftovers lists containers and volumes of a sandbox that still exist.
@@ -203,10 +222,19 @@ func (d *Docker) Leftovers(id backend.ID) []string {
 	for _, v := range vs.Volumes {
 		out = append(out, "volume "+v.Name)
 	}
+	if dir := d.directDir(id); dir != "" {
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+			out = append(out, "directory "+dir)
+		}
+	}
 	return out
 }
 
-// Dial implements backend.Backend.
+// Dial implements backend.Backend: the direct channel when the sandbox has one that
+// passes its checks, else the exec bridge.
 func (d *Docker) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
+	if c, err := d.dialDirect(ctx, id); err == nil {
+		return c, nil
+	}
 	return d.dial(ctx, containerName(id))
 }

@@ -2,9 +2,7 @@ package docker_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,21 +10,30 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/docker"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// TestMain lets this test binary serve as the guest inside containers.
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "paddock" {
-		os.Exit(cli.Main())
+// smallGuest is the small guest (cmd/paddock-guest), as the daemon injects it, in a
+// directory of the test. Its hash changes only with the guest's code, so the engine keeps
+// one guest volume across test runs, not one per test binary.
+func smallGuest(tb testing.TB) sandbox.AgentBinary {
+	tb.Helper()
+	path, err := testenv.SmallGuest()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	os.Exit(m.Run())
+	agent, err := sandbox.InstallAgent(path, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return agent
 }
 
+// TestConformance runs the suite on sandboxes reached through their direct channel (the
+// backend has a directory and runs as root here), the exec bridge where they cannot be.
 func TestConformance(t *testing.T) {
-	b, err := docker.New(backend.Env{})
+	b, err := docker.New(backend.Env{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +43,7 @@ func TestConformance(t *testing.T) {
 		}
 		t.Skipf("docker is not available: %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := sandbox.InstallAgent(self, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := smallGuest(t)
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {

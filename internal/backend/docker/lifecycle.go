@@ -1,34 +1,31 @@
 package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
+	"net"
 	"os"
-	"strings"
 	"time"
 
 	errdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// Create makes the sandbox's volumes and container, and copies the guest in
-// through the Engine API (no bind mount of the host binary), checking its sha256.
+// Create makes the sandbox's container, whose volumes the engine makes as it mounts
+// them, and mounts the guest read-only from the volume holding its binary (made, and its
+// sha256 checked, once per guest). A sandbox of a local engine also gets its direct
+// channel's directory.
 func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	name := containerName(spec.ID)
 	if _, err := d.cli.ContainerInspect(ctx, name); err == nil {
-		return nil
+		return nil // made before, by this paddock or an older one: kept as it is
 	} else if !errdefs.IsNotFound(err) {
 		return err
 	}
@@ -41,29 +38,34 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	limits := backend.LimitsFor(spec)
 	labels := map[string]string{Label: string(spec.ID), Label + ".name": spec.Name}
-	for _, v := range []string{"workspace", "home"} {
-		if _, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: volumeName(spec.ID, v), Labels: labels}); err != nil {
-			return fmt.Errorf("create volume: %w", err)
-		}
-	}
 	netMode := container.NetworkMode("none")
 	if spec.OpenNetwork {
 		netMode = "bridge"
 	}
+	runtime := d.runtimeOf(spec)
+	direct, err := d.makeDirectDir(ctx, spec, runtime)
+	if err != nil {
+		return err
+	}
+	serve := []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket}
+	mounts := []mount.Mount{
+		sandboxVolume(spec.ID, "workspace", inside.Workspace, labels),
+		sandboxVolume(spec.ID, "home", inside.Home, labels),
+	}
+	if direct != nil {
+		serve = append(serve, "--socket", directSocket)
+		mounts = append(mounts, *direct)
+	}
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
 		Env:    append(backend.BaseEnv(spec), spec.Env...),
-		Cmd:    []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", spec.Name},
+		Cmd:    append(serve, "--sandbox", spec.Name),
 		Labels: labels,
 	}
-	runtime := d.runtimeOf(spec)
 	pids := hostPids(runtime, limits.Pids)
 	host := &container.HostConfig{
-		NetworkMode: netMode,
-		Mounts: []mount.Mount{
-			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "workspace"), Target: inside.Workspace},
-			{Type: mount.TypeVolume, Source: volumeName(spec.ID, "home"), Target: inside.Home},
-		},
+		NetworkMode:   netMode,
+		Mounts:        mounts,
 		Tmpfs:         tmpfsMounts(limits),
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   []string{"no-new-privileges"},
@@ -75,84 +77,119 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
-		return fmt.Errorf("create container: %w", err)
+	err = d.createWithGuest(ctx, spec, img, cfg, host)
+	if err != nil && direct != nil { // made for this container, which was not
+		err = errors.Join(err, d.removeDirectDir(spec.ID))
 	}
-	if err := d.copyAgent(ctx, name, spec); err != nil {
-		d.cli.ContainerRemove(context.WithoutCancel(ctx), name, container.RemoveOptions{Force: true})
-		return err
+	return err
+}
+
+// createWithGuest makes the container with the guest's volume mounted, and makes sure it
+// is the filled one: another paddock removing it as unused between the inspect and the
+// create (the engine then makes an empty one) costs a second try.
+func (d *Docker) createWithGuest(ctx context.Context, spec backend.Spec, img string, cfg *container.Config, host *container.HostConfig) error {
+	name := containerName(spec.ID)
+	mounts := host.Mounts
+	for try := 0; ; try++ {
+		vol, sum, err := d.guestVolume(ctx, spec, img)
+		if err != nil {
+			return err
+		}
+		host.Mounts = append(mounts[:len(mounts):len(mounts)], guestMount(vol))
+		if _, err := d.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, name); err != nil {
+			return fmt.Errorf("create container: %w", err)
+		}
+		ok, err := d.guestStillThere(ctx, vol, sum)
+		if err == nil && ok {
+			return nil
+		}
+		if rerr := d.cli.ContainerRemove(context.WithoutCancel(ctx), name, container.RemoveOptions{Force: true}); rerr != nil {
+			return errors.Join(err, fmt.Errorf("remove the container made without its guest: %w", rerr))
+		}
+		if err != nil {
+			return err
+		}
+		if try == 1 {
+			return fmt.Errorf("the guest's volume %s was removed twice as the container was made: try again", vol)
+		}
 	}
-	return nil
+}
+
+// sandboxVolume mounts one of the sandbox's own volumes, which the engine makes (with
+// the sandbox's labels, and what the image holds at target) when it does not exist.
+func sandboxVolume(id backend.ID, what, target string, labels map[string]string) mount.Mount {
+	return mount.Mount{Type: mount.TypeVolume, Source: volumeName(id, what), Target: target,
+		VolumeOptions: &mount.VolumeOptions{Labels: labels}}
 }
 
 func boolPtr(b bool) *bool { return &b }
 
-// copyAgent puts the guest binary at agentPath in the container and checks what landed
-// has the expected sha256.
-func (d *Docker) copyAgent(ctx context.Context, name string, spec backend.Spec) error {
-	data, err := os.ReadFile(spec.AgentBinary)
-	if err != nil {
-		return fmt.Errorf("read agent binary: %w", err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, dir := range []string{"opt/", "opt/paddock/", "opt/paddock/bin/"} {
-		tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, Typeflag: tar.TypeDir})
-	}
-	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(agentPath, "/"), Mode: 0o555, Size: int64(len(data)), Typeflag: tar.TypeReg})
-	tw.Write(data)
-	tw.Close()
-	if err := d.cli.CopyToContainer(ctx, name, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("copy the agent into the container: %w", err)
-	}
-	rc, _, err := d.cli.CopyFromContainer(ctx, name, agentPath)
-	if err != nil {
-		return fmt.Errorf("read the agent back: %w", err)
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	if _, err := tr.Next(); err != nil {
-		return fmt.Errorf("read the agent back: %w", err)
-	}
-	h := sha256.New()
-	io.Copy(h, tr)
-	if got := hex.EncodeToString(h.Sum(nil)); spec.AgentSHA256 != "" && got != spec.AgentSHA256 {
-		return fmt.Errorf("the agent in the container has sha256 %s, want %s", got, spec.AgentSHA256)
-	}
-	return nil
-}
-
-// Start starts the container and returns once the guest answers.
+// Start starts the container and returns once the guest answers: on its direct channel
+// when the sandbox has one, else through the exec bridge.
 func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	name := containerName(id)
-	c, err := d.cli.ContainerInspect(ctx, name)
+	// Starting a running container changes nothing (the engine answers 304).
+	err := d.cli.ContainerStart(ctx, name, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("sandbox %s: %w (its container was removed: remove the sandbox and make it again)", id, backend.ErrNotFound)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("start container: %w", explainStart(err))
 	}
-	if !c.State.Running {
-		if err := d.cli.ContainerStart(ctx, name, container.StartOptions{}); err != nil {
-			return fmt.Errorf("start container: %w", explainStart(err))
-		}
-	}
-	deadline := time.Now().Add(20 * time.Second)
+	hasDirect := d.hasDirect(id)
+	start := time.Now()
+	deadline := start.Add(20 * time.Second)
 	for {
-		err := d.probe(ctx, name)
+		err := d.probe(ctx, id, hasDirect && time.Since(start) < directPatience)
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the guest in %s did not answer: %w", name, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(probeInterval(hasDirect)):
+		}
 	}
 }
 
-// probe runs the handshake once.
-func (d *Docker) probe(ctx context.Context, name string) error {
-	conn, err := d.dial(ctx, name)
+// directPatience is how long Start waits for the guest's direct socket before it asks
+// through the exec bridge as well: an engine that looked local but mounts another
+// machine's directory never shows the socket here.
+const directPatience = 3 * time.Second
+
+// probeInterval is the pause between two looks for the guest: a look on the direct
+// channel is a stat and at most a connection, one through the exec bridge an exec.
+func probeInterval(direct bool) time.Duration {
+	if direct {
+		return 2 * time.Millisecond
+	}
+	return 20 * time.Millisecond
+}
+
+// hasDirect says whether the sandbox has its direct channel's directory. A sandbox made
+// without one (before it, or under runsc) has none: the exec bridge is its channel.
+func (d *Docker) hasDirect(id backend.ID) bool {
+	dir := d.directDir(id)
+	if dir == "" {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return err == nil
+}
+
+// probe runs the handshake once: on the direct channel only, when directOnly (the guest
+// is not up until its socket is), else on whichever Dial takes.
+func (d *Docker) probe(ctx context.Context, id backend.ID, directOnly bool) error {
+	var conn net.Conn
+	var err error
+	if directOnly {
+		conn, err = d.dialDirect(ctx, id)
+	} else {
+		conn, err = d.Dial(ctx, id)
+	}
 	if err != nil {
 		return err
 	}

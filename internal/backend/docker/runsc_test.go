@@ -3,7 +3,6 @@ package docker_test
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -37,14 +36,7 @@ func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 		}
 		t.Skipf("docker with runsc is not available: %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := sandbox.InstallAgent(self, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := smallGuest(t)
 	return b, agent
 }
 

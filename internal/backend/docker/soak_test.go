@@ -2,13 +2,11 @@ package docker_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/docker"
-	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -16,7 +14,7 @@ import (
 // container, volume or file behind. The short form runs with every test;
 // PADDOCK_SOAK=1000 runs the long one.
 func TestSoak(t *testing.T) {
-	b, err := docker.New(backend.Env{})
+	b, err := docker.New(backend.Env{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,14 +24,7 @@ func TestSoak(t *testing.T) {
 		}
 		t.Skipf("docker is not available: %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := sandbox.InstallAgent(self, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := smallGuest(t)
 	backendtest.Soak(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
