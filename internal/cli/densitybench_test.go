@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,8 +18,8 @@ import (
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// BenchmarkDensity: many idle bwrap sandboxes (PADDOCK_DENSITY, 200 by default), with the
-// small guest, made one after another by `paddock up` (the median of the first ten ups
+// BenchmarkDensity: many idle sandboxes (PADDOCK_DENSITY, 200 by default; on bwrap, or on
+// the backend PADDOCK_DENSITY_BACKEND names), with the small guest, made one after another by `paddock up` (the median of the first ten ups
 // and of the last ten), then `paddock ls` and `paddock exec NAME -- true` timed with all of them
 // running, against the same with one running, in the same run. Memory is the host's
 // MemAvailable before and after, per sandbox; the daemon's resident size and open files
@@ -27,6 +29,7 @@ func BenchmarkDensity(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PADDOCK_DENSITY")); err == nil && v > 0 {
 		n = v
 	}
+	backendName := cmp.Or(os.Getenv("PADDOCK_DENSITY_BACKEND"), "bwrap")
 	home, repo := benchHome(b)
 	// The guest `make build` puts beside paddock, as a user's sandboxes get it.
 	guest, err := testenv.SmallGuest()
@@ -51,13 +54,13 @@ func BenchmarkDensity(b *testing.B) {
 		}
 		return quantile(ds, 0.5)
 	}
-	run("up", repo, "--name", "s0")
+	run("up", repo, "--name", "s0", "--backend", backendName)
 	lsOne, execOne := timed(30, "ls"), timed(30, "exec", "s0", "--", "true")
 
 	ups := make([]time.Duration, 0, n)
 	for i := 1; i < n; i++ {
 		start := time.Now()
-		run("up", repo, "--name", fmt.Sprintf("s%d", i))
+		run("up", repo, "--name", fmt.Sprintf("s%d", i), "--backend", backendName)
 		ups = append(ups, time.Since(start))
 		if i%25 == 0 {
 			b.Logf("%d sandboxes, the last up took %v", i+1, ups[len(ups)-1])
@@ -66,6 +69,9 @@ func BenchmarkDensity(b *testing.B) {
 	k := min(10, len(ups))
 	time.Sleep(2 * time.Second) // the guests settle
 	pss := sandboxPSS(b, home)
+	if backendName == "docker" {
+		pss = containersPSS(b)
+	}
 	lsAll, execAll := timed(30, "ls"), timed(30, "exec", fmt.Sprintf("s%d", n/2), "--", "true")
 
 	pid := daemonPID(home)
@@ -88,6 +94,52 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // run), the daemon itself not included.
 func sandboxPSS(b *testing.B, home string) int64 {
 	daemon := daemonPID(home)
+	parent := processParents()
+	var total int64
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == daemon {
+				total += meminfoKiB(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
+				break
+			}
+		}
+	}
+	return total
+}
+
+// containersPSS sums the proportional set size of every process in paddock's docker
+// sandboxes and of the engine's shim beside each (a sandbox's cost the engine pays).
+func containersPSS(b *testing.B) int64 {
+	out, err := exec.Command("sh", "-c", "docker inspect -f '{{.State.Pid}}' $(docker ps -q --filter label=dev.paddock.sandbox)").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	inits := map[int]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			inits[pid] = true
+		}
+	}
+	parent := processParents()
+	counted := map[int]bool{}
+	for pid := range parent {
+		for p := pid; p > 1; p = parent[p] {
+			if inits[p] {
+				counted[pid] = true
+				counted[parent[p]] = true // the shim
+				break
+			}
+		}
+	}
+	var total int64
+	for pid := range counted {
+		total += meminfoKiB(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
+	}
+	return total
+}
+
+// processParents maps every process to its parent.
+func processParents() map[int]int {
 	entries, _ := os.ReadDir("/proc")
 	parent := map[int]int{}
 	for _, e := range entries {
@@ -105,16 +157,7 @@ func sandboxPSS(b *testing.B, home string) int64 {
 			}
 		}
 	}
-	var total int64
-	for pid := range parent {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == daemon {
-				total += meminfoKiB(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
-				break
-			}
-		}
-	}
-	return total
+	return parent
 }
 
 func procStatusKiB(b *testing.B, pid int, field string) int64 {
