@@ -38,8 +38,8 @@ const (
 	// StateSuspended: nothing runs, and the memory of what ran is kept for Start to
 	// resume it (Suspender).
 	StateSuspended State = "suspended"
-	StateMissing State = "missing" // the backend has no trace of it
-	StateError   State = "error"   // exists but broken; Detail says why
+	StateMissing   State = "missing" // the backend has no trace of it
+	StateError     State = "error"   // exists but broken; Detail says why
 )
 
 // Spec describes a sandbox to create.
