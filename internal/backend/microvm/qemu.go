@@ -168,9 +168,13 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) 
 	accel, _ := q.accel()
 	cpus, mem := vmSize(md.Limits)
 	machine := "microvm,accel=" + accel + ",pit=on,pic=on,rtc=on"
-	cpu := "qemu64" // under TCG, the cheapest to emulate
-	if accel == "kvm" {
+	cpu := q.m.settings.CPU
+	switch {
+	case cpu != "":
+	case accel == "kvm":
 		cpu = "host"
+	default:
+		cpu = "max"
 	}
 	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
 	if khz := tscKHz(); khz > 0 && accel == "tcg" {
