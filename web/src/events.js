@@ -109,6 +109,7 @@ function handle(ev) {
     case 'created':
     case 'started':
     case 'stopped':
+    case 'suspended':
     case 'removed':
       soon('sb:' + sb, () => refreshSandbox(sb));
       break;
