@@ -148,7 +148,38 @@ func TestClaudeEndToEndMicroVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claudeEndToEndIn(t, "microvm", fmt.Sprintf("agent_binary = %q\n", guest), shareMicroVMImages, 10)
+	must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("agent_binary = %q\n", guest), shareMicroVMImages, 10)
+
+	// Suspended and resumed, Claude Code is the same process: its session is not exited,
+	// and the next message reaches the model through the credential proxy's tunnel,
+	// which came back with the guest's new connection.
+	claudePid := func() string {
+		return strings.TrimSpace(must("", "exec", "repo", "--", "pgrep", "-o", "-f", "^claude --dangerously-skip-permissions"))
+	}
+	pid := claudePid()
+	must("", "stop", "--suspend", "repo")
+	if ls := must("", "ls"); !strings.Contains(ls, "suspended") {
+		t.Fatalf("ls after stop --suspend:\n%s", ls)
+	}
+	began := time.Now()
+	must("", "start", "repo")
+	t.Logf("resumed in %v", time.Since(began).Round(time.Millisecond))
+	if after := claudePid(); after != pid {
+		t.Fatalf("Claude Code's pid was %s before the suspend, %s after", pid, after)
+	}
+	if list := must("", "chat", "repo", "--list"); strings.Contains(list, "exited") {
+		t.Fatalf("after the resume the session shows exited:\n%s", list)
+	}
+	before := len(model.Requests())
+	must("after the resume", "chat", "repo/claude")
+	waitUntil(t, 10*60*time.Second, "the request after the resume", func() bool {
+		for _, r := range model.Requests()[before:] {
+			if r.Contains("after the resume") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // claudeEndToEnd runs the checks on backend, with config (TOML, when not empty) as the
@@ -157,9 +188,14 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 	claudeEndToEndIn(t, backend, config, nil, 1, upArgs...)
 }
 
+// mustRun runs paddock with stdin as its input, fails the test on a non-zero exit and
+// returns stdout.
+type mustRun func(stdin string, args ...string) string
+
 // claudeEndToEndIn is claudeEndToEnd with prepare (when not nil) run on the daemon's home
-// before anything, and every wait for the sandbox slow times longer.
-func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *testing.T, home string), slow time.Duration, upArgs ...string) {
+// before anything, and every wait for the sandbox slow times longer. It returns its
+// paddock and model server, the sandbox "repo" still up, for more checks.
+func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *testing.T, home string), slow time.Duration, upArgs ...string) (mustRun, *modeltest.Anthropic) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
@@ -266,6 +302,7 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	// The real key is nowhere in the sandbox.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
 	_ = io.Discard
+	return must, model
 }
 
 // TestClaudeFork forks a Claude Code session: the fork starts on a copy of the
