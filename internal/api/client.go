@@ -178,6 +178,13 @@ func (c *Client) Stop(ctx context.Context, name string) (sandbox.Info, error) {
 	return out, err
 }
 
+// Suspend stops a sandbox with its memory saved, for Start to resume.
+func (c *Client) Suspend(ctx context.Context, name string) (sandbox.Info, error) {
+	var out sandbox.Info
+	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/suspend"), nil, &out)
+	return out, err
+}
+
 // Remove destroys a sandbox.
 func (c *Client) Remove(ctx context.Context, name string, force bool) error {
 	return c.do(ctx, http.MethodDelete, sandboxPath(name)+"?force="+strconv.FormatBool(force), nil, nil)

@@ -89,6 +89,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", s.removeSandbox)
 	mux.HandleFunc("POST /v1/sandboxes/{name}/start", s.sandboxInfo(s.svc.Start))
 	mux.HandleFunc("POST /v1/sandboxes/{name}/stop", s.sandboxInfo(s.svc.Stop))
+	mux.HandleFunc("POST /v1/sandboxes/{name}/suspend", s.sandboxInfo(s.svc.Suspend))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/exec", s.fullAccess(s.exec))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/forward", s.fullAccess(s.forward))
 	mux.HandleFunc("GET /v1/sandboxes/{name}/files", s.readFile)

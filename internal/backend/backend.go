@@ -35,8 +35,11 @@ const (
 	StateCreated State = "created" // exists, never started or not yet running
 	StateRunning State = "running" // the resident agent is up
 	StateStopped State = "stopped" // exists, nothing runs; the workspace is kept
-	StateMissing State = "missing" // the backend has no trace of it
-	StateError   State = "error"   // exists but broken; Detail says why
+	// StateSuspended: nothing runs, and the memory of what ran is kept for Start to
+	// resume it (Suspender).
+	StateSuspended State = "suspended"
+	StateMissing   State = "missing" // the backend has no trace of it
+	StateError     State = "error"   // exists but broken; Detail says why
 )
 
 // Spec describes a sandbox to create.
@@ -208,6 +211,21 @@ func IsMachine(name string) bool {
 	defer mu.RUnlock()
 	return machines[name]
 }
+
+// Suspender is implemented by backends that can suspend a sandbox: its processes
+// paused and its memory saved, so that Start resumes them where they were, rather than
+// starting the sandbox afresh from its disk.
+type Suspender interface {
+	// Suspend saves the running sandbox's memory and ends it; State then reports
+	// StateSuspended, and Start resumes it (or, when the saved memory cannot be loaded,
+	// starts it afresh, its Status.Detail saying so). A sandbox this backend cannot
+	// suspend (its monitor cannot) gets an error wrapping ErrNotSupported, with nothing
+	// changed; one that is not running, ErrNotRunning.
+	Suspend(ctx context.Context, id ID) error
+}
+
+// ErrNotSupported is wrapped by errors for what a backend cannot do for a sandbox.
+var ErrNotSupported = errors.New("not supported by this backend")
 
 // VM is implemented by backends whose sandboxes may be virtual machines.
 type VM interface {

@@ -126,15 +126,19 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// wake starts a sandbox that was stopped (after an idle stop, say) and resumes the
-// session asked for (every session, with none named) whose process went with it,
-// saying so: chat and attach then find the work as it was.
+// wake starts a sandbox that was stopped (after an idle stop, say) or suspended, and
+// resumes the session asked for (every session, with none named) whose process went
+// with it, saying so: chat and attach then find the work as it was.
 func wake(ctx context.Context, f *Factory, c *api.Client, sb, name string) error {
 	info, err := c.Get(ctx, sb)
-	if err != nil || info.State != "stopped" {
+	if err != nil || (info.State != "stopped" && info.State != "suspended") {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: %s was stopped; starting it again\n", sb)
+	if info.State == "suspended" {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: %s was suspended; resuming it\n", sb)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: %s was stopped; starting it again\n", sb)
+	}
 	if _, err := c.Start(ctx, sb); err != nil {
 		return err
 	}

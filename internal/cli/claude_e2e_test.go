@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -136,9 +137,65 @@ func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 	claudeEndToEnd(t, "docker", "", "--runtime", "runsc")
 }
 
+// TestClaudeEndToEndMicroVM is the same in a microVM under QEMU (under TCG here, where
+// everything in the VM runs tens of times slower: its waits are ten times longer), its
+// root made from the paddock/sandbox image, which has Claude Code.
+func TestClaudeEndToEndMicroVM(t *testing.T) {
+	if !microvmReady() {
+		testenv.Missing(t, "the microvm backend is unavailable (QEMU, a kernel, the paddock/sandbox image and root)", "make setup")
+	}
+	guest, err := testenv.SmallGuest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("agent_binary = %q\n", guest), shareMicroVMImages, 10)
+
+	// Suspended and resumed, Claude Code is the same process: its session is not exited,
+	// and the next message reaches the model through the credential proxy's tunnel,
+	// which came back with the guest's new connection.
+	claudePid := func() string {
+		return strings.TrimSpace(must("", "exec", "repo", "--", "pgrep", "-o", "-f", "^claude --dangerously-skip-permissions"))
+	}
+	pid := claudePid()
+	must("", "stop", "--suspend", "repo")
+	if ls := must("", "ls"); !strings.Contains(ls, "suspended") {
+		t.Fatalf("ls after stop --suspend:\n%s", ls)
+	}
+	began := time.Now()
+	must("", "start", "repo")
+	t.Logf("resumed in %v", time.Since(began).Round(time.Millisecond))
+	if after := claudePid(); after != pid {
+		t.Fatalf("Claude Code's pid was %s before the suspend, %s after", pid, after)
+	}
+	if list := must("", "chat", "repo", "--list"); strings.Contains(list, "exited") {
+		t.Fatalf("after the resume the session shows exited:\n%s", list)
+	}
+	before := len(model.Requests())
+	must("after the resume", "chat", "repo/claude")
+	waitUntil(t, 10*60*time.Second, "the request after the resume", func() bool {
+		for _, r := range model.Requests()[before:] {
+			if r.Contains("after the resume") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // claudeEndToEnd runs the checks on backend, with config (TOML, when not empty) as the
 // daemon's config file.
 func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
+	claudeEndToEndIn(t, backend, config, nil, 1, upArgs...)
+}
+
+// mustRun runs paddock with stdin as its input, fails the test on a non-zero exit and
+// returns stdout.
+type mustRun func(stdin string, args ...string) string
+
+// claudeEndToEndIn is claudeEndToEnd with prepare (when not nil) run on the daemon's home
+// before anything, and every wait for the sandbox slow times longer. It returns its
+// paddock and model server, the sandbox "repo" still up, for more checks.
+func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *testing.T, home string), slow time.Duration, upArgs ...string) (mustRun, *modeltest.Anthropic) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
@@ -149,6 +206,11 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 			t.Fatal(err)
 		}
 	}
+	if prepare != nil {
+		prepare(t, home)
+	}
+	began := time.Now()
+	defer func() { t.Logf("on %s, from up to the end: %v", backend, time.Since(began).Round(time.Second)) }()
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
 
@@ -157,7 +219,7 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 	pane := func() string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 	}
-	waitUntil(t, 60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane(), "❯") })
+	waitUntil(t, slow*60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane(), "❯") })
 	screen := pane()
 	t.Logf("Claude's first screen:\n%s", screen)
 	for _, dialog := range []string{"Do you want to use this API key", "trust the files", "Bypass Permissions mode", "Choose the text style", "No, exit"} {
@@ -168,11 +230,11 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 
 	// A prompt sent by chat makes the model call Bash, which Claude runs in /workspace as agent.
 	must("RUN: id -un > /workspace/whoami.txt && pwd >> /workspace/whoami.txt", "chat", "repo/claude")
-	waitUntil(t, 60*time.Second, "the tool's output file", func() bool {
+	waitUntil(t, slow*60*time.Second, "the tool's output file", func() bool {
 		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
 		return code == 0 && out == "agent\n/workspace\n"
 	})
-	waitUntil(t, 30*time.Second, "the session to go idle", func() bool {
+	waitUntil(t, slow*30*time.Second, "the session to go idle", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
 	if model.Key() != realKey {
@@ -185,7 +247,7 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 		Kind, Text, Tool, Output string
 		Input                    json.RawMessage
 	}
-	waitUntil(t, 20*time.Second, "the whole turn in the transcript", func() bool {
+	waitUntil(t, slow*20*time.Second, "the whole turn in the transcript", func() bool {
 		entries = nil
 		if err := json.Unmarshal([]byte(must("", "transcript", "repo/claude", "--json")), &entries); err != nil {
 			t.Fatal(err)
@@ -220,14 +282,14 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 	// Kill the agent's process: the session shows exited; restart resumes the conversation.
 	// (SIGKILL: under gVisor's 2022 runsc, Claude Code heeds neither SIGTERM nor SIGHUP.)
 	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
-	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+	waitUntil(t, slow*20*time.Second, "the session to show exited", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
 	})
 	must("", "restart", "repo/claude")
-	waitUntil(t, 60*time.Second, "Claude's prompt after restart", func() bool { return strings.Contains(pane(), "❯") })
+	waitUntil(t, slow*60*time.Second, "Claude's prompt after restart", func() bool { return strings.Contains(pane(), "❯") })
 	before := len(model.Requests())
 	must("after the restart", "chat", "repo/claude")
-	waitUntil(t, 60*time.Second, "the resumed conversation's request", func() bool {
+	waitUntil(t, slow*60*time.Second, "the resumed conversation's request", func() bool {
 		reqs := model.Requests()
 		for _, r := range reqs[before:] {
 			if r.Contains("after the restart") && r.Contains("whoami.txt") {
@@ -240,6 +302,7 @@ func claudeEndToEnd(t *testing.T, backend, config string, upArgs ...string) {
 	// The real key is nowhere in the sandbox.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
 	_ = io.Discard
+	return must, model
 }
 
 // TestClaudeFork forks a Claude Code session: the fork starts on a copy of the

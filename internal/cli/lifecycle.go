@@ -37,17 +37,35 @@ func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, con
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
+			if info.Detail != "" {
+				fmt.Fprintf(f.IO.ErrOut, "paddock: %s %s\n", info.Name, info.Detail)
+			}
 			return nil
 		},
 	}
 }
 
 func newCmdStart(f *Factory) *cobra.Command {
-	return newCmdStateChange(f, "start", "Start a stopped sandbox", (*api.Client).Start)
+	return newCmdStateChange(f, "start", "Start a stopped sandbox, or resume a suspended one", (*api.Client).Start)
 }
 
 func newCmdStop(f *Factory) *cobra.Command {
-	return newCmdStateChange(f, "stop", "Stop a sandbox and every process in it; its workspace is kept", (*api.Client).Stop)
+	var suspend bool
+	cmd := newCmdStateChange(f, "stop", "Stop a sandbox and every process in it; its workspace is kept",
+		func(c *api.Client, ctx context.Context, name string) (sandbox.Info, error) {
+			if suspend {
+				return c.Suspend(ctx, name)
+			}
+			return c.Stop(ctx, name)
+		})
+	cmd.Use = "stop NAME [--suspend]"
+	cmd.Long = `Stop a sandbox and every process in it; its workspace is kept.
+
+With --suspend, its memory is kept too: the sandbox is paused and saved, and paddock start
+resumes its processes where they were (a microVM under QEMU; other backends refuse it,
+changing nothing). paddock stop on a suspended sandbox drops the saved memory.`
+	cmd.Flags().BoolVar(&suspend, "suspend", false, "keep the sandbox's memory, for start to resume its processes")
+	return cmd
 }
 
 func newCmdRm(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {
@@ -89,14 +107,14 @@ func runRm(ctx context.Context, f *Factory, opts *nameOptions) error {
 				return apperr.Conflict(fmt.Sprintf("stop it first (`paddock stop %s`) or remove it anyway with `paddock rm -f %s`", opts.name, opts.name),
 					"sandbox %q is running", opts.name)
 			}
-		case "stopped":
+		case "stopped", "suspended":
 			fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s for its final snapshot\n", opts.name)
 			if _, err := c.Start(ctx, opts.name); err != nil {
 				return fmt.Errorf("start %s for its final snapshot (--purge removes it without one): %w", opts.name, err)
 			}
 			force = true
 		}
-		if info.State == "running" || info.State == "stopped" {
+		if info.State == "running" || info.State == "stopped" || info.State == "suspended" {
 			m, err := c.TakeSnapshot(ctx, opts.name, api.SnapshotRequest{Note: "before rm"}, nil)
 			if err != nil {
 				return fmt.Errorf("the final snapshot of %s failed, so it stays (--purge removes it without one): %w", opts.name, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -42,10 +43,26 @@ func microvmSetup(ts *testscript.TestScript, neg bool, args []string) {
 	smallGuestPath, err := testenv.SmallGuest()
 	ts.Check(err)
 	home := ts.Getenv("PADDOCK_HOME")
-	dir := filepath.Join(home, "sandboxes", microvm.Name)
-	ts.Check(os.MkdirAll(microvmImages, 0o700))
-	ts.Check(os.MkdirAll(dir, 0o711))
-	ts.Check(os.Symlink(microvmImages, filepath.Join(dir, ".images")))
+	ts.Check(linkMicroVMImages(home))
 	cfg := fmt.Sprintf("agent_binary = %q\n", smallGuestPath)
 	ts.Check(os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600))
+}
+
+// linkMicroVMImages makes the shared image cache the microvm backend's under home.
+func linkMicroVMImages(home string) error {
+	dir := filepath.Join(home, "sandboxes", microvm.Name)
+	if err := os.MkdirAll(microvmImages, 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	return os.Symlink(microvmImages, filepath.Join(dir, ".images"))
+}
+
+// shareMicroVMImages is linkMicroVMImages for a test.
+func shareMicroVMImages(t *testing.T, home string) {
+	if err := linkMicroVMImages(home); err != nil {
+		t.Fatal(err)
+	}
 }

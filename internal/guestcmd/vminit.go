@@ -442,6 +442,9 @@ func runGuest(cfg vmspec.Config) error {
 			case vmspec.ReadLimits:
 				data, _ := json.Marshal(readLimits())
 				fmt.Fprintf(control, "%s %s\n", id, data)
+			case vmspec.Sync:
+				unix.Sync()
+				fmt.Fprintf(control, "%s {}\n", id)
 			case vmspec.Poweroff:
 				fmt.Fprintf(control, "%s {}\n", id)
 				return errors.New("powering off as the host asked")

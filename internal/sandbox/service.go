@@ -329,7 +329,8 @@ func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 	return in
 }
 
-// Start starts a stopped sandbox; starting a running one changes nothing.
+// Start starts a stopped sandbox, or resumes a suspended one; starting a running one
+// changes nothing.
 func (s *Service) Start(ctx context.Context, name string) (Info, error) {
 	sb, err := s.record(ctx, name)
 	if err != nil {
@@ -561,7 +562,7 @@ func (s *Service) Reconcile(ctx context.Context) {
 		}
 		in := s.info(ctx, sb)
 		s.log.Info("reconcile", "sandbox", sb.Name, "recorded", sb.State, "actual", in.State)
-		if in.State != sb.State && (in.State == "running" || in.State == "stopped") {
+		if in.State != sb.State && (in.State == "running" || in.State == "stopped" || in.State == string(backend.StateSuspended)) {
 			sb.State = in.State
 			s.opts.Store.UpdateSandbox(ctx, sb)
 		}

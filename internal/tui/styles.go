@@ -47,7 +47,9 @@ func lookOf(status string) statusLook {
 var sandboxStateStyle = map[string]lipgloss.Style{
 	"running": lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
 	"stopped": lipgloss.NewStyle().Foreground(lipgloss.Color("8")),
-	"error":   lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+	// suspended: stopped with its memory kept; start resumes it.
+	"suspended": lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+	"error":     lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
 	// lost: its backend has no trace of it; `paddock up NAME` restores its newest snapshot.
 	"lost": lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
 }

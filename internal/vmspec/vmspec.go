@@ -73,6 +73,10 @@ const (
 	Poweroff = "poweroff"
 	// ReadLimits answers the limits in force, read from the sandbox's cgroup (Limits).
 	ReadLimits = "limits"
+	// Sync writes every file system's dirty data to the disks and answers {} once done:
+	// before the VM is suspended, so that a saved state that does not load later loses
+	// the processes but not the files they wrote.
+	Sync = "sync"
 )
 
 // Limits are what ReadLimits answers.

@@ -121,6 +121,7 @@ function handle(ev) {
     case 'created':
     case 'started':
     case 'stopped':
+    case 'suspended':
     case 'removed':
       soon('sb:' + sb, () => refreshSandbox(sb));
       break;

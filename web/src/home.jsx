@@ -100,7 +100,8 @@ function SandboxCard({ sb }) {
       )}
       {sb.state !== 'running' && (
         <p class="muted">
-          Stopped. <Link href={urls.sandbox(sb.name)}>Start it</Link> to see its sessions.
+          {sb.state === 'suspended' ? 'Suspended. ' : 'Stopped. '}
+          <Link href={urls.sandbox(sb.name)}>{sb.state === 'suspended' ? 'Resume it' : 'Start it'}</Link> to see its sessions.
         </p>
       )}
     </section>

@@ -215,10 +215,18 @@ type vmmDriver interface {
 	connect(ctx context.Context, id backend.ID) (*yamux.Session, error)
 	// control sends a request to the VM's init and returns its answer.
 	control(ctx context.Context, id backend.ID, req string) ([]byte, error)
+	// suspendable says whether the monitor can save a VM's state: nil, or an error
+	// wrapping backend.ErrNotSupported.
+	suspendable() error
+	// save pauses the running VM and writes its state to path, leaving its monitor
+	// running, the VM paused; on failure the VM runs on.
+	save(ctx context.Context, id backend.ID, path string) error
+	// resume starts the VM from the state saved at path, running once it returns.
+	resume(ctx context.Context, id backend.ID, md meta, path string) error
 }
 
-// Start boots the VM (again: after a stop, or a monitor that died) unless it runs, and
-// returns once the guest answers.
+// Start boots the VM (again: after a stop, or a monitor that died) unless it runs, or
+// resumes it where Suspend saved it, and returns once the guest answers.
 func (m *MicroVM) Start(ctx context.Context, id backend.ID) error {
 	md, err := m.readMeta(id)
 	if err != nil {
@@ -244,7 +252,7 @@ func (m *MicroVM) Start(ctx context.Context, id backend.ID) error {
 		if err := os.WriteFile(filepath.Join(dir, runningFile), nil, 0o600); err != nil {
 			return err
 		}
-		if err := d.boot(ctx, id, md); err != nil {
+		if err := m.resumeOrBoot(ctx, id, md, d); err != nil {
 			os.Remove(filepath.Join(dir, runningFile))
 			return err
 		}
@@ -290,7 +298,8 @@ func (m *MicroVM) forget(id backend.ID) {
 }
 
 // Stop asks the VM's init to end every process, sync and power off, and waits for the
-// monitor to end; one that does not is ended. The data disk is kept.
+// monitor to end; one that does not is ended. The data disk is kept; a suspended VM's
+// saved memory is not (the next Start boots afresh).
 func (m *MicroVM) Stop(ctx context.Context, id backend.ID) error {
 	md, err := m.readMeta(id)
 	if err != nil {
@@ -298,6 +307,8 @@ func (m *MicroVM) Stop(ctx context.Context, id backend.ID) error {
 	}
 	dir := m.sandboxDir(id)
 	os.Remove(filepath.Join(dir, runningFile))
+	os.Remove(filepath.Join(dir, savedState))
+	os.Remove(filepath.Join(dir, resumeNote))
 	m.forget(id)
 	d := m.vmm(md.VMM)
 	alive, _, err := d.status(ctx, id)
@@ -321,8 +332,8 @@ func (m *MicroVM) Destroy(ctx context.Context, id backend.ID) error {
 	return os.RemoveAll(m.sandboxDir(id))
 }
 
-// State reports the VM's state: running, stopped, created, or an error saying why (a
-// monitor that ended without being stopped, a VM that is not running).
+// State reports the VM's state: running, suspended, stopped, created, or an error saying
+// why (a monitor that ended without being stopped, a VM that is not running).
 func (m *MicroVM) State(ctx context.Context, id backend.ID) (backend.Status, error) {
 	md, err := m.readMeta(id)
 	if err != nil {
@@ -338,7 +349,8 @@ func (m *MicroVM) State(ctx context.Context, id backend.ID) (backend.Status, err
 	}
 	switch {
 	case alive && detail == "":
-		return backend.Status{State: backend.StateRunning}, nil
+		note, _ := os.ReadFile(filepath.Join(dir, resumeNote))
+		return backend.Status{State: backend.StateRunning, Detail: string(note)}, nil
 	case alive:
 		return backend.Status{State: backend.StateError, Detail: "the VM is " + detail + ": start to boot it again"}, nil
 	case exists(filepath.Join(dir, runningFile)):
@@ -347,6 +359,8 @@ func (m *MicroVM) State(ctx context.Context, id backend.ID) (backend.Status, err
 			why += " (its console's last line: " + last + ")"
 		}
 		return backend.Status{State: backend.StateError, Detail: why + ": start to boot it again"}, nil
+	case exists(filepath.Join(dir, savedState)):
+		return backend.Status{State: backend.StateSuspended, Detail: "its memory is saved: start resumes it"}, nil
 	case exists(filepath.Join(dir, startedFile)):
 		return backend.Status{State: backend.StateStopped}, nil
 	}

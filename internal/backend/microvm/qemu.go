@@ -34,6 +34,7 @@ type qemuVMM struct{ m *MicroVM }
 // Files of a sandbox's directory, for QEMU.
 const (
 	qemuPid       = "qemu.pid"
+	qemuLog       = "qemu.log" // what QEMU says once it runs detached
 	qmpSocket     = "qmp.sock"
 	guestSocket   = "guest.sock"
 	controlSocket = "control.sock"
@@ -160,14 +161,20 @@ func tscKHz() int {
 	return 0
 }
 
-// args is QEMU's command line for a sandbox's VM.
-func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta) []string {
+// args is QEMU's command line for a sandbox's VM; with incoming, the VM's state
+// (memory and devices) is loaded from that file rather than booted, and the VM waits,
+// paused, for a cont.
+func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) []string {
 	accel, _ := q.accel()
 	cpus, mem := vmSize(md.Limits)
 	machine := "microvm,accel=" + accel + ",pit=on,pic=on,rtc=on"
-	cpu := "qemu64" // under TCG, the cheapest to emulate
-	if accel == "kvm" {
+	cpu := q.m.settings.CPU
+	switch {
+	case cpu != "":
+	case accel == "kvm":
 		cpu = "host"
+	default:
+		cpu = "max"
 	}
 	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
 	if khz := tscKHz(); khz > 0 && accel == "tcg" {
@@ -192,7 +199,10 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta) []string {
 		"-chardev", "socket,id=control,path=" + controlSocket + ",server=on,wait=off",
 		"-device", "virtserialport,chardev=control,name=" + vmspec.ControlPort,
 		"-qmp", "unix:" + qmpSocket + ",server=on,wait=off",
-		"-pidfile", filepath.Join(dir, qemuPid), "-daemonize",
+		"-pidfile", filepath.Join(dir, qemuPid), "-D", filepath.Join(dir, qemuLog), "-daemonize",
+	}
+	if incoming != "" {
+		a = append(a, "-S", "-incoming", "exec:cat "+shellQuote(incoming))
 	}
 	if md.OpenNetwork {
 		a = append(a, "-netdev", userNetdev, "-device", "virtio-net-device,netdev=n0")
@@ -209,15 +219,21 @@ var userNetdev = func() string {
 }()
 
 func (q *qemuVMM) boot(ctx context.Context, id backend.ID, md meta) error {
+	return q.launch(ctx, id, md, "")
+}
+
+// launch starts the sandbox's QEMU, detached; with incoming, loading the VM's state
+// from that file (which goes on after launch returns).
+func (q *qemuVMM) launch(ctx context.Context, id backend.ID, md meta, incoming string) error {
 	dir := q.m.sandboxDir(id)
-	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, consoleLog} {
+	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, consoleLog, qemuLog} {
 		os.Remove(filepath.Join(dir, s))
 	}
 	kernelELF, initrd, _, err := q.m.bootFiles(md)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, q.m.settings.QEMU, q.args(dir, kernelELF, initrd, md)...)
+	cmd := exec.CommandContext(ctx, q.m.settings.QEMU, q.args(dir, kernelELF, initrd, md, incoming)...)
 	cmd.Dir = dir
 	// Its own session: a VM outlives the daemon that started it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

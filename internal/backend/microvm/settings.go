@@ -26,6 +26,10 @@ type Settings struct {
 	DiskSize string `toml:"disk_size"`
 	// Accel is QEMU's accelerator: "kvm", "tcg", or empty for KVM where it works.
 	Accel string `toml:"accel"`
+	// CPU is the processor model QEMU gives the VMs (its -cpu); empty: the host's under
+	// KVM, and under TCG "max", every instruction QEMU emulates (AVX2 among them, which
+	// native agent binaries such as Claude Code's need: "qemu64" has not even SSE4.2).
+	CPU string `toml:"cpu"`
 	// QEMU and Firecracker are the monitors' programs; Jailer is Firecracker's jailer,
 	// used when set.
 	QEMU        string `toml:"qemu"`
