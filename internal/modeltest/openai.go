@@ -27,6 +27,11 @@ type OpenAIResponses struct {
 	next atomic.Int64 // for response, item and call ids
 }
 
+// ChatGPTResponses is the path of the Responses API on ChatGPT's backend, where Codex
+// signed in with a ChatGPT login sends its model calls (its base URL is
+// chatgpt_base_url's backend-api/codex).
+const ChatGPTResponses = "/backend-api/codex/responses"
+
 // OpenAICached is the cached_tokens of every usage the OpenAI server reports.
 const OpenAICached = 64
 
@@ -84,7 +89,7 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 	parseErr := parseOpenAI(body, &req, &rec)
 	s.log.add(rec)
 	switch {
-	case r.Method != http.MethodPost || r.URL.Path != "/v1/responses":
+	case r.Method != http.MethodPost || (r.URL.Path != "/v1/responses" && r.URL.Path != ChatGPTResponses):
 		openaiError(w, http.StatusNotFound, fmt.Sprintf("modeltest: no route for %s %s", r.Method, r.URL.Path))
 	case parseErr != nil:
 		openaiError(w, http.StatusBadRequest, parseErr.Error())
