@@ -33,7 +33,7 @@ const chatgptAuthClaim = "https://api.openai.com/auth"
 func CodexAccessPlaceholder(token string) string {
 	return unsignedJWT(map[string]any{
 		"iss": "paddock", "sub": "paddock-placeholder", "exp": codexPlaceholderExpiry.Unix(),
-		chatgptAuthClaim: map[string]any{"chatgpt_account_id": codexPlaceholderAccount},
+		chatgptAuthClaim:      map[string]any{"chatgpt_account_id": codexPlaceholderAccount},
 		"paddock_sandbox_key": token,
 	})
 }

@@ -67,8 +67,8 @@ const ChatGPT = "chatgpt"
 var builtin = map[string]struct {
 	route, base, baseEnv, keyEnv, wire, login string
 	paths                                     []string
-	inject                             func(h http.Header, q url.Values, key string)
-	env                                map[string]string
+	inject                                    func(h http.Header, q url.Values, key string)
+	env                                       map[string]string
 }{
 	"anthropic": {
 		route: "/anthropic", base: "https://api.anthropic.com", baseEnv: "ANTHROPIC_BASE_URL", keyEnv: "ANTHROPIC_API_KEY", wire: WireAnthropic,
