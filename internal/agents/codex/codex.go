@@ -29,6 +29,7 @@ var Agent = &agents.Agent{
 	Tested:    "yes, the same checks against a scripted OpenAI Responses server, and two sessions in one sandbox each resuming its own conversation",
 	Hosts:     []string{"api.openai.com", "chatgpt.com"},
 	Provider:  "openai",
+	Login:     "codex",
 
 	Command: []string{"codex"},
 	New:     []string{"--dangerously-bypass-approvals-and-sandbox", "--no-daemon"},
@@ -55,9 +56,18 @@ func rolloutGlob(id string) string {
 }
 
 // files declare the provider, trust the working directory, skip the first-run screens
-// and install the notify program.
+// and install the notify program. With the daemon's ChatGPT login, Codex signs in with
+// an auth.json of placeholders and sends its calls to ChatGPT's backend through the
+// credential proxy.
 func files(s agents.Session) []agents.File {
 	notify := []string{inside.GuestBinary, inside.GuestCommand, "notify", "--status", "idle", "--conversation-file", rolloutGlob("{id}")}
+	if s.LoginFile != nil {
+		return []agents.File{
+			{Path: inside.Home + "/.codex/auth.json", Mode: 0o600, Content: s.LoginFile},
+			{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
+				Content: []byte(codexconf.ChatGPT(Model, upgradeTarget, s.CredsBase+"/chatgpt/backend-api/", s.Dir, notify))},
+		}
+	}
 	return []agents.File{{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
 		Content: []byte(codexconf.Config(Model, upgradeTarget, s.CredsBase+"/openai/v1", "OPENAI_API_KEY", s.Dir, notify))}}
 }
