@@ -12,72 +12,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/modeltest"
 )
-
-// tokenEndpoint is a faithful fake of an OAuth token endpoint (auth.openai.com's or
-// platform.claude.com's /oauth/token): it takes a JSON refresh_token grant from the
-// right client with the current refresh token, answers new tokens and rotates the
-// refresh token (the old one is spent); revoke makes it refuse every grant.
-type tokenEndpoint struct {
-	t        *testing.T
-	srv      *httptest.Server
-	clientID string
-	mu       sync.Mutex
-	refresh  string // the refresh token it accepts
-	access   string // the access token it gave last
-	grants   int
-	revoked  bool
-	idToken  string
-	ttl      time.Duration
-}
-
-func newTokenEndpoint(t *testing.T, clientID, refresh string) *tokenEndpoint {
-	e := &tokenEndpoint{t: t, clientID: clientID, refresh: refresh, ttl: time.Hour}
-	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
-	t.Cleanup(e.srv.Close)
-	return e
-}
-
-func (e *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var req map[string]string
-	if r.Method != http.MethodPost || r.URL.Path != "/oauth/token" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
-		json.NewDecoder(r.Body).Decode(&req) != nil {
-		http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
-		return
-	}
-	switch {
-	case req["grant_type"] != "refresh_token":
-		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
-	case req["client_id"] != e.clientID:
-		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
-	case e.revoked || req["refresh_token"] != e.refresh:
-		http.Error(w, `{"error":{"code":"refresh_token_invalidated","message":"revoked"}}`, http.StatusUnauthorized)
-	default:
-		e.grants++
-		e.refresh = fmt.Sprintf("rt-rotated-%d", e.grants)
-		e.access = unsignedJWT(map[string]any{"exp": time.Now().Add(e.ttl).Unix(), "n": e.grants})
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"access_token": e.access, "refresh_token": e.refresh, "id_token": e.idToken})
-	}
-}
-
-func (e *tokenEndpoint) revoke() {
-	e.mu.Lock()
-	e.revoked = true
-	e.mu.Unlock()
-}
 
 // loginProxy is a proxy over upstream for every provider, with logins kept in a
 // temporary directory and refreshed at tokens.
-func loginProxy(t *testing.T, upstream string, claudeTokens, codexTokens *tokenEndpoint) (*httptest.Server, *Logins) {
+func loginProxy(t *testing.T, upstream string, claudeTokens, codexTokens *modeltest.TokenEndpoint) (*httptest.Server, *Logins) {
 	settings := map[string]Settings{"anthropic": {BaseURL: upstream}, ChatGPT: {BaseURL: upstream}, "openai": {BaseURL: upstream + "/v1", Key: "sk-openai-REAL"}}
 	if claudeTokens != nil {
-		settings["anthropic"] = Settings{BaseURL: upstream, TokenURL: claudeTokens.srv.URL + "/oauth/token"}
+		settings["anthropic"] = Settings{BaseURL: upstream, TokenURL: claudeTokens.URL()}
 	}
 	if codexTokens != nil {
-		settings[ChatGPT] = Settings{BaseURL: upstream, TokenURL: codexTokens.srv.URL + "/oauth/token"}
+		settings[ChatGPT] = Settings{BaseURL: upstream, TokenURL: codexTokens.URL()}
 	}
 	provs, err := Providers(settings, func(string) string { return "" }, t.TempDir())
 	if err != nil {
@@ -192,7 +139,7 @@ func TestLoginClaudeSwapsPlaceholderOnAPIPathsOnly(t *testing.T) {
 
 func TestLoginClaudeRevokedGivesAgentAndDoctorAClearError(t *testing.T) {
 	up := newRecorder(t)
-	tokens := newTokenEndpoint(t, "9d1c250a-e61b-44d9-88ed-5944d1962f5e", "rt-claude-1")
+	tokens := modeltest.NewTokenEndpoint(t, "9d1c250a-e61b-44d9-88ed-5944d1962f5e", "rt-claude-1", nil)
 	srv, logins := loginProxy(t, up.srv.URL, tokens, nil)
 	logins.Save(LoginClaude, Login{AccessToken: "sk-ant-oat01-old", RefreshToken: "rt-claude-1", ExpiresAt: time.Now().Add(time.Hour),
 		Scopes: []string{"user:inference"}, Source: "claude-credentials"})
@@ -217,19 +164,19 @@ func TestLoginClaudeRevokedGivesAgentAndDoctorAClearError(t *testing.T) {
 		t.Fatalf("after the refresh: %d %s", status, body)
 	}
 	reqs := up.all()
-	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer "+tokens.access || tokens.grants != 1 {
-		t.Fatalf("upstream got %q after %d grants, want the refreshed token", got, tokens.grants)
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer "+tokens.Access() || tokens.Grants() != 1 {
+		t.Fatalf("upstream got %q after %d grants, want the refreshed token", got, tokens.Grants())
 	}
 	if st := logins.Status(LoginClaude); st.Problem != "" {
 		t.Fatalf("a refreshed login still has a problem: %+v", st)
 	}
 	kept, _ := logins.Load(LoginClaude)
-	if kept.RefreshToken != "rt-rotated-1" || kept.AccessToken != tokens.access {
+	if kept.RefreshToken != tokens.RefreshToken() || kept.AccessToken != tokens.Access() {
 		t.Fatalf("the refreshed tokens were not kept: %+v", kept)
 	}
 
 	// Revoked: the refresh is refused, the agent is told what to run, and so is doctor.
-	tokens.revoke()
+	tokens.Revoke()
 	logins.Refused(LoginClaude, 401)
 	n := len(up.all())
 	status, body = send(t, "POST", srv.URL+"/anthropic/v1/messages", placeholder, `{}`)
@@ -246,12 +193,12 @@ func TestLoginClaudeRevokedGivesAgentAndDoctorAClearError(t *testing.T) {
 
 func TestLoginCodexSwapsTokenAndAccountAndRefreshes(t *testing.T) {
 	up := newRecorder(t)
-	tokens := newTokenEndpoint(t, "app_EMoamEEZ73f0CkXaXp7hrann", "rt-codex-REAL")
-	tokens.idToken = unsignedJWT(map[string]any{"email": "me@example.com", chatgptAuthClaim: map[string]any{"chatgpt_plan_type": "pro", "chatgpt_account_id": "acct-REAL"}})
+	claims := map[string]any{"email": "me@example.com", chatgptAuthClaim: map[string]any{"chatgpt_plan_type": "pro", "chatgpt_account_id": "acct-REAL"}}
+	tokens := modeltest.NewTokenEndpoint(t, "app_EMoamEEZ73f0CkXaXp7hrann", "rt-codex-REAL", claims)
 	srv, logins := loginProxy(t, up.srv.URL, nil, tokens)
 	expired := unsignedJWT(map[string]any{"exp": time.Now().Add(-time.Hour).Unix()})
 	auth := fmt.Sprintf(`{"OPENAI_API_KEY": null, "tokens": {"id_token": %q, "access_token": %q, "refresh_token": "rt-codex-REAL", "account_id": "acct-REAL"}, "last_refresh": "2026-01-01T00:00:00Z"}`,
-		tokens.idToken, expired)
+		modeltest.JWT(claims), expired)
 	lg, err := ParseLogin(LoginCodex, "", []byte(auth))
 	if err != nil {
 		t.Fatal(err)
@@ -287,14 +234,14 @@ func TestLoginCodexSwapsTokenAndAccountAndRefreshes(t *testing.T) {
 	// and the real account go upstream.
 	headers := map[string]string{"Authorization": "Bearer " + sandboxAuth.Tokens.AccessToken, "Chatgpt-Account-Id": sandboxAuth.Tokens.AccountID}
 	status, body := send(t, "POST", srv.URL+"/chatgpt/backend-api/codex/responses", headers, `{}`)
-	if status != 200 || tokens.grants != 1 {
-		t.Fatalf("model call: %d %s after %d grants", status, body, tokens.grants)
+	if status != 200 || tokens.Grants() != 1 {
+		t.Fatalf("model call: %d %s after %d grants", status, body, tokens.Grants())
 	}
 	got := up.all()[0]
-	if got.URL.Path != "/backend-api/codex/responses" || got.Header.Get("Authorization") != "Bearer "+tokens.access || got.Header.Get("Chatgpt-Account-Id") != "acct-REAL" {
+	if got.URL.Path != "/backend-api/codex/responses" || got.Header.Get("Authorization") != "Bearer "+tokens.Access() || got.Header.Get("Chatgpt-Account-Id") != "acct-REAL" {
 		t.Fatalf("upstream got %s with %v", got.URL.Path, got.Header)
 	}
-	if kept, _ := logins.Load(LoginCodex); kept.RefreshToken != "rt-rotated-1" || kept.AccessToken != tokens.access || kept.ExpiresAt.Before(time.Now()) {
+	if kept, _ := logins.Load(LoginCodex); kept.RefreshToken != tokens.RefreshToken() || kept.AccessToken != tokens.Access() || kept.ExpiresAt.Before(time.Now()) {
 		t.Fatalf("the refreshed login was not kept: %+v", kept)
 	}
 	// Telemetry and plugins are refused; the model list and account look-ups go.
@@ -312,10 +259,10 @@ func TestLoginCodexSwapsTokenAndAccountAndRefreshes(t *testing.T) {
 			fmt.Sprintf(`{"client_id":"app_EMoamEEZ73f0CkXaXp7hrann","grant_type":"refresh_token","refresh_token":%q}`, rt))
 	}
 	status, body = refresh(sandboxAuth.Tokens.RefreshToken)
-	if status != 200 || !strings.Contains(body, sandboxAuth.Tokens.AccessToken) || strings.Contains(body, tokens.access) || strings.Contains(body, "rt-rotated") {
+	if status != 200 || !strings.Contains(body, sandboxAuth.Tokens.AccessToken) || strings.Contains(body, tokens.Access()) || strings.Contains(body, tokens.RefreshToken()) {
 		t.Fatalf("refresh through the proxy: %d %s", status, body)
 	}
-	if status, _ := refresh("rt-rotated-1"); status != 401 {
+	if status, _ := refresh(tokens.RefreshToken()); status != 401 {
 		t.Fatalf("the real refresh token was taken at the sandbox's endpoint: %d", status)
 	}
 
@@ -324,7 +271,7 @@ func TestLoginCodexSwapsTokenAndAccountAndRefreshes(t *testing.T) {
 	up.mu.Lock()
 	up.status = 401
 	up.mu.Unlock()
-	tokens.revoke()
+	tokens.Revoke()
 	status, body = send(t, "POST", srv.URL+"/chatgpt/backend-api/codex/responses", headers, `{}`)
 	if status != 401 || !strings.Contains(body, "paddock login codex") {
 		t.Fatalf("refused token: %d %s", status, body)
