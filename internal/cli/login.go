@@ -19,7 +19,7 @@ type loginOptions struct {
 	caFile string
 	name   string
 	// A provider's subscription login (paddock login claude|codex).
-	tokenFile, file string
+	tokenFile, file  string
 	fromHost, remove bool
 }
 
