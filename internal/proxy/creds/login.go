@@ -273,7 +273,11 @@ func (l *Logins) Refresh(ctx context.Context, name string) (Login, error) {
 		return lg, nil
 	}
 	if lg.RefreshToken == "" {
-		return Login{}, l.refusedLocked(name, "its token expired and there is no refresh token to renew it")
+		msg := "its token expired and there is no refresh token to renew it"
+		if p, ok := l.problems[name]; ok && l.stale[name] {
+			msg = p.msg + ", and there is no refresh token to renew it"
+		}
+		return Login{}, l.refusedLocked(name, msg)
 	}
 	ep := l.endpoints[name]
 	body := map[string]any{"grant_type": "refresh_token", "refresh_token": lg.RefreshToken, "client_id": ep.clientID}
@@ -342,9 +346,17 @@ func (l *Logins) Refused(name string, status int) {
 
 func (l *Logins) refusedLocked(name, msg string) error {
 	l.problems[name] = problem{msg: msg, at: l.now()}
-	return fmt.Errorf("the %s login the daemon holds no longer works: %s; run `paddock login %s` on the daemon's host: %w",
-		name, msg, name, ErrLoginRefused)
+	return refusedError(fmt.Sprintf("the %s login the daemon holds no longer works: %s; run `paddock login %s` on the daemon's host",
+		name, msg, name))
 }
+
+// refusedError is an ErrLoginRefused whose message is whole sentences, for the agent.
+type refusedError string
+
+func (e refusedError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrLoginRefused) hold.
+func (e refusedError) Is(target error) bool { return target == ErrLoginRefused }
 
 // oauthError is the error of an OAuth error answer, for a message (never a token: the
 // answer is the provider's, and names the error only).
