@@ -54,6 +54,9 @@ func TestClaudeSubscriptionEndToEnd(t *testing.T) {
 		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
 		return code == 0 && out == "agent\n"
 	})
+	waitUntil(t, 30*time.Second, "the turn to end", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
+	})
 	reqs := model.Requests()
 	for _, r := range reqs {
 		if r.Header.Get("Authorization") != "Bearer "+realToken || r.Header.Get("X-Api-Key") != "" ||
@@ -176,6 +179,10 @@ func TestCodexSubscriptionEndToEnd(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the session to go idle", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
+	// Metered as with a key, to the session (Codex sends X-Paddock-Session).
+	if usage := must("", "usage", "repo", "--json"); !strings.Contains(usage, `"session": "codex"`) {
+		t.Errorf("usage of a ChatGPT session:\n%s", usage)
+	}
 
 	// The backend stops taking the token (expired early): Codex refreshes through the
 	// proxy, the daemon refreshes on the host, and the turn goes on.
@@ -206,9 +213,9 @@ func TestCodexSubscriptionEndToEnd(t *testing.T) {
 	tokens.Revoke()
 	model.Revoke(tokens.Access())
 	must("are you there?", "chat", "repo/codex")
+	// Codex words a refused refresh itself; it does not show the endpoint's message.
 	waitUntil(t, 90*time.Second, "the refusal on Codex's screen", func() bool {
-		s := words(pane())
-		return strings.Contains(s, "paddock login codex") || strings.Contains(s, "sign in again") || strings.Contains(s, "log out and sign in")
+		return strings.Contains(words(pane()), "Your access token could not be refreshed because your refresh token was revoked")
 	})
 	t.Logf("Codex's screen with a revoked login:\n%s", pane())
 	doctor, _, _ := paddock("", "doctor")

@@ -117,7 +117,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	credsProxy, err := credentialProxy(cfg, p.KeyDir(), p.LoginDir(), log)
+	credsProxy, err := credentialProxy(cfg, p.KeyDir(), p.LoginDir(), filepath.Join(filepath.Dir(p.Config), "proxy-ca"), log)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
@@ -241,8 +241,8 @@ func GuestBinary(self string) string {
 
 // credentialProxy builds the credential proxy from the config's providers, the daemon's
 // environment and the subscription logins in loginDir, with a route for each http MCP
-// server that needs headers.
-func credentialProxy(cfg config.Config, keyDir, loginDir string, log *slog.Logger) (*creds.Proxy, error) {
+// server that needs headers, speaking TLS too with a certificate of the CA in caDir.
+func credentialProxy(cfg config.Config, keyDir, loginDir, caDir string, log *slog.Logger) (*creds.Proxy, error) {
 	providers, err := creds.Providers(cfg.Providers, os.Getenv, keyDir)
 	if err != nil {
 		return nil, err
@@ -259,6 +259,11 @@ func credentialProxy(cfg config.Config, keyDir, loginDir string, log *slog.Logge
 	}
 	proxy := creds.New(providers, nil, log)
 	proxy.SetLogins(creds.NewLogins(loginDir, cfg.Providers, os.Getenv, nil))
+	ca, err := creds.LoadProxyCA(caDir)
+	if err != nil {
+		return nil, fmt.Errorf("the credential proxy's TLS: %w", err)
+	}
+	proxy.SetTLS(ca)
 	return proxy, nil
 }
 

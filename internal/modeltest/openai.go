@@ -38,6 +38,11 @@ func (s *OpenAIResponses) Revoke(token string) { s.revoked.Store(token, true) }
 // chatgpt_base_url's backend-api/codex).
 const ChatGPTResponses = "/backend-api/codex/responses"
 
+// ChatGPTAccounts is where Codex in ChatGPT mode looks up the workspaces of its login
+// before its first turn (its "workspace routing discovery"): the server answers it with
+// the account the request names.
+const ChatGPTAccounts = "/backend-api/wham/accounts/check"
+
 // OpenAICached is the cached_tokens of every usage the OpenAI server reports.
 const OpenAICached = 64
 
@@ -102,6 +107,15 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == ChatGPTAccounts:
+		// The signed-in user's workspaces: here the one the request names, with no
+		// routing constraint (Codex then keeps its configured backend).
+		id := r.Header.Get("Chatgpt-Account-Id")
+		writeJSON(w, map[string]any{
+			"accounts": []map[string]any{{"id": id, "name": nil, "plan_type": "pro", "structure": "personal", "profile_picture_url": nil,
+				"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}},
+			"account_ordering": []string{id}, "default_account_id": id,
+		})
 	case r.Method != http.MethodPost || (r.URL.Path != "/v1/responses" && r.URL.Path != ChatGPTResponses):
 		openaiError(w, http.StatusNotFound, fmt.Sprintf("modeltest: no route for %s %s", r.Method, r.URL.Path))
 	case parseErr != nil:

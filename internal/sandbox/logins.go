@@ -80,6 +80,15 @@ func (s *Service) LoginFile(sb store.Sandbox, login string) []byte {
 	return s.opts.Creds.LoginFile(login, sb.CredsToken)
 }
 
+// ProxyCA is the certificate of the CA that signs the credential proxy's certificate
+// (PEM), for agents that reach it over HTTPS; nil when it speaks plain HTTP only.
+func (s *Service) ProxyCA() []byte {
+	if s.opts.Creds == nil || s.opts.Creds.TLS() == nil {
+		return nil
+	}
+	return s.opts.Creds.TLS().PEM
+}
+
 // hasLogin reports whether the daemon holds the login.
 func (s *Service) hasLogin(login string) bool {
 	l := s.logins()

@@ -83,12 +83,17 @@ type target struct {
 	// uses, while the daemon holds it (read when the target is resolved).
 	loginEnv  []string
 	loginFile []byte
+	proxyCA   []byte
 }
 
 // newTarget resolves what the session's agent is given of the daemon's logins.
 func (s *Service) newTarget(sb store.Sandbox, se store.Session, a *agents.Agent, c *guestclient.Client) *target {
-	return &target{sb: sb, se: se, agent: a, client: c,
-		loginEnv: s.sandboxes.LoginEnv(sb, a.Login), loginFile: s.sandboxes.LoginFile(sb, a.Login)}
+	t := &target{sb: sb, se: se, agent: a, client: c, loginEnv: s.sandboxes.LoginEnv(sb, a.Login),
+		loginFile: s.sandboxes.LoginFile(sb, a.Login), proxyCA: s.sandboxes.ProxyCA()}
+	if t.loginEnv != nil {
+		t.loginEnv = append(t.loginEnv, a.LoginEnv...)
+	}
+	return t
 }
 
 // env is what the agent's process gets besides the sandbox's environment.
@@ -127,7 +132,7 @@ func (t *target) session() agents.Session {
 	}
 	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: dir, Command: t.se.Command,
 		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort), Machine: backend.IsMachine(t.sb.Backend),
-		LoginFile: t.loginFile}
+		LoginFile: t.loginFile, ProxyCA: t.proxyCA}
 }
 
 // CreateRequest describes a new session.

@@ -2,6 +2,8 @@
 package codex
 
 import (
+	"strings"
+
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/agents/codex/codexconf"
 	"github.com/paddockhq/paddock/internal/inside"
@@ -30,6 +32,8 @@ var Agent = &agents.Agent{
 	Hosts:     []string{"api.openai.com", "chatgpt.com"},
 	Provider:  "openai",
 	Login:     "codex",
+	// ChatGPT's backend must be at an https origin: the proxy's port speaks TLS too.
+	LoginEnv: []string{"CODEX_CA_CERTIFICATE=" + proxyCA},
 
 	Command: []string{"codex"},
 	New:     []string{"--dangerously-bypass-approvals-and-sandbox", "--no-daemon"},
@@ -50,6 +54,10 @@ var Agent = &agents.Agent{
 	Status:     agents.Status{Idle: true, Source: "its notify program at the end of each turn (idle); working from the moment a prompt is sent"},
 }
 
+// proxyCA is where a session signed in with the daemon's ChatGPT login finds the CA of
+// the credential proxy's certificate.
+const proxyCA = inside.Home + "/.codex/paddock-proxy-ca.pem"
+
 // rolloutGlob matches the rollout of one conversation: Codex names it after the thread.
 func rolloutGlob(id string) string {
 	return inside.Home + "/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl"
@@ -61,11 +69,13 @@ func rolloutGlob(id string) string {
 // credential proxy.
 func files(s agents.Session) []agents.File {
 	notify := []string{inside.GuestBinary, inside.GuestCommand, "notify", "--status", "idle", "--conversation-file", rolloutGlob("{id}")}
-	if s.LoginFile != nil {
+	if s.LoginFile != nil && s.ProxyCA != nil {
+		backend := "https://" + strings.TrimPrefix(s.CredsBase, "http://") + "/chatgpt/backend-api/"
 		return []agents.File{
 			{Path: inside.Home + "/.codex/auth.json", Mode: 0o600, Content: s.LoginFile},
+			{Path: proxyCA, Mode: 0o644, Content: s.ProxyCA},
 			{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
-				Content: []byte(codexconf.ChatGPT(Model, upgradeTarget, s.CredsBase+"/chatgpt/backend-api/", s.Dir, notify))},
+				Content: []byte(codexconf.ChatGPT(Model, upgradeTarget, backend, s.Dir, notify))},
 		}
 	}
 	return []agents.File{{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,

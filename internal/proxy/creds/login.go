@@ -94,7 +94,7 @@ type Logins struct {
 
 	mu       sync.Mutex // one refresh at a time, and the state below
 	problems map[string]problem
-	stale    map[string]bool // the provider refused the access token: refresh before next use
+	stale    map[string]int // the provider refused the access token with this status: refresh before next use
 }
 
 type problem struct {
@@ -124,7 +124,7 @@ func NewLogins(dir string, settings map[string]Settings, getenv func(string) str
 	}
 	return &Logins{dir: dir, endpoints: map[string]loginEndpoint{LoginClaude: claude, LoginCodex: codex},
 		client: &http.Client{Transport: transport, Timeout: 30 * time.Second}, now: time.Now,
-		problems: map[string]problem{}, stale: map[string]bool{}}
+		problems: map[string]problem{}, stale: map[string]int{}}
 }
 
 // Known reports whether name is a login paddock knows.
@@ -249,7 +249,7 @@ func (l *Logins) Token(ctx context.Context, name string) (Login, error) {
 		return Login{}, err
 	}
 	l.mu.Lock()
-	stale := l.stale[name]
+	stale := l.stale[name] != 0
 	l.mu.Unlock()
 	if !stale && (lg.ExpiresAt.IsZero() || l.now().Add(time.Minute).Before(lg.ExpiresAt)) {
 		return lg, nil
@@ -269,13 +269,13 @@ func (l *Logins) Refresh(ctx context.Context, name string) (Login, error) {
 		return Login{}, err
 	}
 	// Another request may have refreshed it while this one waited.
-	if !l.stale[name] && !lg.LastRefresh.IsZero() && l.now().Sub(lg.LastRefresh) < 10*time.Second {
+	if l.stale[name] == 0 && !lg.LastRefresh.IsZero() && l.now().Sub(lg.LastRefresh) < 10*time.Second {
 		return lg, nil
 	}
 	if lg.RefreshToken == "" {
 		msg := "its token expired and there is no refresh token to renew it"
-		if p, ok := l.problems[name]; ok && l.stale[name] {
-			msg = p.msg + ", and there is no refresh token to renew it"
+		if status := l.stale[name]; status != 0 {
+			msg = fmt.Sprintf("the provider answered %d to its token, and there is no refresh token to renew it", status)
 		}
 		return Login{}, l.refusedLocked(name, msg)
 	}
@@ -340,7 +340,7 @@ func (l *Logins) Refresh(ctx context.Context, name string) (Login, error) {
 func (l *Logins) Refused(name string, status int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.stale[name] = true
+	l.stale[name] = status
 	l.problems[name] = problem{msg: fmt.Sprintf("the provider answered %d to its token", status), at: l.now()}
 }
 

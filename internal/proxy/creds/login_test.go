@@ -56,7 +56,7 @@ func newRecorder(t *testing.T) *recorder {
 		rec.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+		fmt.Fprintf(w, `{"path":%q,"account":%q}`, r.URL.Path, r.Header.Get("Chatgpt-Account-Id"))
 	}))
 	t.Cleanup(rec.srv.Close)
 	return rec
@@ -250,6 +250,12 @@ func TestLoginCodexSwapsTokenAndAccountAndRefreshes(t *testing.T) {
 		if status, body := send(t, "GET", srv.URL+"/chatgpt"+path, headers, ""); status != want {
 			t.Errorf("%s: %d %s, want %d", path, status, body, want)
 		}
+	}
+
+	// An account look-up answers with the real account: the sandbox reads the placeholder.
+	if _, body := send(t, "GET", srv.URL+"/chatgpt/backend-api/wham/accounts/check", headers, ""); strings.Contains(body, "acct-REAL") ||
+		!strings.Contains(body, codexPlaceholderAccount) {
+		t.Errorf("account look-up as the sandbox reads it: %s", body)
 	}
 
 	// Codex's own refresh reaches the proxy: the placeholder refresh token gets the

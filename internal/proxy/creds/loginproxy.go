@@ -43,6 +43,29 @@ func injectLogin(h http.Header, pr *Provider, token, account string) {
 	}
 }
 
+// accountAnswer reports whether an answer of pr at rest names ChatGPT accounts: the
+// account look-ups, where Codex finds the account of its auth.json.
+func accountAnswer(pr *Provider, rest string) bool {
+	return pr.Login == LoginCodex && strings.HasPrefix(rest, "/backend-api/wham/")
+}
+
+// swapAccount replaces the real ChatGPT account id with the sandbox's placeholder in an
+// account look-up's answer: Codex looks for the account its auth.json names (the
+// placeholder) among the workspaces of its login, and refuses to start without it.
+func swapAccount(resp *http.Response, account string) error {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	data = bytes.ReplaceAll(data, []byte(account), []byte(codexPlaceholderAccount))
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+	resp.Header.Del("Content-Encoding")
+	return nil
+}
+
 // loginErrorBody is an error in the provider's own shape, for a login that no longer works.
 func loginErrorBody(wire, msg string) []byte {
 	var body any
@@ -99,6 +122,8 @@ func (p *Proxy) codexRefresh(w http.ResponseWriter, r *http.Request, token strin
 	}
 	lg, err := p.logins.Token(r.Context(), LoginCodex)
 	if errors.Is(err, ErrLoginRefused) {
+		// Codex shows its own words for this code (the refresh token "was revoked";
+		// it does not show the message); `paddock doctor` says what to run.
 		return oauthFail(w, http.StatusUnauthorized, "refresh_token_invalidated", "paddock: "+err.Error())
 	}
 	if err != nil {

@@ -23,7 +23,15 @@ type Proxy struct {
 	log       *slog.Logger
 	meter     atomic.Pointer[Meter]
 	logins    *Logins
+	ca        *ProxyCA
 }
+
+// SetTLS makes the proxy's port in each sandbox speak TLS too, with ca's certificate
+// (see SniffTLS); call it before serving.
+func (p *Proxy) SetTLS(ca *ProxyCA) { p.ca = ca }
+
+// TLS returns the proxy's CA, nil when it speaks plain HTTP only.
+func (p *Proxy) TLS() *ProxyCA { return p.ca }
 
 // New builds a proxy over the given providers. transport nil means a clone of
 // http.DefaultTransport (which honours the daemon's own HTTPS_PROXY).
@@ -193,6 +201,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, accepte
 			}
 			if login {
 				injectLogin(out.Header, pr, key, account)
+				if accountAnswer(pr, rest) {
+					out.Header.Del("Accept-Encoding") // read in plain text, to swap the account
+				}
 			} else {
 				pr.inject(out.Header, q, key)
 			}
@@ -217,6 +228,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, accepte
 				loginRefusal(resp, pr.wire, fmt.Sprintf("paddock: %s refused the %s login the daemon holds (401): it may have been revoked or signed out; run `paddock login %s` on the daemon's host, then try again",
 					pr.Name, pr.Login, pr.Login))
 				return nil
+			}
+			if login && accountAnswer(pr, rest) && account != "" {
+				if err := swapAccount(resp, account); err != nil {
+					return err
+				}
 			}
 			if meter == nil {
 				return nil
