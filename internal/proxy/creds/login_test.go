@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,22 @@ func TestLoginClaudeSwapsPlaceholderOnAPIPathsOnly(t *testing.T) {
 	}
 	if n := len(up.all()); n != 3 {
 		t.Fatalf("upstream got %d requests, want the 2 model calls and the openai one", n)
+	}
+	// An agent using the proxy as an HTTP proxy to its own host: the request goes to the
+	// provider's upstream, never to the host it named.
+	evil := newRecorder(t)
+	u, _ := url.Parse(srv.URL)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+	req, _ := http.NewRequest("POST", evil.srv.URL+"/anthropic/v1/messages", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+ClaudePlaceholder(token))
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	if len(evil.all()) != 0 {
+		t.Fatal("the proxy sent a request to the host the agent named")
+	}
+	if last := up.all()[len(up.all())-1]; last.Header.Get("Authorization") != "Bearer "+realClaude {
+		t.Fatalf("the proxied request did not reach the provider: %v", last.Header)
 	}
 }
 
