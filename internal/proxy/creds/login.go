@@ -94,7 +94,16 @@ type Logins struct {
 
 	mu       sync.Mutex // one refresh at a time, and the state below
 	problems map[string]problem
-	stale    map[string]int // the provider refused the access token with this status: refresh before next use
+
+	cacheMu sync.Mutex
+	cache   map[string]cachedLogin // the last read of each file, by its size and time
+	stale   map[string]int         // the provider refused the access token with this status: refresh before next use
+}
+
+type cachedLogin struct {
+	size int64
+	mod  time.Time
+	lg   Login
 }
 
 type problem struct {
@@ -124,7 +133,7 @@ func NewLogins(dir string, settings map[string]Settings, getenv func(string) str
 	}
 	return &Logins{dir: dir, endpoints: map[string]loginEndpoint{LoginClaude: claude, LoginCodex: codex},
 		client: &http.Client{Transport: transport, Timeout: 30 * time.Second}, now: time.Now,
-		problems: map[string]problem{}, stale: map[string]int{}}
+		problems: map[string]problem{}, stale: map[string]int{}, cache: map[string]cachedLogin{}}
 }
 
 // Known reports whether name is a login paddock knows.
@@ -137,10 +146,21 @@ func (l *Logins) Load(name string) (Login, error) {
 	if !Known(name) {
 		return Login{}, fmt.Errorf("no login %q: paddock knows %s", name, strings.Join(LoginNames, ", "))
 	}
-	data, err := os.ReadFile(l.path(name))
+	fi, err := os.Stat(l.path(name))
 	if errors.Is(err, os.ErrNotExist) {
 		return Login{}, fmt.Errorf("%s: run `paddock login %s` on the daemon's host: %w", name, name, ErrNoLogin)
 	}
+	if err != nil {
+		return Login{}, err
+	}
+	// The file is read again only when it changed (it is replaced whole on each write).
+	l.cacheMu.Lock()
+	c, ok := l.cache[name]
+	l.cacheMu.Unlock()
+	if ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+		return c.lg, nil
+	}
+	data, err := os.ReadFile(l.path(name))
 	if err != nil {
 		return Login{}, err
 	}
@@ -148,6 +168,9 @@ func (l *Logins) Load(name string) (Login, error) {
 	if err := json.Unmarshal(data, &lg); err != nil || lg.AccessToken == "" {
 		return Login{}, fmt.Errorf("the %s login in %s is damaged; run `paddock login %s` again", name, l.path(name), name)
 	}
+	l.cacheMu.Lock()
+	l.cache[name] = cachedLogin{size: fi.Size(), mod: fi.ModTime(), lg: lg}
+	l.cacheMu.Unlock()
 	return lg, nil
 }
 
