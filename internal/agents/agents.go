@@ -49,6 +49,11 @@ type Agent struct {
 	// Provider is the credential proxy's provider whose key the agent's model calls need
 	// ("anthropic"); empty for an agent that can use several, or none.
 	Provider string
+	// Login is the subscription login (`paddock login NAME`: "claude", "codex") the agent
+	// uses instead of Provider's key while the daemon holds it; "" for none. LoginEnv is
+	// added to its environment then.
+	Login    string
+	LoginEnv []string
 
 	// Command starts every run of the agent; New, Resume or Fork follows it.
 	Command []string
@@ -125,6 +130,14 @@ type Session struct {
 	Token string
 	// CredsBase is the credential proxy's base URL inside the sandbox, e.g. http://127.0.0.1:4180.
 	CredsBase string
+	// LoginFile, when the daemon holds the agent's subscription login (Agent.Login) and
+	// the agent keeps that login in a file, is that file with placeholders only (Codex's
+	// auth.json); nil otherwise.
+	LoginFile []byte
+	// ProxyCA is the certificate (PEM) of the CA that signs the credential proxy's
+	// certificate, for an agent that reaches the proxy over HTTPS; nil when it speaks
+	// plain HTTP only.
+	ProxyCA []byte
 	// Fresh is true when the conversation has no transcript yet (nothing to resume).
 	Fresh bool
 	// Machine is true when the sandbox is a whole VM of its own (the vagrant backend):

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"io"
 	"log/slog"
 	"net/http"
@@ -83,6 +84,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/providers", s.listProviders)
 	mux.HandleFunc("PUT /v1/providers/{name}/key", s.hostOnly(s.setKey))
 	mux.HandleFunc("DELETE /v1/providers/{name}/key", s.hostOnly(s.removeKey))
+	mux.HandleFunc("GET /v1/logins", s.listLogins)
+	mux.HandleFunc("PUT /v1/logins/{name}", s.hostOnly(s.setLogin))
+	mux.HandleFunc("DELETE /v1/logins/{name}", s.hostOnly(s.removeLogin))
 	mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
 	mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	mux.HandleFunc("GET /v1/sandboxes/{name}", s.getSandbox)
@@ -196,10 +200,12 @@ func (s *Server) stopDaemon(w http.ResponseWriter, r *http.Request) {
 type Doctor struct {
 	Backends []sandbox.BackendReport `json:"backends"`
 	Agents   []sandbox.AgentReport   `json:"agents"`
+	// Logins are the subscription logins and whether each still works.
+	Logins []creds.LoginStatus `json:"logins"`
 }
 
 func (s *Server) doctor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents()})
+	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents(), Logins: s.svc.Logins()})
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {

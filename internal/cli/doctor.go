@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -107,6 +108,18 @@ func runDoctor(ctx context.Context, f *Factory, opts *doctorOptions) error {
 		}
 		// What paddock's own tests run of it: for real end to end, or not at all, and why.
 		fmt.Fprintf(f.IO.Out, "         tested by paddock: %s\n", a.Tested)
+	}
+	fmt.Fprintln(f.IO.Out, "subscription logins (paddock login NAME):")
+	for _, l := range doc.Logins {
+		switch {
+		case !l.Present:
+			fmt.Fprintf(f.IO.Out, "none     %s\n", l.Name)
+		case l.Problem != "":
+			fmt.Fprintf(f.IO.Out, "warning  %s: %s (seen %s)\n", l.Name, l.Problem, l.ProblemAt.Local().Format(time.DateTime))
+			fmt.Fprintf(f.IO.Out, "         fix: sign in again with the %s CLI on this host, then run `paddock login %s` (a login the provider refuses was revoked, signed out, or its refresh token spent elsewhere)\n", l.Name, l.Name)
+		default:
+			fmt.Fprintf(f.IO.Out, "ok       %s (%s)%s\n", l.Name, l.Source, loginExpiryWords(l))
+		}
 	}
 	fmt.Fprintln(f.IO.Out, "config:")
 	if keys == nil {

@@ -137,6 +137,8 @@ func keySourceWords(source string) string {
 		return "environment"
 	case "file":
 		return "key file"
+	case "login":
+		return "subscription login (paddock login)"
 	}
 	return "none"
 }
@@ -155,17 +157,28 @@ func ensureKey(ctx context.Context, f *Factory, c *api.Client, agent string) err
 	if err != nil {
 		return nil // an older daemon: the session's own check says it
 	}
+	orLogin := ""
+	if a.Login != "" {
+		if logins, err := c.Logins(ctx); err == nil {
+			for _, l := range logins {
+				if l.Name == a.Login && l.Present {
+					return nil // the subscription login stands for the key
+				}
+			}
+		}
+		orLogin = fmt.Sprintf(", or `paddock login %s` to use your subscription", a.Login)
+	}
 	for _, p := range list {
 		if p.Name != a.Provider || p.Key != "" {
 			continue
 		}
 		if f.remote != "" {
-			return usagef("agent %s calls %s, and the daemon of context %s has no key for it: on its host, run `paddock key set %s`",
-				agent, a.Provider, f.remote, a.Provider)
+			return usagef("agent %s calls %s, and the daemon of context %s has no key for it: on its host, run `paddock key set %s`%s",
+				agent, a.Provider, f.remote, a.Provider, orLogin)
 		}
 		if f.NonInteractive || !isTerminal(f.IO.In) || !isTerminal(f.IO.ErrOut) {
-			return usagef("agent %s calls %s, and the daemon has no key for it: run `paddock key set %s` (or start the daemon with %s_API_KEY in its environment)",
-				agent, a.Provider, a.Provider, strings.ToUpper(a.Provider))
+			return usagef("agent %s calls %s, and the daemon has no key for it: run `paddock key set %s` (or start the daemon with %s_API_KEY in its environment)%s",
+				agent, a.Provider, a.Provider, strings.ToUpper(a.Provider), orLogin)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "agent %s calls %s, and the daemon has no key for it.\n", agent, a.Provider)
 		fmt.Fprintf(f.IO.ErrOut, "The daemon keeps it beside its config, where no sandbox sees it; sandboxes get a placeholder.\n")

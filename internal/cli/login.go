@@ -11,33 +11,61 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 type loginOptions struct {
 	caFile string
 	name   string
+	// A provider's subscription login (paddock login claude|codex).
+	tokenFile, file  string
+	fromHost, remove bool
 }
 
 func newCmdLogin(f *Factory) *cobra.Command {
 	opts := &loginOptions{}
 	cmd := &cobra.Command{
-		Use:   "login [URL] [--context NAME]",
-		Short: "Sign in with GitHub to a team's server, and keep its token for a context",
-		Long: `Sign in with GitHub to a server whose [auth.github] lets the members of an organization in:
-paddock shows a code to enter on GitHub, waits until you have, and keeps the token the server
-then makes for you in a file of its own, for the context. With a URL, the context is added
-(or its address changed); without, the current context (or --context) signs in again.
+		Use:   "login [URL | claude | codex]",
+		Short: "Sign in to a team's server with GitHub; or give the daemon your Claude or ChatGPT subscription login",
+		Long: `Two kinds of login.
+
+paddock login claude | codex: give the daemon the subscription login an agent uses instead of
+an API key. The daemon keeps it beside its config (mode 0600) and never lets it into a sandbox:
+the agent there holds a placeholder of the same shape, and the credential proxy puts the real
+token on the provider's API requests only, refreshing it on this host when it expires.
+
+  paddock login claude                         asks for a token of ` + "`claude setup-token`" + ` (not shown)
+  claude setup-token | tail -1 | paddock login claude --token-file -
+  paddock login claude --from-host             this host's Claude Code login (~/.claude/.credentials.json)
+  paddock login codex                          this host's Codex ChatGPT login ($CODEX_HOME/auth.json)
+  paddock login codex --remove                 forget it (the provider's API key is used again)
+
+paddock login URL --context NAME: sign in with GitHub to a server whose [auth.github] lets the
+members of an organization in: paddock shows a code to enter on GitHub, waits until you have,
+and keeps the token the server then makes for you in a file of its own, for the context. With
+a URL, the context is added (or its address changed); without, the current context (or
+--context) signs in again.
 
   paddock login https://server:7777 --context work
   paddock --context work ls                    # your sandboxes on the server`,
-		Args: maxArgs(1, "at most a URL"),
+		Args: maxArgs(1, "at most a URL, or claude or codex"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && creds.Known(args[0]) {
+				return runAgentLogin(cmd.Context(), f, opts, args[0])
+			}
+			if opts.tokenFile != "" || opts.file != "" || opts.fromHost || opts.remove {
+				return usagef("--token-file, --file, --from-host and --remove are for `paddock login claude` and `paddock login codex`")
+			}
 			return runLogin(cmd.Context(), f, opts, args)
 		},
 	}
 	cmd.Flags().StringVar(&opts.caFile, "ca-file", "", "a PEM file of the CA that signed the server's certificate, besides the system's")
 	cmd.Flags().StringVar(&opts.name, "name", "", "what the token is for, shown in the server's token list (default: this machine's host name)")
+	cmd.Flags().StringVar(&opts.tokenFile, "token-file", "", "claude: read the token of `claude setup-token` from this file (- for stdin)")
+	cmd.Flags().StringVar(&opts.file, "file", "", "the agent's own credentials file (Claude Code's .credentials.json, Codex's auth.json)")
+	cmd.Flags().BoolVar(&opts.fromHost, "from-host", false, "claude: use this host's Claude Code login (~/.claude/.credentials.json)")
+	cmd.Flags().BoolVar(&opts.remove, "remove", false, "forget the claude or codex login the daemon holds")
 	return cmd
 }
 

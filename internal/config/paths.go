@@ -33,6 +33,10 @@ func (p Paths) DB() string { return filepath.Join(p.State, "paddock.db") }
 // the config: no sandbox sees the config's directory.
 func (p Paths) KeyDir() string { return filepath.Join(filepath.Dir(p.Config), "keys") }
 
+// LoginDir is where the daemon keeps the subscription logins `paddock login claude` and
+// `paddock login codex` give it (NAME.json, mode 0600), beside the key files.
+func (p Paths) LoginDir() string { return filepath.Join(filepath.Dir(p.Config), "logins") }
+
 // DaemonLog is where a background daemon writes its log.
 func (p Paths) DaemonLog() string { return filepath.Join(p.State, "daemon.log") }
 

@@ -117,7 +117,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	credsProxy, err := credentialProxy(cfg, p.KeyDir(), log)
+	credsProxy, err := credentialProxy(cfg, p.KeyDir(), p.LoginDir(), filepath.Join(filepath.Dir(p.Config), "proxy-ca"), log)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
@@ -239,9 +239,10 @@ func GuestBinary(self string) string {
 	return self
 }
 
-// credentialProxy builds the credential proxy from the config's providers and the
-// daemon's environment, with a route for each http MCP server that needs headers.
-func credentialProxy(cfg config.Config, keyDir string, log *slog.Logger) (*creds.Proxy, error) {
+// credentialProxy builds the credential proxy from the config's providers, the daemon's
+// environment and the subscription logins in loginDir, with a route for each http MCP
+// server that needs headers, speaking TLS too with a certificate of the CA in caDir.
+func credentialProxy(cfg config.Config, keyDir, loginDir, caDir string, log *slog.Logger) (*creds.Proxy, error) {
 	providers, err := creds.Providers(cfg.Providers, os.Getenv, keyDir)
 	if err != nil {
 		return nil, err
@@ -256,7 +257,14 @@ func credentialProxy(cfg config.Config, keyDir string, log *slog.Logger) (*creds
 		}
 		providers[pr.Name] = pr
 	}
-	return creds.New(providers, nil, log), nil
+	proxy := creds.New(providers, nil, log)
+	proxy.SetLogins(creds.NewLogins(loginDir, cfg.Providers, os.Getenv, nil))
+	ca, err := creds.LoadProxyCA(caDir)
+	if err != nil {
+		return nil, fmt.Errorf("the credential proxy's TLS: %w", err)
+	}
+	proxy.SetTLS(ca)
+	return proxy, nil
 }
 
 // listen opens the API socket, private to the user. Holding the daemon lock means any

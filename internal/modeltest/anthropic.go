@@ -30,7 +30,13 @@ type Anthropic struct {
 
 	mu     sync.Mutex
 	faults []fault // answers to get wrong on purpose, in order
+
+	revoked sync.Map // tokens answered 401, as a revoked login's
 }
+
+// Revoke makes the server answer 401 authentication_error to every request carrying
+// token (as x-api-key or bearer), as Anthropic does to a revoked login.
+func (s *Anthropic) Revoke(token string) { s.revoked.Store(token, true) }
 
 // Fixed cache figures in every usage the Anthropic server reports, distinct
 // so that a reader of usage can tell the fields apart.
@@ -111,6 +117,13 @@ func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	parseErr := parseAnthropic(body, &req, &rec)
 	s.log.add(rec)
 
+	if _, ok := s.revoked.Load(key); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error",
+			"error": map[string]string{"type": "authentication_error", "message": "OAuth token has been revoked. Please obtain a new token."}})
+		return
+	}
 	switch {
 	case r.Method != http.MethodPost || (r.URL.Path != "/v1/messages" && r.URL.Path != "/v1/messages/count_tokens"):
 		anthropicError(w, http.StatusNotFound, fmt.Sprintf("modeltest: no route for %s %s", r.Method, r.URL.Path))

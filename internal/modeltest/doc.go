@@ -46,6 +46,10 @@
 // schema asking for {"title": string}; it records the answer in its
 // transcript as an "ai-title" line.
 //
+// With a subscription token (CLAUDE_CODE_OAUTH_TOKEN) instead of a key,
+// Claude Code sends the same calls with the token as a bearer token, no
+// x-api-key, and oauth-2025-04-20 in its anthropic-beta list.
+//
 // Codex 0.169.0 (a model provider with wire_api = "responses"): POST
 // /v1/responses, streamed, key as a bearer token, with session-id,
 // thread-id and originator: codex_exec headers. The input holds developer
@@ -53,5 +57,9 @@
 // offers exec_command ({"cmd": ...}), apply_patch as a custom (free-form)
 // tool, write_stdin, request_user_input, view_image, goal tools, and the
 // hosted tool_search and web_search. It sent no side calls and no
-// /v1/models request.
+// /v1/models request. Signed in with ChatGPT (auth.json, a provider with
+// requires_openai_auth), it sends its model calls to ChatGPTResponses with
+// a ChatGPT-Account-Id header, and first looks up ChatGPTAccounts, which the
+// server answers; its other look-ups (codex/models, wham/settings/user) get
+// 404, which it tolerates. docs/subscriptions.md has the whole list.
 package modeltest

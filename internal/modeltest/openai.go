@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -22,10 +23,25 @@ import (
 // token; a function_call item named exec_command with {"cmd": ...} makes it
 // run a command, and its next request carries a function_call_output item.
 type OpenAIResponses struct {
-	srv  *httptest.Server
-	log  log
-	next atomic.Int64 // for response, item and call ids
+	srv     *httptest.Server
+	log     log
+	next    atomic.Int64 // for response, item and call ids
+	revoked sync.Map     // bearer tokens answered 401
 }
+
+// Revoke makes the server answer 401 to every request whose bearer token is token, as
+// OpenAI and ChatGPT's backend do to a revoked or expired token.
+func (s *OpenAIResponses) Revoke(token string) { s.revoked.Store(token, true) }
+
+// ChatGPTResponses is the path of the Responses API on ChatGPT's backend, where Codex
+// signed in with a ChatGPT login sends its model calls (its base URL is
+// chatgpt_base_url's backend-api/codex).
+const ChatGPTResponses = "/backend-api/codex/responses"
+
+// ChatGPTAccounts is where Codex in ChatGPT mode looks up the workspaces of its login
+// before its first turn (its "workspace routing discovery"): the server answers it with
+// the account the request names.
+const ChatGPTAccounts = "/backend-api/wham/accounts/check"
 
 // OpenAICached is the cached_tokens of every usage the OpenAI server reports.
 const OpenAICached = 64
@@ -83,8 +99,24 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 	var req openaiRequest
 	parseErr := parseOpenAI(body, &req, &rec)
 	s.log.add(rec)
+	if _, ok := s.revoked.Load(rec.APIKey); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Your authentication token has been invalidated. Please try signing in again.",
+			"type": "invalid_request_error", "code": "token_invalidated", "param": nil}})
+		return
+	}
 	switch {
-	case r.Method != http.MethodPost || r.URL.Path != "/v1/responses":
+	case r.Method == http.MethodGet && r.URL.Path == ChatGPTAccounts:
+		// The signed-in user's workspaces: here the one the request names, with no
+		// routing constraint (Codex then keeps its configured backend).
+		id := r.Header.Get("Chatgpt-Account-Id")
+		writeJSON(w, map[string]any{
+			"accounts": []map[string]any{{"id": id, "name": nil, "plan_type": "pro", "structure": "personal", "profile_picture_url": nil,
+				"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}},
+			"account_ordering": []string{id}, "default_account_id": id,
+		})
+	case r.Method != http.MethodPost || (r.URL.Path != "/v1/responses" && r.URL.Path != ChatGPTResponses):
 		openaiError(w, http.StatusNotFound, fmt.Sprintf("modeltest: no route for %s %s", r.Method, r.URL.Path))
 	case parseErr != nil:
 		openaiError(w, http.StatusBadRequest, parseErr.Error())

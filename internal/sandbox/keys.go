@@ -16,9 +16,11 @@ import (
 // it: never the key itself.
 type ProviderInfo struct {
 	Name string `json:"name"`
-	// Key says where its key comes from ("config", "command", "env", "file"); "" when
-	// it has none.
+	// Key says where its key comes from ("config", "command", "env", "file", or
+	// "login" while a subscription login stands for it); "" when it has none.
 	Key string `json:"key"`
+	// Login is the subscription login (`paddock login NAME`) that can stand for its key.
+	Login string `json:"login,omitempty"`
 }
 
 // Providers lists the credential proxy's model providers and where their keys come from.
@@ -32,14 +34,19 @@ func (s *Service) Providers() []ProviderInfo {
 		if strings.HasPrefix(p.Route, "/mcp/") {
 			continue
 		}
-		out = append(out, ProviderInfo{Name: name, Key: p.KeySource()})
+		key := p.KeySource()
+		if s.hasLogin(p.Login) {
+			key = "login"
+		}
+		out = append(out, ProviderInfo{Name: name, Key: key, Login: p.Login})
 	}
 	return out
 }
 
-// NeedKey checks that provider has a key, for an agent about to start that calls it.
-func (s *Service) NeedKey(ctx context.Context, provider, agent string) error {
-	if s.opts.Creds == nil || provider == "" {
+// NeedKey checks that provider has a key, for an agent about to start that calls it; a
+// subscription login the agent can use (login, held by the daemon) does instead.
+func (s *Service) NeedKey(ctx context.Context, provider, login, agent string) error {
+	if s.opts.Creds == nil || provider == "" || s.hasLogin(login) {
 		return nil
 	}
 	p, ok := s.opts.Creds.Provider(provider)
@@ -109,6 +116,9 @@ func (s *Service) keyProvider(name string) (*creds.Provider, error) {
 	p, ok := s.opts.Creds.Provider(name)
 	if !ok || strings.HasPrefix(p.Route, "/mcp/") {
 		return nil, apperr.NotFound("see them with `paddock key ls`", "no provider %q", name)
+	}
+	if name == creds.ChatGPT {
+		return nil, apperr.Invalid(fmt.Sprintf("run `paddock login %s`", p.Login), "provider %s takes no API key, only the %s login", name, p.Login)
 	}
 	if p.KeyFile() == "" {
 		return nil, apperr.Unavailable("", "this daemon keeps no key files")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/mcp"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -92,10 +93,14 @@ func (a *attachment) close() {
 // attach opens the sandbox's tunnels on a new guest connection.
 func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *guestclient.Client) (*attachment, error) {
 	a := &attachment{}
-	serve := func(port int, h http.Handler) error {
+	serve := func(port int, h http.Handler, ca *creds.ProxyCA) error {
 		ln := newConnListener()
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-		go srv.Serve(ln)
+		if ca != nil {
+			go srv.Serve(creds.SniffTLS(ln, ca.Config))
+		} else {
+			go srv.Serve(ln)
+		}
 		a.listeners, a.servers = append(a.listeners, ln), append(a.servers, srv)
 		t, err := c.Reverse(ctx, uint32(port), ln.dial)
 		if err != nil {
@@ -105,13 +110,13 @@ func (s *Service) attach(ctx context.Context, sb store.Sandbox, c *guestclient.C
 		return nil
 	}
 	if s.opts.Creds != nil && sb.CredsPort != 0 {
-		if err := serve(sb.CredsPort, s.opts.Creds.Handler(sb.ID, sb.Name, sb.CredsToken)); err != nil {
+		if err := serve(sb.CredsPort, s.opts.Creds.Handler(sb.ID, sb.Name, sb.CredsToken), s.opts.Creds.TLS()); err != nil {
 			a.close()
 			return nil, fmt.Errorf("credential proxy tunnel on port %d: %w", sb.CredsPort, err)
 		}
 	}
 	if sb.Network != "open" && sb.EgressPort != 0 {
-		if err := serve(sb.EgressPort, s.egress.Handler(sb.Name)); err != nil {
+		if err := serve(sb.EgressPort, s.egress.Handler(sb.Name), nil); err != nil {
 			a.close()
 			return nil, fmt.Errorf("egress proxy tunnel on port %d: %w", sb.EgressPort, err)
 		}

@@ -174,7 +174,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 		return s.askThroughSession(ctx, t, l, text)
 	}
 	var stdout, stderr strings.Builder
-	env := append([]string{"PADDOCK_SESSION=" + name}, t.agent.Env...)
+	env := append([]string{"PADDOCK_SESSION=" + name}, t.env()...)
 	var stdin io.Reader
 	if t.agent.AskOnStdin {
 		stdin = strings.NewReader(text)

@@ -79,6 +79,26 @@ type target struct {
 	se     store.Session
 	agent  *agents.Agent
 	client *guestclient.Client
+	// loginEnv and loginFile are the placeholders of the subscription login the agent
+	// uses, while the daemon holds it (read when the target is resolved).
+	loginEnv  []string
+	loginFile []byte
+	proxyCA   []byte
+}
+
+// newTarget resolves what the session's agent is given of the daemon's logins.
+func (s *Service) newTarget(sb store.Sandbox, se store.Session, a *agents.Agent, c *guestclient.Client) *target {
+	t := &target{sb: sb, se: se, agent: a, client: c, loginEnv: s.sandboxes.LoginEnv(sb, a.Login),
+		loginFile: s.sandboxes.LoginFile(sb, a.Login), proxyCA: s.sandboxes.ProxyCA()}
+	if t.loginEnv != nil {
+		t.loginEnv = append(t.loginEnv, a.LoginEnv...)
+	}
+	return t
+}
+
+// env is what the agent's process gets besides the sandbox's environment.
+func (t *target) env() []string {
+	return append(append([]string(nil), t.agent.Env...), t.loginEnv...)
 }
 
 func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*target, error) {
@@ -102,7 +122,7 @@ func (s *Service) resolve(ctx context.Context, sandboxName, name string) (*targe
 	if err != nil {
 		return nil, err
 	}
-	return &target{sb: sb, se: se, agent: a, client: c}, nil
+	return s.newTarget(sb, se, a, c), nil
 }
 
 func (t *target) session() agents.Session {
@@ -111,7 +131,8 @@ func (t *target) session() agents.Session {
 		dir = t.se.Dir
 	}
 	return agents.Session{Name: t.se.Name, ResumeID: t.se.ResumeID, Dir: dir, Command: t.se.Command,
-		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort), Machine: backend.IsMachine(t.sb.Backend)}
+		Token: t.sb.CredsToken, CredsBase: fmt.Sprintf("http://127.0.0.1:%d", t.sb.CredsPort), Machine: backend.IsMachine(t.sb.Backend),
+		LoginFile: t.loginFile, ProxyCA: t.proxyCA}
 }
 
 // CreateRequest describes a new session.
@@ -170,7 +191,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	if err := installed(ctx, c, a); err != nil {
 		return Info{}, err
 	}
-	if err := s.sandboxes.NeedKey(ctx, a.Provider, a.Name); err != nil {
+	if err := s.sandboxes.NeedKey(ctx, a.Provider, a.Login, a.Name); err != nil {
 		return Info{}, err
 	}
 	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name, Command: req.Command}
@@ -199,7 +220,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	} else if err != nil {
 		return Info{}, err
 	}
-	t := &target{sb: sb, se: se, agent: a, client: c}
+	t := s.newTarget(sb, se, a, c)
 	argv := a.LaunchArgv(t.session())
 	if req.ForkOf != "" {
 		if err := s.saved(ctx, &target{sb: sb, se: from, agent: a, client: c}); err != nil {
@@ -287,7 +308,7 @@ func (s *Service) launch(ctx context.Context, t *target, argv []string) error {
 	}
 	args := []string{"tmux", "-S", Socket, "-f", tmuxConf, "new-session", "-d", "-s", t.se.Name, "-x", "200", "-y", "50",
 		"-c", sess.Dir, "-e", "PADDOCK_SESSION=" + t.se.Name}
-	for _, kv := range t.agent.Env {
+	for _, kv := range t.env() {
 		args = append(args, "-e", kv)
 	}
 	args = append(args, "--")

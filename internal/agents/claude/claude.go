@@ -24,6 +24,7 @@ var Agent = &agents.Agent{
 	Tested:   "yes, end to end against a scripted Anthropic server: the prompt first, a tool call as agent in /workspace, the transcript, --non-interactive, restart resuming, fork, the TUI; on bwrap, docker and gVisor",
 	Hosts:    []string{"api.anthropic.com"},
 	Provider: "anthropic",
+	Login:    "claude",
 
 	Command:   []string{"claude", "--dangerously-skip-permissions", "--append-system-prompt", "{system}"},
 	New:       []string{"--session-id", "{id}"},

@@ -2,6 +2,8 @@
 package codex
 
 import (
+	"strings"
+
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/agents/codex/codexconf"
 	"github.com/paddockhq/paddock/internal/inside"
@@ -29,6 +31,9 @@ var Agent = &agents.Agent{
 	Tested:    "yes, the same checks against a scripted OpenAI Responses server, and two sessions in one sandbox each resuming its own conversation",
 	Hosts:     []string{"api.openai.com", "chatgpt.com"},
 	Provider:  "openai",
+	Login:     "codex",
+	// ChatGPT's backend must be at an https origin: the proxy's port speaks TLS too.
+	LoginEnv: []string{"CODEX_CA_CERTIFICATE=" + proxyCA},
 
 	Command: []string{"codex"},
 	New:     []string{"--dangerously-bypass-approvals-and-sandbox", "--no-daemon"},
@@ -49,15 +54,30 @@ var Agent = &agents.Agent{
 	Status:     agents.Status{Idle: true, Source: "its notify program at the end of each turn (idle); working from the moment a prompt is sent"},
 }
 
+// proxyCA is where a session signed in with the daemon's ChatGPT login finds the CA of
+// the credential proxy's certificate.
+const proxyCA = inside.Home + "/.codex/paddock-proxy-ca.pem"
+
 // rolloutGlob matches the rollout of one conversation: Codex names it after the thread.
 func rolloutGlob(id string) string {
 	return inside.Home + "/.codex/sessions/*/*/*/rollout-*-" + id + ".jsonl"
 }
 
 // files declare the provider, trust the working directory, skip the first-run screens
-// and install the notify program.
+// and install the notify program. With the daemon's ChatGPT login, Codex signs in with
+// an auth.json of placeholders and sends its calls to ChatGPT's backend through the
+// credential proxy.
 func files(s agents.Session) []agents.File {
 	notify := []string{inside.GuestBinary, inside.GuestCommand, "notify", "--status", "idle", "--conversation-file", rolloutGlob("{id}")}
+	if s.LoginFile != nil && s.ProxyCA != nil {
+		backend := "https://" + strings.TrimPrefix(s.CredsBase, "http://") + "/chatgpt/backend-api/"
+		return []agents.File{
+			{Path: inside.Home + "/.codex/auth.json", Mode: 0o600, Content: s.LoginFile},
+			{Path: proxyCA, Mode: 0o644, Content: s.ProxyCA},
+			{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
+				Content: []byte(codexconf.ChatGPT(Model, upgradeTarget, backend, s.Dir, notify))},
+		}
+	}
 	return []agents.File{{Path: inside.Home + "/.codex/config.toml", Mode: 0o600,
 		Content: []byte(codexconf.Config(Model, upgradeTarget, s.CredsBase+"/openai/v1", "OPENAI_API_KEY", s.Dir, notify))}}
 }

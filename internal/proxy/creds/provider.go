@@ -31,6 +31,9 @@ type Provider struct {
 	Paths []string
 	// inject sets the real credential on an outgoing request.
 	inject func(h http.Header, q url.Values, key string)
+	// Login is the subscription login (LoginClaude, LoginCodex) that, while the daemon
+	// holds it, stands for the provider's key; "" for none.
+	Login string
 	// wire is the API the provider speaks (WireAnthropic...), whose model calls the
 	// proxy meters; "" for routes that are not model providers (MCP servers).
 	wire string
@@ -51,17 +54,25 @@ type Settings struct {
 	KeyCommand string `toml:"key_command"`
 	// KeyEnv names the daemon's environment variable holding the key.
 	KeyEnv string `toml:"key_env"`
+	// TokenURL is where the provider's subscription login is refreshed ([providers.anthropic]
+	// for Claude's, [providers.chatgpt] for Codex's); the agent CLI's own by default.
+	TokenURL string `toml:"token_url"`
 }
+
+// ChatGPT is the provider of ChatGPT's backend, where Codex signed in with a ChatGPT
+// login sends its model calls; it has no API key, only the Codex login.
+const ChatGPT = "chatgpt"
 
 // builtin describes the providers paddock knows.
 var builtin = map[string]struct {
-	route, base, baseEnv, keyEnv, wire string
-	paths                              []string
-	inject                             func(h http.Header, q url.Values, key string)
-	env                                map[string]string
+	route, base, baseEnv, keyEnv, wire, login string
+	paths                                     []string
+	inject                                    func(h http.Header, q url.Values, key string)
+	env                                       map[string]string
 }{
 	"anthropic": {
 		route: "/anthropic", base: "https://api.anthropic.com", baseEnv: "ANTHROPIC_BASE_URL", keyEnv: "ANTHROPIC_API_KEY", wire: WireAnthropic,
+		login:  LoginClaude,
 		paths:  []string{"/v1/"},
 		inject: func(h http.Header, _ url.Values, key string) { h.Set("X-Api-Key", key) },
 		env:    map[string]string{"ANTHROPIC_BASE_URL": "{base}", "ANTHROPIC_API_KEY": "{token}"},
@@ -70,6 +81,14 @@ var builtin = map[string]struct {
 		route: "/openai/v1", base: "https://api.openai.com/v1", baseEnv: "OPENAI_BASE_URL", keyEnv: "OPENAI_API_KEY", wire: WireOpenAI,
 		inject: bearer,
 		env:    map[string]string{"OPENAI_BASE_URL": "{base}", "OPENAI_API_KEY": "{token}"},
+	},
+	// Codex in ChatGPT mode: its model calls (codex/responses), its model list
+	// (codex/models) and its account, settings and rate-limit look-ups (wham/). Its
+	// telemetry (codex/analytics-events) and plugin directory (ps/) are refused.
+	ChatGPT: {
+		route: "/chatgpt", base: "https://chatgpt.com", baseEnv: "PADDOCK_CHATGPT_BASE_URL", wire: WireOpenAI, login: LoginCodex,
+		paths:  []string{"/backend-api/codex/responses", "/backend-api/codex/models", "/backend-api/wham/"},
+		inject: bearer,
 	},
 	"gemini": {
 		route: "/gemini", base: "https://generativelanguage.googleapis.com", baseEnv: "GOOGLE_GEMINI_BASE_URL", keyEnv: "GEMINI_API_KEY", wire: WireGemini,
@@ -105,7 +124,7 @@ func Providers(settings map[string]Settings, getenv func(string) string, keyDir 
 		if err != nil {
 			return nil, err
 		}
-		p.wire = b.wire
+		p.wire, p.Login = b.wire, b.login
 		out[name] = p
 	}
 	for name, s := range settings {
@@ -133,7 +152,9 @@ func Providers(settings map[string]Settings, getenv func(string) string, keyDir 
 	}
 	if keyDir != "" {
 		for name, p := range out {
-			p.key.file = filepath.Join(keyDir, name)
+			if name != ChatGPT { // a login, never a key
+				p.key.file = filepath.Join(keyDir, name)
+			}
 		}
 	}
 	return out, nil

@@ -22,7 +22,16 @@ type Proxy struct {
 	transport http.RoundTripper
 	log       *slog.Logger
 	meter     atomic.Pointer[Meter]
+	logins    *Logins
+	ca        *ProxyCA
 }
+
+// SetTLS makes the proxy's port in each sandbox speak TLS too, with ca's certificate
+// (see SniffTLS); call it before serving.
+func (p *Proxy) SetTLS(ca *ProxyCA) { p.ca = ca }
+
+// TLS returns the proxy's CA, nil when it speaks plain HTTP only.
+func (p *Proxy) TLS() *ProxyCA { return p.ca }
 
 // New builds a proxy over the given providers. transport nil means a clone of
 // http.DefaultTransport (which honours the daemon's own HTTPS_PROXY).
@@ -48,6 +57,18 @@ func (p *Proxy) SetMeter(m Meter) {
 		return
 	}
 	p.meter.Store(&m)
+}
+
+// SetLogins gives the proxy the subscription logins the daemon holds; call it before
+// serving. A provider whose Login is there uses it in place of its key.
+func (p *Proxy) SetLogins(l *Logins) { p.logins = l }
+
+// Logins returns the subscription logins the proxy uses, nil when none were set.
+func (p *Proxy) Logins() *Logins { return p.logins }
+
+// usesLogin reports whether requests to pr go with its subscription login.
+func (p *Proxy) usesLogin(pr *Provider) bool {
+	return pr.Login != "" && p.logins != nil && p.logins.Has(pr.Login)
 }
 
 // Provider returns the provider of this name.
@@ -82,12 +103,14 @@ func (p *Proxy) SandboxEnv(base, token string) []string {
 
 // credentialHeaders are stripped from every request: the sandbox's placeholder must
 // never reach a provider, nor a credential it made up reach another one.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie", "Chatgpt-Account-Id"}
 
 // Handler serves one sandbox (its id and name), which must present token as its key
-// (in any of the provider's usual places). Requests are logged with method, path,
-// status, bytes and duration: never a header, never a key.
+// (in any of the provider's usual places), or the placeholder of a subscription login
+// made from it (ClaudePlaceholder, CodexAccessPlaceholder). Requests are logged with
+// method, path, status, bytes and duration: never a header, never a key.
 func (p *Proxy) Handler(sandboxID, sandbox, token string) http.Handler {
+	accepted := []string{token, ClaudePlaceholder(token), CodexAccessPlaceholder(token)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		pr, rest := p.route(r.URL.Path)
@@ -95,7 +118,12 @@ func (p *Proxy) Handler(sandboxID, sandbox, token string) http.Handler {
 		cr := &countingReader{r: r.Body}
 		r.Body = cr
 		call := Call{SandboxID: sandboxID, Sandbox: sandbox, Start: start}
-		status := p.serve(cw, r, call, token, pr, rest)
+		var status int
+		if r.URL.Path == CodexRefreshPath {
+			pr, status = nil, p.codexRefresh(cw, r, token)
+		} else {
+			status = p.serve(cw, r, call, accepted, pr, rest)
+		}
 		if status == 0 {
 			status = cw.status
 		}
@@ -110,20 +138,40 @@ func (p *Proxy) Handler(sandboxID, sandbox, token string) http.Handler {
 
 // serve handles one request; it returns the status it wrote itself, or 0 when the
 // reverse proxy answered.
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token string, pr *Provider, rest string) int {
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, accepted []string, pr *Provider, rest string) int {
 	sandbox := call.Sandbox
 	if pr == nil {
 		return fail(w, http.StatusNotFound, "paddock: no provider at %s; the credential proxy serves %s", r.URL.Path, p.routeList())
 	}
-	if !presented(r, token) {
+	if !presented(r, accepted) {
 		return fail(w, http.StatusUnauthorized, "paddock: this request does not carry the sandbox's placeholder key; use the key paddock set in the sandbox's environment")
 	}
 	if !allowedPath(pr, rest) {
 		return fail(w, http.StatusForbidden, "paddock: %s is not an API path of %s; the credential proxy forwards only %v", rest, pr.Name, pr.Paths)
 	}
-	key, err := pr.key.get(r.Context(), pr.Name)
-	if err != nil {
-		return fail(w, http.StatusBadGateway, "paddock: %v", err)
+	// A provider with a subscription login uses it while the daemon holds it: the
+	// access token (refreshed on the host when it expires), with the headers that kind
+	// of login needs.
+	var key, account string
+	login := p.usesLogin(pr)
+	switch {
+	case login:
+		lg, err := p.logins.Token(r.Context(), pr.Login)
+		if errors.Is(err, ErrLoginRefused) {
+			return refuseLogin(w, pr.wire, http.StatusUnauthorized, "paddock: "+err.Error())
+		}
+		if err != nil {
+			return fail(w, http.StatusBadGateway, "paddock: %v", err)
+		}
+		key, account = lg.AccessToken, lg.AccountID
+	case pr.Name == ChatGPT: // no key stands for it
+		return refuseLogin(w, pr.wire, http.StatusUnauthorized, fmt.Sprintf("paddock: the daemon holds no %s login for %s: run `paddock login %s` on the daemon's host", pr.Login, pr.Name, pr.Login))
+	default:
+		k, err := pr.key.get(r.Context(), pr.Name)
+		if err != nil {
+			return fail(w, http.StatusBadGateway, "paddock: %v", err)
+		}
+		key = k
 	}
 	// Every request to a model provider is checked against the budgets, not only the
 	// model calls the meter records: a spent budget closes the provider to the sandbox
@@ -151,7 +199,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token s
 			for _, h := range credentialHeaders {
 				out.Header.Del(h)
 			}
-			pr.inject(out.Header, q, key)
+			if login {
+				injectLogin(out.Header, pr, key, account)
+				if accountAnswer(pr, rest) {
+					out.Header.Del("Accept-Encoding") // read in plain text, to swap the account
+				}
+			} else {
+				pr.inject(out.Header, q, key)
+			}
 			out.URL.RawQuery = q.Encode()
 			out.Header.Del("X-Forwarded-For")
 			out.Header.Del(SessionHeader)
@@ -164,6 +219,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, call Call, token s
 		Transport:     p.transport,
 		FlushInterval: -1, // Server-Sent Events pass through as they come
 		ModifyResponse: func(resp *http.Response) error {
+			if login && resp.StatusCode == http.StatusUnauthorized {
+				// The provider refused the real token: say so to the agent, in its
+				// provider's words, and refresh before the next request.
+				p.logins.Refused(pr.Login, resp.StatusCode)
+				p.log.Warn("credential proxy: the provider refused a subscription login", "sandbox", sandbox, "provider", pr.Name, "login", pr.Login)
+				resp.Body.Close()
+				loginRefusal(resp, pr.wire, fmt.Sprintf("paddock: %s refused the %s login the daemon holds (401): it may have been revoked or signed out; run `paddock login %s` on the daemon's host, then try again",
+					pr.Name, pr.Login, pr.Login))
+				return nil
+			}
+			if login && accountAnswer(pr, rest) && account != "" {
+				if err := swapAccount(resp, account); err != nil {
+					return err
+				}
+			}
 			if meter == nil {
 				return nil
 			}
@@ -227,14 +297,16 @@ func allowedPath(pr *Provider, rest string) bool {
 	return false
 }
 
-// presented reports whether the request carries the sandbox's placeholder key, in a
-// header or (Gemini's way) the key query parameter.
-func presented(r *http.Request, token string) bool {
+// presented reports whether the request carries one of the sandbox's placeholders, in
+// a header or (Gemini's way) the key query parameter.
+func presented(r *http.Request, accepted []string) bool {
 	candidates := []string{r.Header.Get("X-Api-Key"), r.Header.Get("X-Goog-Api-Key"), r.Header.Get("Api-Key"),
 		strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.URL.Query().Get("key")}
 	for _, c := range candidates {
-		if c != "" && subtle.ConstantTimeCompare([]byte(c), []byte(token)) == 1 {
-			return true
+		for _, token := range accepted {
+			if c != "" && subtle.ConstantTimeCompare([]byte(c), []byte(token)) == 1 {
+				return true
+			}
 		}
 	}
 	return false

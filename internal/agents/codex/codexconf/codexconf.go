@@ -16,13 +16,31 @@ import (
 // (update check, analytics, plugins and apps look up api.github.com, chatgpt.com and
 // ab.chatgpt.com otherwise).
 func Config(model, upgradeTarget, baseURL, envKey, dir string, notify []string) string {
+	return config(model, upgradeTarget, dir, notify, "", `base_url = `+strconv.Quote(baseURL)+`
+wire_api = "responses"
+env_key = `+strconv.Quote(envKey))
+}
+
+// ChatGPT is the config.toml of Codex signed in with a ChatGPT login (an auth.json in
+// $CODEX_HOME): its model calls go to backendURL+"codex" (ChatGPT's backend, through
+// the credential proxy, which puts the real login on them), and so do its account
+// look-ups (chatgpt_base_url = backendURL, ending in "/backend-api/"). The rest is as
+// in Config.
+func ChatGPT(model, upgradeTarget, backendURL, dir string, notify []string) string {
+	return config(model, upgradeTarget, dir, notify, `chatgpt_base_url = `+strconv.Quote(backendURL)+"\n"+`forced_login_method = "chatgpt"`+"\n",
+		`base_url = `+strconv.Quote(backendURL+"codex")+`
+wire_api = "responses"
+requires_openai_auth = true`)
+}
+
+func config(model, upgradeTarget, dir string, notify []string, top, provider string) string {
 	var b strings.Builder
 	b.WriteString(`model = ` + strconv.Quote(model) + `
 model_provider = "paddock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-`)
+` + top)
 	if notify != nil {
 		quoted := make([]string, len(notify))
 		for i, arg := range notify {
@@ -33,9 +51,7 @@ check_for_update_on_startup = false
 	b.WriteString(`
 [model_providers.paddock]
 name = "paddock"
-base_url = ` + strconv.Quote(baseURL) + `
-wire_api = "responses"
-env_key = ` + strconv.Quote(envKey) + `
+` + provider + `
 env_http_headers = { "X-Paddock-Session" = "PADDOCK_SESSION" }
 
 [projects.` + strconv.Quote(dir) + `]
