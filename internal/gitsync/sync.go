@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -44,62 +45,62 @@ func (e *BranchClashError) Error() string {
 		e.Branch, Namespace(e.Sandbox), WIPBranch)
 }
 
-// CheckBranches refuses branch names that would clash with the WIP refs in the host's
-// namespace of the sandbox, before anything is fetched.
-func CheckBranches(sandbox string, branches []string) error {
-	for _, branch := range branches {
-		if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
-			return &BranchClashError{Sandbox: sandbox, Branch: branch}
-		}
-	}
-	return nil
-}
-
-// Fetch fetches every branch of the sandbox, and its WIP refs, into Namespace(sandbox)
-// through the git-remote-paddock helper, in one fetch. base is the commit the sandbox
-// started from (to describe a new ref's changes). Call CheckBranches first.
-func (g *Git) Fetch(ctx context.Context, sandbox, base string) (Result, error) {
-	ns := Namespace(sandbox)
-	remote := "paddock::" + sandbox
-	refspecs := []string{"+refs/heads/*:" + ns + "*", "+refs/paddock-wip/*:" + ns + "*"}
-	before, err := g.Refs(ctx, ns)
-	if err != nil {
-		return Result{}, err
-	}
-	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote}, refspecs...)
-	if _, err := g.Run(ctx, args...); err != nil {
-		return Result{}, err
-	}
-	after, err := g.Refs(ctx, ns)
-	if err != nil {
-		return Result{}, err
-	}
-	var res Result
+// describe says what changed between two listings of the namespace's refs: for each
+// ref that moved, its new commits and changed files since its old value (or base, for a
+// new ref). Refs that moved alike (a branch and the WIP ref of a clean checkout) are
+// described once, and the git commands run side by side, a few at a time.
+func (g *Git) describe(ctx context.Context, before, after map[string]string, base string) Result {
 	names := make([]string, 0, len(after))
 	for ref := range after {
 		names = append(names, ref)
 	}
 	sort.Strings(names)
+	type span struct{ from, to string }
+	type description struct{ commits, files []string }
+	var (
+		res       Result
+		described = map[span]*description{}
+		running   sync.WaitGroup
+		slots     = make(chan struct{}, 4)
+	)
+	run := func(dst *[]string, args ...string) {
+		defer running.Done()
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		if out, err := g.Run(ctx, args...); err == nil {
+			*dst = lines(out)
+		}
+	}
 	for _, ref := range names {
 		if before[ref] == after[ref] {
 			continue
 		}
 		u := Update{Ref: ref, Old: before[ref], New: after[ref]}
+		res.Updates = append(res.Updates, u)
+		sp := span{u.Old, u.New}
+		if sp.from == "" {
+			sp.from = base
+		}
+		if sp.from == "" || described[sp] != nil {
+			continue
+		}
+		d := &description{}
+		described[sp] = d
+		running.Add(2)
+		go run(&d.commits, "log", "--format=%h %s", sp.from+".."+sp.to)
+		go run(&d.files, "diff", "--no-ext-diff", "--no-textconv", "--name-status", sp.from, sp.to)
+	}
+	running.Wait()
+	for i, u := range res.Updates {
 		from := u.Old
 		if from == "" {
 			from = base
 		}
-		if from != "" {
-			if log, err := g.Run(ctx, "log", "--format=%h %s", from+".."+u.New); err == nil {
-				u.Commits = lines(log)
-			}
-			if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", from, u.New); err == nil {
-				u.Files = lines(diff)
-			}
+		if d := described[span{from, u.New}]; d != nil {
+			res.Updates[i].Commits, res.Updates[i].Files = d.commits, d.files
 		}
-		res.Updates = append(res.Updates, u)
 	}
-	return res, nil
+	return res
 }
 
 // lines splits git's output into lines made safe to print: commit subjects and file
