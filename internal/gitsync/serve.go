@@ -2,10 +2,13 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,24 +20,30 @@ import (
 type Stream func(ctx context.Context, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 
 // serveScript runs in the sandbox, in the checkout $1 (/workspace), as one exec before
-// upload-pack serves it: it refuses a branch whose name clashes with the WIP refs (exit
-// 4, the branch on stderr), records the uncommitted work of the checkout and of each of
+// upload-pack serves it: it records the uncommitted work of the checkout and of each of
 // its worktrees on refs/paddock-wip/* (exit 3: no commits yet; exit 5: the recording
 // failed), and then becomes git upload-pack. Nothing reaches stdout before upload-pack.
 //
-// A checkout with nothing uncommitted (git status, without its optional index refresh, so
-// the agent's index is never written) gets its WIP ref pointed at HEAD directly; only work
-// to record runs WIPScript ($WIP) with its temporary index. A stale lock on the ref sends
-// the quick path to WIPScript too, which clears it.
-const serveScript = `for r in $(git for-each-ref --format='%(refname)' refs/heads/); do
-  case "${r#refs/heads/}" in ` + WIPBranch + `|` + WIPBranch + `/*|` + WIPBranch + `-*) echo "${r#refs/heads/}" >&2; exit 4 ;; esac
-done
-record() {
-  if st=$(git --no-optional-locks status --porcelain --untracked-files=normal --ignore-submodules=none 2>/dev/null) && [ -z "$st" ] &&
-    git update-ref "refs/paddock-wip/$1" HEAD 2>/dev/null; then
-    return 0
-  fi
-  sh -c "$WIP" sh "$1" >/dev/null
+// Only work to record runs WIPScript ($WIP) with its temporary index. A checkout that one
+// git status (without its optional index refresh, so the agent's index is never written)
+// finds clean, with a commit, has its WIP ref follow HEAD instead: in the main checkout,
+// on a branch, as a symbolic ref to that branch, which stays right through new commits, so
+// a sync of clean work writes no ref at all (the ref's loose file is read to see that it
+// is set); elsewhere, pointed at HEAD's commit. Anything else (no commit yet, a stale lock
+// on the ref) goes to WIPScript, which says so or clears it.
+const serveScript = `record() {
+  st=$(git --no-optional-locks status --porcelain=v2 --branch --no-ahead-behind --untracked-files=normal --ignore-submodules=none 2>/dev/null) &&
+  case "$st" in [!#]*|*"
+"[!#]*|*"# branch.oid (initial)"*) false ;; esac && {
+    br=${st#*"# branch.head "}; br=${br%%"
+"*}
+    if [ -d .git ] && [ "$br" != "(detached)" ]; then
+      { read -r cur < ".git/refs/paddock-wip/$1"; } 2>/dev/null && [ "$cur" = "ref: refs/heads/$br" ] ||
+        git symbolic-ref "refs/paddock-wip/$1" "refs/heads/$br" 2>/dev/null
+    else
+      git update-ref --no-deref "refs/paddock-wip/$1" HEAD 2>/dev/null
+    fi
+  } || sh -c "$WIP" sh "$1" >/dev/null
 }
 cd "$1" && record ` + WIPBranch + ` || { c=$?; [ "$c" = 3 ] && exit 3; echo "exit $c" >&2; exit 5; }
 if [ -f .git ] || [ -d .git/worktrees ]; then
@@ -48,15 +57,17 @@ exec git upload-pack "$1"
 // Exit codes of serveScript before upload-pack starts.
 const (
 	serveNoCommits = 3
-	serveClash     = 4
 	serveRecord    = 5
 )
 
 // Sync records the sandbox's uncommitted work and fetches every branch of the sandbox,
 // and its WIP refs, into Namespace(sandbox), in one exec (serveScript) whose upload-pack
 // host git reaches over git's fd:: transport: no remote helper process, and the only
-// transport this fetch allows (GIT_ALLOW_PROTOCOL=fd). base is the commit the sandbox
-// started from (to describe a new ref's changes); workspace is the checkout's path inside.
+// transport this fetch allows (GIT_ALLOW_PROTOCOL=fd). On the way, the sandbox's listing
+// of its refs is read (refWatch): a branch whose name would clash with the WIP refs stops
+// the fetch before git writes a ref, and the listing says where the refs now point. base
+// is the commit the sandbox started from (to describe a new ref's changes); workspace is
+// the checkout's path inside.
 func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream Stream) (Result, error) {
 	ns := Namespace(sandbox)
 	ours, theirs, err := socketPair()
@@ -71,16 +82,32 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		stderr  tail
 		code    int
 		served  error
+		listing map[string]string
 		serving = make(chan struct{})
 		closing sync.Once
 	)
 	hangUp := func() { closing.Do(func() { ours.Close() }) }
+	watch := &refWatch{w: ours, cut: hangUp, seen: func(refs map[string]string) error {
+		names := make([]string, 0, len(refs))
+		for name := range refs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if b, ok := strings.CutPrefix(name, "refs/heads/"); ok && (b == WIPBranch || strings.HasPrefix(b, WIPBranch+"/") || strings.HasPrefix(b, WIPBranch+"-")) {
+				return &BranchClashError{Sandbox: sandbox, Branch: b}
+			}
+		}
+		listing = refs
+		return nil
+	}}
 	go func() {
 		defer close(serving)
 		env := append([]string{"WIP=" + WIPScript, "GIT_PROTOCOL=version=2"}, SandboxGitEnv...)
-		code, served = stream(ctx, []string{"sh", "-c", serveScript, "sh", workspace}, env, ours, io.MultiWriter(&wrote, ours), &stderr)
+		code, served = stream(ctx, []string{"sh", "-c", serveScript, "sh", workspace}, env, ours, io.MultiWriter(&wrote, watch), &stderr)
 		hangUp() // what upload-pack wrote is in the socket; git reads it, then the end
 	}()
+
 	before, err := g.Refs(ctx, ns)
 	if err == nil {
 		err = g.fetchFD(ctx, theirs, sandbox, "+refs/heads/*:"+ns+"*", "+refs/paddock-wip/*:"+ns+"*")
@@ -90,22 +117,30 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	hangUp() // git is done with the stream: upload-pack sees its input end
 	<-serving
 	switch {
+	case watch.err != nil:
+		return Result{}, watch.err
 	case served != nil:
 		return Result{}, served
 	case wrote.n == 0 && code == serveNoCommits:
 		return Result{}, ErrNoCommits
-	case wrote.n == 0 && code == serveClash:
-		return Result{}, &BranchClashError{Sandbox: sandbox, Branch: lastLine(stderr.String())}
 	case wrote.n == 0 && code == serveRecord:
 		return Result{}, fmt.Errorf("record the sandbox's uncommitted work: %s", strings.TrimSpace(stderr.String()))
 	case err != nil && code != 0:
 		return Result{}, fmt.Errorf("%w (git upload-pack in the sandbox: exit %d: %s)", err, code, strings.TrimSpace(stderr.String()))
 	case err != nil:
 		return Result{}, err
+	case watch.state != watchPassing:
+		return Result{}, errors.New("git fetched from the sandbox without its listing of refs going through")
 	}
-	after, err := g.Refs(ctx, ns)
-	if err != nil {
-		return Result{}, err
+	// The listing says where the fetched refs now point; refs it does not name stay as
+	// they were (nothing is pruned).
+	after := maps.Clone(before)
+	for name, id := range listing {
+		for _, prefix := range []string{"refs/heads/", "refs/paddock-wip/"} {
+			if rest, ok := strings.CutPrefix(name, prefix); ok {
+				after[ns+rest] = id
+			}
+		}
 	}
 	return g.describe(ctx, before, after, base), nil
 }
