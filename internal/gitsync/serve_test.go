@@ -150,6 +150,20 @@ func TestSyncOverFD(t *testing.T) {
 			if got := gitOut(t, sb, "rev-parse", "refs/heads/main"); got != head {
 				t.Fatalf("main moved to %s", got)
 			}
+
+			// Two commits, a file added and removed again: the changes are the whole span's.
+			// A subject that plays with the log's own markers changes nothing but itself.
+			os.WriteFile(filepath.Join(sb, "tmp.txt"), []byte("tmp\n"), 0o644)
+			gitOut(t, sb, "add", "tmp.txt")
+			gitOut(t, sb, "commit", "-q", "-m", "\x01"+feature+"\x01x add tmp")
+			gitOut(t, sb, "rm", "-q", "tmp.txt")
+			os.WriteFile(filepath.Join(sb, "c.txt"), []byte("c\n"), 0o644)
+			gitOut(t, sb, "add", "c.txt")
+			gitOut(t, sb, "commit", "-q", "-m", "rm tmp, add c")
+			u := updated(sync())[ns+"feature"]
+			if len(u.Commits) != 2 || !strings.Contains(u.Commits[1], `\x01`) || len(u.Files) != 1 || u.Files[0] != "A\tc.txt" {
+				t.Fatalf("two commits: %+v", u)
+			}
 		})
 	}
 }

@@ -48,7 +48,9 @@ func (e *BranchClashError) Error() string {
 // describe says what changed between two listings of the namespace's refs: for each
 // ref that moved, its new commits and changed files since its old value (or base, for a
 // new ref). Refs that moved alike (a branch and the WIP ref of a clean checkout) are
-// described once, and the git commands run side by side, a few at a time.
+// described once, each with one git log that also lists each commit's files: for one new
+// commit on top of the old value, the usual sync, those are the ref's changes; otherwise
+// a git diff says them. Spans are described side by side, a few at a time.
 func (g *Git) describe(ctx context.Context, before, after map[string]string, base string) Result {
 	names := make([]string, 0, len(after))
 	for ref := range after {
@@ -63,14 +65,6 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 		running   sync.WaitGroup
 		slots     = make(chan struct{}, 4)
 	)
-	run := func(dst *[]string, args ...string) {
-		defer running.Done()
-		slots <- struct{}{}
-		defer func() { <-slots }()
-		if out, err := g.Run(ctx, args...); err == nil {
-			*dst = lines(out)
-		}
-	}
 	for _, ref := range names {
 		if before[ref] == after[ref] {
 			continue
@@ -86,9 +80,13 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 		}
 		d := &description{}
 		described[sp] = d
-		running.Add(2)
-		go run(&d.commits, "log", "--format=%h %s", sp.from+".."+sp.to)
-		go run(&d.files, "diff", "--no-ext-diff", "--no-textconv", "--name-status", sp.from, sp.to)
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			d.commits, d.files = g.span(ctx, sp.from, sp.to)
+		}()
 	}
 	running.Wait()
 	for i, u := range res.Updates {
@@ -101,6 +99,47 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 		}
 	}
 	return res
+}
+
+// span lists the commits in from..to, newest first ("abbrev subject"), and the files that
+// changed from from to to ("STATUS\tPATH"), escaped for printing.
+//
+// The log marks each commit's line with \x01 before its parents and after them; a file
+// line never starts with \x01 (git quotes a path with control characters) and a subject
+// never holds a newline, so whatever a commit message holds, it stays within its line.
+func (g *Git) span(ctx context.Context, from, to string) (commits, files []string) {
+	out, err := g.Run(ctx, "log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", from+".."+to)
+	if err != nil {
+		return nil, nil
+	}
+	var parents []string
+	var perCommit []string // the files of the one commit, while there is one
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "\x01"):
+			p, subject, _ := strings.Cut(l[1:], "\x01")
+			commits = append(commits, subject)
+			parents = strings.Fields(p)
+		case l != "" && len(commits) == 1:
+			perCommit = append(perCommit, l)
+		}
+	}
+	commits = escaped(commits)
+	if len(commits) == 1 && len(parents) == 1 && parents[0] == from {
+		return commits, escaped(perCommit)
+	}
+	if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", from, to); err == nil {
+		files = lines(diff)
+	}
+	return commits, files
+}
+
+// escaped makes lines from the sandbox safe to print (see lines); nil stays nil.
+func escaped(ls []string) []string {
+	for i, l := range ls {
+		ls[i] = termtext.Escape(l)
+	}
+	return ls
 }
 
 // lines splits git's output into lines made safe to print: commit subjects and file
