@@ -133,13 +133,23 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		return Result{}, errors.New("git fetched from the sandbox without its listing of refs going through")
 	}
 	// The listing says where the fetched refs now point; refs it does not name stay as
-	// they were (nothing is pruned).
+	// they were (nothing is pruned). It comes from the sandbox: a name git would not have
+	// written, or an id that is not one, and git says instead.
 	after := maps.Clone(before)
 	for name, id := range listing {
 		for _, prefix := range []string{"refs/heads/", "refs/paddock-wip/"} {
 			if rest, ok := strings.CutPrefix(name, prefix); ok {
-				after[ns+rest] = id
+				if !refName(name) || !objectID(id) {
+					after = nil
+				} else if after != nil {
+					after[ns+rest] = id
+				}
 			}
+		}
+	}
+	if after == nil {
+		if after, err = g.Refs(ctx, ns); err != nil {
+			return Result{}, err
 		}
 	}
 	return g.describe(ctx, before, after, base), nil
@@ -165,6 +175,40 @@ func (g *Git) fetchFD(ctx context.Context, conn *os.File, sandbox string, refspe
 		return fmt.Errorf("git fetch from sandbox %s: %w: %s", sandbox, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// objectID says whether s is a full object id (SHA-1 or SHA-256, lower-case hex).
+func objectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// refName says whether git would take name as a ref's name (git check-ref-format): no
+// control characters, spaces or ~^:?*[\, no "..", "@{" or "//", no component that starts
+// with a dot or ends in .lock, and no trailing slash or dot.
+func refName(name string) bool {
+	if name == "" || strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".") || name == "@" ||
+		strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//") {
+		return false
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+			return false
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+	}
+	return true
 }
 
 // socketPair returns the two ends of a unix stream socket pair: ours as a net.Conn (so a

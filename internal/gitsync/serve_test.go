@@ -198,3 +198,32 @@ func TestRefWatchRefusesOtherOutput(t *testing.T) {
 		t.Fatalf("err %v, cut %v, passed %q", err, cut, got.String())
 	}
 }
+
+// TestListedNamesAsGitTakesThem: the names and ids of a sandbox's listing are taken as
+// where refs now point only when git would have written them: refName accepts no name
+// that git check-ref-format refuses, and objectID only full ids (an id is a git argument
+// later: "--output=F" must never pass).
+func TestListedNamesAsGitTakesThem(t *testing.T) {
+	names := []string{"refs/heads/main", "refs/heads/feature/x", "refs/paddock-wip/wip-a", "refs/heads/a..b",
+		"refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/x/", "refs/heads/x.", "refs/heads/a//b",
+		"refs/heads/a@{1}", "refs/heads/a b", "refs/heads/a~1", "refs/heads/a^", "refs/heads/a:b", "refs/heads/a?",
+		"refs/heads/a*", "refs/heads/a[", `refs/heads/a\b`, "refs/heads/\x1b]0;pwned\x07", "refs/heads/\x7f",
+		"refs/heads/ünï", "refs/heads/@", "refs/heads/-x", "refs/heads/x.lock/y"}
+	for _, name := range names {
+		gitTakes := exec.Command("git", "check-ref-format", name).Run() == nil
+		if refName(name) && !gitTakes {
+			t.Errorf("refName(%q) is true, git check-ref-format refuses it", name)
+		}
+		if !refName(name) && gitTakes && !strings.ContainsAny(name, "\x1b\x07") {
+			t.Logf("refName(%q) refuses what git takes (a sync then asks git)", name)
+		}
+	}
+	for id, want := range map[string]bool{
+		strings.Repeat("a", 40): true, strings.Repeat("0", 64): true, strings.Repeat("A", 40): false,
+		"--output=/tmp/x": false, strings.Repeat("a", 39): false, "": false,
+	} {
+		if objectID(id) != want {
+			t.Errorf("objectID(%q) = %v", id, !want)
+		}
+	}
+}

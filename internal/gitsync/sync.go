@@ -108,7 +108,7 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 // line never starts with \x01 (git quotes a path with control characters) and a subject
 // never holds a newline, so whatever a commit message holds, it stays within its line.
 func (g *Git) span(ctx context.Context, from, to string) (commits, files []string) {
-	out, err := g.Run(ctx, "log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", from+".."+to)
+	out, err := g.Run(ctx, "log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", "--end-of-options", from+".."+to)
 	if err != nil {
 		return nil, nil
 	}
@@ -128,7 +128,7 @@ func (g *Git) span(ctx context.Context, from, to string) (commits, files []strin
 	if len(commits) == 1 && len(parents) == 1 && parents[0] == from {
 		return commits, escaped(perCommit)
 	}
-	if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", from, to); err == nil {
+	if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", "--end-of-options", from, to); err == nil {
 		files = lines(diff)
 	}
 	return commits, files
