@@ -74,7 +74,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	if err != nil {
 		return Result{}, err
 	}
-	go g.hooksPath(ctx) // wanted after the fetch (RunsOnHost); asked meanwhile
+	hostCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -107,6 +107,10 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		code, served = stream(ctx, []string{"sh", "-c", serveScript, "sh", workspace}, env, ours, io.MultiWriter(&wrote, watch), &stderr)
 		hangUp() // what upload-pack wrote is in the socket; git reads it, then the end
 	}()
+	// The exec is the longest way round: it starts first, then the host's own git
+	// commands. core.hooksPath is wanted after the fetch (RunsOnHost) and asked meanwhile,
+	// outside this call's cancellation.
+	go g.hooksPath(hostCtx)
 
 	before, err := g.Refs(ctx, ns)
 	if err == nil {
