@@ -7,10 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
@@ -53,9 +53,7 @@ type Options struct {
 	// Bus carries the guests' events that set off automatic syncs.
 	Bus       *events.Bus
 	Sandboxes Sandboxes
-	// HelperDir holds git-remote-paddock; Home is PADDOCK_HOME, if set.
-	HelperDir, Home string
-	Logger          *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Syncer runs the automatic syncs and records every sync.
@@ -143,17 +141,11 @@ func (s *Syncer) worker(ctx context.Context, name string, kick <-chan struct{}) 
 
 // syncNow fetches a sandbox's work into its host repository and records what came.
 func (s *Syncer) syncNow(ctx context.Context, sb store.Sandbox, c *guestclient.Client) error {
-	if s.opts.HelperDir == "" {
-		return fmt.Errorf("no git-remote-paddock helper")
-	}
 	if fi, err := os.Stat(sb.SourcePath + "/.git"); err != nil || fi == nil {
 		return fmt.Errorf("the host repository %s has moved or was deleted", sb.SourcePath)
 	}
-	g := &gitsync.Git{Repo: sb.SourcePath, HelperDir: s.opts.HelperDir}
-	if s.opts.Home != "" {
-		g.Env = []string{"PADDOCK_HOME=" + s.opts.Home}
-	}
-	res, err := g.Sync(ctx, sb.Name, sb.BaseCommit, guestExec(c))
+	g := &gitsync.Git{Repo: sb.SourcePath}
+	res, err := g.Sync(ctx, sb.Name, sb.BaseCommit, inside.Workspace, guestStream(c))
 	if err != nil {
 		return err
 	}
@@ -201,11 +193,9 @@ func detail(mode string, refs int) string {
 	return fmt.Sprintf("%s: %d refs updated", mode, refs)
 }
 
-// guestExec runs commands in a sandbox's workspace through its guest connection.
-func guestExec(c *guestclient.Client) gitsync.Exec {
-	return func(ctx context.Context, argv, env []string) (string, string, int, error) {
-		var stdout, stderr strings.Builder
-		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: inside.Workspace, Stdout: &stdout, Stderr: &stderr})
-		return stdout.String(), stderr.String(), code, err
+// guestStream runs commands in a sandbox's workspace through its guest connection.
+func guestStream(c *guestclient.Client) gitsync.Stream {
+	return func(ctx context.Context, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+		return c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: inside.Workspace, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	}
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
-	"strings"
+	"path/filepath"
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -33,12 +35,13 @@ func hostRepo(ctx context.Context, f *Factory, info sandbox.Info) (*gitsync.Git,
 		if info.SourcePath == "" {
 			return nil, apperr.Invalid("", "sandbox %q was not made from a host repository", info.Name)
 		}
-		t, err := git(ctx, info.SourcePath, "rev-parse", "--show-toplevel")
-		if err != nil || t != info.SourcePath {
+		// The top of a repository holds .git (a directory, or a file in a worktree): one
+		// stat, where asking git costs a process on every sync.
+		if _, err := os.Stat(filepath.Join(info.SourcePath, ".git")); err != nil {
 			return nil, apperr.NotFound("move it back, or make a new sandbox from where it is now",
 				"the host repository of sandbox %q, %s, has moved or was deleted", info.Name, info.SourcePath)
 		}
-		top = t
+		top = info.SourcePath
 	}
 	dir, err := helperDir(f)
 	if err != nil {
@@ -68,12 +71,11 @@ func helperDir(f *Factory) (string, error) {
 	return gitsync.HelperDir(p.Cache, exe)
 }
 
-// sandboxExec runs commands in a sandbox through the daemon's API.
-func sandboxExec(c *api.Client, name string) gitsync.Exec {
-	return func(ctx context.Context, argv, env []string) (string, string, int, error) {
-		var stdout, stderr strings.Builder
-		code, err := c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env}, api.ExecIO{Stdout: &stdout, Stderr: &stderr})
-		return stdout.String(), stderr.String(), code, err
+// sandboxStream runs commands in a sandbox's /workspace through the daemon's API.
+func sandboxStream(c *api.Client, name string) gitsync.Stream {
+	return func(ctx context.Context, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+		return c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env, Dir: inside.Workspace},
+			api.ExecIO{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	}
 }
 
@@ -88,7 +90,7 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 	if err != nil {
 		return info, nil, gitsync.Result{}, err
 	}
-	res, err := g.Sync(ctx, name, info.BaseCommit, sandboxExec(c, name))
+	res, err := g.Sync(ctx, name, info.BaseCommit, inside.Workspace, sandboxStream(c, name))
 	var clash *gitsync.BranchClashError
 	switch {
 	case errors.Is(err, gitsync.ErrNoCommits):

@@ -169,7 +169,7 @@ func TestCreateSyncFaults(t *testing.T) {
 		cmd.Wait()
 		// The git the CLI ran may still finish; wait for it to let go of the repository.
 		waitUntil(t, 20*time.Second, "git to finish", func() bool {
-			out, _ := exec.Command("sh", "-c", "pgrep -f '[g]it.*fetch.*paddock::"+name+"' | wc -l").Output()
+			out, _ := exec.Command("sh", "-c", "pgrep -f '[g]it.*fetch.*fd::3/"+name+" ' | wc -l").Output()
 			return strings.TrimSpace(string(out)) == "0"
 		})
 		if out, err := exec.Command("git", "-C", repo, "fsck", "--no-progress", "--connectivity-only").CombinedOutput(); err != nil {

@@ -21,7 +21,6 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/ghauth"
-	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
@@ -121,15 +120,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
-	helperDir := ""
-	if exe, err := os.Executable(); err == nil {
-		helperDir, err = gitsync.HelperDir(p.Cache, exe)
-		if err != nil {
-			log.Warn("no git-remote-paddock helper: automatic syncs are off", "err", err)
-		}
-	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
-		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP, HelperDir: helperDir, Home: p.Home,
+		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
 		ReposDir: filepath.Join(p.Cache, "repos")})
 	defer svc.Close()
 	prices, err := metering.NewPrices(cfg.Prices)

@@ -1,9 +1,10 @@
 // Package gitsync moves work between a host repository and a sandbox's /workspace with
 // git, always started from the host: the host fetches through the guest (git
-// upload-pack runs inside the sandbox, behind the git-remote-paddock helper), so host git
-// never runs inside a .git the sandbox can write. Every host git command here runs with
-// hooks, fsmonitor, external diff and textconv turned off, so nothing the sandbox wrote
-// can make the host run a program.
+// upload-pack runs inside the sandbox, its stream handed to host git over the fd::
+// transport; a push goes through the git-remote-paddock helper), so host git never runs
+// inside a .git the sandbox can write. Every host git command here runs with hooks,
+// fsmonitor, external diff and textconv turned off, so nothing the sandbox wrote can make
+// the host run a program.
 package gitsync
 
 import (
@@ -13,10 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 )
 
 // safeConfig turns off every way a repository's content or config could run a program
-// in a host git command on fetched work.
+// in a host git command on fetched work, and the packfile URIs a sandbox's upload-pack
+// could offer (a URL of its choosing that host git would fetch).
 var safeConfig = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "core.fsmonitor=false",
@@ -26,6 +29,7 @@ var safeConfig = []string{
 	"-c", "submodule.recurse=false",
 	"-c", "protocol.paddock.allow=always",
 	"-c", "core.sshCommand=false",
+	"-c", "fetch.uriProtocols=",
 }
 
 // Git runs host git commands in one repository.
@@ -36,6 +40,11 @@ type Git struct {
 	HelperDir string
 	// Env is added to git's environment (PADDOCK_HOME for the helper).
 	Env []string
+
+	hooks struct {
+		once sync.Once
+		path string
+	}
 }
 
 // Run runs git with args and returns its standard output.
@@ -45,13 +54,7 @@ func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 
 // RunInput is Run with standard input.
 func (g *Git) RunInput(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	full := append(append([]string{"-C", g.Repo}, safeConfig...), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
-	if g.HelperDir != "" {
-		cmd.Env = append(cmd.Env, "PATH="+g.HelperDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	cmd.Env = append(cmd.Env, g.Env...)
+	cmd := g.command(ctx, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -61,6 +64,19 @@ func (g *Git) RunInput(ctx context.Context, stdin []byte, args ...string) (strin
 		return stdout.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// command is git with args in the repository, hardened (safeConfig, no system config,
+// no prompts).
+func (g *Git) command(ctx context.Context, args ...string) *exec.Cmd {
+	full := append(append([]string{"-C", g.Repo}, safeConfig...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
+	if g.HelperDir != "" {
+		cmd.Env = append(cmd.Env, "PATH="+g.HelperDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	cmd.Env = append(cmd.Env, g.Env...)
+	return cmd
 }
 
 // Refs lists refs under prefix as name → object id.

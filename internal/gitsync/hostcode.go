@@ -55,11 +55,7 @@ func runsOnHost(p, hooksPath string) string {
 // package.json when its scripts changed (its other fields run nothing). base is the
 // commit the sandbox started from, for refs that are new.
 func (g *Git) RunsOnHost(ctx context.Context, res Result, base string) []HostCode {
-	hooksPath := g.userConfig(ctx, "core.hooksPath")
-	hooksPath = strings.TrimPrefix(hooksPath, "./")
-	if path.IsAbs(hooksPath) {
-		hooksPath = strings.TrimPrefix(hooksPath, strings.TrimSuffix(g.Repo, "/")+"/")
-	}
+	hooksPath := g.hooksPath(ctx)
 	var out []HostCode
 	seen := map[string]bool{} // a path is named once, at the first ref that changes it
 	for _, u := range res.Updates {
@@ -84,6 +80,19 @@ func (g *Git) RunsOnHost(ctx context.Context, res Result, base string) []HostCod
 		}
 	}
 	return out
+}
+
+// hooksPath is the host repository's core.hooksPath, relative to its top ("" when unset),
+// read once.
+func (g *Git) hooksPath(ctx context.Context) string {
+	g.hooks.once.Do(func() {
+		p := strings.TrimPrefix(g.userConfig(ctx, "core.hooksPath"), "./")
+		if path.IsAbs(p) {
+			p = strings.TrimPrefix(p, strings.TrimSuffix(g.Repo, "/")+"/")
+		}
+		g.hooks.path = p
+	})
+	return g.hooks.path
 }
 
 // scriptsChanged says whether the "scripts" of a package.json differ between two commits

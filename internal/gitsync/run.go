@@ -41,19 +41,6 @@ func RecordWIP(ctx context.Context, exec Exec) ([]string, error) {
 	return nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(stderr))
 }
 
-// Sync records the sandbox's uncommitted work and fetches everything into the host
-// repository's Namespace(sandbox).
-func (g *Git) Sync(ctx context.Context, sandbox, base string, exec Exec) (Result, error) {
-	branches, err := RecordWIP(ctx, exec)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := CheckBranches(sandbox, branches); err != nil {
-		return Result{}, err
-	}
-	return g.Fetch(ctx, sandbox, base)
-}
-
 // HelperName is the name git looks for to handle paddock::SANDBOX URLs.
 const HelperName = "git-remote-paddock"
 

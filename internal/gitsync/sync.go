@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -44,62 +45,101 @@ func (e *BranchClashError) Error() string {
 		e.Branch, Namespace(e.Sandbox), WIPBranch)
 }
 
-// CheckBranches refuses branch names that would clash with the WIP refs in the host's
-// namespace of the sandbox, before anything is fetched.
-func CheckBranches(sandbox string, branches []string) error {
-	for _, branch := range branches {
-		if branch == WIPBranch || strings.HasPrefix(branch, WIPBranch+"/") || strings.HasPrefix(branch, WIPBranch+"-") {
-			return &BranchClashError{Sandbox: sandbox, Branch: branch}
-		}
-	}
-	return nil
-}
-
-// Fetch fetches every branch of the sandbox, and its WIP refs, into Namespace(sandbox)
-// through the git-remote-paddock helper, in one fetch. base is the commit the sandbox
-// started from (to describe a new ref's changes). Call CheckBranches first.
-func (g *Git) Fetch(ctx context.Context, sandbox, base string) (Result, error) {
-	ns := Namespace(sandbox)
-	remote := "paddock::" + sandbox
-	refspecs := []string{"+refs/heads/*:" + ns + "*", "+refs/paddock-wip/*:" + ns + "*"}
-	before, err := g.Refs(ctx, ns)
-	if err != nil {
-		return Result{}, err
-	}
-	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote}, refspecs...)
-	if _, err := g.Run(ctx, args...); err != nil {
-		return Result{}, err
-	}
-	after, err := g.Refs(ctx, ns)
-	if err != nil {
-		return Result{}, err
-	}
-	var res Result
+// describe says what changed between two listings of the namespace's refs: for each
+// ref that moved, its new commits and changed files since its old value (or base, for a
+// new ref). Refs that moved alike (a branch and the WIP ref of a clean checkout) are
+// described once, each with one git log that also lists each commit's files: for one new
+// commit on top of the old value, the usual sync, those are the ref's changes; otherwise
+// a git diff says them. Spans are described side by side, a few at a time.
+func (g *Git) describe(ctx context.Context, before, after map[string]string, base string) Result {
 	names := make([]string, 0, len(after))
 	for ref := range after {
 		names = append(names, ref)
 	}
 	sort.Strings(names)
+	type span struct{ from, to string }
+	type description struct{ commits, files []string }
+	var (
+		res       Result
+		described = map[span]*description{}
+		running   sync.WaitGroup
+		slots     = make(chan struct{}, 4)
+	)
 	for _, ref := range names {
 		if before[ref] == after[ref] {
 			continue
 		}
 		u := Update{Ref: ref, Old: before[ref], New: after[ref]}
+		res.Updates = append(res.Updates, u)
+		sp := span{u.Old, u.New}
+		if sp.from == "" {
+			sp.from = base
+		}
+		if sp.from == "" || described[sp] != nil {
+			continue
+		}
+		d := &description{}
+		described[sp] = d
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			d.commits, d.files = g.span(ctx, sp.from, sp.to)
+		}()
+	}
+	running.Wait()
+	for i, u := range res.Updates {
 		from := u.Old
 		if from == "" {
 			from = base
 		}
-		if from != "" {
-			if log, err := g.Run(ctx, "log", "--format=%h %s", from+".."+u.New); err == nil {
-				u.Commits = lines(log)
-			}
-			if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", from, u.New); err == nil {
-				u.Files = lines(diff)
-			}
+		if d := described[span{from, u.New}]; d != nil {
+			res.Updates[i].Commits, res.Updates[i].Files = d.commits, d.files
 		}
-		res.Updates = append(res.Updates, u)
 	}
-	return res, nil
+	return res
+}
+
+// span lists the commits in from..to, newest first ("abbrev subject"), and the files that
+// changed from from to to ("STATUS\tPATH"), escaped for printing.
+//
+// The log marks each commit's line with \x01 before its parents and after them; a file
+// line never starts with \x01 (git quotes a path with control characters) and a subject
+// never holds a newline, so whatever a commit message holds, it stays within its line.
+func (g *Git) span(ctx context.Context, from, to string) (commits, files []string) {
+	out, err := g.Run(ctx, "log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", "--end-of-options", from+".."+to)
+	if err != nil {
+		return nil, nil
+	}
+	var parents []string
+	var perCommit []string // the files of the one commit, while there is one
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "\x01"):
+			p, subject, _ := strings.Cut(l[1:], "\x01")
+			commits = append(commits, subject)
+			parents = strings.Fields(p)
+		case l != "" && len(commits) == 1:
+			perCommit = append(perCommit, l)
+		}
+	}
+	commits = escaped(commits)
+	if len(commits) == 1 && len(parents) == 1 && parents[0] == from {
+		return commits, escaped(perCommit)
+	}
+	if diff, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", "--end-of-options", from, to); err == nil {
+		files = lines(diff)
+	}
+	return commits, files
+}
+
+// escaped makes lines from the sandbox safe to print (see lines); nil stays nil.
+func escaped(ls []string) []string {
+	for i, l := range ls {
+		ls[i] = termtext.Escape(l)
+	}
+	return ls
 }
 
 // lines splits git's output into lines made safe to print: commit subjects and file

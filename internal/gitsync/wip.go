@@ -4,7 +4,9 @@ package gitsync
 // checkout's uncommitted and untracked work (ignored files excepted) as a commit on top
 // of HEAD, with a temporary index, so neither the working tree nor the agent's index
 // changes, and points refs/paddock-wip/NAME at it ($1 is NAME). With nothing
-// uncommitted, the ref points at HEAD. A snapshot's WIP also follows WIPRules. Hooks and
+// uncommitted, the ref points at HEAD. The ref is written as itself (--no-deref): a sync
+// may have left it a symbolic ref to the checked-out branch (serveScript), which must not
+// move. A snapshot's WIP also follows WIPRules. Hooks and
 // fsmonitor are off (SandboxGitEnv), so that whatever the agent configured cannot break a
 // sync. A recording killed part way (the guest kills what it ran when the daemon goes) can
 // leave the ref's lock behind: the next one removes it.
@@ -31,7 +33,7 @@ else
   commit=$(GIT_AUTHOR_NAME=paddock GIT_AUTHOR_EMAIL=paddock@localhost GIT_COMMITTER_NAME=paddock GIT_COMMITTER_EMAIL=paddock@localhost \
     git commit-tree "$tree" -p "$head" -m "paddock: uncommitted work in the sandbox")
 fi
-git update-ref "$ref" "$commit"
+git update-ref --no-deref "$ref" "$commit"
 `
 
 // WIPRules defines wip_rules, which a snapshot applies to the index of its WIP commit

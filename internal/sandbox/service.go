@@ -78,8 +78,6 @@ type Options struct {
 	Creds *creds.Proxy
 	// MCP are the MCP servers declared in the config.
 	MCP map[string]config.MCPServer
-	// HelperDir holds git-remote-paddock, for automatic syncs; Home is PADDOCK_HOME, if set.
-	HelperDir, Home string
 	// ReposDir holds the daemon's own clones of git URLs (CreateRequest.Clone).
 	ReposDir string
 	// Events is the bus every recorded event is published on; nil makes one.
@@ -142,7 +140,7 @@ func New(opts Options) *Service {
 		s.bus = events.NewBus()
 	}
 	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
-		HelperDir: opts.HelperDir, Home: opts.Home, Logger: log})
+		Logger: log})
 	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
 	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, Logger: log})
 	return s
