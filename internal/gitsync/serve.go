@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // Stream runs argv in the sandbox, in /workspace, with env added to its environment,
@@ -79,7 +81,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	defer cancel()
 	var (
 		wrote   counter
-		stderr  tail
+		stderr  = tailbuf.Buffer{Max: 16 << 10}
 		code    int
 		served  error
 		listing map[string]string
@@ -168,7 +170,7 @@ func (g *Git) fetchFD(ctx context.Context, conn *os.File, sandbox string, refspe
 	cmd := g.command(ctx, args...)
 	cmd.Env = append(cmd.Env, "GIT_ALLOW_PROTOCOL=fd")
 	cmd.ExtraFiles = []*os.File{conn} // fd 3
-	var stderr tail
+	stderr := tailbuf.Buffer{Max: 16 << 10}
 	cmd.Stderr = &stderr
 	err := cmd.Start()
 	conn.Close()
@@ -236,28 +238,6 @@ func socketPair() (net.Conn, *os.File, error) {
 type counter struct{ n int64 }
 
 func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
-
-// tail keeps the last 16 KiB written to it, for error messages.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - 16<<10; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
 
 // lastLine is the last non-empty line of s.
 func lastLine(s string) string {

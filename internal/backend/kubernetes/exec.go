@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // stream runs argv in a container of a pod through the API server's exec: over
@@ -82,11 +83,11 @@ func (c *cluster) dial(ctx context.Context, ns, pod string) (net.Conn, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	conn := &execConn{Conn: ours, cancel: cancel}
 	go func() {
-		errOut := &tail{max: 4096}
+		errOut := &tailbuf.Buffer{}
 		err := c.stream(sctx, ns, pod, sandboxContainer,
 			[]string{inside.GuestBinary, inside.GuestCommand, "connect", "--socket", agentSocket}, theirs, theirs, errOut)
 		if err != nil && sctx.Err() == nil {
-			conn.err.Store(fmt.Errorf("the guest bridge in %s/%s: %w%s", ns, pod, err, errOut.suffix()))
+			conn.err.Store(fmt.Errorf("the guest bridge in %s/%s: %w%s", ns, pod, err, suffix(errOut)))
 		}
 		theirs.Close()
 	}()
@@ -117,22 +118,9 @@ func (c *execConn) Close() error {
 	return err
 }
 
-// tail keeps the last bytes written to it, for error messages.
-type tail struct {
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) suffix() string {
-	if s := strings.TrimSpace(string(t.buf)); s != "" {
+// suffix is ": " and what t kept, or "" when it kept nothing.
+func suffix(t *tailbuf.Buffer) string {
+	if s := strings.TrimSpace(t.String()); s != "" {
 		return ": " + s
 	}
 	return ""

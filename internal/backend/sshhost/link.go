@@ -16,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/shell"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // Link is one SSH connection to a host, running `paddock backend serve` there: every call
@@ -25,7 +26,7 @@ type Link struct {
 	client  *ssh.Client
 	session *ssh.Session
 	mux     *yamux.Session
-	stderr  *tail
+	stderr  *tailbuf.Buffer
 	// Backend is the host's backend serving the sandboxes (bwrap, docker).
 	Backend string
 	// Copied says paddock was copied to the host (missing or outdated) when the link opened.
@@ -58,7 +59,7 @@ func Open(ctx context.Context, name string, h Host, o OpenOptions) (*Link, error
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{name: name, client: client, stderr: &tail{}}
+	l := &Link{name: name, client: client, stderr: &tailbuf.Buffer{}}
 	if err := l.prepare(ctx, h, o); err != nil {
 		client.Close()
 		return nil, err
@@ -187,7 +188,7 @@ func (l *Link) serve() error {
 	if err := readLine(rw, &h); err != nil || h.Magic != Magic {
 		s.Close()
 		s.Wait()
-		return fmt.Errorf("host %s: %s/bin/paddock backend serve did not answer as paddock (%v): %s", l.name, l.Home, err, l.stderr.String())
+		return fmt.Errorf("host %s: %s/bin/paddock backend serve did not answer as paddock (%v): %s", l.name, l.Home, err, l.stderr.Lines(6))
 	}
 	if h.Error != nil {
 		s.Close()
@@ -324,10 +325,10 @@ func (l *Link) run(ctx context.Context, cmd string, stdin io.Reader) (string, er
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	var out strings.Builder
-	errOut := &tail{}
+	errOut := &tailbuf.Buffer{}
 	s.Stdout, s.Stderr, s.Stdin = &out, errOut, stdin
 	if err := s.Run(cmd); err != nil {
-		return out.String(), fmt.Errorf("%v: %s", err, errOut.String())
+		return out.String(), fmt.Errorf("%v: %s", err, errOut.Lines(6))
 	}
 	return out.String(), nil
 }
@@ -345,32 +346,6 @@ func (c *pipeConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 func (c *pipeConn) Close() error {
 	c.once.Do(func() { c.w.Close(); c.s.Close() })
 	return nil
-}
-
-// tail keeps the last few KiB written to it: a remote command's stderr, for errors.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	if len(lines) > 6 {
-		lines = lines[len(lines)-6:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // progressReader reports how much of a copy has gone, every tenth.
