@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
@@ -87,23 +88,7 @@ func (s *Service) SetKey(provider, key string) (ProviderInfo, error) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return ProviderInfo{}, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+provider+"-*")
-	if err != nil {
-		return ProviderInfo{}, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(key + "\n"); err != nil {
-		tmp.Close()
-		return ProviderInfo{}, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return ProviderInfo{}, err
-	}
-	if err := tmp.Close(); err != nil {
-		return ProviderInfo{}, err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
+	if err := atomicfile.Write(file, []byte(key+"\n"), 0o600); err != nil {
 		return ProviderInfo{}, err
 	}
 	return ProviderInfo{Name: provider, Key: p.KeySource()}, nil

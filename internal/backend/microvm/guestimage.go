@@ -18,6 +18,7 @@ import (
 
 	"github.com/cavaliergopher/cpio"
 
+	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/vmspec"
 )
 
@@ -93,7 +94,7 @@ func unpackKernel(image, dst string) error {
 	if !bytes.HasPrefix(out.Bytes(), []byte("\x7fELF")) {
 		return fmt.Errorf("the kernel %s did not unpack to an ELF image", image)
 	}
-	return writeAtomic(dst, out.Bytes(), 0o644)
+	return atomicfile.Write(dst, out.Bytes(), 0o644)
 }
 
 // moduleOrder lists the module files (paths under dir) to load for names, each after
@@ -231,16 +232,7 @@ func writeInitramfs(dst, guest string, k kernel) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	return writeAtomic(dst, buf.Bytes(), 0o644)
-}
-
-// writeAtomic writes a file whole or not at all.
-func writeAtomic(dst string, data []byte, mode os.FileMode) error {
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return atomicfile.Write(dst, buf.Bytes(), 0o644)
 }
 
 // mkfs makes an ext4 file system of size bytes in the (sparse) file dst, filled from

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/vmspec"
 )
@@ -164,7 +165,7 @@ func (m *MicroVM) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	data, _ := json.MarshalIndent(md, "", "  ")
-	if err := writeAtomic(filepath.Join(dir, metaFile), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, metaFile), data, 0o600); err != nil {
 		os.RemoveAll(dir)
 		return err
 	}

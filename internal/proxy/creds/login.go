@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/atomicfile"
 )
 
 // The subscription logins the daemon can hold, by the name `paddock login NAME` takes.
@@ -207,23 +209,7 @@ func (l *Logins) write(name string, lg Login) error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(l.dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), l.path(name))
+	return atomicfile.Write(l.path(name), append(data, '\n'), 0o600)
 }
 
 // Remove forgets the login (nothing to remove is no error).
