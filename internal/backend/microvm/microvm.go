@@ -308,6 +308,7 @@ func (m *MicroVM) Stop(ctx context.Context, id backend.ID) error {
 	dir := m.sandboxDir(id)
 	os.Remove(filepath.Join(dir, runningFile))
 	os.Remove(filepath.Join(dir, savedState))
+	os.Remove(memFile(filepath.Join(dir, savedState)))
 	os.Remove(filepath.Join(dir, resumeNote))
 	m.forget(id)
 	d := m.vmm(md.VMM)
