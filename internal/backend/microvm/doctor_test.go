@@ -23,6 +23,7 @@ func TestAvailability(t *testing.T) {
 		{"missing qemu", map[string]any{"qemu": "qemu-system-nowhere"}, "QEMU (qemu-system-nowhere) is not installed", "apt-get install qemu-system-x86", false},
 		{"missing kernel", map[string]any{"kernel": "/boot/vmlinuz-0.0.0-none"}, "/boot/vmlinuz-0.0.0-none", "apt-get install linux-image-amd64", false},
 		{"firecracker missing", map[string]any{"vmm": "firecracker", "firecracker": "firecracker-nowhere"}, "Firecracker (firecracker-nowhere) is not installed", "--vmm qemu", false},
+		{"jailer", map[string]any{"vmm": "firecracker", "firecracker": "/bin/true", "jailer": "/usr/bin/jailer"}, "under its jailer is not built yet", "remove jailer", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: tc.opts})
@@ -55,6 +56,22 @@ func TestAvailability(t *testing.T) {
 		}
 		if !found {
 			t.Fatal("doctor says nothing of the acceleration")
+		}
+	})
+	t.Run("firecracker", func(t *testing.T) {
+		b := newBackend(t, nil)
+		var found bool
+		for _, f := range b.Report(context.Background()) {
+			if f.Topic == "firecracker" {
+				found = true
+				if f.OK || !strings.Contains(f.Text, "through its API") || !strings.Contains(f.Text, "faithful fake") ||
+					!strings.Contains(f.Text, "never on a real Firecracker") {
+					t.Fatalf("the Firecracker finding: %+v, want it to say it is driven through its API and tested only against a fake", f)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("doctor says nothing of Firecracker")
 		}
 	})
 	t.Run("settings", func(t *testing.T) {
