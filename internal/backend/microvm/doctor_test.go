@@ -23,7 +23,8 @@ func TestAvailability(t *testing.T) {
 		{"missing qemu", map[string]any{"qemu": "qemu-system-nowhere"}, "QEMU (qemu-system-nowhere) is not installed", "apt-get install qemu-system-x86", false},
 		{"missing kernel", map[string]any{"kernel": "/boot/vmlinuz-0.0.0-none"}, "/boot/vmlinuz-0.0.0-none", "apt-get install linux-image-amd64", false},
 		{"firecracker missing", map[string]any{"vmm": "firecracker", "firecracker": "firecracker-nowhere"}, "Firecracker (firecracker-nowhere) is not installed", "--vmm qemu", false},
-		{"jailer", map[string]any{"vmm": "firecracker", "firecracker": "/bin/true", "jailer": "/usr/bin/jailer"}, "under its jailer is not built yet", "remove jailer", false},
+		{"jailer missing", map[string]any{"vmm": "firecracker", "firecracker": "/bin/true", "jailer": "jailer-nowhere", "jailer_uid": 1000, "jailer_gid": 1000},
+			"jailer (jailer-nowhere) is not installed", "remove jailer", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: tc.opts})
@@ -75,7 +76,8 @@ func TestAvailability(t *testing.T) {
 		}
 	})
 	t.Run("settings", func(t *testing.T) {
-		for _, opts := range []map[string]any{{"vmm": "xen"}, {"accel": "hvf"}, {"disk_size": "1m"}, {"kernel": "boot/vmlinuz"}, {"nosuch": 1}} {
+		for _, opts := range []map[string]any{{"vmm": "xen"}, {"accel": "hvf"}, {"disk_size": "1m"}, {"kernel": "boot/vmlinuz"}, {"nosuch": 1},
+			{"jailer": "/usr/bin/jailer"}, {"jailer": "/usr/bin/jailer", "jailer_uid": 0, "jailer_gid": 0}} {
 			if _, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: opts}); err == nil {
 				t.Errorf("settings %v accepted", opts)
 			}

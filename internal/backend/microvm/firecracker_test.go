@@ -26,6 +26,9 @@ const fakeFirecrackerEnv = "PADDOCK_FCTEST_FIRECRACKER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeFirecrackerEnv) == "1" {
+		if filepath.Base(os.Args[0]) == "jailer" {
+			os.Exit(fctest.JailerMain(os.Args[1:]))
+		}
 		os.Exit(fctest.Main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -35,15 +38,38 @@ func TestMain(m *testing.M) {
 // this test binary run as fctest's fake: its API checks every call as Firecracker's
 // specification states, and its "VM" is the small guest as a host process behind the
 // vsock socket's CONNECT handshake.
-func fakeFirecracker(t *testing.T) *backendWithDir {
+func fakeFirecracker(t *testing.T, opts map[string]any) *backendWithDir {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(fakeFirecrackerEnv, "1")
 	t.Setenv(fctest.GuestEnv, guest(t))
-	b := newBackend(t, map[string]any{"vmm": "firecracker", "firecracker": exe, "start_timeout": 30})
+	all := map[string]any{"vmm": "firecracker", "firecracker": exe, "start_timeout": 30}
+	for k, v := range opts {
+		all[k] = v
+	}
+	b := newBackend(t, all)
 	return &backendWithDir{b, b.Dir()}
+}
+
+// programs links the test binary as the programs named (the fake dispatches on its
+// name), returning their paths.
+func programs(t *testing.T, names ...string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var paths []string
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.Symlink(exe, p); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
 }
 
 type backendWithDir struct {
@@ -62,6 +88,10 @@ type fcCall struct {
 func fcCalls(t *testing.T, dir string) []fcCall {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "fc.sock"+fctest.CallsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		// Under the jailer: in its chroot.
+		f, err = os.Open(filepath.Join(dir, "jail/firecracker/paddock-"+filepath.Base(dir)+"/root/fc.sock"+fctest.CallsFile))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +167,7 @@ func wantState(t *testing.T, b backend.Backend, id backend.ID, want backend.Stat
 // and that the guest answers through the vsock socket's handshake. No kernel runs: the
 // fake's VM is the guest binary as a host process.
 func TestFirecrackerLifecycle(t *testing.T) {
-	b := fakeFirecracker(t)
+	b := fakeFirecracker(t, nil)
 	ctx := context.Background()
 	id := backend.ID("fc")
 	dir := filepath.Join(b.dir, string(id))
@@ -319,7 +349,7 @@ func TestFirecrackerLifecycle(t *testing.T) {
 // port only after "CONNECT PORT\n", answering "OK HOSTPORT\n"; a malformed request or
 // a port nothing listens on is closed, as Firecracker's muxer does.
 func TestFirecrackerVsockHandshake(t *testing.T) {
-	b := fakeFirecracker(t)
+	b := fakeFirecracker(t, nil)
 	ctx := context.Background()
 	id := backend.ID("fcvsock")
 	if err := b.Create(ctx, spec(t, id)); err != nil {
@@ -355,5 +385,78 @@ func TestFirecrackerVsockHandshake(t *testing.T) {
 		if p, err := strconv.ParseUint(n, 10, 32); !ok || err != nil || p < 1<<30 {
 			t.Errorf("CONNECT %d: %q, want OK and a host port from 2^30", port, got)
 		}
+	}
+}
+
+// TestFirecrackerJailer: under the jailer (the fake's, which checks its arguments and
+// has the fake firecracker take every path as inside the chroot), the VM's files are
+// linked into the chroot and named by their paths there, the data disk is the same
+// file as the sandbox's and the jailed user's, and suspend and resume move the
+// snapshot out of the chroot and back.
+func TestFirecrackerJailer(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the jailer needs root (its chroot and the data disk are given to its user)")
+	}
+	progs := programs(t, "firecracker", "jailer")
+	b := fakeFirecracker(t, map[string]any{"firecracker": progs[0], "jailer": progs[1], "jailer_uid": 1000, "jailer_gid": 1000})
+	ctx := context.Background()
+	id := backend.ID("jailed")
+	dir := filepath.Join(b.dir, string(id))
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "jail/firecracker/paddock-jailed/root")
+	calls := configCalls(fcCalls(t, dir))
+	if got := callNames(calls); got != "PUT /machine-config, PUT /boot-source, PUT /drives/root, PUT /drives/data, PUT /vsock, PUT /actions" {
+		t.Fatalf("the boot's calls: %s", got)
+	}
+	if calls[1].Body["kernel_image_path"] != "/vmlinux" || calls[1].Body["initrd_path"] != "/initrd.cpio" ||
+		calls[2].Body["path_on_host"] != "/rootfs.ext4" || calls[3].Body["path_on_host"] != "/data.ext4" || calls[4].Body["uds_path"] != "/vsock.sock" {
+		t.Fatalf("paths in the chroot: %v", calls)
+	}
+	var inJail, own syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(root, "data.ext4"), &inJail); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Stat(filepath.Join(dir, "data.ext4"), &own)
+	if inJail.Ino != own.Ino || inJail.Uid != 1000 || inJail.Gid != 1000 {
+		t.Fatalf("the chroot's data disk: inode %d (the sandbox's %d), owner %d:%d; want the same file, 1000's", inJail.Ino, own.Ino, inJail.Uid, inJail.Gid)
+	}
+	c := connect(t, b, id)
+	run(t, c, "echo jailed")
+
+	if err := b.Backend.(backend.Suspender).Suspend(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, b, id, backend.StateSuspended)
+	for _, f := range []string{"vmstate", "vmstate.mem"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("the snapshot beside the data disk: %v", err)
+		}
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	calls = configCalls(fcCalls(t, dir))
+	load := calls[len(calls)-1]
+	if load.Path != "/snapshot/load" || load.Body["snapshot_path"] != "/vmstate" {
+		t.Fatalf("the resume: %s %v", load.Path, load.Body)
+	}
+	for _, f := range []string{filepath.Join(dir, "vmstate"), filepath.Join(root, "vmstate"), filepath.Join(root, "vmstate.mem")} {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("%s is left after the resume", f)
+		}
+	}
+	c = connect(t, b, id)
+	run(t, c, "echo resumed")
+	if err := b.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if procs := processesIn(dir); len(procs) != 0 {
+		t.Fatalf("processes left after Destroy: %v", procs)
 	}
 }

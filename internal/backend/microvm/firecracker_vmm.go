@@ -55,9 +55,11 @@ func (f *firecrackerVMM) available(ctx context.Context) error {
 		return &backend.UnavailableError{Backend: Name, Reason: "Firecracker (" + f.m.settings.Firecracker + ") is not installed",
 			Fix: "install Firecracker's release binary (github.com/firecracker-microvm/firecracker/releases) on the PATH, or use --vmm qemu"}
 	}
-	if f.m.settings.Jailer != "" {
-		return &backend.UnavailableError{Backend: Name, Reason: "running Firecracker under its jailer is not built yet (jailer = " + f.m.settings.Jailer + " in [backends.microvm])",
-			Fix: "remove jailer from [backends.microvm]"}
+	if j := f.m.settings.Jailer; j != "" {
+		if _, err := exec.LookPath(j); err != nil {
+			return &backend.UnavailableError{Backend: Name, Reason: "Firecracker's jailer (" + j + ") is not installed",
+				Fix: "install the jailer from Firecracker's release beside firecracker, or remove jailer from [backends.microvm]"}
+		}
 	}
 	if _, err := findKernel(f.m.settings.Kernel); err != nil {
 		return &backend.UnavailableError{Backend: Name, Reason: err.Error(),
@@ -72,17 +74,59 @@ func (f *firecrackerVMM) available(ctx context.Context) error {
 // instanceID is the VM's --id: the sandbox's ID, which pid checks look for.
 func instanceID(id backend.ID) string { return "paddock-" + string(id) }
 
+// jailed says whether Firecracker runs under its jailer.
+func (f *firecrackerVMM) jailed() bool { return f.m.settings.Jailer != "" }
+
+// jailBase is the jailer's --chroot-base-dir: in the sandbox's directory, which Destroy
+// removes.
+func (f *firecrackerVMM) jailBase(id backend.ID) string {
+	return filepath.Join(f.m.sandboxDir(id), "jail")
+}
+
+// fcRoot is the host directory holding what Firecracker names by its own paths: the
+// sandbox's directory, its working directory; or under the jailer, its chroot,
+// BASE/<exec file's name>/<id>/root as the jailer makes it.
+func (f *firecrackerVMM) fcRoot(id backend.ID) string {
+	if !f.jailed() {
+		return f.m.sandboxDir(id)
+	}
+	return filepath.Join(f.jailBase(id), filepath.Base(f.m.settings.Firecracker), instanceID(id), "root")
+}
+
+// fcPath is how Firecracker names the file name of fcRoot: relative to its working
+// directory, or absolute in its chroot.
+func (f *firecrackerVMM) fcPath(name string) string {
+	if f.jailed() {
+		return "/" + name
+	}
+	return name
+}
+
+// intoJail hard-links a file into the chroot as name and returns Firecracker's path of
+// it: a jailed Firecracker sees nothing else of the host.
+func (f *firecrackerVMM) intoJail(id backend.ID, src, name string) (string, error) {
+	dst := filepath.Join(f.fcRoot(id), name)
+	os.Remove(dst)
+	if err := os.Link(src, dst); err != nil {
+		return "", fmt.Errorf("microvm: put %s in the jailer's chroot: %w (the image cache and the sandboxes must be on one file system)", src, err)
+	}
+	return f.fcPath(name), nil
+}
+
 // client is a client of the sandbox's Firecracker API.
 func (f *firecrackerVMM) client(id backend.ID) *firecracker.Client {
-	sock := filepath.Join(f.m.sandboxDir(id), fcSocket)
+	sock := filepath.Join(f.fcRoot(id), fcSocket)
 	return firecracker.NewDialer(func(ctx context.Context) (net.Conn, error) { return dialUnix(ctx, sock) })
 }
 
 // launch starts the sandbox's firecracker process, detached, and waits for its API.
 func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracker.Client, error) {
 	dir := f.m.sandboxDir(id)
-	for _, s := range []string{fcSocket, vsockSocket, fcPid, consoleLog} {
+	for _, s := range []string{fcPid, consoleLog} {
 		os.Remove(filepath.Join(dir, s))
+	}
+	for _, s := range []string{fcSocket, vsockSocket} {
+		os.Remove(filepath.Join(f.fcRoot(id), s))
 	}
 	// The serial console and Firecracker's own log, both on its output.
 	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -90,7 +134,10 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 		return nil, err
 	}
 	defer console.Close()
-	cmd := exec.Command(f.m.settings.Firecracker, "--api-sock", fcSocket, "--id", instanceID(id))
+	cmd, err := f.command(id)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own session: a VM outlives the daemon that started it.
@@ -124,6 +171,35 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 	}
 }
 
+// command is the sandbox's Firecracker process: firecracker itself, or the jailer,
+// which makes the chroot BASE/firecracker/paddock-ID/root, copies firecracker into it,
+// enters it (and new cgroups, as it does by default) and runs firecracker there as
+// jailer_uid and jailer_gid, passing it the --id.
+func (f *firecrackerVMM) command(id backend.ID) (*exec.Cmd, error) {
+	s := f.m.settings
+	if !f.jailed() {
+		return exec.Command(s.Firecracker, "--api-sock", f.fcPath(fcSocket), "--id", instanceID(id)), nil
+	}
+	fc, err := exec.LookPath(s.Firecracker)
+	if err != nil {
+		return nil, err
+	}
+	if fc, err = filepath.Abs(fc); err != nil {
+		return nil, err
+	}
+	root := f.fcRoot(id)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	// The chroot is Firecracker's to write in: its sockets and snapshots.
+	if err := os.Chown(root, s.JailerUID, s.JailerGID); err != nil {
+		return nil, fmt.Errorf("microvm: the jailer's chroot: %w (the jailer needs the daemon to run as root)", err)
+	}
+	return exec.Command(s.Jailer, "--id", instanceID(id), "--exec-file", fc,
+		"--uid", strconv.Itoa(s.JailerUID), "--gid", strconv.Itoa(s.JailerGID), "--chroot-base-dir", f.jailBase(id),
+		"--", "--api-sock", f.fcPath(fcSocket)), nil
+}
+
 // bootConfig is the VM as Firecracker is told it: the sandbox's size, the kernel and
 // initramfs and command line of the QEMU path (with the vsock channel), the image
 // read-only and the data disk, the vsock device; no network device.
@@ -132,17 +208,44 @@ func (f *firecrackerVMM) bootConfig(id backend.ID, md meta) (firecracker.Boot, e
 	if err != nil {
 		return firecracker.Boot{}, err
 	}
+	rootfs, data := md.Rootfs, filepath.Join(f.m.sandboxDir(id), dataDisk)
+	if f.jailed() {
+		// The image cache's files are readable by all; the data disk becomes the jailed
+		// user's, who writes it.
+		if err := os.MkdirAll(f.fcRoot(id), 0o700); err != nil {
+			return firecracker.Boot{}, err
+		}
+		if err := os.Chown(data, f.m.settings.JailerUID, f.m.settings.JailerGID); err != nil {
+			return firecracker.Boot{}, err
+		}
+		for _, p := range []struct {
+			path *string
+			name string
+		}{{&kernelELF, "vmlinux"}, {&initrd, "initrd.cpio"}, {&rootfs, "rootfs.ext4"}, {&data, dataDisk}} {
+			if *p.path, err = f.intoJail(id, *p.path, p.name); err != nil {
+				return firecracker.Boot{}, err
+			}
+		}
+	}
 	cpus, mem := vmSize(md.Limits)
 	return firecracker.Boot{
 		Machine: firecracker.MachineConfig{VCPUCount: cpus, MemSizeMiB: mem},
-		Source:  firecracker.BootSource{KernelImagePath: kernelELF, InitrdPath: initrd, BootArgs: kernelCmdline("kvm", vmspec.VsockArg)},
+		Source:  firecracker.BootSource{KernelImagePath: kernelELF, InitrdPath: initrd, BootArgs: firecrackerCmdline()},
 		Drives: []firecracker.Drive{
 			// Init finds the disks by their labels: neither is the kernel's root device.
-			{DriveID: "root", PathOnHost: md.Rootfs, IsReadOnly: true},
-			{DriveID: "data", PathOnHost: filepath.Join(f.m.sandboxDir(id), dataDisk), CacheType: "Writeback"},
+			{DriveID: "root", PathOnHost: rootfs, IsReadOnly: true},
+			{DriveID: "data", PathOnHost: data, CacheType: "Writeback"},
 		},
-		Vsock: firecracker.Vsock{GuestCID: guestCID, UDSPath: vsockSocket},
+		Vsock: firecracker.Vsock{GuestCID: guestCID, UDSPath: f.fcPath(vsockSocket)},
 	}, nil
+}
+
+// firecrackerCmdline is the QEMU path's kernel command line (KVM's: Firecracker has
+// nothing else) with the vsock channel, and what Firecracker's guide gives its guests:
+// a reboot through the keyboard controller, which ends Firecracker (the later reboot=
+// wins), and no PCI bus to probe.
+func firecrackerCmdline() string {
+	return kernelCmdline("kvm", "reboot=k", "pci=off", vmspec.VsockArg)
 }
 
 func (f *firecrackerVMM) boot(ctx context.Context, id backend.ID, md meta) error {
@@ -224,7 +327,7 @@ func (f *firecrackerVMM) halt(ctx context.Context, id backend.ID) error {
 // socket: "CONNECT PORT\n", answered "OK HOSTPORT\n" once the guest accepted it; a
 // guest that does not listen (yet) has the connection closed.
 func (f *firecrackerVMM) dialVsock(ctx context.Context, id backend.ID, port uint32) (net.Conn, error) {
-	conn, err := dialUnix(ctx, filepath.Join(f.m.sandboxDir(id), vsockSocket))
+	conn, err := dialUnix(ctx, filepath.Join(f.fcRoot(id), vsockSocket))
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +442,20 @@ func (f *firecrackerVMM) save(ctx context.Context, id backend.ID, path string) e
 	c := f.client(id)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := c.Suspend(ctx, path, memFile(path)); err != nil {
+	// A jailed Firecracker writes in its chroot; the files are then moved beside the
+	// data disk, where the backend keeps them.
+	statePath, memPath := path, memFile(path)
+	if f.jailed() {
+		statePath, memPath = f.fcPath(savedState), f.fcPath(memFile(savedState))
+	}
+	err := c.Suspend(ctx, statePath, memPath)
+	if err == nil && f.jailed() {
+		root := f.fcRoot(id)
+		if err = os.Rename(filepath.Join(root, savedState), path); err == nil {
+			err = os.Rename(filepath.Join(root, memFile(savedState)), memFile(path))
+		}
+	}
+	if err != nil {
 		c.Resume(context.Background())
 		os.Remove(path)
 		os.Remove(memFile(path))
@@ -359,5 +475,20 @@ func (f *firecrackerVMM) resume(ctx context.Context, id backend.ID, md meta, sav
 	if err != nil {
 		return err
 	}
-	return c.ResumeFrom(ctx, saved, memFile(saved))
+	statePath, memPath := saved, memFile(saved)
+	if f.jailed() {
+		if statePath, err = f.intoJail(id, saved, savedState); err != nil {
+			return err
+		}
+		if memPath, err = f.intoJail(id, memFile(saved), memFile(savedState)); err != nil {
+			return err
+		}
+	}
+	err = c.ResumeFrom(ctx, statePath, memPath)
+	if f.jailed() {
+		// Loaded (the memory mapped) or not, the chroot's links to the files go.
+		os.Remove(filepath.Join(f.fcRoot(id), savedState))
+		os.Remove(filepath.Join(f.fcRoot(id), memFile(savedState)))
+	}
+	return err
 }

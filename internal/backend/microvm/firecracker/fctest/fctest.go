@@ -44,6 +44,9 @@ type Server struct {
 	OnCall func(Call)
 	// ID is the instance's id, as GET / reports it.
 	ID string
+	// Root, when set, is the directory the process's paths are in, as a chroot's:
+	// "/vmlinux" is Root/vmlinux, and no path leaves it.
+	Root string
 
 	mu         sync.Mutex
 	config     Config
@@ -81,12 +84,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, 
 
 var _ http.Handler = (*Server)(nil)
 
+// Resolve is the host's path of a path of the process: under Root when set.
+func (s *Server) Resolve(p string) string {
+	if s.Root == "" || p == "" {
+		return p
+	}
+	return filepath.Join(s.Root, filepath.Clean("/"+p))
+}
+
 // openable refuses a path Firecracker could not open, when the fake checks files.
 func (s *Server) openable(what, path string) *fault {
 	if !s.CheckFiles || path == "" {
 		return nil
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(s.Resolve(path))
 	if err != nil {
 		return &fault{http.StatusBadRequest, "Cannot open the " + what + ": " + err.Error()}
 	}
@@ -416,7 +427,7 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 			return &fault{http.StatusBadRequest, "Cannot create a snapshot of a microVM that is not paused."}
 		}
 		if s.Machine != nil {
-			if err := s.Machine.Snapshot(s.config, *c.SnapshotPath, *c.MemFilePath); err != nil {
+			if err := s.Machine.Snapshot(s.config, s.Resolve(*c.SnapshotPath), s.Resolve(*c.MemFilePath)); err != nil {
 				return &fault{http.StatusBadRequest, "Failed to create the snapshot: " + err.Error()}
 			}
 		}
@@ -445,7 +456,7 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 			} else {
 				mem = *l.MemFilePath
 			}
-			cfg, err := s.Machine.Load(*l.SnapshotPath, mem, l.ResumeVM)
+			cfg, err := s.Machine.Load(s.Resolve(*l.SnapshotPath), s.Resolve(mem), l.ResumeVM)
 			if err != nil {
 				return &fault{http.StatusBadRequest, "Load snapshot error: " + err.Error()}
 			}

@@ -60,6 +60,9 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("firecracker", flag.ContinueOnError)
 	apiSock := fs.String("api-sock", "", "the API's unix socket")
 	id := fs.String("id", "anonymous-instance", "the instance's id")
+	// What the jailer passes on.
+	fs.Uint64("start-time-us", 0, "the jailer's start time")
+	fs.Uint64("start-time-cpu-us", 0, "the jailer's start CPU time")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,18 +70,19 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "fctest firecracker: --api-sock is required")
 		return 2
 	}
-	ln, err := net.Listen("unix", *apiSock)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fctest firecracker: %v\n", err)
-		return 1
-	}
-	calls, err := os.OpenFile(*apiSock+CallsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fctest firecracker: %v\n", err)
-		return 1
-	}
-	vm := &hostVM{guest: os.Getenv(GuestEnv), exit: make(chan int, 1)}
 	s := NewServer(*apiSock)
+	s.Root = os.Getenv(chrootEnv)
+	ln, err := net.Listen("unix", s.Resolve(*apiSock))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fctest firecracker: %v\n", err)
+		return 1
+	}
+	calls, err := os.OpenFile(s.Resolve(*apiSock)+CallsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fctest firecracker: %v\n", err)
+		return 1
+	}
+	vm := &hostVM{guest: os.Getenv(GuestEnv), exit: make(chan int, 1), resolve: s.Resolve}
 	s.CheckFiles, s.Machine, s.ID = true, vm, *id
 	s.OnCall = func(c Call) {
 		data, _ := json.Marshal(c)
@@ -94,15 +98,16 @@ func Main(args []string) int {
 	case code = <-vm.exit:
 	}
 	vm.stop()
-	os.Remove(*apiSock)
+	os.Remove(s.Resolve(*apiSock))
 	return code
 }
 
 // hostVM is the fake's "VM": the guest binary as a host process behind the vsock
 // socket.
 type hostVM struct {
-	guest string
-	exit  chan int
+	guest   string
+	exit    chan int
+	resolve func(string) string
 
 	mu       sync.Mutex
 	cfg      Config
@@ -125,7 +130,7 @@ func (v *hostVM) startLocked() error {
 	if v.cfg.UDSPath == "" {
 		return nil
 	}
-	ln, err := net.Listen("unix", v.cfg.UDSPath)
+	ln, err := net.Listen("unix", v.resolve(v.cfg.UDSPath))
 	if err != nil {
 		return fmt.Errorf("vsock: %w", err)
 	}
@@ -349,4 +354,64 @@ func (v *hostVM) stop() {
 		os.RemoveAll(v.guestDir)
 		v.guestDir = ""
 	}
+}
+
+// chrootEnv is the chroot the fake jailer gives the fake firecracker.
+const chrootEnv = "PADDOCK_FCTEST_CHROOT"
+
+// JailerMain runs the fake as Firecracker's jailer: `jailer --id ID --exec-file FC
+// --uid UID --gid GID --chroot-base-dir BASE -- ARGS` checks its arguments as the
+// jailer does (each required, the id of letters, digits and hyphens up to 64, the exec
+// file a file whose name holds "firecracker", numbers for the ids, an absolute base),
+// makes the chroot BASE/<exec file's name>/ID/root, and runs FC in its place (the same
+// process) with ARGS, --id and the start times, as the jailer does. It cannot enter
+// the chroot, new cgroups, or drop to UID and GID without running the guest from the
+// host; instead it runs the fake firecracker in the chroot's directory and tells it
+// (PADDOCK_FCTEST_CHROOT) to take every path it is given as inside the chroot, so a
+// path the driver gives that is not in the chroot fails as it would under a jail.
+func JailerMain(args []string) int {
+	fs := flag.NewFlagSet("jailer", flag.ContinueOnError)
+	id := fs.String("id", "", "")
+	execFile := fs.String("exec-file", "", "")
+	uid := fs.String("uid", "", "")
+	gid := fs.String("gid", "", "")
+	base := fs.String("chroot-base-dir", "/srv/jailer", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(msg string) int {
+		fmt.Fprintln(os.Stderr, "fctest jailer: "+msg)
+		return 1
+	}
+	validID := len(*id) > 0 && len(*id) <= 64
+	for _, r := range *id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			validID = false
+		}
+	}
+	if !validID {
+		return fail(fmt.Sprintf("invalid --id %q", *id))
+	}
+	if fi, err := os.Stat(*execFile); err != nil || !fi.Mode().IsRegular() || !strings.Contains(filepath.Base(*execFile), "firecracker") {
+		return fail(fmt.Sprintf("invalid --exec-file %q: a file whose name holds firecracker", *execFile))
+	}
+	for _, n := range []string{*uid, *gid} {
+		if _, err := strconv.ParseUint(n, 10, 32); err != nil {
+			return fail(fmt.Sprintf("--uid and --gid are numbers, not %q", n))
+		}
+	}
+	if !filepath.IsAbs(*base) {
+		return fail("--chroot-base-dir must be absolute")
+	}
+	root := filepath.Join(*base, filepath.Base(*execFile), *id, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fail(err.Error())
+	}
+	if err := os.Chdir(root); err != nil {
+		return fail(err.Error())
+	}
+	argv := append([]string{*execFile}, fs.Args()...)
+	argv = append(argv, "--id", *id, "--start-time-us", "0", "--start-time-cpu-us", "0")
+	env := append(os.Environ(), chrootEnv+"="+root)
+	return fail(syscall.Exec(*execFile, argv, env).Error())
 }
