@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
@@ -39,7 +40,7 @@ func New(s IO, version string) *cobra.Command {
 		Short:   "The guest that runs inside every sandbox (serve, connect, ports, notify)",
 		Hidden:  true,
 	}
-	var listenFD, portFD int
+	var listenFD, portFD, muxListenFD int
 	var socket, name string
 	var sockets []string
 	var stdio bool
@@ -67,6 +68,13 @@ func New(s IO, version string) *cobra.Command {
 						log.Warn("guest connection failed", "err", err)
 					}
 				})
+			case muxListenFD > 0:
+				// A microVM's vsock listener: each connection one session of connections.
+				return serveMuxListener(ctx, muxListenFD, func(c net.Conn) {
+					if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+						log.Warn("guest connection failed", "err", err)
+					}
+				}, log)
 			case listenFD > 0:
 				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "guest-listener"))
 				if err != nil {
@@ -76,12 +84,13 @@ func New(s IO, version string) *cobra.Command {
 			case len(sockets) > 0:
 				return serveSockets(ctx, srv, sockets)
 			}
-			return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd or --socket")
+			return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd, --mux-listen-fd or --socket")
 		},
 	}
 	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
 	serve.Flags().StringArrayVar(&sockets, "socket", nil, "listen on this unix socket (repeatable: each is served alike)")
 	serve.Flags().IntVar(&portFD, "port-fd", 0, "serve the connections multiplexed on a microVM's console port open on this descriptor")
+	serve.Flags().IntVar(&muxListenFD, "mux-listen-fd", 0, "serve a listening socket inherited on this descriptor (a microVM's AF_VSOCK one), each connection a session of multiplexed connections")
 	serve.Flags().BoolVar(&stdio, "stdio", false, "serve one connection on stdin and stdout")
 	serve.Flags().StringVar(&name, "sandbox", "", "the sandbox's name, for Info")
 
@@ -108,6 +117,38 @@ func New(s IO, version string) *cobra.Command {
 	}
 	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s), newVMInit(s), newVMDrop(s))
 	return cmd
+}
+
+// serveMuxListener accepts connections on a listening socket given as a descriptor,
+// whatever its family (Go's net package knows no AF_VSOCK), and serves each as one
+// portmux session, until ctx is done.
+func serveMuxListener(ctx context.Context, fd int, serve func(net.Conn), log *slog.Logger) error {
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return fmt.Errorf("mux listen fd %d: %w", fd, err)
+	}
+	// A blocked accept wakes when the socket is shut down.
+	stop := context.AfterFunc(ctx, func() { unix.Shutdown(fd, unix.SHUT_RDWR) })
+	defer stop()
+	for {
+		nfd, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("accept on fd %d: %w", fd, err)
+		}
+		// Non-blocking: Go's poller serves it, and closing it ends a read in progress.
+		unix.SetNonblock(nfd, true)
+		conn := os.NewFile(uintptr(nfd), "guest-mux-conn")
+		go func() {
+			if err := portmux.ServeConn(ctx, conn, serve); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				log.Warn("guest session failed", "err", err)
+			}
+		}()
+	}
 }
 
 // serveSockets listens on each unix socket (replacing a stale one) and serves them all

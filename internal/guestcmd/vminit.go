@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,6 +65,16 @@ func vmInit() error {
 	if err := loadModules(vmspec.ModuleList); err != nil {
 		return err
 	}
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	vsock := slices.Contains(strings.Fields(string(cmdline)), vmspec.VsockArg)
+	if vsock {
+		// Firecracker's: no power-off device, it ends when the guest reboots.
+		haltByReboot = true
+		say("loading the vsock device's modules")
+		if err := loadModules(vmspec.VsockModuleList); err != nil {
+			return err
+		}
+	}
 	say("waiting for the disks")
 	disks, err := findDisks(30 * time.Second)
 	if err != nil {
@@ -87,7 +98,7 @@ func vmInit() error {
 		return err
 	}
 	say("starting the guest")
-	return runGuest(cfg)
+	return runGuest(cfg, vsock)
 }
 
 // say writes a step of the boot on the VM's console.
@@ -388,16 +399,80 @@ func openPort(name string, wait time.Duration) (*os.File, error) {
 	}
 }
 
-// runGuest starts the guest on its port, starts it again whenever it ends, reaps every
-// orphan, and serves the control port, until the host asks for the power off.
-func runGuest(cfg vmspec.Config) error {
-	port, err := openPort(vmspec.GuestPort, 30*time.Second)
+// vsockListen listens on an AF_VSOCK port of the VM, from any host.
+func vsockListen(port uint32) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("vsock socket: %w", err)
 	}
-	control, err := openPort(vmspec.ControlPort, 30*time.Second)
-	if err != nil {
-		return err
+	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind vsock port %d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("listen on vsock port %d: %w", port, err)
+	}
+	return os.NewFile(uintptr(fd), fmt.Sprintf("vsock-%d", port)), nil
+}
+
+// controlRequest is one line of a control connection, and where its answer goes.
+type controlRequest struct {
+	line  string
+	reply io.Writer
+}
+
+// acceptControl serves the control vsock port: each connection's lines are requests,
+// each answered on that connection.
+func acceptControl(ln *os.File, requests chan<- controlRequest) {
+	for {
+		fd, _, err := unix.Accept4(int(ln.Fd()), unix.SOCK_CLOEXEC)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		conn := os.NewFile(uintptr(fd), "control-conn")
+		go func() {
+			defer conn.Close()
+			br := bufio.NewReader(conn)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				requests <- controlRequest{strings.TrimSpace(line), conn}
+			}
+		}()
+	}
+}
+
+// runGuest starts the guest on its port (or vsock listener), starts it again whenever
+// it ends, reaps every orphan, and serves the control port, until the host asks for the
+// power off.
+func runGuest(cfg vmspec.Config, vsock bool) error {
+	var port *os.File
+	var err error
+	portFlag := "--port-fd"
+	requests := make(chan controlRequest)
+	if vsock {
+		if port, err = vsockListen(vmspec.GuestVsockPort); err != nil {
+			return err
+		}
+		portFlag = "--mux-listen-fd"
+		control, err := vsockListen(vmspec.ControlVsockPort)
+		if err != nil {
+			return err
+		}
+		go acceptControl(control, requests)
+	} else {
+		if port, err = openPort(vmspec.GuestPort, 30*time.Second); err != nil {
+			return err
+		}
+		control, err := openPort(vmspec.ControlPort, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		go readControl(control, requests)
 	}
 	cg, err := os.Open(sandboxCgroup)
 	if err != nil {
@@ -405,7 +480,7 @@ func runGuest(cfg vmspec.Config) error {
 	}
 	start := func() (*os.Process, error) {
 		cmd := exec.Command(inside.GuestBinary, inside.GuestCommand, "vm-drop", "--", inside.GuestBinary, inside.GuestCommand,
-			"serve", "--port-fd", "3", "--sandbox", cfg.Name)
+			"serve", portFlag, "3", "--sandbox", cfg.Name)
 		cmd.Env = cfg.Env
 		cmd.Dir = inside.Workspace
 		cmd.ExtraFiles = []*os.File{port}
@@ -424,8 +499,6 @@ func runGuest(cfg vmspec.Config) error {
 	}
 	exited := make(chan int, 64)
 	go reap(exited)
-	requests := make(chan string)
-	go readControl(control, requests)
 	for {
 		select {
 		case pid := <-exited:
@@ -436,17 +509,17 @@ func runGuest(cfg vmspec.Config) error {
 					fmt.Fprintf(os.Stderr, "paddock vm-init: start the guest: %v\n", err)
 				}
 			}
-		case line := <-requests:
-			id, req, _ := strings.Cut(line, " ")
+		case r := <-requests:
+			id, req, _ := strings.Cut(r.line, " ")
 			switch req {
 			case vmspec.ReadLimits:
 				data, _ := json.Marshal(readLimits())
-				fmt.Fprintf(control, "%s %s\n", id, data)
+				fmt.Fprintf(r.reply, "%s %s\n", id, data)
 			case vmspec.Sync:
 				unix.Sync()
-				fmt.Fprintf(control, "%s {}\n", id)
+				fmt.Fprintf(r.reply, "%s {}\n", id)
 			case vmspec.Poweroff:
-				fmt.Fprintf(control, "%s {}\n", id)
+				fmt.Fprintf(r.reply, "%s {}\n", id)
 				return errors.New("powering off as the host asked")
 			}
 		}
@@ -474,7 +547,7 @@ func reap(exited chan<- int) {
 
 // readControl passes on the control port's requests, one a line; a host that goes
 // (the port reads as ended) is waited for.
-func readControl(port io.Reader, requests chan<- string) {
+func readControl(port io.ReadWriter, requests chan<- controlRequest) {
 	br := bufio.NewReader(port)
 	for {
 		line, err := br.ReadString('\n')
@@ -482,9 +555,13 @@ func readControl(port io.Reader, requests chan<- string) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		requests <- strings.TrimSpace(line)
+		requests <- controlRequest{strings.TrimSpace(line), port}
 	}
 }
+
+// haltByReboot makes poweroff reboot: a monitor without a power-off device
+// (Firecracker) ends when its guest reboots.
+var haltByReboot bool
 
 // poweroff ends every process, syncs and unmounts the disks, and powers the VM off.
 func poweroff() {
@@ -496,6 +573,9 @@ func poweroff() {
 		unix.Mount("", m, "", unix.MS_REMOUNT|unix.MS_RDONLY, "")
 	}
 	unix.Sync()
+	if haltByReboot {
+		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+	}
 	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 }
 

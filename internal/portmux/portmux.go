@@ -137,6 +137,33 @@ func Serve(ctx context.Context, port io.ReadWriteCloser, serve func(net.Conn)) e
 	return ctx.Err()
 }
 
+// ServeConn is the guest side of one connection that carries one session and ends
+// with it: a vsock connection, each of which the host dials afresh (the console port
+// of Serve is one stream for the VM's life). It returns when the session ends.
+func ServeConn(ctx context.Context, conn io.ReadWriteCloser, serve func(net.Conn)) error {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	defer conn.Close()
+	br := bufio.NewReaderSize(conn, 64<<10)
+	if err := handshake(br, conn); err != nil {
+		return err
+	}
+	w := newCoalescer(conn)
+	defer w.Close()
+	sess, err := yamux.Server(&bufferedConn{Conn: portConn{conn}, r: br, w: w}, Config())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for {
+		c, err := sess.Accept()
+		if err != nil {
+			return ctx.Err()
+		}
+		go serve(c)
+	}
+}
+
 // handshake is the guest's side of a session's start: it answers each hello it reads
 // (the last one wins: a host that came back says a new one) and returns once it reads
 // go for the hello it answered.

@@ -87,6 +87,22 @@ type Limits struct {
 	Error       string  `json:"error,omitempty"`
 }
 
+// The vsock channel: a VM whose monitor gives it a virtio-vsock device (Firecracker)
+// rather than virtio-console ports. Its kernel command line holds VsockArg; init then
+// listens on AF_VSOCK: GuestVsockPort carries the guest's sessions (each connection
+// one portmux session), ControlVsockPort the control requests (a line each way per
+// connection). The VM powers off by rebooting: Firecracker has no power-off device and
+// ends when its guest reboots.
+const (
+	VsockArg         = "paddock.channel=vsock"
+	GuestVsockPort   = 1024
+	ControlVsockPort = 1025
+)
+
+// VsockModuleList is the list of the vsock device's modules, loaded only by a VM whose
+// command line holds VsockArg.
+const VsockModuleList = "/lib/modules/paddock-vsock.list"
+
 // KernelArgs are the kernel command line's last words: the arguments the kernel passes
 // to /init (the guest binary) after "--".
 const KernelArgs = "-- agent vm-init"

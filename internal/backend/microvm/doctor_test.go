@@ -23,6 +23,8 @@ func TestAvailability(t *testing.T) {
 		{"missing qemu", map[string]any{"qemu": "qemu-system-nowhere"}, "QEMU (qemu-system-nowhere) is not installed", "apt-get install qemu-system-x86", false},
 		{"missing kernel", map[string]any{"kernel": "/boot/vmlinuz-0.0.0-none"}, "/boot/vmlinuz-0.0.0-none", "apt-get install linux-image-amd64", false},
 		{"firecracker missing", map[string]any{"vmm": "firecracker", "firecracker": "firecracker-nowhere"}, "Firecracker (firecracker-nowhere) is not installed", "--vmm qemu", false},
+		{"jailer missing", map[string]any{"vmm": "firecracker", "firecracker": "/bin/true", "jailer": "jailer-nowhere", "jailer_uid": 1000, "jailer_gid": 1000},
+			"jailer (jailer-nowhere) is not installed", "remove jailer", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: tc.opts})
@@ -57,8 +59,25 @@ func TestAvailability(t *testing.T) {
 			t.Fatal("doctor says nothing of the acceleration")
 		}
 	})
+	t.Run("firecracker", func(t *testing.T) {
+		b := newBackend(t, nil)
+		var found bool
+		for _, f := range b.Report(context.Background()) {
+			if f.Topic == "firecracker" {
+				found = true
+				if f.OK || !strings.Contains(f.Text, "through its API") || !strings.Contains(f.Text, "faithful fake") ||
+					!strings.Contains(f.Text, "never on a real Firecracker") {
+					t.Fatalf("the Firecracker finding: %+v, want it to say it is driven through its API and tested only against a fake", f)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("doctor says nothing of Firecracker")
+		}
+	})
 	t.Run("settings", func(t *testing.T) {
-		for _, opts := range []map[string]any{{"vmm": "xen"}, {"accel": "hvf"}, {"disk_size": "1m"}, {"kernel": "boot/vmlinuz"}, {"nosuch": 1}} {
+		for _, opts := range []map[string]any{{"vmm": "xen"}, {"accel": "hvf"}, {"disk_size": "1m"}, {"kernel": "boot/vmlinuz"}, {"nosuch": 1},
+			{"jailer": "/usr/bin/jailer"}, {"jailer": "/usr/bin/jailer", "jailer_uid": 0, "jailer_gid": 0}} {
 			if _, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: opts}); err == nil {
 				t.Errorf("settings %v accepted", opts)
 			}

@@ -36,9 +36,13 @@ var modules = []string{"virtio_mmio", "virtio_blk", "virtio_console", "crc32c_ge
 // one (`--network open`).
 var netModules = []string{"virtio_net"}
 
+// vsockModules are the vsock device's modules, which init loads only in a VM whose
+// channel is vsock (Firecracker's).
+var vsockModules = []string{"vmw_vsock_virtio_transport"}
+
 // initramfsFormat names what the initramfs holds; a change to it makes the cached
 // initramfs files be written anew.
-const initramfsFormat = "v2"
+const initramfsFormat = "v3"
 
 // kernel is a kernel release found on this machine.
 type kernel struct {
@@ -170,17 +174,29 @@ func writeInitramfs(dst, guest string, k kernel) error {
 	if err != nil {
 		return err
 	}
-	allNet, err := moduleOrder(k.Modules, netModules)
+	// The network's and vsock's modules: those the disks' modules do not already load.
+	extra := func(names []string) ([]string, error) {
+		all, err := moduleOrder(k.Modules, names)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, m := range all {
+			if !slices.Contains(mods, m) {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	netMods, err := extra(netModules)
 	if err != nil {
 		return err
 	}
-	var netMods []string // those the disks' modules do not already load
-	for _, m := range allNet {
-		if !slices.Contains(mods, m) {
-			netMods = append(netMods, m)
-		}
+	vsockMods, err := extra(vsockModules)
+	if err != nil {
+		return err
 	}
-	for _, m := range append(slices.Clone(mods), netMods...) {
+	for _, m := range slices.Concat(mods, netMods, vsockMods) {
 		if strings.HasSuffix(m, ".xz") || strings.HasSuffix(m, ".zst") || strings.HasSuffix(m, ".gz") {
 			return fmt.Errorf("the kernel's module %s is compressed: paddock loads uncompressed modules (Debian 12's kernels)", m)
 		}
@@ -227,6 +243,9 @@ func writeInitramfs(dst, guest string, k kernel) error {
 		return err
 	}
 	if err := addList(vmspec.NetModuleList, netMods); err != nil {
+		return err
+	}
+	if err := addList(vmspec.VsockModuleList, vsockMods); err != nil {
 		return err
 	}
 	if err := w.Close(); err != nil {

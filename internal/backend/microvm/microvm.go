@@ -6,9 +6,10 @@
 // disk per sandbox (/workspace, the home, the writable layer over the root) that stop
 // and start keep. The VM has no network device (but with --network open, a user-mode
 // one whose gateway is the host's loopback): the guest speaks the guest protocol
-// over a virtio-console port the monitor binds to a unix socket, every connection a
-// stream of one yamux session on it (internal/portmux), and the proxies' tunnels ride
-// those connections as on every backend.
+// over a virtio-console port QEMU binds to a unix socket, or over a vsock connection
+// through Firecracker's unix socket, every connection a stream of one yamux session on
+// it (internal/portmux), and the proxies' tunnels ride those connections as on every
+// backend.
 package microvm
 
 import (
@@ -309,6 +310,7 @@ func (m *MicroVM) Stop(ctx context.Context, id backend.ID) error {
 	dir := m.sandboxDir(id)
 	os.Remove(filepath.Join(dir, runningFile))
 	os.Remove(filepath.Join(dir, savedState))
+	os.Remove(memFile(filepath.Join(dir, savedState)))
 	os.Remove(filepath.Join(dir, resumeNote))
 	m.forget(id)
 	d := m.vmm(md.VMM)

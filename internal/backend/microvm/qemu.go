@@ -161,6 +161,20 @@ func tscKHz() int {
 	return 0
 }
 
+// kernelCmdline is the guest kernel's command line under either monitor: the serial
+// console, no wait on a panic, the processor's clock under TCG, the words of extra (a
+// monitor's own), and last the arguments the kernel passes to init.
+func kernelCmdline(accel string, extra ...string) string {
+	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
+	if khz := tscKHz(); khz > 0 && accel == "tcg" {
+		cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
+	}
+	for _, w := range extra {
+		cmdline += " " + w
+	}
+	return cmdline + " " + vmspec.KernelArgs
+}
+
 // args is QEMU's command line for a sandbox's VM; with incoming, the VM's state
 // (memory and devices) is loaded from that file rather than booted, and the VM waits,
 // paused, for a cont.
@@ -176,11 +190,7 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) 
 	default:
 		cpu = "max"
 	}
-	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
-	if khz := tscKHz(); khz > 0 && accel == "tcg" {
-		cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
-	}
-	cmdline += " " + vmspec.KernelArgs
+	cmdline := kernelCmdline(accel)
 	a := []string{
 		"-name", "paddock-" + md.Name,
 		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",

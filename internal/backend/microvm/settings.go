@@ -31,10 +31,13 @@ type Settings struct {
 	// native agent binaries such as Claude Code's need: "qemu64" has not even SSE4.2).
 	CPU string `toml:"cpu"`
 	// QEMU and Firecracker are the monitors' programs; Jailer is Firecracker's jailer,
-	// used when set.
+	// used when set: Firecracker then runs chrooted in the sandbox's directory as
+	// JailerUID and JailerGID (which must be set, and not root's).
 	QEMU        string `toml:"qemu"`
 	Firecracker string `toml:"firecracker"`
 	Jailer      string `toml:"jailer"`
+	JailerUID   int    `toml:"jailer_uid"`
+	JailerGID   int    `toml:"jailer_gid"`
 	// StartTimeout is how long, in seconds, a VM may take from boot to its guest's
 	// answer.
 	StartTimeout int `toml:"start_timeout"`
@@ -73,6 +76,9 @@ func ParseSettings(opts map[string]any) (Settings, error) {
 		if p.path != "" && !filepath.IsAbs(p.path) {
 			return s, fmt.Errorf("microvm: %s must be an absolute path, not %q", p.key, p.path)
 		}
+	}
+	if s.Jailer != "" && (s.JailerUID <= 0 || s.JailerGID <= 0) {
+		return s, fmt.Errorf("microvm: jailer needs jailer_uid and jailer_gid, the user and group (not root's) Firecracker runs as in its chroot")
 	}
 	if s.StartTimeout < 1 {
 		return s, fmt.Errorf("microvm: start_timeout is at least 1 (second), not %d", s.StartTimeout)

@@ -78,6 +78,7 @@ func (m *MicroVM) resumeOrBoot(ctx context.Context, id backend.ID, md meta, d vm
 	err := d.resume(ctx, id, md, saved)
 	if err == nil {
 		os.Remove(saved)
+		os.Remove(memFile(saved))
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -89,6 +90,7 @@ func (m *MicroVM) resumeOrBoot(ctx context.Context, id backend.ID, md meta, d vm
 		return err
 	}
 	os.Remove(saved)
+	os.Remove(memFile(saved))
 	why := "started afresh from its disk: the memory `paddock stop --suspend` saved did not load (" + err.Error() +
 		"), so what ran in it is gone; /workspace and the home are kept"
 	os.WriteFile(note, []byte(why), 0o600)
@@ -208,19 +210,4 @@ func (q *qemuVMM) resume(ctx context.Context, id backend.ID, md meta, saved stri
 // shellQuote quotes s as one word of a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// suspendable says the Firecracker driver cannot suspend VMs yet: its API client
-// pauses and snapshots (firecracker.Client.Suspend and ResumeFrom), but the backend
-// does not boot Firecracker VMs yet.
-func (f *firecrackerVMM) suspendable() error {
-	return fmt.Errorf("%w: suspending a Firecracker VM is not built yet (use --vmm qemu)", backend.ErrNotSupported)
-}
-
-func (f *firecrackerVMM) save(ctx context.Context, id backend.ID, path string) error {
-	return f.suspendable()
-}
-
-func (f *firecrackerVMM) resume(ctx context.Context, id backend.ID, md meta, saved string) error {
-	return f.suspendable()
 }

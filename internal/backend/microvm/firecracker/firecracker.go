@@ -4,7 +4,8 @@
 // InstanceStart action, pause and resume (PATCH /vm), and snapshots (create, load).
 // Calls answer 204 No Content, or an error with a fault_message.
 //
-// Tested only against fctest, a fake of that API: no Firecracker binary was run.
+// Tested only against fctest, a fake of that API (also run as the firecracker program,
+// its "VM" the guest binary as a host process): no Firecracker binary was run.
 package firecracker
 
 import (
@@ -25,10 +26,16 @@ type Client struct {
 
 // New is a client of the API socket at path.
 func New(socket string) *Client {
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return NewDialer(func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
-	}}
+	})
+}
+
+// NewDialer is a client of the API socket dial connects to (a socket whose path is
+// longer than a socket address holds, say).
+func NewDialer(dial func(ctx context.Context) (net.Conn, error)) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}
 	return &Client{hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 

@@ -4,7 +4,8 @@
 // only before boot; InstanceStart needs a boot source and starts once; PATCH /vm works
 // on a started VM; a snapshot is created from a paused VM only, and loaded only into a
 // process that has configured nothing. It records every call for tests to check their
-// order and bodies. It runs no VM.
+// order and bodies. By itself it runs no VM; Main runs it as the firecracker program,
+// its "VM" the guest binary as a host process (see Main).
 package fctest
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,7 +33,23 @@ type Call struct {
 type Server struct {
 	Socket string
 
+	// CheckFiles makes the configuration's files be opened as Firecracker opens them
+	// (the kernel, the initramfs, each drive's file): a path that does not open is
+	// refused. Set when the fake runs as the firecracker program.
+	CheckFiles bool
+	// Machine, when set, is the "VM" that InstanceStart, pause, resume and snapshots act
+	// on; without one the fake only keeps the instance's state.
+	Machine Machine
+	// OnCall, when set, is told of every call once it is answered.
+	OnCall func(Call)
+	// ID is the instance's id, as GET / reports it.
+	ID string
+	// Root, when set, is the directory the process's paths are in, as a chroot's:
+	// "/vmlinux" is Root/vmlinux, and no path leaves it.
+	Root string
+
 	mu         sync.Mutex
+	config     Config
 	calls      []Call
 	state      string // "Not started", "Running", "Paused"
 	configured bool
@@ -43,15 +61,73 @@ type Server struct {
 // Start serves the fake on a socket in a test's temporary directory.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{Socket: filepath.Join(tb.TempDir(), "firecracker.sock"), state: "Not started", drives: map[string]bool{}}
+	s := NewServer(filepath.Join(tb.TempDir(), "firecracker.sock"))
 	ln, err := net.Listen("unix", s.Socket)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(s.serve)}
+	srv := &http.Server{Handler: s}
 	go srv.Serve(ln)
 	tb.Cleanup(func() { srv.Close() })
 	return s
+}
+
+// NewServer is a fake API for the socket path, in the state of a fresh process; the
+// caller serves it.
+func NewServer(socket string) *Server {
+	return &Server{Socket: socket, state: "Not started", drives: map[string]bool{}, ID: "anonymous-instance",
+		config: Config{Drives: map[string]string{}}}
+}
+
+// ServeHTTP answers one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
+var _ http.Handler = (*Server)(nil)
+
+// Resolve is the host's path of a path of the process: under Root when set.
+func (s *Server) Resolve(p string) string {
+	if s.Root == "" || p == "" {
+		return p
+	}
+	return filepath.Join(s.Root, filepath.Clean("/"+p))
+}
+
+// openable refuses a path Firecracker could not open, when the fake checks files.
+func (s *Server) openable(what, path string) *fault {
+	if !s.CheckFiles || path == "" {
+		return nil
+	}
+	f, err := os.Open(s.Resolve(path))
+	if err != nil {
+		return &fault{http.StatusBadRequest, "Cannot open the " + what + ": " + err.Error()}
+	}
+	f.Close()
+	return nil
+}
+
+// Config is what the VM was configured with, as a Machine needs it.
+type Config struct {
+	KernelImagePath string `json:"kernel_image_path"`
+	InitrdPath      string `json:"initrd_path"`
+	BootArgs        string `json:"boot_args"`
+	// Drives are the drives' host paths by id.
+	Drives   map[string]string `json:"drives"`
+	GuestCID int               `json:"guest_cid"`
+	UDSPath  string            `json:"uds_path"`
+}
+
+// Machine is what runs behind the fake API; its errors are the API's faults.
+type Machine interface {
+	// Start starts the configured VM (InstanceStart).
+	Start(cfg Config) error
+	// Pause and Resume stop and continue the VM (PATCH /vm).
+	Pause() error
+	Resume() error
+	// Snapshot writes the paused VM's state and memory (PUT /snapshot/create).
+	Snapshot(cfg Config, statePath, memPath string) error
+	// Load restores a VM from a snapshot into this process, paused or running, and
+	// returns its configuration (PUT /snapshot/load).
+	Load(statePath, memPath string, resume bool) (Config, error)
 }
 
 // Calls are the requests received so far.
@@ -144,7 +220,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else if out != nil {
 		status = http.StatusOK
 	}
-	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Body: body, Status: status})
+	call := Call{Method: r.Method, Path: r.URL.Path, Body: body, Status: status}
+	s.calls = append(s.calls, call)
+	if s.OnCall != nil {
+		s.OnCall(call)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	if f != nil {
@@ -178,7 +258,7 @@ func (s *Server) preBoot(what string) *fault {
 func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 	switch {
 	case method == http.MethodGet && path == "/":
-		*out = map[string]string{"id": "anonymous-instance", "state": s.state, "vmm_version": "fake", "app_name": "Firecracker"}
+		*out = map[string]string{"id": s.ID, "state": s.state, "vmm_version": "fake", "app_name": "Firecracker"}
 		return nil
 	case method == http.MethodPut && path == "/boot-source":
 		var b bootSource
@@ -191,6 +271,13 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 		if f := s.preBoot("boot source"); f != nil {
 			return f
 		}
+		if f := s.openable("kernel image", *b.KernelImagePath); f != nil {
+			return f
+		}
+		if f := s.openable("initrd", b.InitrdPath); f != nil {
+			return f
+		}
+		s.config.KernelImagePath, s.config.InitrdPath, s.config.BootArgs = *b.KernelImagePath, b.InitrdPath, b.BootArgs
 		s.bootSource, s.configured = true, true
 		return nil
 	case method == http.MethodPut && strings.HasPrefix(path, "/drives/"):
@@ -213,6 +300,10 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 		if f := s.preBoot("drive"); f != nil {
 			return f
 		}
+		if f := s.openable("block device", *d.PathOnHost); f != nil {
+			return f
+		}
+		s.config.Drives[*d.DriveID] = *d.PathOnHost
 		if *d.IsRootDevice {
 			if s.rootDrive != "" && s.rootDrive != *d.DriveID {
 				return &fault{http.StatusBadRequest, "A root block device already exists!"}
@@ -257,6 +348,7 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 		if f := s.preBoot("vsock"); f != nil {
 			return f
 		}
+		s.config.GuestCID, s.config.UDSPath = *v.GuestCID, *v.UDSPath
 		s.configured = true
 		return nil
 	case method == http.MethodPut && path == "/actions":
@@ -274,6 +366,11 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 			}
 			if !s.bootSource {
 				return &fault{http.StatusBadRequest, "Cannot start microvm without kernel configuration."}
+			}
+			if s.Machine != nil {
+				if err := s.Machine.Start(s.config); err != nil {
+					return &fault{http.StatusBadRequest, "Failed to start microVM: " + err.Error()}
+				}
 			}
 			s.state = "Running"
 			return nil
@@ -297,8 +394,18 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 		}
 		switch *v.State {
 		case "Paused":
+			if s.Machine != nil {
+				if err := s.Machine.Pause(); err != nil {
+					return &fault{http.StatusBadRequest, "Failed to pause the microVM: " + err.Error()}
+				}
+			}
 			s.state = "Paused"
 		case "Resumed":
+			if s.Machine != nil {
+				if err := s.Machine.Resume(); err != nil {
+					return &fault{http.StatusBadRequest, "Failed to resume the microVM: " + err.Error()}
+				}
+			}
 			s.state = "Running"
 		default:
 			return &fault{http.StatusBadRequest, "unknown variant `" + *v.State + "`, expected `Paused` or `Resumed`"}
@@ -319,6 +426,11 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 		case s.state != "Paused":
 			return &fault{http.StatusBadRequest, "Cannot create a snapshot of a microVM that is not paused."}
 		}
+		if s.Machine != nil {
+			if err := s.Machine.Snapshot(s.config, s.Resolve(*c.SnapshotPath), s.Resolve(*c.MemFilePath)); err != nil {
+				return &fault{http.StatusBadRequest, "Failed to create the snapshot: " + err.Error()}
+			}
+		}
 		return nil
 	case method == http.MethodPut && path == "/snapshot/load":
 		var l snapshotLoad
@@ -336,6 +448,19 @@ func (s *Server) handle(method, path string, data []byte, out *any) *fault {
 			return &fault{http.StatusBadRequest, "unknown variant `" + *l.MemBackend.BackendType + "`, expected `File` or `Uffd`"}
 		case s.configured || s.state != "Not started":
 			return &fault{http.StatusBadRequest, "Loading a microVM snapshot not allowed after configuring boot-specific resources."}
+		}
+		if s.Machine != nil {
+			mem := ""
+			if l.MemBackend != nil {
+				mem = *l.MemBackend.BackendPath
+			} else {
+				mem = *l.MemFilePath
+			}
+			cfg, err := s.Machine.Load(s.Resolve(*l.SnapshotPath), s.Resolve(mem), l.ResumeVM)
+			if err != nil {
+				return &fault{http.StatusBadRequest, "Load snapshot error: " + err.Error()}
+			}
+			s.config = cfg
 		}
 		s.state = "Paused"
 		if l.ResumeVM {
