@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/microvm/firecracker"
 	"github.com/paddockhq/paddock/internal/portmux"
@@ -147,7 +148,7 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 	}
 	// Reaped here while the daemon runs; by init once it has gone.
 	go cmd.Wait()
-	if err := writeAtomic(filepath.Join(dir, fcPid), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, fcPid), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		cmd.Process.Kill()
 		return nil, err
 	}
