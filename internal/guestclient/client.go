@@ -32,6 +32,8 @@ type DialFunc func(ctx context.Context) (net.Conn, error)
 // call is its own gRPC stream and does not block the others.
 type Client struct {
 	peer    guestproto.Hello
+	dial    DialFunc // for connections of their own (file streams)
+	version string
 	sess    *yamux.Session
 	cc      *grpc.ClientConn
 	agent   guestpb.AgentClient
@@ -88,6 +90,8 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 	cc.Connect()
 	c := &Client{
 		peer:    peer,
+		dial:    dial,
+		version: version,
 		sess:    sess,
 		cc:      cc,
 		agent:   guestpb.NewAgentClient(cc),
