@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 	"google.golang.org/grpc"
@@ -34,6 +35,8 @@ type Client struct {
 	peer    guestproto.Hello
 	dial    DialFunc // for connections of their own (file streams)
 	version string
+	// setup is how long the first connection took to dial and greet.
+	setup   time.Duration
 	sess    *yamux.Session
 	cc      *grpc.ClientConn
 	agent   guestpb.AgentClient
@@ -51,6 +54,7 @@ type Client struct {
 // version. ctx bounds the setup only; the Client lives until Close or until the
 // connection dies (see Done).
 func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
+	start := time.Now()
 	conn, err := dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial agent: %w", err)
@@ -65,6 +69,7 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connect to agent: %w", err)
 	}
+	setup := time.Since(start)
 	sess, err := yamux.Client(conn, guestproto.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -92,6 +97,7 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		peer:    peer,
 		dial:    dial,
 		version: version,
+		setup:   setup,
 		sess:    sess,
 		cc:      cc,
 		agent:   guestpb.NewAgentClient(cc),

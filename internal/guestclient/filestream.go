@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -24,10 +25,18 @@ const fileStreamThreshold = 1 << 20
 // frameSize is the largest frame WriteFile sends when it does not know the size ahead.
 const frameSize = 1 << 20
 
-// hasFileStream reports whether the guest announced the file stream; a guest from
-// before it did not, and is answered the old way.
+// maxStreamSetup is the longest the first connection may have taken for WriteFile and
+// ReadFile to open connections of their own. A unix socket to the guest takes well under
+// a millisecond; a bridge through an engine's exec stream takes tens of milliseconds a
+// connection, more than the file stream saves on all but huge files (and its throughput
+// is the engine's, whatever the framing).
+const maxStreamSetup = 20 * time.Millisecond
+
+// hasFileStream reports whether large files take the file stream: the guest announced it
+// (a guest from before it did not, and is answered the old way) and a connection is
+// cheap.
 func (c *Client) hasFileStream() bool {
-	return slices.Contains(c.peer.Features, guestproto.StreamFiles)
+	return c.setup < maxStreamSetup && slices.Contains(c.peer.Features, guestproto.StreamFiles)
 }
 
 // knownSize is how many bytes r will deliver, when it can tell without reading; -1

@@ -444,3 +444,33 @@ func TestFileStreamUntrustedGuest(t *testing.T) {
 		}
 	})
 }
+
+// Where a connection is dear (the exec bridge of a remote engine), large files keep to
+// the session.
+func TestFileStreamNotOverDearConnections(t *testing.T) {
+	srv := guest.NewServer(guest.Options{Sandbox: "test", Version: "v0.0.0-test"})
+	dial := guesttest.Dialer(t, srv)
+	var dials atomic.Int32
+	c, err := guestclient.New(t.Context(), func(ctx context.Context) (net.Conn, error) {
+		dials.Add(1)
+		time.Sleep(30 * time.Millisecond) // an exec bridge's setup
+		return dial(ctx)
+	}, "v0.0.0-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := t.TempDir()
+	data := make([]byte, 3<<20)
+	rand.Read(data)
+	if n, err := c.WriteFile(t.Context(), root, "f.bin", 0, false, bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+		t.Fatalf("WriteFile = %d, %v", n, err)
+	}
+	var got bytes.Buffer
+	if n, err := c.ReadFile(t.Context(), root, "f.bin", &got); err != nil || n != int64(len(data)) || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("ReadFile = %d, %v", n, err)
+	}
+	if dials.Load() != 1 {
+		t.Errorf("%d connections, want only the session's", dials.Load())
+	}
+}
