@@ -34,23 +34,12 @@ type filesService struct {
 
 // Read streams the file at the path in ioBufferSize chunks.
 func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.Files_ReadServer) error {
-	rp, err := openPath(req.GetRoot(), req.GetPath())
+	rp, file, _, err := openRead(req.GetRoot(), req.GetPath())
 	if err != nil {
 		return err
 	}
 	defer rp.close()
-	file, err := rp.root.Open(rp.rel)
-	if err != nil {
-		return rp.error("open", rp.rel, err)
-	}
 	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return rp.error("stat", rp.rel, err)
-	}
-	if fi.IsDir() {
-		return status.Errorf(codes.FailedPrecondition, "read %s: is a directory", rp.full(rp.rel))
-	}
 	buf := make([]byte, ioBufferSize)
 	for {
 		n, err := io.ReadFull(file, buf)
@@ -68,6 +57,33 @@ func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.Files_ReadSe
 	}
 }
 
+// openRead opens the regular file (or a directory's refusal) at p beneath root for a
+// read, the checks of Files.Read and of the file stream's reads. The caller closes both
+// results.
+func openRead(root, p string) (*rootPath, *os.File, fs.FileInfo, error) {
+	rp, err := openPath(root, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	file, err := rp.root.Open(rp.rel)
+	if err != nil {
+		rp.close()
+		return nil, nil, nil, rp.error("open", rp.rel, err)
+	}
+	fi, err := file.Stat()
+	if err == nil && fi.IsDir() {
+		err = status.Errorf(codes.FailedPrecondition, "read %s: is a directory", rp.full(rp.rel))
+	} else if err != nil {
+		err = rp.error("stat", rp.rel, err)
+	}
+	if err != nil {
+		file.Close()
+		rp.close()
+		return nil, nil, nil, err
+	}
+	return rp, file, fi, nil
+}
+
 // Write replaces the file at the path atomically: the data goes to a temporary file in
 // the same directory, which is synced and renamed into place only once all of it has
 // arrived.
@@ -80,31 +96,11 @@ func (f filesService) Write(stream guestpb.Files_WriteServer) error {
 	if h == nil {
 		return status.Error(codes.InvalidArgument, "write: the first request must carry the header")
 	}
-	rp, err := openPath(h.GetRoot(), h.GetPath())
+	w, err := startWrite(h.GetRoot(), h.GetPath(), h.GetParents())
 	if err != nil {
 		return err
 	}
-	defer rp.close()
-	if rp.rel == "." {
-		return status.Errorf(codes.InvalidArgument, "write %s: is the root directory", rp.full("."))
-	}
-	dir := path.Dir(rp.rel)
-	if h.GetParents() {
-		if err := rp.root.MkdirAll(dir, defaultDirMode); err != nil {
-			return rp.error("mkdir", dir, err)
-		}
-	}
-	tmp, file, err := createTemp(rp.root, dir, path.Base(rp.rel))
-	if err != nil {
-		return rp.error("create", rp.rel, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			file.Close()
-			_ = rp.root.Remove(tmp)
-		}
-	}()
+	defer w.abort()
 	var size int64
 	for {
 		req, err := stream.Recv()
@@ -114,29 +110,84 @@ func (f filesService) Write(stream guestpb.Files_WriteServer) error {
 		if err != nil {
 			return err
 		}
-		n, err := file.Write(req.GetData())
+		n, err := w.file.Write(req.GetData())
 		size += int64(n)
 		if err != nil {
-			return rp.error("write", rp.rel, err)
+			return w.rp.error("write", w.rp.rel, err)
 		}
 	}
-	if err := file.Sync(); err != nil {
+	if err := w.commit(stream.Context(), guestproto.FileMode(h.GetMode(), defaultFileMode)); err != nil {
+		return err
+	}
+	return stream.SendAndClose(&guestpb.WriteResponse{Size: size})
+}
+
+// fileWrite is a write in progress, shared by Files.Write and the file stream: a new
+// temporary file beside the destination, renamed into place by commit.
+type fileWrite struct {
+	rp   *rootPath
+	tmp  string
+	file *os.File
+	done bool
+}
+
+// startWrite resolves p beneath root for a write (creating missing parents when parents
+// is set) and creates the temporary file the data goes to. The caller calls abort when
+// done, which removes the temporary file unless commit succeeded.
+func startWrite(root, p string, parents bool) (*fileWrite, error) {
+	rp, err := openPath(root, p)
+	if err != nil {
+		return nil, err
+	}
+	if rp.rel == "." {
+		rp.close()
+		return nil, status.Errorf(codes.InvalidArgument, "write %s: is the root directory", rp.full("."))
+	}
+	dir := path.Dir(rp.rel)
+	if parents {
+		if err := rp.root.MkdirAll(dir, defaultDirMode); err != nil {
+			rp.close()
+			return nil, rp.error("mkdir", dir, err)
+		}
+	}
+	tmp, file, err := createTemp(rp.root, dir, path.Base(rp.rel))
+	if err != nil {
+		rp.close()
+		return nil, rp.error("create", rp.rel, err)
+	}
+	return &fileWrite{rp: rp, tmp: tmp, file: file}, nil
+}
+
+// commit syncs the temporary file, gives it mode and renames it into place, unless ctx
+// is done.
+func (w *fileWrite) commit(ctx context.Context, mode fs.FileMode) error {
+	rp := w.rp
+	if err := w.file.Sync(); err != nil {
 		return rp.error("sync", rp.rel, err)
 	}
-	if err := file.Chmod(guestproto.FileMode(h.GetMode(), defaultFileMode)); err != nil {
+	if err := w.file.Chmod(mode); err != nil {
 		return rp.error("chmod", rp.rel, err)
 	}
-	if err := file.Close(); err != nil {
+	if err := w.file.Close(); err != nil {
 		return rp.error("close", rp.rel, err)
 	}
-	if err := stream.Context().Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	if err := rp.root.Rename(tmp, rp.rel); err != nil {
+	if err := rp.root.Rename(w.tmp, rp.rel); err != nil {
 		return rp.error("rename", rp.rel, err)
 	}
-	ok = true
-	return stream.SendAndClose(&guestpb.WriteResponse{Size: size})
+	w.done = true
+	return nil
+}
+
+// abort removes the temporary file unless commit succeeded, and releases the root.
+func (w *fileWrite) abort() {
+	if !w.done {
+		w.file.Close()
+		_ = w.rp.root.Remove(w.tmp)
+	}
+	w.rp.close()
 }
 
 // createTemp creates a new, empty temporary file in dir, named after base.

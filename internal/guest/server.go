@@ -86,21 +86,25 @@ func NewServer(opts Options) *Server {
 	return s
 }
 
-// ServeConn runs the handshake on conn, then a yamux server session carrying gRPC. It
+// ServeConn runs the handshake on conn, then a yamux server session carrying gRPC (or,
+// when the daemon asks for it, one file stream operation: see guestproto.StreamFiles). It
 // returns when the connection ends (nil) or ctx is done (ctx's error); a failed handshake
 // is returned as an error. conn is closed on return. Processes and listeners started by a
 // call live as long as that call, whatever happens to other connections.
 func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	peer, err := guestproto.ServerHandshake(conn, s.opts.Version)
+	peer, err := guestproto.ServerHandshake(conn, s.opts.Version, features...)
 	if !stop() {
 		return ctx.Err()
 	}
 	if err != nil {
 		return fmt.Errorf("serve guest connection: %w", err)
 	}
-	s.log.Debug("guest connection", "peer_version", peer.Version)
+	s.log.Debug("guest connection", "peer_version", peer.Version, "stream", peer.Stream)
+	if peer.Stream == guestproto.StreamFiles {
+		return s.serveFileStream(ctx, conn)
+	}
 
 	sess, err := yamux.Server(conn, guestproto.YamuxConfig())
 	if err != nil {

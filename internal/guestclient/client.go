@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 	"google.golang.org/grpc"
@@ -32,6 +33,10 @@ type DialFunc func(ctx context.Context) (net.Conn, error)
 // call is its own gRPC stream and does not block the others.
 type Client struct {
 	peer    guestproto.Hello
+	dial    DialFunc // for connections of their own (file streams)
+	version string
+	// setup is how long the first connection took to dial and greet.
+	setup   time.Duration
 	sess    *yamux.Session
 	cc      *grpc.ClientConn
 	agent   guestpb.AgentClient
@@ -49,6 +54,7 @@ type Client struct {
 // version. ctx bounds the setup only; the Client lives until Close or until the
 // connection dies (see Done).
 func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
+	start := time.Now()
 	conn, err := dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial agent: %w", err)
@@ -63,6 +69,7 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connect to agent: %w", err)
 	}
+	setup := time.Since(start)
 	sess, err := yamux.Client(conn, guestproto.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -88,6 +95,9 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 	cc.Connect()
 	c := &Client{
 		peer:    peer,
+		dial:    dial,
+		version: version,
+		setup:   setup,
 		sess:    sess,
 		cc:      cc,
 		agent:   guestpb.NewAgentClient(cc),

@@ -78,13 +78,19 @@ func translate(ctx context.Context, op string, err error) error {
 	if !ok {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	e := &Error{Code: st.Code(), Message: st.Message()}
+	escapes := false
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain &&
 			info.GetReason() == reasonPathEscapes {
-			e.escapes = true
+			escapes = true
 		}
 	}
+	return guestError(op, st.Code(), st.Message(), escapes)
+}
+
+// guestError is the *Error for the guest's answer code and message to op.
+func guestError(op string, code codes.Code, msg string, escapes bool) *Error {
+	e := &Error{Code: code, Message: msg, escapes: escapes}
 	switch e.Code {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Internal, codes.Unknown:
 		// Transport failures carry gRPC's wording; say which call failed.

@@ -1,6 +1,7 @@
 package guestclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,13 @@ import (
 
 // ReadFile copies the file at path to w and returns the number of bytes written.
 func (c *Client) ReadFile(ctx context.Context, root, path string, w io.Writer) (int64, error) {
+	if c.hasFileStream() {
+		// A large regular file goes through a file stream; anything else (and every
+		// failure) the old way, whose errors are the same.
+		if fi, err := c.Stat(ctx, root, path); err == nil && fi.GetType() == "file" && fi.GetSize() >= fileStreamThreshold {
+			return c.streamReadFile(ctx, root, path, w)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.files.Read(ctx, &guestpb.PathRequest{Root: root, Path: path})
@@ -52,6 +60,26 @@ func copyChunks(ctx context.Context, op string, recv func() (*guestpb.Chunk, err
 // number of bytes written.
 func (c *Client) WriteFile(ctx context.Context, root, path string, mode fs.FileMode, parents bool, r io.Reader) (int64, error) {
 	op := "write " + path
+	if c.hasFileStream() {
+		// A large file goes through a file stream. When r cannot tell its size, its
+		// first fileStreamThreshold bytes decide.
+		size := knownSize(r)
+		if size >= fileStreamThreshold {
+			return c.streamWriteFile(ctx, root, path, mode, parents, nil, r, size)
+		}
+		if size < 0 {
+			var head bytes.Buffer
+			_, err := io.CopyN(&head, r, fileStreamThreshold)
+			switch {
+			case err == nil:
+				return c.streamWriteFile(ctx, root, path, mode, parents, head.Bytes(), r, -1)
+			case errors.Is(err, io.EOF):
+				r = &head
+			default:
+				return 0, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.files.Write(ctx)

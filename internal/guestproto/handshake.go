@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -29,6 +30,13 @@ type Hello struct {
 	Version  string `json:"version"`
 	// Error is set by the guest when it refuses the connection.
 	Error string `json:"error,omitempty"`
+	// Features, sent by the guest, names the kinds of stream besides the default one
+	// (a yamux session carrying gRPC) that it serves; a guest from before them sends
+	// none.
+	Features []string `json:"features,omitempty"`
+	// Stream, sent by the daemon, asks for one of the guest's Features on this
+	// connection instead of the yamux session; empty asks for the session.
+	Stream string `json:"stream,omitempty"`
 }
 
 // ErrProtocolMismatch is returned when the peer speaks another protocol version.
@@ -41,9 +49,15 @@ const maxHelloLine = 4096
 
 // ClientHandshake runs the daemon's side: it sends its Hello and reads the guest's.
 func ClientHandshake(conn net.Conn, version string) (Hello, error) {
+	return ClientHandshakeStream(conn, version, "")
+}
+
+// ClientHandshakeStream is ClientHandshake asking for the stream kind stream (one of the
+// Features the guest announced on an earlier connection) instead of the yamux session.
+func ClientHandshakeStream(conn net.Conn, version, stream string) (Hello, error) {
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
-	if err := writeHello(conn, Hello{Magic: Magic, Protocol: Protocol, Version: version}); err != nil {
+	if err := writeHello(conn, Hello{Magic: Magic, Protocol: Protocol, Version: version, Stream: stream}); err != nil {
 		return Hello{}, fmt.Errorf("guest handshake: send: %w", err)
 	}
 	peer, err := readHello(conn)
@@ -60,23 +74,31 @@ func ClientHandshake(conn net.Conn, version string) (Hello, error) {
 	return peer, nil
 }
 
-// ServerHandshake runs the guest's side: it reads the daemon's Hello and answers.
-func ServerHandshake(conn net.Conn, version string) (Hello, error) {
+// ServerHandshake runs the guest's side: it reads the daemon's Hello and answers,
+// announcing features. A request for a stream kind that is not among features is
+// refused.
+func ServerHandshake(conn net.Conn, version string, features ...string) (Hello, error) {
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
 	peer, err := readHello(conn)
 	if err != nil {
 		return Hello{}, fmt.Errorf("guest handshake: %w", err)
 	}
-	reply := Hello{Magic: Magic, Protocol: Protocol, Version: version}
-	if peer.Protocol != Protocol {
+	reply := Hello{Magic: Magic, Protocol: Protocol, Version: version, Features: features}
+	switch {
+	case peer.Protocol != Protocol:
 		reply.Error = fmt.Sprintf("protocol %d requested, this guest speaks %d", peer.Protocol, Protocol)
+	case peer.Stream != "" && !slices.Contains(features, peer.Stream):
+		reply.Error = fmt.Sprintf("stream %q requested, this guest (%s) does not serve it", peer.Stream, version)
 	}
 	if err := writeHello(conn, reply); err != nil {
 		return peer, fmt.Errorf("guest handshake: send: %w", err)
 	}
-	if reply.Error != "" {
+	if reply.Error != "" && peer.Protocol != Protocol {
 		return peer, fmt.Errorf("%w: %s", ErrProtocolMismatch, reply.Error)
+	}
+	if reply.Error != "" {
+		return peer, fmt.Errorf("guest handshake: %s", reply.Error)
 	}
 	return peer, nil
 }

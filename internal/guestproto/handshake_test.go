@@ -82,3 +82,36 @@ func FuzzHandshake(f *testing.F) {
 		}
 	})
 }
+
+// A guest refuses, in its answer, a stream kind it does not serve, and announces the
+// ones it does; the daemon sees the refusal as an error, not as a session.
+func TestHandshakeStream(t *testing.T) {
+	for _, tc := range []struct {
+		stream   string
+		features []string
+		refused  bool
+	}{
+		{"", nil, false},
+		{"", []string{StreamFiles}, false},
+		{StreamFiles, []string{StreamFiles}, false},
+		{StreamFiles, nil, true},
+		{"other", []string{StreamFiles}, true},
+	} {
+		a, b := net.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			_, err := ServerHandshake(b, "guest", tc.features...)
+			done <- err
+		}()
+		peer, err := ClientHandshakeStream(a, "daemon", tc.stream)
+		serr := <-done
+		a.Close()
+		b.Close()
+		if tc.refused != (err != nil) || tc.refused != (serr != nil) {
+			t.Errorf("stream %q, features %v: daemon %v, guest %v; refused should be %v", tc.stream, tc.features, err, serr, tc.refused)
+		}
+		if !tc.refused && len(peer.Features) != len(tc.features) {
+			t.Errorf("stream %q: the guest announced %v, want %v", tc.stream, peer.Features, tc.features)
+		}
+	}
+}

@@ -206,6 +206,15 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 			_, err := c.WriteFile(ctx, ws, "box/root/tmp/escaped", 0o644, false, strings.NewReader("x"))
 			return err
 		}},
+		// Large enough for the guest's file stream, which must refuse the same.
+		{"large write through link", func() error {
+			_, err := c.WriteFile(ctx, ws, "box/root/tmp/escaped-large", 0o644, false, bytes.NewReader(make([]byte, 2<<20)))
+			return err
+		}},
+		{"large write of unknown size with parents through link", func() error {
+			_, err := c.WriteFile(ctx, ws, "box/root/tmp/escaped-dir/large", 0o644, true, io.MultiReader(bytes.NewReader(make([]byte, 2<<20))))
+			return err
+		}},
 		{"stat through link", func() error { _, err := c.Stat(ctx, ws, "evil/hostname"); return err }},
 		{"list through link", func() error {
 			entries, err := c.List(ctx, ws, "evil")
