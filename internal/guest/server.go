@@ -46,6 +46,9 @@ type Options struct {
 	// Workspace is the repository whose branches are watched for branch-moved events;
 	// empty watches none.
 	Workspace string
+	// Proc is where the port and tmux watchers read the process table ("/proc" when
+	// empty): a test gives one of its own, quiet whatever else runs on the machine.
+	Proc string
 }
 
 // Server serves the guest protocol. One Server serves any number of connections, one

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -43,18 +44,19 @@ func (s *Server) watch(ctx context.Context, emit func(*guestpb.Event)) {
 	var ports portState
 	var refs refState
 	var reaper tmuxReaper
+	proc := cmp.Or(s.opts.Proc, "/proc")
 	wait, quiet := pollInterval, 0
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		s.looks.Add(1)
 		changed.Store(false)
-		ports.scanPorts("/proc", s.ownPort, report)
+		ports.scanPorts(proc, s.ownPort, report)
 		if s.opts.Workspace != "" {
 			refs.scanRefs(s.opts.Workspace, report)
 		}
 		if s.opts.StatusDir != "" {
-			reaper.scan("/proc") // so that a session's exit is reported (see tmuxReaper)
+			reaper.scan(proc) // so that a session's exit is reported (see tmuxReaper)
 		}
 		if changed.Load() {
 			wait, quiet = pollInterval, 0
