@@ -62,14 +62,7 @@ func (f *firecrackerVMM) available(ctx context.Context) error {
 				Fix: "install the jailer from Firecracker's release beside firecracker, or remove jailer from [backends.microvm]"}
 		}
 	}
-	if _, err := findKernel(f.m.settings.Kernel); err != nil {
-		return &backend.UnavailableError{Backend: Name, Reason: err.Error(),
-			Fix: "sudo apt-get install linux-image-amd64 (the VMs boot Debian's kernel), or set kernel in [backends.microvm]"}
-	}
-	if _, err := exec.LookPath(mke2fs()); err != nil {
-		return &backend.UnavailableError{Backend: Name, Reason: "mke2fs is not installed", Fix: "sudo apt-get install e2fsprogs"}
-	}
-	return nil
+	return f.m.guestFilesAvailable()
 }
 
 // instanceID is the VM's --id: the sandbox's ID, which pid checks look for.

@@ -49,7 +49,13 @@ func (q *qemuVMM) available(ctx context.Context) error {
 		return &backend.UnavailableError{Backend: Name, Reason: "QEMU (" + q.m.settings.QEMU + ") is not installed",
 			Fix: "sudo apt-get install qemu-system-x86"}
 	}
-	if _, err := findKernel(q.m.settings.Kernel); err != nil {
+	return q.m.guestFilesAvailable()
+}
+
+// guestFilesAvailable says whether what every monitor boots can be made here: the
+// kernel, and mke2fs for the root and data disks.
+func (m *MicroVM) guestFilesAvailable() error {
+	if _, err := findKernel(m.settings.Kernel); err != nil {
 		return &backend.UnavailableError{Backend: Name, Reason: err.Error(),
 			Fix: "sudo apt-get install linux-image-amd64 (the VMs boot Debian's kernel), or set kernel in [backends.microvm]"}
 	}
