@@ -1,13 +1,9 @@
 package microvm
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -406,23 +402,7 @@ func (f *firecrackerVMM) control(ctx context.Context, id backend.ID, req string)
 		return nil, err
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	nonce := make([]byte, 8)
-	rand.Read(nonce)
-	tag := hex.EncodeToString(nonce)
-	if _, err := fmt.Fprintf(conn, "%s %s\n", tag, req); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return nil, fmt.Errorf("microvm: the VM's init did not answer %q: %w", req, err)
-	}
-	answer, ok := strings.CutPrefix(line, tag+" ")
-	if !ok {
-		return nil, fmt.Errorf("microvm: the VM's init answered %q with %q", req, line)
-	}
-	return []byte(answer), nil
+	return askInit(ctx, conn, req)
 }
 
 // suspendable says the Firecracker driver can suspend VMs: pause and a full snapshot.

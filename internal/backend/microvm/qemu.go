@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -389,6 +390,13 @@ func (q *qemuVMM) control(ctx context.Context, id backend.ID, req string) ([]byt
 		return nil, err
 	}
 	defer conn.Close()
+	return askInit(ctx, conn, req)
+}
+
+// askInit sends one request, tagged with a fresh nonce, to the VM's init on conn and
+// returns the answer carrying that tag, skipping lines an earlier request left unread.
+// An answer cut off by the end of the connection still counts.
+func askInit(ctx context.Context, conn net.Conn, req string) ([]byte, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	nonce := make([]byte, 8)
@@ -400,11 +408,11 @@ func (q *qemuVMM) control(ctx context.Context, id backend.ID, req string) ([]byt
 	br := bufio.NewReader(conn)
 	for {
 		line, err := br.ReadString('\n')
+		if answer, ok := strings.CutPrefix(line, tag+" "); ok && (err == nil || errors.Is(err, io.EOF)) {
+			return []byte(answer), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("microvm: the VM's init did not answer %q: %w", req, err)
-		}
-		if answer, ok := strings.CutPrefix(line, tag+" "); ok {
-			return []byte(answer), nil
 		}
 	}
 }
