@@ -224,9 +224,8 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	one := []sandbox.Info{info}
-	s.sandboxUsage(r.Context(), one)
-	writeJSON(w, http.StatusOK, one[0])
+	s.oneSandboxUsage(r.Context(), &info)
+	writeJSON(w, http.StatusOK, info)
 }
 
 // sandboxInfo serves a route that does one thing to the named sandbox and answers it.

@@ -181,6 +181,27 @@ func (s *Server) sandboxUsage(ctx context.Context, list []sandbox.Info) {
 	}
 }
 
+// oneSandboxUsage fills in one sandbox's usage from its own calls only (a reader after
+// every usage event, the TUI and web UI, asks this often).
+func (s *Server) oneSandboxUsage(ctx context.Context, in *sandbox.Info) {
+	if s.meter == nil {
+		return
+	}
+	sb, err := s.svc.Record(ctx, in.Name)
+	if err != nil || s.meter.Flush(ctx) != nil {
+		return
+	}
+	groups, err := s.svc.Store().UsageGroups(ctx, store.UsageQuery{SandboxID: sb.ID})
+	if err != nil || len(groups) == 0 {
+		return
+	}
+	var sum store.UsageSum
+	for _, g := range groups {
+		sum.Add(g.UsageSum)
+	}
+	in.Usage = &sum
+}
+
 // sessionUsage fills in the usage of each session of sandbox name.
 func (s *Server) sessionUsage(ctx context.Context, name string, list []session.Info) {
 	if s.meter == nil || len(list) == 0 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -21,7 +23,7 @@ func TestClaudeBudgetEndToEnd(t *testing.T) {
 	model := modeltest.NewAnthropic(t)
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-budget-0123456789abcdefghijklmnop")
-	_, repo := e2eHome(t)
+	home, repo := e2eHome(t)
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "claude")
@@ -76,6 +78,24 @@ func TestClaudeBudgetEndToEnd(t *testing.T) {
 	}
 	if ls := must("", "ls"); !strings.Contains(ls, "~$") {
 		t.Errorf("ls shows no cost:\n%s", ls)
+	}
+	// The sandbox read alone (as the TUI and web UI read it after each usage event)
+	// carries the same usage as the list.
+	paths, err := config.ForHome(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := api.NewClient(paths.Socket)
+	one, err := c.Get(t.Context(), "repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.List(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	if one.Usage == nil || list[0].Usage == nil || *one.Usage != *list[0].Usage || int(one.Usage.Requests) != served {
+		t.Errorf("the sandbox's usage read alone %+v, in the list %+v, with %d calls served", one.Usage, list[0].Usage, served)
 	}
 	events := must("", "events", "--no-follow", "--since", "10m", "--json")
 	for _, kind := range []string{`"kind":"usage"`, `"kind":"budget-spent"`} {
