@@ -12,6 +12,8 @@ import (
 
 // eachLine calls fn with every non-blank line of a JSON Lines stream. A
 // line that is not JSON, or that fn rejects, is an error naming its number.
+// A last line with no newline that is not JSON yet is one its agent is still
+// writing: it is left for the next read, not an error.
 func eachLine(r io.Reader, fn func(line []byte) error) error {
 	br := bufio.NewReader(r)
 	for n := 1; ; n++ {
@@ -21,6 +23,9 @@ func eachLine(r io.Reader, fn func(line []byte) error) error {
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			if !json.Valid(trimmed) {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
 				return fmt.Errorf("line %d: not JSON", n)
 			}
 			if ferr := fn(trimmed); ferr != nil {

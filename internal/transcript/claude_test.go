@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -105,6 +106,34 @@ func TestParseMalformed(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "line 3") {
 				t.Errorf("malformed line 3: error %v, want one naming line 3", err)
 			}
+			_, err = parse(bytes.NewReader([]byte(unknown[agent] + "\n\n{\"type\": \"user\", oops\n" + unknown[agent])))
+			if err == nil || !strings.Contains(err.Error(), "line 3") {
+				t.Errorf("malformed line 3 before a last line: error %v, want one naming line 3", err)
+			}
+		})
+	}
+}
+
+// TestParseWhileWritten reads transcripts as their agent is writing them: a
+// last line cut short, with no newline yet, is left for the next read.
+func TestParseWhileWritten(t *testing.T) {
+	for agent, name := range map[string]string{"claude": "testdata/claude.jsonl", "codex": "testdata/codex.jsonl"} {
+		t.Run(agent, func(t *testing.T) {
+			data, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := bytes.TrimRight(data, "\n")
+			last := bytes.LastIndexByte(whole, '\n') + 1
+			complete, err := parsers[agent](bytes.NewReader(whole[:last]))
+			if err != nil || len(complete) == 0 {
+				t.Fatalf("all but the last line: %d entries, %v", len(complete), err)
+			}
+			cut, err := parsers[agent](bytes.NewReader(whole[:last+(len(whole)-last)/2]))
+			if err != nil {
+				t.Fatalf("a last line cut short: %v", err)
+			}
+			checkEntries(t, cut, complete)
 		})
 	}
 }
