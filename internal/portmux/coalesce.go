@@ -17,14 +17,14 @@ type coalescer struct {
 	buf     []byte
 	err     error
 	closed  bool
-	writing bool
+	done    chan struct{} // closed when loop has returned
 }
 
 // maxPending is how much a coalescer holds before Write waits.
 const maxPending = 1 << 20
 
 func newCoalescer(w io.Writer) *coalescer {
-	c := &coalescer{w: w}
+	c := &coalescer{w: w, done: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
 	go c.loop()
 	return c
@@ -47,16 +47,21 @@ func (c *coalescer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close ends the loop once what is held has been written.
+// Close drops what is held, its session being over, and returns once the write under
+// way has ended: a port's next session must not find the old one's bytes after its
+// own start.
 func (c *coalescer) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	c.buf = nil
 	c.cond.Broadcast()
+	c.mu.Unlock()
+	<-c.done
 	return nil
 }
 
 func (c *coalescer) loop() {
+	defer close(c.done)
 	var out []byte
 	for {
 		c.mu.Lock()

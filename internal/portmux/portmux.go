@@ -149,7 +149,10 @@ func ServeConn(ctx context.Context, conn io.ReadWriteCloser, serve func(net.Conn
 		return err
 	}
 	w := newCoalescer(conn)
-	defer w.Close()
+	defer func() {
+		conn.Close() // first: a write under way ends with it
+		w.Close()
+	}()
 	sess, err := yamux.Server(&bufferedConn{Conn: portConn{conn}, r: br, w: w}, Config())
 	if err != nil {
 		return err
