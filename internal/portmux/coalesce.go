@@ -12,12 +12,12 @@ import (
 type coalescer struct {
 	w io.Writer
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	buf     []byte
-	err     error
-	closed  bool
-	done    chan struct{} // closed when loop has returned
+	mu     sync.Mutex
+	cond   *sync.Cond
+	buf    []byte
+	err    error
+	closed bool
+	done   chan struct{} // closed when loop has returned
 }
 
 // maxPending is how much a coalescer holds before Write waits.
