@@ -119,6 +119,14 @@ type Backend interface {
 	Dial(ctx context.Context, id ID) (net.Conn, error)
 }
 
+// Lister is a backend that reads every one of its sandboxes' states in one call, where
+// that costs what one State does (a container engine's list): a listing of many
+// sandboxes makes one call instead of one per sandbox. A sandbox the map lacks is
+// StateMissing (its caller may ask State to be sure); on an error, callers ask State.
+type Lister interface {
+	States(ctx context.Context) (map[ID]Status, error)
+}
+
 // BaseEnv is the environment every process of a sandbox starts with, on every backend
 // (the agent user's, and the sandbox's name and id); spec.Env adds to it.
 func BaseEnv(spec Spec) []string {

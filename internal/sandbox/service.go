@@ -259,15 +259,17 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 			seen = append(seen, sb)
 		}
 	}
-	// Each sandbox's live state is a handful of small reads from its backend (files,
-	// /proc, cgroups): a few at once keep `ls` quick with hundreds of sandboxes.
+	// A backend that lists all its sandboxes' states in one call (a container engine)
+	// is asked once; any other backend's live state is a handful of small reads per
+	// sandbox (files, /proc, cgroups): a few at once keep `ls` quick with hundreds.
+	listed := s.listStates(ctx, seen)
 	out := make([]Info, len(seen))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(listWorkers, len(seen)) {
 		wg.Go(func() {
 			for i := range work {
-				out[i] = s.info(ctx, seen[i])
+				out[i] = s.infoWith(ctx, seen[i], listed[seen[i].Backend])
 			}
 		})
 	}
@@ -291,8 +293,37 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 	return s.info(ctx, sb), nil
 }
 
+// listStates reads the states of the sandboxes of each backend that lists them in one
+// call, by backend name; a backend that cannot is left out.
+func (s *Service) listStates(ctx context.Context, sbs []store.Sandbox) map[string]map[backend.ID]backend.Status {
+	out := map[string]map[backend.ID]backend.Status{}
+	for _, sb := range sbs {
+		if _, done := out[sb.Backend]; done || sb.State == "creating" {
+			continue
+		}
+		out[sb.Backend] = nil
+		b, err := s.backendOf(sb)
+		if err != nil {
+			continue
+		}
+		if l, ok := b.(backend.Lister); ok {
+			if states, err := l.States(ctx); err == nil {
+				out[sb.Backend] = states
+			} else {
+				s.log.Debug("list the sandboxes' states", "backend", sb.Backend, "err", err)
+			}
+		}
+	}
+	return out
+}
+
 // info combines the record with what the backend reports now.
 func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
+	return s.infoWith(ctx, sb, nil)
+}
+
+// infoWith is info with the states its backend listed, if it did.
+func (s *Service) infoWith(ctx context.Context, sb store.Sandbox, listed map[backend.ID]backend.Status) Info {
 	in := Info{Name: sb.Name, Backend: sb.Backend, State: sb.State, Detail: sb.Detail,
 		SourcePath: sb.SourcePath, SourceURL: sb.SourceURL, BaseCommit: sb.BaseCommit, Network: sb.Network, SyncMode: sb.SyncMode, IdleStopSeconds: int64(sb.IdleStop / time.Second),
 		Agents:  splitList(sb.Agents),
@@ -305,10 +336,13 @@ func (s *Service) info(ctx context.Context, sb store.Sandbox) Info {
 		in.State, in.Detail = "error", err.Error()
 		return in
 	}
-	st, err := b.State(ctx, backend.ID(sb.ID))
-	if err != nil {
-		in.State, in.Detail = "error", err.Error()
-		return in
+	// One the listing lacks is asked for alone: made since, or gone.
+	st, ok := listed[backend.ID(sb.ID)]
+	if !ok {
+		if st, err = b.State(ctx, backend.ID(sb.ID)); err != nil {
+			in.State, in.Detail = "error", err.Error()
+			return in
+		}
 	}
 	switch st.State {
 	case backend.StateMissing:

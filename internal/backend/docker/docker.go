@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 
 	errdefs "github.com/containerd/errdefs"
@@ -60,8 +61,13 @@ type Docker struct {
 	usable    map[string]error      // image ID → what the image lacks, nil when usable
 	runtimeOK map[string]error      // runtime@image ID → why it cannot start, nil when it can
 	pidNS     map[backend.ID]string // sandbox → its container's PID namespace, as last seen
-	hereKnown bool                  // whether here is known
-	here      bool                  // the engine runs on this machine, without user remapping
+	// containers is each running sandbox's container ID as State or States last read it;
+	// limits are the limits read of a sandbox's container, kept for that container's
+	// life (paddock never changes a container's limits: a new container is a new ID).
+	containers map[backend.ID]string
+	limits     map[backend.ID]readLimits
+	hereKnown  bool // whether here is known
+	here       bool // the engine runs on this machine, without user remapping
 
 	guestMu   sync.Mutex        // one guest volume made or checked at a time
 	guestVols map[string]string // guest volume → its CreatedAt, once its content was checked
@@ -79,7 +85,8 @@ func New(env backend.Env) (*Docker, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	d := &Docker{cli: cli, image: DefaultImage, dir: env.Dir, usable: map[string]error{}, runtimeOK: map[string]error{},
-		pidNS: map[backend.ID]string{}, guestVols: map[string]string{}}
+		pidNS: map[backend.ID]string{}, guestVols: map[string]string{},
+		containers: map[backend.ID]string{}, limits: map[backend.ID]readLimits{}}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
 	}
@@ -160,22 +167,81 @@ func volumeName(id backend.ID, what string) string {
 func (d *Docker) State(ctx context.Context, id backend.ID) (backend.Status, error) {
 	c, err := d.cli.ContainerInspect(ctx, containerName(id))
 	if errdefs.IsNotFound(err) {
+		d.seen(id, "")
 		return backend.Status{State: backend.StateMissing}, nil
 	}
 	if err != nil {
 		return backend.Status{}, err
 	}
-	switch {
-	case c.State.Running:
-		return backend.Status{State: backend.StateRunning}, nil
-	case c.State.Status == "created":
-		return backend.Status{State: backend.StateCreated}, nil
+	if c.State.Running {
+		d.seen(id, c.ID)
+		d.keepLimits(id, c)
+	} else {
+		d.seen(id, "")
 	}
-	return backend.Status{State: backend.StateStopped, Detail: c.State.Status}, nil
+	return containerStatus(c.State.Running, c.State.Status), nil
+}
+
+var _ backend.Lister = (*Docker)(nil)
+
+// States implements backend.Lister: one list of the engine's paddock containers.
+func (d *Docker) States(ctx context.Context) (map[backend.ID]backend.Status, error) {
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", Label))})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[backend.ID]backend.Status, len(cs))
+	containers := make(map[backend.ID]string, len(cs))
+	for _, c := range cs {
+		id := backend.ID(c.Labels[Label])
+		if id == "" || !slices.Contains(c.Names, "/"+containerName(id)) {
+			continue
+		}
+		running := c.State == container.StateRunning
+		out[id] = containerStatus(running, string(c.State))
+		if running {
+			containers[id] = c.ID
+		}
+	}
+	d.mu.Lock()
+	d.containers = containers
+	for id, l := range d.limits {
+		if l.container != containers[id] {
+			delete(d.limits, id)
+		}
+	}
+	d.mu.Unlock()
+	return out, nil
+}
+
+// containerStatus is a sandbox's state from its container's: running, made and never
+// started, or anything else (exited, dead, paused...) said in the detail.
+func containerStatus(running bool, status string) backend.Status {
+	switch {
+	case running:
+		return backend.Status{State: backend.StateRunning}
+	case status == "created":
+		return backend.Status{State: backend.StateCreated}
+	}
+	return backend.Status{State: backend.StateStopped, Detail: status}
+}
+
+// seen notes a running sandbox's container ID as just read from the engine; empty when
+// it has none, or it does not run.
+func (d *Docker) seen(id backend.ID, containerID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if containerID == "" {
+		delete(d.containers, id)
+		delete(d.limits, id)
+		return
+	}
+	d.containers[id] = containerID
 }
 
 // Stop implements backend.Backend.
 func (d *Docker) Stop(ctx context.Context, id backend.ID) error {
+	d.seen(id, "")
 	timeout := 5
 	err := d.cli.ContainerStop(ctx, containerName(id), container.StopOptions{Timeout: &timeout})
 	if errdefs.IsNotFound(err) {
@@ -193,6 +259,7 @@ func (d *Docker) Destroy(ctx context.Context, id backend.ID) error {
 	d.mu.Lock()
 	delete(d.pidNS, id)
 	d.mu.Unlock()
+	d.seen(id, "")
 	for _, v := range []string{"workspace", "home"} {
 		if err := d.cli.VolumeRemove(ctx, volumeName(id, v), true); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove volume: %w", err)

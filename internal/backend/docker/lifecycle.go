@@ -29,6 +29,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	} else if !errdefs.IsNotFound(err) {
 		return err
 	}
+	d.seen(spec.ID, "") // nothing kept of a container removed behind paddock's back
 	img := d.image
 	if spec.Image != "" {
 		img = spec.Image

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	errdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )
@@ -26,28 +27,54 @@ func tmpfsMounts(l backend.Limits) map[string]string {
 }
 
 // Limits implements backend.LimitReader: the container's resources as the engine holds
-// them.
+// them, read once per container (State and States say which container a sandbox has).
 func (d *Docker) Limits(ctx context.Context, id backend.ID) (backend.Limits, error) {
+	d.mu.Lock()
+	kept, ok := d.limits[id]
+	ok = ok && kept.container == d.containers[id]
+	d.mu.Unlock()
+	if ok {
+		return kept.limits, kept.err
+	}
 	c, err := d.cli.ContainerInspect(ctx, containerName(id))
 	if errdefs.IsNotFound(err) {
+		d.seen(id, "")
 		return backend.Limits{}, fmt.Errorf("sandbox %s: %w", id, backend.ErrNotFound)
 	}
 	if err != nil {
 		return backend.Limits{}, fmt.Errorf("limits of sandbox %s: %w", id, err)
 	}
 	if c.State == nil || !c.State.Running {
+		d.seen(id, "")
 		return backend.Limits{}, fmt.Errorf("limits of sandbox %s: %w", id, backend.ErrNotRunning)
 	}
+	d.seen(id, c.ID)
+	l := d.keepLimits(id, c)
+	return l.limits, l.err
+}
+
+// readLimits is what Limits answers for one container.
+type readLimits struct {
+	container string
+	limits    backend.Limits
+	err       error
+}
+
+// keepLimits reads a running container's limits from its inspection and keeps them.
+func (d *Docker) keepLimits(id backend.ID, c container.InspectResponse) readLimits {
 	r := c.HostConfig.Resources
-	l := backend.Limits{CPUs: float64(r.NanoCPUs) / 1e9, MemoryBytes: r.Memory}
+	l := readLimits{container: c.ID, limits: backend.Limits{CPUs: float64(r.NanoCPUs) / 1e9, MemoryBytes: r.Memory}}
 	if r.PidsLimit != nil {
-		l.Pids = sandboxPids(c.HostConfig.Runtime, *r.PidsLimit)
+		l.limits.Pids = sandboxPids(c.HostConfig.Runtime, *r.PidsLimit)
 	}
-	if l.CPUs == 0 || l.MemoryBytes == 0 || l.Pids <= 0 {
-		return l, &backend.LimitsNotEnforcedError{Reason: "its container was made without them (" + l.String() + ")",
+	if l.limits.CPUs == 0 || l.limits.MemoryBytes == 0 || l.limits.Pids <= 0 {
+		l.err = &backend.LimitsNotEnforcedError{Reason: "its container was made without them (" + l.limits.String() + ")",
 			Fix: "make the sandbox again: paddock up --fresh"}
 	}
-	return l, nil
+	d.mu.Lock()
+	d.limits[id] = l
+	d.mu.Unlock()
+	return l
 }
 
 // Report implements backend.Reporter: what the engine can enforce, and the disk.
