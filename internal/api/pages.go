@@ -3,6 +3,7 @@ package api
 import (
 	"html/template"
 	"net/http"
+	"regexp"
 	"sync"
 )
 
@@ -48,6 +49,12 @@ func page(name, text string) func() *template.Template {
 	return sync.OnceValue(func() *template.Template {
 		return template.Must(template.New(name).Parse(text))
 	})
+}
+
+// lazyRegexp is a regular expression compiled on first use: compiled when the program
+// starts, every CLI command would pay for the server's expressions.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 func writePage(w http.ResponseWriter, status int, t func() *template.Template, data any) {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,10 +40,10 @@ const (
 
 // previewHostRE matches PORT-SANDBOX.localhost[:port]; a sandbox name in a host name is
 // letters, digits and dashes (names with dots or underscores use the path form).
-var previewHostRE = regexp.MustCompile(`(?i)^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,62})\.localhost(:[0-9]+)?$`)
+var previewHostRE = lazyRegexp(`(?i)^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,62})\.localhost(:[0-9]+)?$`)
 
 // hostLabelRE matches the sandbox names that can be a host name's label.
-var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+var hostLabelRE = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
 // PortInfo is a port of GET /v1/sandboxes/{name}/ports.
 type PortInfo struct {
@@ -168,7 +167,7 @@ func (s *Server) webURL() *url.URL {
 }
 
 func hostPreviewURL(base *url.URL, name string, port int) string {
-	if !hostLabelRE.MatchString(name) {
+	if !hostLabelRE().MatchString(name) {
 		return ""
 	}
 	webPort := base.Port()
@@ -185,7 +184,7 @@ func pathPreview(name string, port int) string {
 
 // previewHost reads PORT-SANDBOX.localhost.
 func previewHost(host string) (string, int, bool) {
-	m := previewHostRE.FindStringSubmatch(host)
+	m := previewHostRE().FindStringSubmatch(host)
 	if m == nil {
 		return "", 0, false
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
@@ -137,7 +136,7 @@ type DeviceToken struct {
 	Admin    bool   `json:"admin,omitempty"`
 }
 
-var tokenLabel = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var tokenLabel = lazyRegexp(`[^A-Za-z0-9._-]+`)
 
 // deviceStart starts GitHub's device flow for `paddock login`. Each start counts against
 // the address's failed attempts, so that no one can make the daemon call GitHub faster
@@ -277,7 +276,7 @@ func (t *team) forgetDevice(k string) {
 
 // userToken makes a full-access token for a user: "LOGIN-LABEL-XXXX".
 func (a *remoteAuth) userToken(ctx context.Context, u store.User, label string) (string, string, error) {
-	label = tokenLabel.ReplaceAllString(label, "-")
+	label = tokenLabel().ReplaceAllString(label, "-")
 	if len(label) > 24 {
 		label = label[:24]
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
@@ -41,7 +40,7 @@ type NewToken struct {
 	Token string `json:"token"`
 }
 
-var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var tokenName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // newSecret returns 256 random bits, base64url, and their SHA-256: the secret goes to
 // the user once, the hash to the store.
@@ -85,7 +84,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !tokenName.MatchString(req.Name) {
+	if !tokenName().MatchString(req.Name) {
 		s.writeError(w, r, apperr.Invalid("", "a token name is 1 to 64 letters, digits, dots, dashes and underscores, starting with a letter or digit; got %q", req.Name))
 		return
 	}
