@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/yamux"
 	"google.golang.org/grpc"
@@ -35,8 +34,9 @@ type Client struct {
 	peer    guestproto.Hello
 	dial    DialFunc // for connections of their own (file streams)
 	version string
-	// setup is how long the first connection took to dial and greet.
-	setup   time.Duration
+	// bridged says the first connection was made through a command's streams (see
+	// Bridged), and so is every other connection dial makes.
+	bridged bool
 	sess    *yamux.Session
 	cc      *grpc.ClientConn
 	agent   guestpb.AgentClient
@@ -54,7 +54,6 @@ type Client struct {
 // version. ctx bounds the setup only; the Client lives until Close or until the
 // connection dies (see Done).
 func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
-	start := time.Now()
 	conn, err := dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial agent: %w", err)
@@ -69,7 +68,8 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connect to agent: %w", err)
 	}
-	setup := time.Since(start)
+	b, ok := conn.(Bridged)
+	bridged := ok && b.Bridged()
 	sess, err := yamux.Client(conn, guestproto.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -97,7 +97,7 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		peer:    peer,
 		dial:    dial,
 		version: version,
-		setup:   setup,
+		bridged: bridged,
 		sess:    sess,
 		cc:      cc,
 		agent:   guestpb.NewAgentClient(cc),

@@ -10,7 +10,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -25,18 +24,21 @@ const fileStreamThreshold = 1 << 20
 // frameSize is the largest frame WriteFile sends when it does not know the size ahead.
 const frameSize = 1 << 20
 
-// maxStreamSetup is the longest the first connection may have taken for WriteFile and
-// ReadFile to open connections of their own. A unix socket to the guest takes well under
-// a millisecond; a bridge through an engine's exec stream takes tens of milliseconds a
-// connection, more than the file stream saves on all but huge files (and its throughput
-// is the engine's, whatever the framing).
-const maxStreamSetup = 20 * time.Millisecond
+// Bridged is what a connection to a guest made through a command's streams says of
+// itself: an exec through a container engine or Kubernetes' API server, or a command in
+// an SSH session, bridging its stdin and stdout to the guest's socket. Each such
+// connection takes tens of milliseconds to open, more than the file stream saves on all
+// but huge files, and its throughput is the bridge's whatever the framing; so a client
+// whose connections are bridged keeps large files on its shared session.
+type Bridged interface {
+	Bridged() bool
+}
 
 // hasFileStream reports whether large files take the file stream: the guest announced it
-// (a guest from before it did not, and is answered the old way) and a connection is
-// cheap.
+// (a guest from before it did not, and is answered the old way) and a connection of
+// their own is cheap (not Bridged).
 func (c *Client) hasFileStream() bool {
-	return c.setup < maxStreamSetup && slices.Contains(c.peer.Features, guestproto.StreamFiles)
+	return !c.bridged && slices.Contains(c.peer.Features, guestproto.StreamFiles)
 }
 
 // knownSize is how many bytes r will deliver, when it can tell without reading; -1

@@ -445,16 +445,17 @@ func TestFileStreamUntrustedGuest(t *testing.T) {
 	})
 }
 
-// Where a connection is dear (the exec bridge of a remote engine), large files keep to
-// the session.
+// Where connections are bridged through a command's streams (an exec bridge), large
+// files keep to the session; the same guest over the same dial without the mark takes
+// file streams (see TestFileStreamRoundTrip), however slow its first connection was.
 func TestFileStreamNotOverDearConnections(t *testing.T) {
 	srv := guest.NewServer(guest.Options{Sandbox: "test", Version: "v0.0.0-test"})
 	dial := guesttest.Dialer(t, srv)
 	var dials atomic.Int32
 	c, err := guestclient.New(t.Context(), func(ctx context.Context) (net.Conn, error) {
 		dials.Add(1)
-		time.Sleep(30 * time.Millisecond) // an exec bridge's setup
-		return dial(ctx)
+		conn, err := dial(ctx)
+		return bridgedConn{conn}, err
 	}, "v0.0.0-test")
 	if err != nil {
 		t.Fatal(err)
@@ -472,5 +473,32 @@ func TestFileStreamNotOverDearConnections(t *testing.T) {
 	}
 	if dials.Load() != 1 {
 		t.Errorf("%d connections, want only the session's", dials.Load())
+	}
+}
+
+// bridgedConn is a connection that says it was made through a command's streams.
+type bridgedConn struct{ net.Conn }
+
+func (bridgedConn) Bridged() bool { return true }
+
+// TestFileStreamAfterSlowFirstConnection: a first connection that took long (a loaded
+// machine) does not cost a client with cheap connections its file streams.
+func TestFileStreamAfterSlowFirstConnection(t *testing.T) {
+	var slow atomic.Bool
+	slow.Store(true)
+	c, g := newStreamGuest(t, func(n int32, conn net.Conn) net.Conn {
+		if slow.CompareAndSwap(true, false) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		return conn
+	})
+	root := t.TempDir()
+	data := make([]byte, 3<<20)
+	rand.Read(data)
+	if n, err := c.WriteFile(t.Context(), root, "f.bin", 0, false, bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+		t.Fatalf("WriteFile = %d, %v", n, err)
+	}
+	if g.streams() != 1 {
+		t.Errorf("%d file streams, want the write's", g.streams())
 	}
 }

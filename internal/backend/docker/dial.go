@@ -58,6 +58,9 @@ type execConn struct {
 
 func (c *execConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// Bridged implements guestclient.Bridged: each connection is an exec.
+func (c *execConn) Bridged() bool { return true }
+
 func (c *execConn) Close() error {
 	c.stop()
 	c.r.Close()

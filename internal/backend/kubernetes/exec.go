@@ -112,6 +112,9 @@ func (c *execConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Bridged implements guestclient.Bridged: each connection is an exec through the API server.
+func (c *execConn) Bridged() bool { return true }
+
 func (c *execConn) Close() error {
 	err := c.Conn.Close()
 	c.cancel()

@@ -246,7 +246,10 @@ type sessionConn struct {
 	once          sync.Once
 }
 
-func (c *sessionConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *sessionConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// Bridged implements guestclient.Bridged: each connection is a command in an SSH session.
+func (c *sessionConn) Bridged() bool               { return true }
 func (c *sessionConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 func (c *sessionConn) Close() error {
 	c.once.Do(func() { c.w.Close(); c.s.Close() })
