@@ -16,7 +16,6 @@
 package bwrap
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,8 +25,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -337,7 +334,7 @@ func (b *Bwrap) readRun(id backend.ID) (runInfo, bool) {
 
 // alive reports whether the sandbox's init process still runs.
 func (ri runInfo) alive() bool {
-	st, err := procStartTime(ri.ChildPID)
+	st, err := backend.ProcStartTime(ri.ChildPID)
 	return err == nil && st == ri.StartTime
 }
 
@@ -369,27 +366,6 @@ func (b *Bwrap) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
 		return nil, fmt.Errorf("dial agent of sandbox %s: %w", id, err)
 	}
 	return conn, nil
-}
-
-func procStartTime(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name ends at the last ')'; field 3 (state) follows, and the start
-	// time is field 22.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat")
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 20 {
-		return 0, errors.New("malformed stat")
-	}
-	if fields[0] == "Z" || fields[0] == "X" {
-		return 0, errors.New("process is a zombie")
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

@@ -104,11 +104,11 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 		cmd.Process.Kill()
 		return fmt.Errorf("start sandbox %s: bwrap failed: %v: %s", id, err, tail(p.log()))
 	}
-	start, err := procStartTime(info.ChildPID)
+	start, err := backend.ProcStartTime(info.ChildPID)
 	if err != nil {
 		return fmt.Errorf("start sandbox %s: the sandbox exited at once: %s", id, tail(p.log()))
 	}
-	bstart, _ := procStartTime(cmd.Process.Pid)
+	bstart, _ := backend.ProcStartTime(cmd.Process.Pid)
 	ri := runInfo{BwrapPID: cmd.Process.Pid, BwrapStart: bstart, ChildPID: info.ChildPID, StartTime: start}
 	data, _ := json.Marshal(ri)
 	if err := writeFileAtomic(p.run(), data, 0o600); err != nil {
@@ -226,7 +226,7 @@ func (b *Bwrap) Stop(ctx context.Context, id backend.ID) error {
 func waitGone(ctx context.Context, pid int, start uint64) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for delay := time.Millisecond; ; delay = min(delay*2, 50*time.Millisecond) {
-		st, err := procStartTime(pid)
+		st, err := backend.ProcStartTime(pid)
 		if err != nil || st != start {
 			return nil
 		}

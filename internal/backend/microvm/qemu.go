@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/yamux"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/portmux"
 	"github.com/paddockhq/paddock/internal/vmspec"
@@ -34,7 +35,10 @@ type qemuVMM struct{ m *MicroVM }
 
 // Files of a sandbox's directory, for QEMU.
 const (
-	qemuPid       = "qemu.pid"
+	qemuPid = "qemu.pid" // QEMU's own, which it removes as it begins to exit
+	// vmPid is QEMU's pid and start time, kept until the process has ended: a monitor
+	// that removed its pid file may still hold the VM's disks and sockets for a while.
+	vmPid         = "vm.pid"
 	qemuLog       = "qemu.log" // what QEMU says once it runs detached
 	qmpSocket     = "qmp.sock"
 	guestSocket   = "guest.sock"
@@ -243,7 +247,7 @@ func (q *qemuVMM) boot(ctx context.Context, id backend.ID, md meta) error {
 // from that file (which goes on after launch returns).
 func (q *qemuVMM) launch(ctx context.Context, id backend.ID, md meta, incoming string) error {
 	dir := q.m.sandboxDir(id)
-	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, consoleLog, qemuLog} {
+	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, vmPid, consoleLog, qemuLog} {
 		os.Remove(filepath.Join(dir, s))
 	}
 	kernelELF, initrd, _, err := q.m.bootFiles(md)
@@ -258,13 +262,48 @@ func (q *qemuVMM) launch(ctx context.Context, id backend.ID, md meta, incoming s
 	if err != nil {
 		return fmt.Errorf("microvm: start QEMU: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return notePid(dir)
 }
 
-// pid is the sandbox's QEMU process, when it runs: the pid file's, checked to be QEMU
-// running from this sandbox's directory (a pid is reused).
+// notePid keeps the pid QEMU wrote, with its process's start time, in vmPid. A QEMU
+// that has already ended (it could not load a saved state, say) leaves nothing to keep:
+// pid then finds no process, and its caller reads why in QEMU's log.
+func notePid(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, qemuPid))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("microvm: QEMU's pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("microvm: QEMU's pid file says %q", data)
+	}
+	start, err := backend.ProcStartTime(pid)
+	if err != nil {
+		return nil
+	}
+	return atomicfile.Write(filepath.Join(dir, vmPid), []byte(fmt.Sprintf("%d %d\n", pid, start)), 0o600)
+}
+
+// pid is the sandbox's QEMU process until it has ended (a zombie counts as ended): the
+// one vmPid names by pid and start time (a pid is reused).
 func (q *qemuVMM) pid(id backend.ID) int {
 	dir := q.m.sandboxDir(id)
+	if data, err := os.ReadFile(filepath.Join(dir, vmPid)); err == nil {
+		var pid int
+		var start uint64
+		if _, err := fmt.Sscan(string(data), &pid, &start); err != nil || pid <= 0 {
+			return 0
+		}
+		if now, err := backend.ProcStartTime(pid); err != nil || now != start {
+			return 0
+		}
+		return pid
+	}
+	// A VM started before vmPid was kept: QEMU's own pid file, checked to be QEMU
+	// running from this sandbox's directory (a pid is reused).
 	data, err := os.ReadFile(filepath.Join(dir, qemuPid))
 	if err != nil {
 		return 0
@@ -277,10 +316,8 @@ func (q *qemuVMM) pid(id backend.ID) int {
 	if err != nil || !strings.Contains(string(cmdline), filepath.Join(dir, dataDisk)) {
 		return 0
 	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return 0
-		}
+	if _, err := backend.ProcStartTime(pid); err != nil {
+		return 0
 	}
 	return pid
 }
