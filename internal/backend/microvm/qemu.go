@@ -379,37 +379,14 @@ func waitGone(ctx context.Context, pid func(backend.ID) int, id backend.ID, d ti
 	return true
 }
 
-// connect opens a session on the VM's guest port. A connection the guest has not
-// answered in portPatience is made again: the monitor tells the guest's kernel of each
-// new connection to the port, and a guest that missed that news (its writes to the port
-// wait for a host it believes absent) hears it again.
 func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, error) {
+	dir := q.m.sandboxDir(id)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(q.m.settings.StartTimeout)*time.Second)
 	defer cancel()
-	for {
-		s, err := q.connectOnce(ctx, id, portPatience)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, errNoAnswer) {
-			return s, err
-		}
-		q.m.log.Warn("the guest did not answer on its port; connecting again", "sandbox", id, "after", portPatience)
-	}
-}
-
-// portPatience is how long connect waits for the guest's answer on one connection.
-const portPatience = 30 * time.Second
-
-// errNoAnswer is connectOnce's error when the guest did not answer in time, the VM
-// still running.
-var errNoAnswer = errors.New("the guest did not answer on its port")
-
-func (q *qemuVMM) connectOnce(ctx context.Context, id backend.ID, patience time.Duration) (*yamux.Session, error) {
-	dir := q.m.sandboxDir(id)
 	conn, err := dialUnix(ctx, filepath.Join(dir, guestSocket))
 	if err != nil {
 		return nil, fmt.Errorf("microvm: the VM's guest port: %w", err)
 	}
-	actx, cancel := context.WithTimeout(ctx, patience)
-	defer cancel()
 	// The monitor ending (the VM crashed, or was killed) ends the wait.
 	done := make(chan struct{})
 	defer close(done)
@@ -426,14 +403,11 @@ func (q *qemuVMM) connectOnce(ctx context.Context, id backend.ID, patience time.
 			}
 		}
 	}()
-	s, err := portmux.Client(actx, conn)
+	s, err := portmux.Client(ctx, conn)
 	if err != nil {
 		conn.Close()
 		if q.pid(id) == 0 {
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
-		}
-		if ctx.Err() == nil && actx.Err() != nil {
-			return nil, errNoAnswer
 		}
 		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8))
 	}
