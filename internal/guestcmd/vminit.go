@@ -518,12 +518,70 @@ func runGuest(cfg vmspec.Config, vsock bool) error {
 			case vmspec.Sync:
 				unix.Sync()
 				fmt.Fprintf(r.reply, "%s {}\n", id)
+			case vmspec.Processes:
+				data, _ := json.Marshal(processes())
+				fmt.Fprintf(r.reply, "%s %s\n", id, data)
 			case vmspec.Poweroff:
 				fmt.Fprintf(r.reply, "%s {}\n", id)
 				return errors.New("powering off as the host asked")
 			}
 		}
 	}
+}
+
+// processes describes the VM's processes but init and the kernel's threads, one "PID
+// NAME [STATE WCHAN]" each and, for a process of several threads, how many of them wait
+// where.
+func processes() string {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && pid != 1 && len(cmdline) > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	var out []string
+	for _, pid := range pids {
+		e := strconv.Itoa(pid)
+		tasks, _ := os.ReadDir(filepath.Join("/proc", e, "task"))
+		waits := map[string]int{}
+		var keys []string
+		for _, t := range tasks {
+			w := taskWait(filepath.Join("/proc", e, "task", t.Name()))
+			if waits[w]++; waits[w] == 1 {
+				keys = append(keys, w)
+			}
+		}
+		var where []string
+		for _, k := range keys {
+			if waits[k] > 1 {
+				k = fmt.Sprintf("%s x%d", k, waits[k])
+			}
+			where = append(where, k)
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e, "comm"))
+		out = append(out, fmt.Sprintf("%d %s [%s]", pid, strings.TrimSpace(string(comm)), strings.Join(where, ", ")))
+	}
+	return strings.Join(out, "; ")
+}
+
+// taskWait is a thread's state and the kernel function it waits in: "S port_fops_read".
+func taskWait(dir string) string {
+	stat, _ := os.ReadFile(filepath.Join(dir, "stat"))
+	state := "?"
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 {
+		if f := strings.Fields(string(stat[i+1:])); len(f) > 0 {
+			state = f[0]
+		}
+	}
+	wchan, _ := os.ReadFile(filepath.Join(dir, "wchan"))
+	if w := strings.TrimSpace(string(wchan)); w != "" && w != "0" {
+		return state + " " + w
+	}
+	return state
 }
 
 // reap waits for every child, the guest's orphans included, and reports each pid.

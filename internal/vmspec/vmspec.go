@@ -77,6 +77,9 @@ const (
 	// before the VM is suspended, so that a saved state that does not load later loses
 	// the processes but not the files they wrote.
 	Sync = "sync"
+	// Processes answers the VM's processes, each with its state and the kernel function
+	// it waits in (a JSON string): what a guest that does not answer is doing.
+	Processes = "processes"
 )
 
 // Limits are what ReadLimits answers.

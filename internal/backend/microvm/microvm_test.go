@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,5 +262,43 @@ func TestOpenNetwork(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(seen, " ") != "/first-boot /after-restart" {
 		t.Fatalf("the host's service saw %v, want one request per boot", seen)
+	}
+}
+
+// TestGuestNotAnswering: a start whose guest never answers says, with its error, what
+// the VM's processes are doing, as the VM's init sees them. Here the guest was stopped
+// (SIGSTOP, from inside: it runs as the sandbox's user) and the daemon came back.
+func TestGuestNotAnswering(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("mute")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, b, id)
+	guestPid := strings.TrimSpace(run(t, c, "pgrep -f '^[^ ]+ [^ ]+ serve '"))
+	if guestPid == "" {
+		t.Fatal("no guest process found inside")
+	}
+	go c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "sleep 0.2; kill -STOP " + guestPid}})
+	time.Sleep(time.Second)
+	b.Close()
+
+	b2, err := microvm.New(backend.Env{Dir: b.Dir(), Options: map[string]any{"start_timeout": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	err = b2.Start(ctx, id)
+	if err == nil {
+		t.Fatal("Start succeeded with the guest stopped")
+	}
+	// The stopped guest shows with its state, T (stopped): its threads wait nowhere.
+	if !strings.Contains(err.Error(), "its processes: ") || !regexp.MustCompile(`\d+ paddock \[T`).MatchString(err.Error()) {
+		t.Fatalf("Start's error does not say what the guest is doing: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -409,9 +410,22 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 		if q.pid(id) == 0 {
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
 		}
-		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8))
+		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)%s", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8), q.processes(id))
 	}
 	return s, nil
+}
+
+// processes is what the VM's init says of its processes, for an error about a guest
+// that does not answer; empty when init does not answer either.
+func (q *qemuVMM) processes(id backend.ID) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	answer, err := q.control(ctx, id, vmspec.Processes)
+	var list string
+	if err != nil || json.Unmarshal(answer, &list) != nil {
+		return ""
+	}
+	return " (its processes: " + list + ")"
 }
 
 // control sends one request to the VM's init on its control port and returns the
