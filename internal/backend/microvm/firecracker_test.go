@@ -359,15 +359,8 @@ func TestFirecrackerLifecycle(t *testing.T) {
 // a port nothing listens on is closed, as Firecracker's muxer does.
 func TestFirecrackerVsockHandshake(t *testing.T) {
 	b := fakeFirecracker(t, nil)
-	ctx := context.Background()
 	id := backend.ID("fcvsock")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	sock := filepath.Join(b.dir, string(id), "vsock.sock")
 	try := func(req string) string {
 		conn, err := net.Dial("unix", sock)
@@ -411,13 +404,7 @@ func TestFirecrackerJailer(t *testing.T) {
 	ctx := context.Background()
 	id := backend.ID("jailed")
 	dir := filepath.Join(b.dir, string(id))
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	root := filepath.Join(dir, "jail/firecracker/paddock-jailed/root")
 	calls := configCalls(fcCalls(t, dir))
 	if got := callNames(calls); got != "PUT /machine-config, PUT /boot-source, PUT /drives/root, PUT /drives/data, PUT /vsock, PUT /actions" {

@@ -49,6 +49,20 @@ func newBackend(tb testing.TB, opts map[string]any) *microvm.MicroVM {
 	return b
 }
 
+// startSandbox makes and starts a sandbox of b with the small guest, destroyed when the
+// test ends.
+func startSandbox(t *testing.T, b backend.Backend, id backend.ID) {
+	t.Helper()
+	ctx := context.Background()
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // spec is a sandbox's spec with the small guest.
 func spec(tb testing.TB, id backend.ID) backend.Spec {
 	g := guest(tb)

@@ -66,13 +66,7 @@ func TestKilledQEMU(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("killed")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	c := connect(t, b, id)
 	run(t, c, "echo before > /workspace/f && sync")
 	procs := qemuProcesses(filepath.Join(b.Dir(), string(id)))
@@ -128,13 +122,7 @@ func TestStopStartKeepsDisk(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("stopstart")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	c := connect(t, b, id)
 	// No sync: the power off must write it all.
 	run(t, c, "echo work > /workspace/w && echo cfg > ~/.cfg && dd if=/dev/urandom of=/workspace/big bs=1M count=8 2>/dev/null && sha256sum /workspace/big > /tmp/sum && cat /tmp/sum > ~/sum")
@@ -176,13 +164,7 @@ func TestDaemonRestart(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("restart")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	c := connect(t, b, id)
 	run(t, c, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /tmp/sleeper")
 	// A stream left mid-transfer: the next daemon's session starts after its bytes.
@@ -272,13 +254,7 @@ func TestGuestNotAnswering(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("mute")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	c := connect(t, b, id)
 	guestPid := strings.TrimSpace(run(t, c, "pgrep -f '^[^ ]+ [^ ]+ serve '"))
 	if guestPid == "" {

@@ -21,15 +21,9 @@ func TestSuspendResume(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("suspend")
-	if err := b.Create(ctx, spec(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), id) })
 	dir := filepath.Join(b.Dir(), string(id))
 	saved := filepath.Join(dir, "vmstate")
-	if err := b.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startSandbox(t, b, id)
 	c := connect(t, b, id)
 	run(t, c, "echo kept > /workspace/f && echo in-memory > /tmp/m")
 	sleeper := run(t, c, "nohup sleep 1000 >/dev/null 2>&1 & echo $!")
