@@ -298,21 +298,20 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 func (s *Service) listStates(ctx context.Context, sbs []store.Sandbox) map[string]map[backend.ID]backend.Status {
 	out := map[string]map[backend.ID]backend.Status{}
 	for _, sb := range sbs {
-		if _, done := out[sb.Backend]; done || sb.State == "creating" {
+		if _, done := out[sb.Backend]; done {
 			continue
 		}
 		out[sb.Backend] = nil
-		b, err := s.backendOf(sb)
-		if err != nil {
+		l, ok := s.opts.Backends[sb.Backend].(backend.Lister)
+		if !ok {
 			continue
 		}
-		if l, ok := b.(backend.Lister); ok {
-			if states, err := l.States(ctx); err == nil {
-				out[sb.Backend] = states
-			} else {
-				s.log.Debug("list the sandboxes' states", "backend", sb.Backend, "err", err)
-			}
+		states, err := l.States(ctx)
+		if err != nil {
+			s.log.Debug("list the sandboxes' states", "backend", sb.Backend, "err", err)
+			continue
 		}
+		out[sb.Backend] = states
 	}
 	return out
 }
