@@ -272,10 +272,8 @@ func (f *firecrackerVMM) pid(id backend.ID) int {
 	if err != nil || !strings.Contains(string(cmdline), "\x00"+instanceID(id)+"\x00") {
 		return 0
 	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return 0
-		}
+	if _, err := backend.ProcStartTime(pid); err != nil { // ended: a zombie
+		return 0
 	}
 	return pid
 }
