@@ -416,7 +416,8 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 }
 
 // processes is what the VM's init says of its processes, for an error about a guest
-// that does not answer; empty when init does not answer either.
+// that does not answer, cut at maxProcessesReport bytes (a VM may run thousands);
+// empty when init does not answer either.
 func (q *qemuVMM) processes(id backend.ID) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -424,6 +425,9 @@ func (q *qemuVMM) processes(id backend.ID) string {
 	var list string
 	if err != nil || json.Unmarshal(answer, &list) != nil {
 		return ""
+	}
+	if len(list) > maxProcessesReport {
+		list = strings.ToValidUTF8(list[:maxProcessesReport], "") + " ..."
 	}
 	return " (its processes: " + list + ")"
 }
@@ -458,12 +462,35 @@ func askInit(ctx context.Context, conn net.Conn, req string) ([]byte, error) {
 	}
 	br := bufio.NewReader(conn)
 	for {
-		line, err := br.ReadString('\n')
+		line, err := readLine(br, maxInitLine)
 		if answer, ok := strings.CutPrefix(line, tag+" "); ok && (err == nil || errors.Is(err, io.EOF)) {
 			return []byte(answer), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("microvm: the VM's init did not answer %q: %w", req, err)
+		}
+	}
+}
+
+// maxProcessesReport is how much of the VM's process list an error carries.
+const maxProcessesReport = 4 << 10
+
+// maxInitLine bounds a line read from a VM's init: what runs in a VM is not trusted to
+// end its lines.
+const maxInitLine = 1 << 20
+
+// readLine reads up to and including the next newline, failing on a line longer than
+// max.
+func readLine(br *bufio.Reader, max int) (string, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		if len(line)+len(part) > max {
+			return "", fmt.Errorf("a line longer than %d bytes", max)
+		}
+		line = append(line, part...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return string(line), err
 		}
 	}
 }
