@@ -1,0 +1,67 @@
+package backend
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProcStartTime(t *testing.T) {
+	if _, err := ProcStartTime(os.Getpid()); err != nil {
+		t.Fatalf("ProcStartTime(self): %v", err)
+	}
+
+	// A child that has ended and is not reaped yet is a zombie: ended.
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := ProcStartTime(cmd.Process.Pid)
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an ended child still counts as running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	// Fields after the name: state ppid pgrp session tty tpgid flags ... starttime (22nd).
+	line := func(name, state, flags string) []byte {
+		rest := []string{state, "1", "1", "1", "0", "-1", flags, "0", "0", "0", "0", "0", "0", "0", "0", "20", "0", "1", "0", "5484107", "3133440", "390"}
+		return []byte("4242 (" + name + ") " + strings.Join(rest, " "))
+	}
+	for _, tc := range []struct {
+		name    string
+		stat    []byte
+		want    uint64
+		wantErr string
+	}{
+		{"running", line("qemu", "S", "4194304"), 5484107, ""},
+		{"a name with ) and spaces", line("a) S 1 (b", "R", "0"), 5484107, ""},
+		// SIGKILLed, its sockets already closed, not yet a zombie.
+		{"exiting", line("qemu", "D", "4194308"), 0, "exiting"},
+		{"zombie", line("qemu", "Z", "4194304"), 0, "zombie"},
+		{"dead", line("qemu", "X", "0"), 0, "zombie"},
+		{"truncated", []byte("4242 (qemu) S 1 1"), 0, "malformed"},
+		{"no name", []byte("4242 qemu S"), 0, "malformed"},
+	} {
+		got, err := parseStat(tc.stat)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: = %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
