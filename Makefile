@@ -4,9 +4,11 @@ BIN := bin/paddock
 
 .PHONY: build setup test proto bench bench-short lint fuzz web check-web
 
-# build makes paddock and, beside it, the small guest the daemon copies into sandboxes.
+# build makes paddock (the lean CLI front) and, beside it, paddock-full (every other
+# command and the daemon) and the small guest the daemon copies into sandboxes.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/paddock-full ./cmd/paddock-full
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
 
 # setup installs what the tests need on a fresh Debian machine.

@@ -13,8 +13,9 @@ if [ "${1:-}" = short ]; then
   run -bench '^Benchmark(CreateToFirstExec|ExecRoundTrip|FileWriteRead)$' -benchtime 3x ./internal/backend/bwrap/
   run -bench '^Benchmark(WriteFile|ReadFile)$' -benchtime 3x ./internal/guestclient/
   run -bench '^Benchmark(CLIExec|ContextExec|Sync)$' -benchtime 3x ./internal/cli/
+  run -bench '^BenchmarkCLIStart$' -benchtime 5x ./internal/front/
 else
-  run -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/
+  run -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/ ./internal/front/
   run -bench '^BenchmarkSnapshot$' -benchtime 3x -timeout 30m ./internal/cli/
   run -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/
 fi

@@ -1,12 +1,13 @@
-// Command paddock runs AI coding agents inside isolated sandboxes. One binary is the CLI,
-// the daemon (`paddock serve`) and the guest injected into every sandbox
-// (`paddock guest serve`).
+// Command paddock runs AI coding agents inside isolated sandboxes. This program is the
+// lean front of the CLI (package front): it serves `--version`, `exec` and `shell`
+// itself, so they start in a few milliseconds, and hands every other command line to
+// paddock-full, installed beside it, which is the rest of paddock.
 package main
 
 import (
 	"os"
 
-	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/front"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(front.Main()) }

@@ -3,8 +3,6 @@ package api
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,11 +12,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/netpolicy"
@@ -27,179 +25,101 @@ import (
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
-// Client talks to a daemon: over its unix socket, or over HTTPS with a token.
-type Client struct {
-	http *http.Client
-	// base is what paths are appended to, ws the same for WebSocket routes.
-	base, ws string
-}
+// Client talks to a daemon: over its unix socket, or over HTTPS with a token. Its
+// transport, Version and Exec are wire.Client's.
+type Client struct{ *wire.Client }
 
 // NewClient returns a client for the daemon listening on socket.
-func NewClient(socket string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns: 4,
-	}
-	return &Client{http: &http.Client{Transport: tr}, base: "http://paddock", ws: "ws://paddock"}
-}
+func NewClient(socket string) *Client { return &Client{wire.NewClient(socket)} }
 
 // NewRemoteClient returns a client for the daemon serving the API at rawURL (https, or
-// http on a loopback address), authenticating with token (`paddock token create`), and
-// trusting caPEM's certificates besides the system's when it is not empty.
+// http on a loopback address), authenticating with token, and trusting caPEM's
+// certificates besides the system's when it is not empty.
 func NewRemoteClient(rawURL, token string, caPEM []byte) (*Client, error) {
-	u, err := url.Parse(strings.TrimSuffix(rawURL, "/"))
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("%q is not a daemon's address: use https://HOST:PORT", rawURL)
-	}
-	if u.Scheme == "http" && !loopbackHost(u.Host) {
-		return nil, fmt.Errorf("%s would send the token in the clear: use https:// (paddock web --tls-cert, --tls-key on the server)", rawURL)
-	}
-	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if len(caPEM) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, errors.New("the CA file holds no PEM certificate")
-		}
-		tlsConf.RootCAs = pool
-	}
-	tr := &http.Transport{TLSClientConfig: tlsConf, MaxIdleConns: 4, ForceAttemptHTTP2: true,
-		Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second}
-	ws := "wss://" + u.Host
-	if u.Scheme == "http" {
-		ws = "ws://" + u.Host
-	}
-	return &Client{http: &http.Client{Transport: tokenAuth{token: token, next: tr}}, base: u.Scheme + "://" + u.Host, ws: ws}, nil
-}
-
-// tokenAuth adds the token to every request.
-type tokenAuth struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b tokenAuth) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token == "" {
-		return b.next.RoundTrip(r) // signing in: no token yet
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
-func sandboxPath(name string, rest ...string) string {
-	return "/v1/sandboxes/" + url.PathEscape(name) + strings.Join(rest, "")
-}
-
-// do sends a request and decodes a JSON answer into out (when not nil). An error
-// response becomes an *apperr.Error with the daemon's kind, message and hint.
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	wc, err := wire.NewRemoteClient(rawURL, token, caPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return decodeError(resp)
-	}
-	if out == nil {
-		io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return &Client{wc}, nil
 }
 
-func decodeError(resp *http.Response) error {
-	var b ErrorBody
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if json.Unmarshal(data, &b) != nil || b.Error.Message == "" {
-		return fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(data)))
-	}
-	return fromBody(b)
-}
+// The wire types of the routes wire.Client serves.
+type (
+	Version     = wire.Version
+	ErrorBody   = wire.ErrorBody
+	ExecRequest = wire.ExecRequest
+	ExecIO      = wire.ExecIO
+	Control     = wire.Control
+)
 
-func fromBody(b ErrorBody) error {
-	return &apperr.Error{Kind: b.Error.Kind, Message: b.Error.Message, Hint: b.Error.Hint}
-}
+func sandboxPath(name string, rest ...string) string { return wire.SandboxPath(name, rest...) }
 
-// Version asks the daemon who it is; it fails fast when no daemon listens.
-func (c *Client) Version(ctx context.Context) (Version, error) {
-	var v Version
-	err := c.do(ctx, http.MethodGet, "/v1/version", nil, &v)
-	return v, err
-}
+func decodeError(resp *http.Response) error { return wire.DecodeError(resp) }
+
+func fromBody(b ErrorBody) error { return b.Err() }
 
 // StopDaemon asks the daemon to exit, leaving sandboxes running.
 func (c *Client) StopDaemon(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/v1/daemon/stop", nil, nil)
+	return c.Do(ctx, http.MethodPost, "/v1/daemon/stop", nil, nil)
 }
 
 // Doctor reports which backends and agents work here.
 func (c *Client) Doctor(ctx context.Context) (Doctor, error) {
 	var out Doctor
-	err := c.do(ctx, http.MethodGet, "/v1/doctor", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/doctor", nil, &out)
 	return out, err
 }
 
 // List lists sandboxes.
 func (c *Client) List(ctx context.Context) ([]sandbox.Info, error) {
 	var out []sandbox.Info
-	err := c.do(ctx, http.MethodGet, "/v1/sandboxes", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/sandboxes", nil, &out)
 	return out, err
 }
 
 // Get returns one sandbox.
 func (c *Client) Get(ctx context.Context, name string) (sandbox.Info, error) {
 	var out sandbox.Info
-	err := c.do(ctx, http.MethodGet, sandboxPath(name), nil, &out)
+	err := c.Do(ctx, http.MethodGet, sandboxPath(name), nil, &out)
 	return out, err
 }
 
 // Start starts a sandbox.
 func (c *Client) Start(ctx context.Context, name string) (sandbox.Info, error) {
 	var out sandbox.Info
-	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/start"), nil, &out)
+	err := c.Do(ctx, http.MethodPost, sandboxPath(name, "/start"), nil, &out)
 	return out, err
 }
 
 // Stop stops a sandbox.
 func (c *Client) Stop(ctx context.Context, name string) (sandbox.Info, error) {
 	var out sandbox.Info
-	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/stop"), nil, &out)
+	err := c.Do(ctx, http.MethodPost, sandboxPath(name, "/stop"), nil, &out)
 	return out, err
 }
 
 // Suspend stops a sandbox with its memory saved, for Start to resume.
 func (c *Client) Suspend(ctx context.Context, name string) (sandbox.Info, error) {
 	var out sandbox.Info
-	err := c.do(ctx, http.MethodPost, sandboxPath(name, "/suspend"), nil, &out)
+	err := c.Do(ctx, http.MethodPost, sandboxPath(name, "/suspend"), nil, &out)
 	return out, err
 }
 
 // Remove destroys a sandbox.
 func (c *Client) Remove(ctx context.Context, name string, force bool) error {
-	return c.do(ctx, http.MethodDelete, sandboxPath(name)+"?force="+strconv.FormatBool(force), nil, nil)
+	return c.Do(ctx, http.MethodDelete, sandboxPath(name)+"?force="+strconv.FormatBool(force), nil, nil)
 }
 
 // Create makes a sandbox seeded from bundle, reporting progress as it goes.
 func (c *Client) Create(ctx context.Context, req sandbox.CreateRequest, bundle io.Reader, progress func(string)) (sandbox.Info, error) {
 	hdr, _ := json.Marshal(req)
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/sandboxes", bundle)
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/v1/sandboxes", bundle)
 	if err != nil {
 		return sandbox.Info{}, err
 	}
 	r.Header.Set("X-Paddock-Request", string(hdr))
 	r.Header.Set("Content-Type", "application/x-git-bundle")
-	resp, err := c.http.Do(r)
+	resp, err := c.HTTP.Do(r)
 	if err != nil {
 		return sandbox.Info{}, err
 	}
@@ -260,13 +180,13 @@ func (c *Client) ReadFile(ctx context.Context, name, p string, w io.Writer) (int
 // WriteFile writes r to a sandbox file atomically, creating parent directories.
 func (c *Client) WriteFile(ctx context.Context, name, p string, mode uint32, r io.Reader) error {
 	q := fileQuery(p) + "&parents=true&mode=" + strconv.FormatUint(uint64(mode&0o7777), 8)
-	return c.do(ctx, http.MethodPut, sandboxPath(name, "/files")+q, r, nil)
+	return c.Do(ctx, http.MethodPut, sandboxPath(name, "/files")+q, r, nil)
 }
 
 // Stat describes a sandbox path without following a final symlink.
 func (c *Client) Stat(ctx context.Context, name, p string) (FileInfo, error) {
 	var fi FileInfo
-	err := c.do(ctx, http.MethodGet, sandboxPath(name, "/stat")+fileQuery(p), nil, &fi)
+	err := c.Do(ctx, http.MethodGet, sandboxPath(name, "/stat")+fileQuery(p), nil, &fi)
 	return fi, err
 }
 
@@ -287,15 +207,15 @@ func (c *Client) TarOutBeneath(ctx context.Context, name, root, p string) (io.Re
 
 // TarIn extracts a tar stream into a sandbox directory.
 func (c *Client) TarIn(ctx context.Context, name, dir string, r io.Reader) error {
-	return c.do(ctx, http.MethodPut, sandboxPath(name, "/tar")+fileQuery(dir), r, nil)
+	return c.Do(ctx, http.MethodPut, sandboxPath(name, "/tar")+fileQuery(dir), r, nil)
 }
 
 func (c *Client) stream(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +229,7 @@ func (c *Client) stream(ctx context.Context, method, path string, body io.Reader
 // Forward opens a connection to a TCP port on the sandbox's loopback, through the
 // daemon and the guest's forward tunnel.
 func (c *Client) Forward(ctx context.Context, name string, port int) (net.Conn, error) {
-	ws, resp, err := websocket.Dial(ctx, c.ws+sandboxPath(name, "/forward")+"?port="+strconv.Itoa(port), &websocket.DialOptions{HTTPClient: c.http})
+	ws, resp, err := websocket.Dial(ctx, c.WS+sandboxPath(name, "/forward")+"?port="+strconv.Itoa(port), &websocket.DialOptions{HTTPClient: c.HTTP})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 400 {
 			return nil, decodeError(resp)
@@ -321,96 +241,10 @@ func (c *Client) Forward(ctx context.Context, name string, port int) (net.Conn, 
 	return websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageBinary), nil
 }
 
-// ExecIO wires an exec's streams. Resize and Signal are optional.
-type ExecIO struct {
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	Resize         <-chan [2]uint16 // rows, cols
-	Signal         <-chan syscall.Signal
-}
-
-// Exec runs a process in a sandbox and returns its exit code.
-func (c *Client) Exec(ctx context.Context, name string, req ExecRequest, eio ExecIO) (int, error) {
-	ws, resp, err := websocket.Dial(ctx, c.ws+sandboxPath(name, "/exec"), &websocket.DialOptions{HTTPClient: c.http})
-	if err != nil {
-		if resp != nil && resp.StatusCode >= 400 {
-			return 0, decodeError(resp)
-		}
-		return 0, err
-	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(16 << 20)
-	first, _ := json.Marshal(req)
-	if err := ws.Write(ctx, websocket.MessageText, first); err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	send := func(ctl Control) {
-		msg, _ := json.Marshal(ctl)
-		ws.Write(ctx, websocket.MessageText, msg)
-	}
-	if eio.Stdin != nil {
-		go func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := eio.Stdin.Read(buf)
-				if n > 0 {
-					msg := append([]byte{streamStdin}, buf[:n]...)
-					if ws.Write(ctx, websocket.MessageBinary, msg) != nil {
-						return
-					}
-				}
-				if err != nil {
-					send(Control{Type: "eof"})
-					return
-				}
-			}
-		}()
-	} else {
-		send(Control{Type: "eof"})
-	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case sz := <-eio.Resize:
-				send(Control{Type: "resize", Rows: sz[0], Cols: sz[1]})
-			case sig := <-eio.Signal:
-				send(Control{Type: "signal", Signal: int(sig)})
-			}
-		}
-	}()
-	for {
-		typ, msg, err := ws.Read(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("exec stream ended before the process exited: %w", err)
-		}
-		if typ == websocket.MessageBinary && len(msg) > 0 {
-			w := eio.Stdout
-			if msg[0] == streamStderr {
-				w = eio.Stderr
-			}
-			if w != nil {
-				w.Write(msg[1:])
-			}
-			continue
-		}
-		var ctl Control
-		if json.Unmarshal(msg, &ctl) == nil && ctl.Type == "exit" {
-			if ctl.Error != "" {
-				return ctl.Code, errors.New(ctl.Error)
-			}
-			return ctl.Code, nil
-		}
-	}
-}
-
 // NetRules lists the rules that apply to a sandbox, or the global ones ("" sandbox).
 func (c *Client) NetRules(ctx context.Context, sandboxName string) ([]netpolicy.Rule, error) {
 	var out []netpolicy.Rule
-	err := c.do(ctx, http.MethodGet, "/v1/net/rules?sandbox="+url.QueryEscape(sandboxName), nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/net/rules?sandbox="+url.QueryEscape(sandboxName), nil, &out)
 	return out, err
 }
 
@@ -418,26 +252,26 @@ func (c *Client) NetRules(ctx context.Context, sandboxName string) ([]netpolicy.
 func (c *Client) SetNetRule(ctx context.Context, req NetRuleRequest) (netpolicy.Rule, error) {
 	var out netpolicy.Rule
 	body, _ := json.Marshal(req)
-	err := c.do(ctx, http.MethodPost, "/v1/net/rules", strings.NewReader(string(body)), &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/net/rules", strings.NewReader(string(body)), &out)
 	return out, err
 }
 
 // RemoveNetRule removes a user rule.
 func (c *Client) RemoveNetRule(ctx context.Context, sandboxName, pattern string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/net/rules?sandbox="+url.QueryEscape(sandboxName)+"&pattern="+url.QueryEscape(pattern), nil, nil)
+	return c.Do(ctx, http.MethodDelete, "/v1/net/rules?sandbox="+url.QueryEscape(sandboxName)+"&pattern="+url.QueryEscape(pattern), nil, nil)
 }
 
 // Denials lists refused egress requests.
 func (c *Client) Denials(ctx context.Context, sandboxName string, limit int) ([]netpolicy.Denial, error) {
 	var out []netpolicy.Denial
-	err := c.do(ctx, http.MethodGet, "/v1/net/denials?sandbox="+url.QueryEscape(sandboxName)+"&limit="+strconv.Itoa(limit), nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/net/denials?sandbox="+url.QueryEscape(sandboxName)+"&limit="+strconv.Itoa(limit), nil, &out)
 	return out, err
 }
 
 // AllowDenial turns a denial into an allow rule for its sandbox.
 func (c *Client) AllowDenial(ctx context.Context, id int64) (netpolicy.Rule, error) {
 	var out netpolicy.Rule
-	err := c.do(ctx, http.MethodPost, "/v1/net/denials/"+strconv.FormatInt(id, 10)+"/allow", nil, &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/net/denials/"+strconv.FormatInt(id, 10)+"/allow", nil, &out)
 	return out, err
 }
 
@@ -447,20 +281,20 @@ func sessionPath(sandboxName, name string, rest ...string) string {
 
 func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 	body, _ := json.Marshal(in)
-	return c.do(ctx, http.MethodPost, path, strings.NewReader(string(body)), out)
+	return c.Do(ctx, http.MethodPost, path, strings.NewReader(string(body)), out)
 }
 
 // Sessions lists a sandbox's sessions with their live status.
 func (c *Client) Sessions(ctx context.Context, sandboxName string) ([]session.Info, error) {
 	var out []session.Info
-	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxName, "/sessions"), nil, &out)
+	err := c.Do(ctx, http.MethodGet, sandboxPath(sandboxName, "/sessions"), nil, &out)
 	return out, err
 }
 
 // AllSessions returns the sessions of every sandbox that has any, by sandbox name.
 func (c *Client) AllSessions(ctx context.Context) (map[string][]session.Info, error) {
 	var out map[string][]session.Info
-	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
 	return out, err
 }
 
@@ -498,13 +332,13 @@ func (c *Client) Ask(ctx context.Context, sandboxName, name, text string) (strin
 
 // RemoveSession ends and forgets a session.
 func (c *Client) RemoveSession(ctx context.Context, sandboxName, name string) error {
-	return c.do(ctx, http.MethodDelete, sessionPath(sandboxName, name), nil, nil)
+	return c.Do(ctx, http.MethodDelete, sessionPath(sandboxName, name), nil, nil)
 }
 
 // Transcript returns a session's parsed conversation.
 func (c *Client) Transcript(ctx context.Context, sandboxName, name string) ([]transcript.Entry, error) {
 	var out []transcript.Entry
-	err := c.do(ctx, http.MethodGet, sessionPath(sandboxName, name, "/transcript"), nil, &out)
+	err := c.Do(ctx, http.MethodGet, sessionPath(sandboxName, name, "/transcript"), nil, &out)
 	return out, err
 }
 
@@ -525,7 +359,7 @@ func (c *Client) RecordSync(ctx context.Context, sandboxName string, result any)
 // Syncs lists the recorded syncs of a sandbox.
 func (c *Client) Syncs(ctx context.Context, sandboxName string) ([]SyncRecord, error) {
 	var out []SyncRecord
-	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxName, "/syncs"), nil, &out)
+	err := c.Do(ctx, http.MethodGet, sandboxPath(sandboxName, "/syncs"), nil, &out)
 	return out, err
 }
 
@@ -533,7 +367,7 @@ func (c *Client) Syncs(ctx context.Context, sandboxName string) ([]SyncRecord, e
 func (c *Client) SetSyncMode(ctx context.Context, sandboxName, mode string) (sandbox.Info, error) {
 	var out sandbox.Info
 	body, _ := json.Marshal(SyncModeRequest{Mode: mode})
-	err := c.do(ctx, http.MethodPut, sandboxPath(sandboxName, "/sync-mode"), strings.NewReader(string(body)), &out)
+	err := c.Do(ctx, http.MethodPut, sandboxPath(sandboxName, "/sync-mode"), strings.NewReader(string(body)), &out)
 	return out, err
 }
 

@@ -176,10 +176,10 @@ func TestEventsStreamSSE(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, et.client.base+"/v1/events?sandbox=a", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, et.client.Base+"/v1/events?sandbox=a", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", fmt.Sprint(seqs[0]))
-	resp, err := et.client.http.Do(req)
+	resp, err := et.client.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

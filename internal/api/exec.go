@@ -13,38 +13,17 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/shell"
 )
 
-// ExecRequest is the first (text) message on an exec WebSocket.
-type ExecRequest struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env,omitempty"`
-	Dir  string   `json:"dir,omitempty"`
-	TTY  bool     `json:"tty,omitempty"`
-	Rows uint16   `json:"rows,omitempty"`
-	Cols uint16   `json:"cols,omitempty"`
-}
-
-// Control is a text message on an exec WebSocket after the first. The client sends
-// "resize" (Rows, Cols), "eof" (stdin is closed) and "signal" (Signal); the server sends
-// "exit" (Code, Error) once, last.
-type Control struct {
-	Type   string `json:"type"`
-	Rows   uint16 `json:"rows,omitempty"`
-	Cols   uint16 `json:"cols,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Code   int    `json:"code"`
-	Error  string `json:"error,omitempty"`
-}
-
 // Binary messages carry stream data: the first byte names the stream.
 const (
-	streamStdin  byte = 0
-	streamStdout byte = 1
-	streamStderr byte = 2
+	streamStdin  = wire.StreamStdin
+	streamStdout = wire.StreamStdout
+	streamStderr = wire.StreamStderr
 )
 
 // exec runs a process in the sandbox, streaming it over a WebSocket.

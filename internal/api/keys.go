@@ -52,7 +52,7 @@ func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) {
 // Providers lists the credential proxy's model providers and where their keys come from.
 func (c *Client) Providers(ctx context.Context) ([]sandbox.ProviderInfo, error) {
 	var out []sandbox.ProviderInfo
-	err := c.do(ctx, http.MethodGet, "/v1/providers", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/providers", nil, &out)
 	return out, err
 }
 
@@ -61,10 +61,10 @@ func (c *Client) SetKey(ctx context.Context, provider, key string) (sandbox.Prov
 	var out sandbox.ProviderInfo
 	path := "/v1/providers/" + url.PathEscape(provider) + "/key"
 	if key == "" {
-		err := c.do(ctx, http.MethodDelete, path, nil, &out)
+		err := c.Do(ctx, http.MethodDelete, path, nil, &out)
 		return out, err
 	}
 	body, _ := json.Marshal(KeyRequest{Key: key})
-	err := c.do(ctx, http.MethodPut, path, bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPut, path, bytes.NewReader(body), &out)
 	return out, err
 }

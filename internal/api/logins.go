@@ -48,7 +48,7 @@ func (s *Server) removeLogin(w http.ResponseWriter, r *http.Request) {
 // Logins says what the daemon knows of each subscription login (never a token).
 func (c *Client) Logins(ctx context.Context) ([]creds.LoginStatus, error) {
 	var out []creds.LoginStatus
-	err := c.do(ctx, http.MethodGet, "/v1/logins", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/logins", nil, &out)
 	return out, err
 }
 
@@ -56,13 +56,13 @@ func (c *Client) Logins(ctx context.Context) ([]creds.LoginStatus, error) {
 func (c *Client) SetLogin(ctx context.Context, name string, req LoginRequest) (creds.LoginStatus, error) {
 	var out creds.LoginStatus
 	body, _ := json.Marshal(req)
-	err := c.do(ctx, http.MethodPut, "/v1/logins/"+url.PathEscape(name), bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPut, "/v1/logins/"+url.PathEscape(name), bytes.NewReader(body), &out)
 	return out, err
 }
 
 // RemoveLogin makes the daemon forget a subscription login.
 func (c *Client) RemoveLogin(ctx context.Context, name string) (creds.LoginStatus, error) {
 	var out creds.LoginStatus
-	err := c.do(ctx, http.MethodDelete, "/v1/logins/"+url.PathEscape(name), nil, &out)
+	err := c.Do(ctx, http.MethodDelete, "/v1/logins/"+url.PathEscape(name), nil, &out)
 	return out, err
 }

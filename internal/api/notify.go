@@ -119,7 +119,7 @@ func (s *Server) testNotify(w http.ResponseWriter, r *http.Request) {
 // NotifyStatus reads GET /v1/notify.
 func (c *Client) NotifyStatus(ctx context.Context) (NotifyStatus, error) {
 	var out NotifyStatus
-	err := c.do(ctx, http.MethodGet, "/v1/notify", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/notify", nil, &out)
 	return out, err
 }
 
@@ -129,18 +129,18 @@ func (c *Client) Subscribe(ctx context.Context, req PushSubscriptionRequest) (in
 	var out struct {
 		ID int64 `json:"id"`
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/notify/subscriptions", bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/notify/subscriptions", bytes.NewReader(body), &out)
 	return out.ID, err
 }
 
 // RemoveNotifyTarget removes a push subscription by id.
 func (c *Client) RemoveNotifyTarget(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/notify/targets/"+url.PathEscape(id), nil, nil)
+	return c.Do(ctx, http.MethodDelete, "/v1/notify/targets/"+url.PathEscape(id), nil, nil)
 }
 
 // TestNotify sends a test notification to every target and says how each went.
 func (c *Client) TestNotify(ctx context.Context) ([]notify.Result, error) {
 	var out []notify.Result
-	err := c.do(ctx, http.MethodPost, "/v1/notify/test", nil, &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/notify/test", nil, &out)
 	return out, err
 }

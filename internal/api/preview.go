@@ -453,7 +453,7 @@ func previewPage(w http.ResponseWriter, status int, title, body string) {
 // Ports lists the ports processes inside a sandbox listen on, with their preview URLs.
 func (c *Client) Ports(ctx context.Context, name string) ([]PortInfo, error) {
 	var out []PortInfo
-	err := c.do(ctx, http.MethodGet, sandboxPath(name)+"/ports", nil, &out)
+	err := c.Do(ctx, http.MethodGet, sandboxPath(name)+"/ports", nil, &out)
 	return out, err
 }
 
@@ -465,6 +465,6 @@ func (c *Client) OpenPort(ctx context.Context, name string, port int, pathForm b
 		q = "?form=path"
 	}
 	var out OpenPort
-	err := c.do(ctx, http.MethodPost, sandboxPath(name)+"/ports/"+strconv.Itoa(port)+"/open"+q, nil, &out)
+	err := c.Do(ctx, http.MethodPost, sandboxPath(name)+"/ports/"+strconv.Itoa(port)+"/open"+q, nil, &out)
 	return out, err
 }

@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
@@ -247,7 +247,7 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 		hdr.Set("Cache-Control", "no-store")
 	}
-	if h.opts.Loopback && !loopbackHost(r.Host) {
+	if h.opts.Loopback && !wire.LoopbackHost(r.Host) {
 		h.log.Warn("web: refused a request for another host name", "remote", r.RemoteAddr, "host", r.Host)
 		h.refuse(w, r, apperr.Forbidden("use http://127.0.0.1 or http://localhost", "this listener is on the loopback address and serves no host named %q", r.Host))
 		return
@@ -333,19 +333,6 @@ func (h *remote) cookieName() string {
 		return "__Host-paddock_session" // the browser keeps it only if Secure, for this host, Path=/
 	}
 	return "paddock_session"
-}
-
-// loopbackHost says whether a Host header names this machine's loopback.
-func loopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // How to get credentials, for every 401.

@@ -241,17 +241,17 @@ func (c *Client) Runs(ctx context.Context, sandbox string) ([]store.Run, error) 
 	if sandbox != "" {
 		q = "?sandbox=" + url.QueryEscape(sandbox)
 	}
-	return out, c.do(ctx, http.MethodGet, "/v1/runs"+q, nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/v1/runs"+q, nil, &out)
 }
 
 // Run returns a run and its steps.
 func (c *Client) Run(ctx context.Context, id string) (RunDetail, error) {
 	var out RunDetail
-	return out, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &out)
 }
 
 // CancelRun stops a run at work and returns it as recorded.
 func (c *Client) CancelRun(ctx context.Context, id string) (store.Run, error) {
 	var out store.Run
-	return out, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil, &out)
+	return out, c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil, &out)
 }

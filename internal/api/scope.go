@@ -289,20 +289,20 @@ func (c *Client) Audit(ctx context.Context, since string, limit int) ([]AuditEnt
 		v.Set("limit", strconv.Itoa(limit))
 	}
 	var out []AuditEntry
-	err := c.do(ctx, http.MethodGet, "/v1/audit?"+v.Encode(), nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/audit?"+v.Encode(), nil, &out)
 	return out, err
 }
 
 // Users lists the users signed in with GitHub, with their tokens.
 func (c *Client) Users(ctx context.Context) ([]UserInfo, error) {
 	var out []UserInfo
-	err := c.do(ctx, http.MethodGet, "/v1/users", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/users", nil, &out)
 	return out, err
 }
 
 // Me says who the client's credential stands for.
 func (c *Client) Me(ctx context.Context) (UserInfo, error) {
 	var out UserInfo
-	err := c.do(ctx, http.MethodGet, "/v1/me", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/me", nil, &out)
 	return out, err
 }

@@ -26,24 +26,6 @@ import (
 	"github.com/paddockhq/paddock/internal/snapshot"
 )
 
-// Version is the daemon's identity, from GET /v1/version.
-type Version struct {
-	Version  string `json:"version"`
-	Protocol int    `json:"protocol"`
-	PID      int    `json:"pid"`
-	// Agent is the sha256 of the guest binary the daemon injects.
-	Agent string `json:"agent_sha256"`
-}
-
-// ErrorBody is the JSON body of every error response.
-type ErrorBody struct {
-	Error struct {
-		Kind    apperr.Kind `json:"kind"`
-		Message string      `json:"message"`
-		Hint    string      `json:"hint,omitempty"`
-	} `json:"error"`
-}
-
 // Server serves the API.
 type Server struct {
 	svc      *sandbox.Service

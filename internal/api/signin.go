@@ -295,7 +295,7 @@ func (a *remoteAuth) userToken(ctx context.Context, u store.User, label string) 
 // StartDeviceLogin starts `paddock login`'s sign-in with GitHub.
 func (c *Client) StartDeviceLogin(ctx context.Context) (DeviceStart, error) {
 	var out DeviceStart
-	err := c.do(ctx, http.MethodPost, "/v1/auth/device", nil, &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/auth/device", nil, &out)
 	return out, err
 }
 
@@ -303,6 +303,6 @@ func (c *Client) StartDeviceLogin(ctx context.Context) (DeviceStart, error) {
 func (c *Client) PollDeviceLogin(ctx context.Context, req DeviceTokenRequest) (DeviceToken, error) {
 	body, _ := json.Marshal(req)
 	var out DeviceToken
-	err := c.do(ctx, http.MethodPost, "/v1/auth/device/token", bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/auth/device/token", bytes.NewReader(body), &out)
 	return out, err
 }

@@ -164,14 +164,14 @@ func (c *Client) TakeSnapshot(ctx context.Context, name string, req SnapshotRequ
 // Snapshots lists the snapshots of a sandbox (every sandbox's with ""), newest first.
 func (c *Client) Snapshots(ctx context.Context, sandbox string) ([]snapshot.Manifest, error) {
 	var out []snapshot.Manifest
-	err := c.do(ctx, http.MethodGet, "/v1/snapshots?sandbox="+url.QueryEscape(sandbox), nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/snapshots?sandbox="+url.QueryEscape(sandbox), nil, &out)
 	return out, err
 }
 
 // PruneSnapshots applies the retention now.
 func (c *Client) PruneSnapshots(ctx context.Context, sandbox string) ([]string, error) {
 	var out PruneResult
-	err := c.do(ctx, http.MethodPost, "/v1/snapshots/prune?sandbox="+url.QueryEscape(sandbox), nil, &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/snapshots/prune?sandbox="+url.QueryEscape(sandbox), nil, &out)
 	return out.Removed, err
 }
 

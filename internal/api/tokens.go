@@ -118,7 +118,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 // Tokens lists the API tokens.
 func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
 	var out []TokenInfo
-	err := c.do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
 	return out, err
 }
 
@@ -126,11 +126,11 @@ func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
 func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (NewToken, error) {
 	body, _ := json.Marshal(req)
 	var out NewToken
-	err := c.do(ctx, http.MethodPost, "/v1/tokens", bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/tokens", bytes.NewReader(body), &out)
 	return out, err
 }
 
 // RevokeToken deletes a token: requests with it are refused from then on.
 func (c *Client) RevokeToken(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(name), nil, nil)
+	return c.Do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(name), nil, nil)
 }

@@ -237,14 +237,14 @@ func (c *Client) Usage(ctx context.Context, sandbox, session, since string) (Usa
 		}
 	}
 	var out UsageReport
-	err := c.do(ctx, http.MethodGet, "/v1/usage?"+v.Encode(), nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/usage?"+v.Encode(), nil, &out)
 	return out, err
 }
 
 // Budgets lists the budgets and the config's default.
 func (c *Client) Budgets(ctx context.Context) (BudgetList, error) {
 	var out BudgetList
-	err := c.do(ctx, http.MethodGet, "/v1/budgets", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/budgets", nil, &out)
 	return out, err
 }
 
@@ -253,6 +253,6 @@ func (c *Client) Budgets(ctx context.Context) (BudgetList, error) {
 func (c *Client) SetBudget(ctx context.Context, sandbox, session string, l metering.Limit) (metering.Budget, error) {
 	body, _ := json.Marshal(BudgetRequest{Session: session, Limit: l})
 	var out metering.Budget
-	err := c.do(ctx, http.MethodPut, sandboxPath(sandbox, "/budget"), bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPut, sandboxPath(sandbox, "/budget"), bytes.NewReader(body), &out)
 	return out, err
 }

@@ -177,7 +177,7 @@ func (s *Server) fullAccess(h http.HandlerFunc) http.HandlerFunc {
 // Web says whether and where the daemon serves the API over TCP.
 func (c *Client) Web(ctx context.Context) (WebStatus, error) {
 	var out WebStatus
-	err := c.do(ctx, http.MethodGet, "/v1/web", nil, &out)
+	err := c.Do(ctx, http.MethodGet, "/v1/web", nil, &out)
 	return out, err
 }
 
@@ -185,20 +185,20 @@ func (c *Client) Web(ctx context.Context) (WebStatus, error) {
 func (c *Client) ServeWeb(ctx context.Context, req WebRequest) (WebStatus, error) {
 	body, _ := json.Marshal(req)
 	var out WebStatus
-	err := c.do(ctx, http.MethodPut, "/v1/web", bytes.NewReader(body), &out)
+	err := c.Do(ctx, http.MethodPut, "/v1/web", bytes.NewReader(body), &out)
 	return out, err
 }
 
 // StopWeb asks the daemon to stop serving the API over TCP and sign every browser out.
 func (c *Client) StopWeb(ctx context.Context) (WebStatus, error) {
 	var out WebStatus
-	err := c.do(ctx, http.MethodDelete, "/v1/web", nil, &out)
+	err := c.Do(ctx, http.MethodDelete, "/v1/web", nil, &out)
 	return out, err
 }
 
 // WebLogin makes a new one-time login URL for the TCP listener.
 func (c *Client) WebLogin(ctx context.Context) (WebStatus, error) {
 	var out WebStatus
-	err := c.do(ctx, http.MethodPost, "/v1/web/login", nil, &out)
+	err := c.Do(ctx, http.MethodPost, "/v1/web/login", nil, &out)
 	return out, err
 }

@@ -3,13 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,28 +16,19 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/front"
 )
 
 // LocalContext names the daemon of this machine, on its unix socket.
-const LocalContext = "local"
+const LocalContext = front.LocalContext
 
-// A context is a daemon the CLI talks to: this machine's (local), or one serving the API
-// over HTTPS, with the file of its token and, optionally, the CA its certificate is
-// signed by. Contexts are kept in contexts.json beside the config file.
-type remoteContext struct {
-	URL       string `json:"url"`
-	TokenFile string `json:"token_file"`
-	CAFile    string `json:"ca_file,omitempty"`
-}
+// The contexts file and its contexts (package front reads them for the lean CLI too).
+type (
+	remoteContext = front.Context
+	contextFile   = front.ContextFile
+)
 
-type contextFile struct {
-	Current  string                   `json:"current,omitempty"`
-	Contexts map[string]remoteContext `json:"contexts"`
-}
-
-func contextsPath(p config.Paths) string {
-	return filepath.Join(filepath.Dir(p.Config), "contexts.json")
-}
+func contextsPath(p config.Paths) string { return front.ContextsPath(p) }
 
 // contexts returns the paths and the contexts file.
 func (f *Factory) contexts() (config.Paths, contextFile, error) {
@@ -51,23 +40,7 @@ func (f *Factory) contexts() (config.Paths, contextFile, error) {
 	return p, cf, err
 }
 
-func loadContexts(p config.Paths) (contextFile, error) {
-	cf := contextFile{Contexts: map[string]remoteContext{}}
-	data, err := os.ReadFile(contextsPath(p))
-	if errors.Is(err, os.ErrNotExist) {
-		return cf, nil
-	}
-	if err != nil {
-		return cf, err
-	}
-	if err := json.Unmarshal(data, &cf); err != nil {
-		return cf, fmt.Errorf("%s: %w", contextsPath(p), err)
-	}
-	if cf.Contexts == nil {
-		cf.Contexts = map[string]remoteContext{}
-	}
-	return cf, nil
-}
+func loadContexts(p config.Paths) (contextFile, error) { return front.LoadContexts(p) }
 
 func saveContexts(p config.Paths, cf contextFile) error {
 	data, err := json.MarshalIndent(cf, "", "  ")
@@ -87,17 +60,7 @@ func saveContexts(p config.Paths, cf contextFile) error {
 
 // contextName is the context a command talks to: --context, else PADDOCK_CONTEXT, else
 // the one `context use` chose, else local.
-func (f *Factory) contextName(cf contextFile) string {
-	switch {
-	case f.Context != "":
-		return f.Context
-	case os.Getenv("PADDOCK_CONTEXT") != "":
-		return os.Getenv("PADDOCK_CONTEXT")
-	case cf.Current != "":
-		return cf.Current
-	}
-	return LocalContext
-}
+func (f *Factory) contextName(cf contextFile) string { return front.ContextName(f.Context, cf) }
 
 // remoteClient returns the client of a remote context and its name; nil for local.
 func (f *Factory) remoteClient(p config.Paths) (*api.Client, string, error) {
@@ -120,17 +83,11 @@ func (f *Factory) remoteClient(p config.Paths) (*api.Client, string, error) {
 
 // clientOf makes the client of a remote context, reading its token and CA files.
 func clientOf(rc remoteContext) (*api.Client, error) {
-	token, err := os.ReadFile(rc.TokenFile)
+	wc, err := front.Open(rc)
 	if err != nil {
-		return nil, fmt.Errorf("the context's token: %w", err)
+		return nil, err
 	}
-	var ca []byte
-	if rc.CAFile != "" {
-		if ca, err = os.ReadFile(rc.CAFile); err != nil {
-			return nil, fmt.Errorf("the context's CA: %w", err)
-		}
-	}
-	return api.NewRemoteClient(rc.URL, strings.TrimSpace(string(token)), ca)
+	return &api.Client{Client: wc}, nil
 }
 
 var contextNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)

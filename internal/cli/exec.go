@@ -2,15 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/paddockhq/paddock/internal/front"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
-
-	"github.com/paddockhq/paddock/internal/api"
 )
 
 type execOptions struct {
@@ -20,9 +14,6 @@ type execOptions struct {
 	env  []string
 	dir  string
 }
-
-// execFailed is exec's exit code for its own failures, distinct from the process's.
-const execFailed = 125
 
 func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cobra.Command {
 	opts := &execOptions{}
@@ -76,56 +67,13 @@ func runExec(ctx context.Context, f *Factory, opts *execOptions) error {
 	if err != nil {
 		return withExecCode(err)
 	}
-	req := api.ExecRequest{Argv: opts.argv, Env: opts.env, Dir: opts.dir, TTY: opts.tty}
-	eio := api.ExecIO{Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut}
-	if !opts.tty {
-		if fi, ok := f.IO.In.(*os.File); ok && term.IsTerminal(int(fi.Fd())) {
-			eio.Stdin = nil // an interactive terminal is not input for a batch command
-		}
+	e := front.Exec{Name: opts.name, Argv: opts.argv, Env: opts.env, Dir: opts.dir, TTY: opts.tty}
+	code, err := front.RunExec(ctx, c.Client, front.Streams{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, e)
+	if err != nil && code == 127 {
+		front.Report(f.IO.ErrOut, err)
+		return &exitError{127}
 	}
-	if opts.tty {
-		in, isFile := f.IO.In.(*os.File)
-		if isFile && term.IsTerminal(int(in.Fd())) {
-			fd := int(in.Fd())
-			if cols, rows, err := term.GetSize(fd); err == nil {
-				req.Rows, req.Cols = uint16(rows), uint16(cols)
-			}
-			if tv := os.Getenv("TERM"); tv != "" {
-				req.Env = append([]string{"TERM=" + tv}, req.Env...)
-			}
-			old, err := term.MakeRaw(fd)
-			if err != nil {
-				return withExecCode(fmt.Errorf("put the terminal in raw mode: %w", err))
-			}
-			defer term.Restore(fd, old)
-			resize := make(chan [2]uint16, 1)
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			defer signal.Stop(winch)
-			go func() {
-				for range winch {
-					if cols, rows, err := term.GetSize(fd); err == nil {
-						select {
-						case resize <- [2]uint16{uint16(rows), uint16(cols)}:
-						default:
-						}
-					}
-				}
-			}()
-			eio.Resize = resize
-		} else {
-			req.Env = append([]string{"TERM=xterm-256color"}, req.Env...)
-			if req.Rows == 0 {
-				req.Rows, req.Cols = 24, 80
-			}
-		}
-	}
-	code, err := c.Exec(ctx, opts.name, req, eio)
 	if err != nil {
-		if code == 127 {
-			fmt.Fprintf(f.IO.ErrOut, "paddock: %v\n", err)
-			return &exitError{127}
-		}
 		return withExecCode(err)
 	}
 	if code != 0 {

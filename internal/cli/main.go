@@ -16,13 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/front"
 	"github.com/paddockhq/paddock/internal/guestcmd"
-	"github.com/paddockhq/paddock/internal/termtext"
 )
 
-// Version is paddock's version, set at build time with -ldflags "-X ...cli.Version=v1.2.3".
-var Version = "dev"
+// Version is paddock's version (front.Version, set at build time).
+var Version = front.Version
 
 // IOStreams are a command's standard streams.
 type IOStreams struct {
@@ -63,15 +62,10 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	// An error may carry text from a sandbox or a cluster (a name, a pod's events): its
-	// control characters are shown, never sent to the terminal as they are.
-	fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", termtext.Escape(err.Error()))
-	if hint := apperr.HintOf(err); hint != "" {
-		fmt.Fprintf(f.IO.ErrOut, "hint: %s\n", termtext.Escape(hint))
-	}
+	front.Report(f.IO.ErrOut, err)
 	var xe *execError
 	if errors.As(err, &xe) {
-		return execFailed
+		return front.ExecFailed
 	}
 	return ExitCode(err)
 }
@@ -84,17 +78,7 @@ func ExitCode(err error) int {
 	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return 2 // cobra's own "unknown command" has no type of its own
 	}
-	switch apperr.KindOf(err) {
-	case apperr.KindInvalid:
-		return 2
-	case apperr.KindNotFound:
-		return 3
-	case apperr.KindConflict:
-		return 4
-	case apperr.KindUnavailable:
-		return 5
-	}
-	return 1
+	return front.CodeOf(err)
 }
 
 // usageError is a command line that cobra accepted but the command did not.
