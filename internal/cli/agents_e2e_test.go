@@ -204,8 +204,10 @@ func twoSessions(t *testing.T, a agentRun) {
 	}
 	files := map[string]string{a.agent: "first-file.txt", "second": "second-file.txt"}
 	otherOf := map[string]string{a.agent: "second", "second": a.agent}
+	sent := map[string]time.Time{}
 	for s, f := range files {
 		must("RUN: echo "+s+" > /workspace/"+f, "chat", "repo/"+s)
+		sent[s] = time.Now()
 	}
 	defer func() {
 		if t.Failed() {
@@ -214,9 +216,41 @@ func twoSessions(t *testing.T, a agentRun) {
 			t.Logf("sessions: %s\ntranscripts:\n%s", out, found)
 		}
 	}()
-	waitUntil(t, 90*time.Second, "both turns to end, with their ids", func() bool {
-		out := must("", "chat", "repo", "--list", "--json")
-		return strings.Count(out, `"status": "idle"`) == 2 && strings.Count(out, `"resume_id": "`) == 2
+	// Both turns done before the agents are killed: each one's file written (its tool
+	// ran), each session idle again with its id, and each conversation in its transcript.
+	// An agent killed before it has saved its conversation has nothing to resume (Gemini
+	// then exits 42), and a session is idle, with its id, before its first turn starts.
+	waitUntil(t, 90*time.Second, "both turns to end, with their ids and transcripts", func() bool {
+		done := true
+		for s, f := range files {
+			if _, _, code := paddock("", "exec", "repo", "--", "test", "-f", "/workspace/"+f); code == 0 {
+				continue
+			}
+			done = false
+			if time.Since(sent[s]) > 20*time.Second {
+				// A loaded machine can let an agent clear its input after drawing its prompt.
+				t.Logf("%s wrote no %s 20 s after the message; the screen:\n%s", s, f, pane(s))
+				must("RUN: echo "+s+" > /workspace/"+f, "chat", "repo/"+s)
+				sent[s] = time.Now()
+			}
+		}
+		if !done {
+			return false
+		}
+		var list []struct {
+			Status   string `json:"status"`
+			ResumeID string `json:"resume_id"`
+			Messages int    `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(must("", "chat", "repo", "--list", "--json")), &list); err != nil || len(list) != 2 {
+			return false
+		}
+		for _, s := range list {
+			if s.Status != "idle" || s.ResumeID == "" || s.Messages < 2 {
+				return false
+			}
+		}
+		return true
 	})
 	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '"+a.kill+"' || true")
 	waitUntil(t, 20*time.Second, "both sessions to show exited", func() bool {
