@@ -39,10 +39,11 @@ func connectBench(b *testing.B, be backend.Backend, id backend.ID) *guestclient.
 	return c
 }
 
-// BenchmarkCreateToFirstExec: Create, Start, connect and run `true`, against running
-// `bwrap ... true` with the same namespaces.
+// BenchmarkCreateToFirstExec: Create, Start, connect and run `true`, with the small guest
+// the daemon injects, against running `bwrap ... true` with the same namespaces.
 func BenchmarkCreateToFirstExec(b *testing.B) {
-	be, agent := newBackend(b)
+	be, _ := newBackend(b)
+	agent := smallGuest(b)
 	ctx := context.Background()
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
@@ -158,16 +159,22 @@ func BenchmarkIdleMemory(b *testing.B) {
 	})
 	b.Run("small", func(b *testing.B) {
 		be, _ := newBackend(b)
-		path, err := testenv.SmallGuest()
-		if err != nil {
-			b.Skipf("%v", err)
-		}
-		agent, err := sandbox.InstallAgent(path, filepath.Join(shortTempDir(b), "agent")) // reachable by the sandbox uid
-		if err != nil {
-			b.Fatal(err)
-		}
-		idleMemory(b, be, agent)
+		idleMemory(b, be, smallGuest(b))
 	})
+}
+
+// smallGuest is the small guest (cmd/paddock-guest), what the daemon injects when `make
+// build` put it beside paddock, installed where the sandbox uid reaches it.
+func smallGuest(b *testing.B) sandbox.AgentBinary {
+	path, err := testenv.SmallGuest()
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent, err := sandbox.InstallAgent(path, filepath.Join(shortTempDir(b), "agent"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return agent
 }
 
 func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
