@@ -3,8 +3,9 @@ package cli
 import (
 	"context"
 
-	"github.com/paddockhq/paddock/internal/front"
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/front"
 )
 
 type execOptions struct {
