@@ -70,14 +70,8 @@ func runExec(ctx context.Context, f *Factory, opts *execOptions) error {
 	}
 	e := front.Exec{Name: opts.name, Argv: opts.argv, Env: opts.env, Dir: opts.dir, TTY: opts.tty}
 	code, err := front.RunExec(ctx, c.Client, front.Streams{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, e)
-	if err != nil && code == 127 {
-		front.Report(f.IO.ErrOut, err)
-		return &exitError{127}
-	}
-	if err != nil {
-		return withExecCode(err)
-	}
-	if code != 0 {
+	// The process's code, or exec's own failure said and mapped as the lean front does.
+	if code := front.ExecExit(f.IO.ErrOut, code, err); code != 0 {
 		return &exitError{code}
 	}
 	return nil
