@@ -14,9 +14,10 @@ import (
 
 // TestSuspendResume: a suspended VM keeps what ran in it; start resumes it with the
 // same processes (a sleeper, a counter whose only record is in memory, on /tmp's
-// tmpfs) and the workspace, and the saved state is gone after. A saved state that does
-// not load makes start boot afresh from the disk, saying so; stop on a suspended VM
-// drops its saved memory.
+// tmpfs, renamed into place so that a read never sees it half written) and the
+// workspace, and the saved state is gone after. A saved state that does not load
+// makes start boot afresh from the disk, saying so; stop on a suspended VM drops its
+// saved memory.
 func TestSuspendResume(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
@@ -27,7 +28,7 @@ func TestSuspendResume(t *testing.T) {
 	c := connect(t, b, id)
 	run(t, c, "echo kept > /workspace/f && echo in-memory > /tmp/m")
 	sleeper := run(t, c, "nohup sleep 1000 >/dev/null 2>&1 & echo $!")
-	counter := run(t, c, `nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done' >/dev/null 2>&1 & echo $!`)
+	counter := run(t, c, `nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done' >/dev/null 2>&1 & echo $!`)
 	time.Sleep(time.Second)
 	before := count(t, run(t, c, "cat /tmp/count"))
 
