@@ -2,6 +2,7 @@ package guestclient_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -103,3 +104,55 @@ func BenchmarkReadFile(b *testing.B) {
 	}
 	reportRatio(b, base)
 }
+
+// BenchmarkExecOutput measures 64 MiB of a process's output coming back through the
+// guest's exec stream against the same process run directly with os/exec, its output
+// read through a pipe.
+func BenchmarkExecOutput(b *testing.B) {
+	c, _ := guesttest.Connect(b)
+	ctx := b.Context()
+	argv := []string{"head", "-c", fmt.Sprint(benchFileSize), "/dev/zero"}
+	base := baseline(b, 5, func() {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdout = io.Discard // a pipe, copied by os/exec
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.SetBytes(benchFileSize)
+	for b.Loop() {
+		var out byteCount
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out}); err != nil || code != 0 || out.n != benchFileSize {
+			b.Fatal(code, err, out.n)
+		}
+	}
+	reportRatio(b, base)
+}
+
+// BenchmarkExecInput measures 64 MiB sent to a process's stdin through the guest's exec
+// stream against the same process run directly with os/exec, fed through a pipe.
+func BenchmarkExecInput(b *testing.B) {
+	c, _ := guesttest.Connect(b)
+	ctx := b.Context()
+	data := bytes.Repeat([]byte("paddock!"), benchFileSize/8)
+	argv := []string{"sh", "-c", "cat > /dev/null"}
+	base := baseline(b, 5, func() {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdin = bytes.NewReader(data) // a pipe, fed by os/exec
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.SetBytes(benchFileSize)
+	for b.Loop() {
+		if code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdin: bytes.NewReader(data)}); err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+	reportRatio(b, base)
+}
+
+// byteCount counts the bytes written to it.
+type byteCount struct{ n int64 }
+
+func (c *byteCount) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
