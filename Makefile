@@ -4,12 +4,17 @@ BIN := bin/paddock
 
 .PHONY: build setup test proto bench bench-short lint fuzz web check-web
 
+# GUEST_TAGS are the small guest's build tags (testenv.SmallGuestTags builds it the same
+# way for the tests): grpcnotrace leaves out gRPC's request tracing, which the guest never
+# turns on, and html/template with it.
+GUEST_TAGS := grpcnotrace
+
 # build makes paddock (the lean CLI front) and, beside it, paddock-full (every other
 # command and the daemon) and the small guest the daemon copies into sandboxes.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/paddock-full ./cmd/paddock-full
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(GUEST_TAGS) -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
 
 # setup installs what the tests need on a fresh Debian machine.
 setup:
