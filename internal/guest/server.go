@@ -32,8 +32,8 @@ const (
 	// transportBufferSize is each gRPC connection's read buffer, and half its write
 	// buffer, held for the connection's life: gRPC's default. At 256 KiB (ioBufferSize)
 	// each end held 0.4 MiB more heap for each connection (the daemon one for every
-	// running sandbox), with no gain in throughput (BenchmarkExecOutput and BenchmarkExecInput): a chunk larger
-	// than the buffer is written through it in turns.
+	// running sandbox), with no gain in throughput (BenchmarkExecOutput and
+	// BenchmarkExecInput): a chunk larger than the buffer is written through it in turns.
 	transportBufferSize = 32 << 10
 )
 
