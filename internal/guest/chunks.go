@@ -1,9 +1,13 @@
 package guest
 
-import "github.com/paddockhq/paddock/internal/guestproto/guestpb"
+import (
+	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+)
 
-// chunkWriter sends what is written to it as Chunk messages of at most ioBufferSize
-// bytes. Each Write sends at once; put a bufio.Writer in front to batch small writes.
+// chunkWriter sends what is written to it as Chunk messages of at most
+// guestproto.IOBufferSize bytes. Each Write sends at once; put a bufio.Writer in front to
+// batch small writes.
 type chunkWriter struct {
 	send func(*guestpb.Chunk) error
 }
@@ -12,7 +16,7 @@ type chunkWriter struct {
 func (w chunkWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
-		c := min(len(p), ioBufferSize)
+		c := min(len(p), guestproto.IOBufferSize)
 		if err := w.send(&guestpb.Chunk{Data: p[:c]}); err != nil {
 			return n, err
 		}

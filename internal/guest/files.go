@@ -32,7 +32,7 @@ type filesService struct {
 	s *Server
 }
 
-// Read streams the file at the path in ioBufferSize chunks.
+// Read streams the file at the path in guestproto.IOBufferSize chunks.
 func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.Files_ReadServer) error {
 	rp, file, _, err := openRead(req.GetRoot(), req.GetPath())
 	if err != nil {
@@ -40,7 +40,7 @@ func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.Files_ReadSe
 	}
 	defer rp.close()
 	defer file.Close()
-	buf := make([]byte, ioBufferSize)
+	buf := make([]byte, guestproto.IOBufferSize)
 	for {
 		n, err := io.ReadFull(file, buf)
 		if n > 0 {

@@ -121,7 +121,7 @@ func (s *Server) streamRead(conn net.Conn, req guestproto.FileRequest) error {
 	if err := sendStatus(conn, nil, size); err != nil {
 		return err
 	}
-	buf := make([]byte, ioBufferSize)
+	buf := make([]byte, guestproto.IOBufferSize)
 	n, err := io.CopyBuffer(conn, io.LimitReader(file, size), buf)
 	if err == nil && n < size {
 		err = fmt.Errorf("file stream: read %s: the file shrank from %d to %d bytes while it was read", rp.full(rp.rel), size, n)

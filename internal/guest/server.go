@@ -23,20 +23,6 @@ import (
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
-// Transport sizes shared with guestclient. Large windows let one file transfer fill a
-// local stream instead of waiting on window updates.
-const (
-	maxMessageSize = 16 << 20
-	windowSize     = 16 << 20
-	ioBufferSize   = 256 << 10
-	// transportBufferSize is each gRPC connection's read buffer, and half its write
-	// buffer, held for the connection's life: gRPC's default. At 256 KiB (ioBufferSize)
-	// each end held 0.4 MiB more heap for each connection (the daemon one for every
-	// running sandbox), with no gain in throughput (BenchmarkExecOutput and
-	// BenchmarkExecInput): a chunk larger than the buffer is written through it in turns.
-	transportBufferSize = 32 << 10
-)
-
 // Options configures a Server.
 type Options struct {
 	// Sandbox is the sandbox's name, reported by Info.
@@ -172,12 +158,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 func (s *Server) newGRPCServer() *grpc.Server {
 	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(maxMessageSize),
-		grpc.MaxSendMsgSize(maxMessageSize),
-		grpc.InitialWindowSize(windowSize),
-		grpc.InitialConnWindowSize(windowSize),
-		grpc.ReadBufferSize(transportBufferSize),
-		grpc.WriteBufferSize(transportBufferSize),
+		grpc.MaxRecvMsgSize(guestproto.MaxMessageSize),
+		grpc.MaxSendMsgSize(guestproto.MaxMessageSize),
+		grpc.InitialWindowSize(guestproto.WindowSize),
+		grpc.InitialConnWindowSize(guestproto.WindowSize),
+		grpc.ReadBufferSize(guestproto.TransportBufferSize),
+		grpc.WriteBufferSize(guestproto.TransportBufferSize),
 	)
 	guestpb.RegisterAgentServer(gs, infoService{s: s})
 	guestpb.RegisterEventsServer(gs, eventsService{s: s})

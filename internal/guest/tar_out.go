@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
@@ -32,7 +33,7 @@ func (f filesService) TarOut(req *guestpb.PathRequest, stream guestpb.Files_TarO
 	if top == "/" {
 		top = "."
 	}
-	bw := bufio.NewWriterSize(chunkWriter{send: stream.Send}, ioBufferSize)
+	bw := bufio.NewWriterSize(chunkWriter{send: stream.Send}, guestproto.IOBufferSize)
 	tw := tar.NewWriter(bw)
 	if err := rp.tarTree(stream.Context(), tw, rp.rel, top, fi); err != nil {
 		return err

@@ -17,20 +17,6 @@ import (
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
-// Transport sizes; they match the guest's. Large windows let one file transfer fill a
-// local stream instead of waiting on window updates.
-const (
-	maxMessageSize = 16 << 20
-	windowSize     = 16 << 20
-	ioBufferSize   = 256 << 10
-	// transportBufferSize is each gRPC connection's read buffer, and half its write
-	// buffer, held for the connection's life: gRPC's default. At 256 KiB (ioBufferSize)
-	// each end held 0.4 MiB more heap for each connection (the daemon one for every
-	// running sandbox), with no gain in throughput (BenchmarkExecOutput and
-	// BenchmarkExecInput): a chunk larger than the buffer is written through it in turns.
-	transportBufferSize = 32 << 10
-)
-
 // DialFunc opens one byte stream to the guest (for example through a sandbox backend).
 type DialFunc func(ctx context.Context) (net.Conn, error)
 
@@ -84,13 +70,13 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 	cc, err := grpc.NewClient("passthrough:///agent",
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return sess.Open() }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(windowSize),
-		grpc.WithInitialConnWindowSize(windowSize),
-		grpc.WithReadBufferSize(transportBufferSize),
-		grpc.WithWriteBufferSize(transportBufferSize),
+		grpc.WithInitialWindowSize(guestproto.WindowSize),
+		grpc.WithInitialConnWindowSize(guestproto.WindowSize),
+		grpc.WithReadBufferSize(guestproto.TransportBufferSize),
+		grpc.WithWriteBufferSize(guestproto.TransportBufferSize),
 		grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(maxMessageSize),
-			grpc.MaxCallSendMsgSize(maxMessageSize),
+			grpc.MaxCallRecvMsgSize(guestproto.MaxMessageSize),
+			grpc.MaxCallSendMsgSize(guestproto.MaxMessageSize),
 		),
 		grpc.WithIdleTimeout(0),
 	)

@@ -111,10 +111,11 @@ type inputError struct{ err error }
 
 func (e *inputError) Error() string { return e.err.Error() }
 
-// sendChunks sends what r delivers in chunks of up to ioBufferSize bytes. It stops at
-// the first failed send and returns its error; a read error comes as an *inputError.
+// sendChunks sends what r delivers in chunks of up to guestproto.IOBufferSize bytes. It
+// stops at the first failed send and returns its error; a read error comes as an
+// *inputError.
 func sendChunks(r io.Reader, send func([]byte) error) error {
-	buf := make([]byte, ioBufferSize)
+	buf := make([]byte, guestproto.IOBufferSize)
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {

@@ -231,7 +231,7 @@ func (c *Client) streamReadFile(ctx context.Context, root, path string, w io.Wri
 
 // copyExactly copies size bytes from conn to w; fewer is guestproto.ErrStreamCut.
 func copyExactly(w io.Writer, conn net.Conn, size int64) (int64, error) {
-	buf := make([]byte, min(size, ioBufferSize*4))
+	buf := make([]byte, min(size, guestproto.IOBufferSize*4))
 	var n int64
 	for n < size {
 		k, err := conn.Read(buf[:min(int64(len(buf)), size-n)])
