@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -24,4 +25,26 @@ func TestSmall(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMakefileTags: `make build` builds the guest with the tags the tests build it with
+// (testenv.SmallGuestTags), so what TestSmall and the benchmarks check is what ships.
+func TestMakefileTags(t *testing.T) {
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GUEST_TAGS := " + testenv.SmallGuestTags + "\n"
+	if !strings.Contains(string(makefile), want) {
+		t.Errorf("the Makefile has no line %q", strings.TrimSpace(want))
+	}
+	for _, line := range strings.Split(string(makefile), "\n") {
+		if strings.Contains(line, "build") && strings.HasSuffix(line, " ./cmd/paddock-guest") {
+			if !strings.Contains(line, " -tags $(GUEST_TAGS) ") {
+				t.Errorf("the Makefile builds the guest without -tags $(GUEST_TAGS): %s", strings.TrimSpace(line))
+			}
+			return
+		}
+	}
+	t.Error("the Makefile has no line building ./cmd/paddock-guest")
 }
