@@ -1,6 +1,7 @@
 package microvm_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -276,5 +277,60 @@ func TestGuestNotAnswering(t *testing.T) {
 	// The stopped guest shows with its state, T (stopped): its threads wait nowhere.
 	if !strings.Contains(err.Error(), "its processes: ") || !regexp.MustCompile(`\d+ paddock \[T`).MatchString(err.Error()) {
 		t.Fatalf("Start's error does not say what the guest is doing: %v", err)
+	}
+}
+
+// TestVMNotAnswering: a VM whose guest and init both stay silent (here its monitor has
+// paused it) fails a dial saying what QEMU says of it and of each of its processors.
+func TestVMNotAnswering(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("frozen")
+	startSandbox(t, b, id)
+	b.Close()
+	qmp(t, filepath.Join(b.Dir(), string(id), "qmp.sock"), "stop")
+
+	b2, err := microvm.New(backend.Env{Dir: b.Dir(), Options: map[string]any{"start_timeout": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	_, err = b2.Dial(ctx, id)
+	if err == nil {
+		t.Fatal("Dial succeeded with the VM paused")
+	}
+	if !strings.Contains(err.Error(), "QEMU says the VM is paused") ||
+		!regexp.MustCompile(`processor 0: thread \d+ [RSD], \d+\.\d s of processor time`).MatchString(err.Error()) {
+		t.Fatalf("Dial's error does not say what QEMU says of the VM: %v", err)
+	}
+}
+
+// qmp runs one command on a QEMU monitor's socket.
+func qmp(t *testing.T, socket, command string) {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	if _, err := r.ReadString('\n'); err != nil { // the greeting
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"qmp_capabilities", command} {
+		fmt.Fprintf(conn, `{"execute": %q}`+"\n", cmd)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("qmp %s: %v", cmd, err)
+			}
+			if strings.Contains(line, `"return"`) {
+				break
+			}
+			if strings.Contains(line, `"error"`) {
+				t.Fatalf("qmp %s: %s", cmd, line)
+			}
+		}
 	}
 }

@@ -174,12 +174,22 @@ func tscKHz() int {
 }
 
 // kernelCmdline is the guest kernel's command line under either monitor: the serial
-// console, no wait on a panic, the processor's clock under TCG, the words of extra (a
-// monitor's own), and last the arguments the kernel passes to init.
+// console with warnings and worse on it (a boot says one line more than with quiet),
+// no wait on a panic, the processor's clock under TCG, the words of extra (a monitor's
+// own), and last the arguments the kernel passes to init.
+//
+// Under TCG the guest's TSC is the host's counter (steady, and paused with the VM), but
+// QEMU's processor does not say it is invariant, so the kernel would not use it and
+// would keep time with refined-jiffies: by counting timer ticks, which a busy host
+// delivers late, and which wake an idle VM 250 times a second. tsc=reliable makes the
+// TSC the clock, with tickless idle.
 func kernelCmdline(accel string, extra ...string) string {
-	cmdline := "console=ttyS0 quiet panic=-1 reboot=t"
-	if khz := tscKHz(); khz > 0 && accel == "tcg" {
-		cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
+	cmdline := "console=ttyS0 loglevel=5 panic=-1 reboot=t"
+	if accel == "tcg" {
+		if khz := tscKHz(); khz > 0 {
+			cmdline += " tsc_early_khz=" + strconv.Itoa(khz)
+		}
+		cmdline += " tsc=reliable"
 	}
 	for _, w := range extra {
 		cmdline += " " + w
@@ -410,9 +420,58 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 		if q.pid(id) == 0 {
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
 		}
-		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)%s", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8), q.processes(id))
+		report := q.processes(id)
+		if report == "" {
+			report = q.processorsReport(id)
+		}
+		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)%s", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8), report)
 	}
 	return s, nil
+}
+
+// processorsReport is what QEMU says of a VM whose init does not answer either, for an
+// error: its run state, and each virtual processor's thread on the host with its state
+// and the processor time it has used, which tell a VM that spins from one that waits.
+func (q *qemuVMM) processorsReport(id backend.ID) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := dialQMP(ctx, filepath.Join(q.m.sandboxDir(id), qmpSocket))
+	if err != nil {
+		return " (nor does QEMU's monitor: " + err.Error() + ")"
+	}
+	defer c.Close()
+	var st qmpStatus
+	if err := c.execute("query-status", nil, &st); err != nil {
+		return " (nor does QEMU's monitor: " + err.Error() + ")"
+	}
+	var cpus []struct {
+		Index  int `json:"cpu-index"`
+		Thread int `json:"thread-id"`
+	}
+	c.execute("query-cpus-fast", nil, &cpus)
+	report := " (QEMU says the VM is " + st.Status
+	for _, cpu := range cpus {
+		state, seconds := threadUsage(q.pid(id), cpu.Thread)
+		report += fmt.Sprintf("; processor %d: thread %d %s, %.1f s of processor time", cpu.Index, cpu.Thread, state, seconds)
+	}
+	return report + ")"
+}
+
+// threadUsage is a thread's state (R, S...) and the processor time it has used, read
+// from /proc (in USER_HZ ticks, 100 a second).
+func threadUsage(pid, tid int) (state string, seconds float64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	i := strings.LastIndexByte(string(data), ')')
+	if err != nil || i < 0 {
+		return "gone", 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return "?", 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return f[0], (utime + stime) / 100
 }
 
 // processes is what the VM's init says of its processes, for an error about a guest

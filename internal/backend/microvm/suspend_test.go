@@ -17,7 +17,7 @@ import (
 // tmpfs, renamed into place so that a read never sees it half written) and the
 // workspace, and the saved state is gone after. A saved state that does not load
 // makes start boot afresh from the disk, saying so; stop on a suspended VM drops its
-// saved memory.
+// saved memory. The VM's clock is a clock (the TSC under TCG), before and after.
 func TestSuspendResume(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
@@ -67,6 +67,11 @@ func TestSuspendResume(t *testing.T) {
 	second := count(t, run(t, c, "cat /tmp/count"))
 	if first < before || second <= first {
 		t.Fatalf("the counter went %d before the suspend, then %d and %d: want it counting on from where it was", before, first, second)
+	}
+	// The VM keeps time with a clock that a resume carries over (the TSC under TCG,
+	// kvm-clock under KVM), not by counting the timer's ticks.
+	if cs := run(t, c, "cat /sys/devices/system/clocksource/clocksource0/current_clocksource"); cs != "tsc" && cs != "kvm-clock" {
+		t.Fatalf("the VM's clock source is %q after a resume, want tsc or kvm-clock", cs)
 	}
 
 	// A saved state that does not load: start boots from the disk and says so.
