@@ -164,8 +164,14 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 // fetchFD runs git fetch of refspecs over the fd:: transport on conn, allowing no other
 // transport: whatever the sandbox serves, host git talks the pack protocol on conn and
 // nothing else. It closes conn (git holds its own copy while it runs).
+//
+// The fetch leaves the host repository's upkeep to the user's own git commands (which
+// run it as they commit, merge or fetch): no `git maintenance run --auto` after it, so a
+// sync never starts a repack of the user's repository. Every refspec forces, so whether an
+// update is a fast-forward is not worked out (fetch.showForcedUpdates walks history).
 func (g *Git) fetchFD(ctx context.Context, conn *os.File, sandbox string, refspecs ...string) error {
-	args := append([]string{"-c", "protocol.version=2", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+	args := append([]string{"-c", "protocol.version=2", "-c", "fetch.showForcedUpdates=false",
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-maintenance",
 		"fd::3/" + sandbox}, refspecs...)
 	cmd := g.command(ctx, args...)
 	cmd.Env = append(cmd.Env, "GIT_ALLOW_PROTOCOL=fd")

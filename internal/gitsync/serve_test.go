@@ -227,3 +227,49 @@ func TestListedNamesAsGitTakesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncLeavesUpkeep: a sync does not run the host repository's upkeep, even where
+// the repository asks for it after every fetch (a pack kept per fetch, more than one
+// pack repacked by gc --auto, in the foreground): what arrived stays in its own pack for
+// the user's own git to consolidate.
+func TestSyncLeavesUpkeep(t *testing.T) {
+	sb, hostDir, base := syncPair(t)
+	commit := func(dir, name string) {
+		os.WriteFile(filepath.Join(dir, name), []byte(name+"\n"), 0o644)
+		gitOut(t, dir, "add", name)
+		gitOut(t, dir, "commit", "-q", "-m", name)
+	}
+	packs := func() int {
+		m, _ := filepath.Glob(filepath.Join(hostDir, ".git", "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	// The host has two packs, one more than it wants: the next upkeep makes them one.
+	for _, name := range []string{"host1.txt", "host2.txt"} {
+		commit(hostDir, name)
+		gitOut(t, hostDir, "repack", "-q")
+	}
+	for _, kv := range [][2]string{{"fetch.unpackLimit", "1"}, {"gc.autoPackLimit", "1"}, {"gc.autoDetach", "false"}} {
+		gitOut(t, hostDir, "config", kv[0], kv[1])
+	}
+	before := packs()
+	if before != 2 {
+		t.Fatalf("%d packs in the host repository: want 2 (the test's premise)", before)
+	}
+	commit(sb, "b.txt")
+	host := &Git{Repo: hostDir}
+	if _, err := host.Sync(context.Background(), "s", base, sb, localStream(sb, false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, hostDir, "rev-parse", "refs/paddock/s/main"); got != gitOut(t, sb, "rev-parse", "HEAD") {
+		t.Fatalf("refs/paddock/s/main = %s after the sync", got)
+	}
+	if n := packs(); n != before+1 {
+		t.Fatalf("%d packs after the sync, %d before: want the fetched pack beside them, not repacked", n, before)
+	}
+	// The user's own fetch, by contrast, runs the upkeep that packs them into one.
+	commit(sb, "c.txt")
+	gitOut(t, hostDir, "fetch", "-q", sb, "main:refs/user/main")
+	if n := packs(); n != 1 {
+		t.Fatalf("%d packs after the user's git fetch: want gc --auto to have made them one (the test's premise)", n)
+	}
+}
