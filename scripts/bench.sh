@@ -17,7 +17,7 @@ if [ "${1:-}" = short ]; then
 else
   run -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/ ./internal/front/
   run -bench '^BenchmarkSnapshot$' -benchtime 3x -timeout 30m ./internal/cli/
-  run -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/
+  run -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/ ./internal/backend/microvm/
 fi
 echo
 "$GO" run ./scripts/benchtable -figures docs/benchmarks.tsv < "$out"

@@ -8,12 +8,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
+	"github.com/paddockhq/paddock/internal/backend/microvm"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -300,4 +303,53 @@ func BenchmarkResumeToFirstExec(b *testing.B) {
 	b.ReportMetric(float64(suspend.Nanoseconds())/float64(b.N), "suspend-ns/op")
 	b.ReportMetric(float64(stop.Nanoseconds())/float64(b.N), "stop-ns/op")
 	b.ReportMetric(float64(size)/float64(b.N)/(1<<20), "saved-MiB")
+}
+
+// BenchmarkIdleCPU: the processor time an idle VM's QEMU uses under TCG, the guest
+// keeping time with the TSC (the default), against a VM booted with tsc=unstable, whose
+// kernel keeps time with refined-jiffies and a periodic tick, as it did before; both
+// idle side by side, each iteration a 10 s window over both.
+func BenchmarkIdleCPU(b *testing.B) {
+	vm, old := newBackend(b, nil), newBackend(b, map[string]any{"kernel_args": "tsc=unstable"})
+	ctx := context.Background()
+	pids := map[*microvm.MicroVM]int{}
+	for be, want := range map[*microvm.MicroVM]string{vm: "tsc", old: "refined-jiffies"} {
+		id := backend.ID("idle")
+		c := running(b, be, id)
+		var out bytes.Buffer
+		c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"cat", "/sys/devices/system/clocksource/clocksource0/current_clocksource"}, Stdout: &out})
+		if got := strings.TrimSpace(out.String()); got != want {
+			b.Fatalf("the VM's clock source is %q, want %q", got, want)
+		}
+		data, err := os.ReadFile(filepath.Join(be.Dir(), string(id), "vm.pid"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(data), &pid)
+		pids[be] = pid
+	}
+	cpu := func(pid int) time.Duration {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(data, ')')
+		if err != nil || i < 0 {
+			b.Fatalf("QEMU's stat: %v", err)
+		}
+		f := strings.Fields(string(data[i+1:]))
+		utime, _ := strconv.Atoi(f[11])
+		stime, _ := strconv.Atoi(f[12])
+		return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100
+	}
+	time.Sleep(5 * time.Second) // the boot's and the first exec's work done
+	b.ResetTimer()
+	var ours, baseline time.Duration
+	for i := 0; i < b.N; i++ {
+		a0, o0 := cpu(pids[vm]), cpu(pids[old])
+		time.Sleep(10 * time.Second)
+		ours += cpu(pids[vm]) - a0
+		baseline += cpu(pids[old]) - o0
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N)/10, "cpu-ms/s")
+	b.ReportMetric(float64(baseline.Milliseconds())/float64(b.N)/10, "baseline-cpu-ms/s")
+	b.ReportMetric(float64(ours)/float64(baseline), "x-baseline")
 }

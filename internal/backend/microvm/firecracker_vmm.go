@@ -220,7 +220,7 @@ func (f *firecrackerVMM) bootConfig(id backend.ID, md meta) (firecracker.Boot, e
 	cpus, mem := vmSize(md.Limits)
 	return firecracker.Boot{
 		Machine: firecracker.MachineConfig{VCPUCount: cpus, MemSizeMiB: mem},
-		Source:  firecracker.BootSource{KernelImagePath: kernelELF, InitrdPath: initrd, BootArgs: firecrackerCmdline()},
+		Source:  firecracker.BootSource{KernelImagePath: kernelELF, InitrdPath: initrd, BootArgs: firecrackerCmdline(f.m.settings.KernelArgs)},
 		Drives: []firecracker.Drive{
 			// Init finds the disks by their labels: neither is the kernel's root device.
 			{DriveID: "root", PathOnHost: rootfs, IsReadOnly: true},
@@ -234,8 +234,8 @@ func (f *firecrackerVMM) bootConfig(id backend.ID, md meta) (firecracker.Boot, e
 // nothing else) with the vsock channel, and what Firecracker's guide gives its guests:
 // a reboot through the keyboard controller, which ends Firecracker (the later reboot=
 // wins), and no PCI bus to probe.
-func firecrackerCmdline() string {
-	return kernelCmdline("kvm", "reboot=k", "pci=off", vmspec.VsockArg)
+func firecrackerCmdline(kernelArgs string) string {
+	return kernelCmdline("kvm", append([]string{"reboot=k", "pci=off", vmspec.VsockArg}, strings.Fields(kernelArgs)...)...)
 }
 
 func (f *firecrackerVMM) boot(ctx context.Context, id backend.ID, md meta) error {

@@ -334,3 +334,14 @@ func qmp(t *testing.T, socket, command string) {
 		}
 	}
 }
+
+// TestKernelArgsRefused: kernel_args cannot take the place of paddock's init or its
+// arguments.
+func TestKernelArgsRefused(t *testing.T) {
+	for _, args := range []string{"quiet -- sh", "init=/bin/sh", "rdinit=/bin/sh"} {
+		_, err := microvm.New(backend.Env{Dir: t.TempDir(), Options: map[string]any{"kernel_args": args}})
+		if err == nil || !strings.Contains(err.Error(), "kernel_args may not hold") {
+			t.Errorf("kernel_args = %q: %v, want it refused", args, err)
+		}
+	}
+}

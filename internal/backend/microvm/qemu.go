@@ -176,7 +176,7 @@ func tscKHz() int {
 // kernelCmdline is the guest kernel's command line under either monitor: the serial
 // console with warnings and worse on it (a boot says one line more than with quiet),
 // no wait on a panic, the processor's clock under TCG, the words of extra (a monitor's
-// own), and last the arguments the kernel passes to init.
+// own, then kernel_args), and last the arguments the kernel passes to init.
 //
 // Under TCG the guest's TSC is the host's counter (steady, and paused with the VM), but
 // QEMU's processor does not say it is invariant, so the kernel would not use it and
@@ -212,7 +212,7 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) 
 	default:
 		cpu = "max"
 	}
-	cmdline := kernelCmdline(accel)
+	cmdline := kernelCmdline(accel, strings.Fields(q.m.settings.KernelArgs)...)
 	a := []string{
 		"-name", "paddock-" + md.Name,
 		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",

@@ -41,6 +41,9 @@ type Settings struct {
 	// StartTimeout is how long, in seconds, a VM may take from boot to its guest's
 	// answer.
 	StartTimeout int `toml:"start_timeout"`
+	// KernelArgs are words added to the guest kernel's command line, after paddock's own
+	// (a later word wins): "loglevel=7" shows the whole boot on the VM's console.
+	KernelArgs string `toml:"kernel_args"`
 }
 
 // DefaultSettings are the settings with nothing configured.
@@ -79,6 +82,11 @@ func ParseSettings(opts map[string]any) (Settings, error) {
 	}
 	if s.Jailer != "" && (s.JailerUID <= 0 || s.JailerGID <= 0) {
 		return s, fmt.Errorf("microvm: jailer needs jailer_uid and jailer_gid, the user and group (not root's) Firecracker runs as in its chroot")
+	}
+	for _, w := range strings.Fields(s.KernelArgs) {
+		if w == "--" || strings.HasPrefix(w, "init=") || strings.HasPrefix(w, "rdinit=") {
+			return s, fmt.Errorf("microvm: kernel_args may not hold %q: paddock's init and its arguments come last", w)
+		}
 	}
 	if s.StartTimeout < 1 {
 		return s, fmt.Errorf("microvm: start_timeout is at least 1 (second), not %d", s.StartTimeout)
