@@ -136,7 +136,11 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 		return nil, fmt.Errorf("microvm: start Firecracker: %w", err)
 	}
 	// Reaped here while the daemon runs; by init once it has gone.
-	go cmd.Wait()
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
 	if err := atomicfile.Write(filepath.Join(dir, fcPid), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		cmd.Process.Kill()
 		return nil, err
@@ -150,8 +154,13 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 		if err == nil {
 			return c, nil
 		}
-		if f.pid(id) == 0 {
+		// Whether the process started here has ended, not pid's reading of its command
+		// line: the jailer's exec into Firecracker passes through a moment where
+		// /proc/PID/cmdline reads as empty.
+		select {
+		case <-exited:
 			return nil, fmt.Errorf("microvm: Firecracker ended at its start: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 3))
+		default:
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			cmd.Process.Kill()

@@ -203,6 +203,13 @@ func kernelCmdline(accel string, extra ...string) string {
 func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) []string {
 	accel, _ := q.accel()
 	cpus, mem := vmSize(md.Limits)
+	if accel == "tcg" {
+		// One processor under TCG: VMs of two, each a thread of QEMU's multi-threaded
+		// TCG, hung at boot on a loaded host (both processors spinning, the console
+		// stopped mid-boot; three times in many boots). The sandbox's cgroup keeps
+		// its limit; under KVM the VM has the processors of its limit.
+		cpus = 1
+	}
 	machine := "microvm,accel=" + accel + ",pit=on,pic=on,rtc=on"
 	cpu := q.m.settings.CPU
 	switch {
