@@ -167,18 +167,29 @@ export async function refreshRules(name) {
   }
 }
 
-export async function refreshSyncs(name) {
-  try {
-    state.syncs[name] = (await api('GET', `${sandboxPath(name)}/syncs`)) || [];
-    changed();
-  } catch {
-    // as above
-  }
+export function refreshSyncs(name) {
+  return refreshList(state.syncs, name, `${sandboxPath(name)}/syncs`);
 }
 
-export async function refreshRuns(name) {
+export function refreshRuns(name) {
+  return refreshList(state.runs, name, `/v1/runs?sandbox=${encodeURIComponent(name)}`);
+}
+
+const listLoads = new Map();
+
+/**
+ * Reads a sandbox's list that events keep fresh only once it is loaded (runs, syncs).
+ * The list counts as loaded from the first read's start, so an event that comes while
+ * that read is on its way reads it again; only the newest read's answer is kept.
+ */
+async function refreshList(lists, name, path) {
+  if (!lists[name]) lists[name] = [];
+  const n = (listLoads.get(path) ?? 0) + 1;
+  listLoads.set(path, n);
   try {
-    state.runs[name] = (await api('GET', `/v1/runs?sandbox=${encodeURIComponent(name)}`)) || [];
+    const list = (await api('GET', path)) || [];
+    if (listLoads.get(path) !== n) return;
+    lists[name] = list;
     changed();
   } catch {
     // as above
