@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // pfExiting is the kernel's PF_EXITING task flag: set as a process begins to exit,
@@ -26,15 +27,9 @@ func ProcStartTime(pid int) (uint64, error) {
 }
 
 func parseStat(data []byte) (uint64, error) {
-	// The command name ends at the last ')'; field 3 (state) follows, field 9 holds
-	// the flags and field 22 the start time.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat")
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 20 {
-		return 0, errors.New("malformed stat")
+	fields, err := statFields(data)
+	if err != nil {
+		return 0, err
 	}
 	if fields[0] == "Z" || fields[0] == "X" {
 		return 0, errors.New("process is a zombie")
@@ -47,4 +42,39 @@ func parseStat(data []byte) (uint64, error) {
 		return 0, errors.New("process is exiting")
 	}
 	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+// statFields are a stat file's fields after the command name, which ends at the last
+// ')': field 3 (state) first, then field 9 the flags, 14 and 15 the user and system
+// time, 22 the start time.
+func statFields(data []byte) ([]string, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, errors.New("malformed stat")
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return nil, errors.New("malformed stat")
+	}
+	return fields, nil
+}
+
+// ProcCPU is the state (R, S...) of a process or thread and the processor time it has
+// used, from its stat file (/proc/PID/stat or /proc/PID/task/TID/stat; the times are in
+// USER_HZ ticks, 100 a second).
+func ProcCPU(statPath string) (state string, used time.Duration, err error) {
+	data, err := os.ReadFile(statPath)
+	if err != nil {
+		return "", 0, err
+	}
+	fields, err := statFields(data)
+	if err != nil {
+		return "", 0, err
+	}
+	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, errors.New("malformed stat")
+	}
+	return fields[0], time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }

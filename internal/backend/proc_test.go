@@ -3,6 +3,8 @@ package backend
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +65,24 @@ func TestParseStat(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: = %d, %v; want %d", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// TestProcCPU: a thread that spins reads as running, with its processor time; a stat
+// file that is not one is an error.
+func TestProcCPU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+	}
+	state, used, err := ProcCPU("/proc/thread-self/stat")
+	if err != nil || state != "R" || used < 50*time.Millisecond {
+		t.Fatalf("ProcCPU(this thread) after spinning 200 ms = %q, %v, %v: want R and at least 50 ms", state, used, err)
+	}
+	bad := filepath.Join(t.TempDir(), "stat")
+	os.WriteFile(bad, []byte("1 (x) R 0 0\n"), 0o644)
+	if _, _, err := ProcCPU(bad); err == nil {
+		t.Fatal("ProcCPU of a short stat file succeeded")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,15 +329,11 @@ func BenchmarkIdleCPU(b *testing.B) {
 		pids[be] = pid
 	}
 	cpu := func(pid int) time.Duration {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := bytes.LastIndexByte(data, ')')
-		if err != nil || i < 0 {
+		_, used, err := backend.ProcCPU(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
 			b.Fatalf("QEMU's stat: %v", err)
 		}
-		f := strings.Fields(string(data[i+1:]))
-		utime, _ := strconv.Atoi(f[11])
-		stime, _ := strconv.Atoi(f[12])
-		return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100
+		return used
 	}
 	time.Sleep(5 * time.Second) // the boot's and the first exec's work done
 	b.ResetTimer()

@@ -458,27 +458,13 @@ func (q *qemuVMM) processorsReport(id backend.ID) string {
 	c.execute("query-cpus-fast", nil, &cpus)
 	report := " (QEMU says the VM is " + st.Status
 	for _, cpu := range cpus {
-		state, seconds := threadUsage(q.pid(id), cpu.Thread)
-		report += fmt.Sprintf("; processor %d: thread %d %s, %.1f s of processor time", cpu.Index, cpu.Thread, state, seconds)
+		state, used, err := backend.ProcCPU(fmt.Sprintf("/proc/%d/task/%d/stat", q.pid(id), cpu.Thread))
+		if err != nil {
+			state = "gone"
+		}
+		report += fmt.Sprintf("; processor %d: thread %d %s, %.1f s of processor time", cpu.Index, cpu.Thread, state, used.Seconds())
 	}
 	return report + ")"
-}
-
-// threadUsage is a thread's state (R, S...) and the processor time it has used, read
-// from /proc (in USER_HZ ticks, 100 a second).
-func threadUsage(pid, tid int) (state string, seconds float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
-	i := strings.LastIndexByte(string(data), ')')
-	if err != nil || i < 0 {
-		return "gone", 0
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 13 {
-		return "?", 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return f[0], (utime + stime) / 100
 }
 
 // processes is what the VM's init says of its processes, for an error about a guest
