@@ -282,11 +282,18 @@ func TestGuestNotAnswering(t *testing.T) {
 
 // TestVMNotAnswering: a VM whose guest and init both stay silent (here its monitor has
 // paused it) fails a dial saying what QEMU says of it and of each of its processors.
+// Under TCG the VM has one processor.
 func TestVMNotAnswering(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx := context.Background()
 	id := backend.ID("frozen")
 	startSandbox(t, b, id)
+	// Without KVM (here) the VM is emulated and has one processor, whatever its limit.
+	if _, err := os.Stat("/dev/kvm"); err != nil {
+		if n := run(t, connect(t, b, id), "nproc"); n != "1" {
+			t.Fatalf("nproc in a VM under TCG: %s, want 1", n)
+		}
+	}
 	b.Close()
 	qmp(t, filepath.Join(b.Dir(), string(id), "qmp.sock"), "stop")
 
