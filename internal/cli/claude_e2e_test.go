@@ -219,6 +219,13 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	pane := func() string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 	}
+	// A failed wait shows where Claude was: its screen, and how far the model got.
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _, _ := paddock("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
+			t.Logf("Claude's screen at the end (the model had %d requests):\n%s", len(model.Requests()), out)
+		}
+	})
 	waitUntil(t, slow*60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane(), "❯") })
 	screen := pane()
 	t.Logf("Claude's first screen:\n%s", screen)

@@ -56,20 +56,39 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	return s.info(ctx, t)
 }
 
-// waitEcho waits (up to timeout) until the end of text shows in the session's pane.
-func waitEcho(ctx context.Context, c *guestclient.Client, name, text string, timeout time.Duration) {
+// waitTaken waits until the program in a session has taken typed text in: its screen,
+// which read before when the text was typed, shows the text's end. A program that shows
+// something else (a long paste folded into one line) is given echoWait after its screen
+// first changes; one whose screen stays as it was, up to takeWait. An unreadable screen
+// ends the wait.
+func waitTaken(ctx context.Context, c *guestclient.Client, name, before, text string) {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	tail := strings.TrimSpace(lines[len(lines)-1])
 	if len(tail) > 20 {
 		tail = tail[len(tail)-20:]
 	}
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		screen, code, err := run(ctx, c, "tmux", "-S", Socket, "capture-pane", "-p", "-J", "-t", "="+name+":")
-		if err != nil || code != 0 || strings.Contains(screen, tail) {
+	deadline := time.Now().Add(takeWait)
+	if before == "" {
+		deadline = time.Now().Add(echoWait)
+	}
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		screen := screenOf(ctx, c, name)
+		if screen == "" || strings.Contains(screen, tail) && screen != before {
 			return
+		}
+		if screen != before && time.Until(deadline) > echoWait {
+			deadline = time.Now().Add(echoWait)
 		}
 	}
 }
+
+// How long Send waits for typed text to show: a program busy when the text came (an
+// agent starting, or a slow VM) shows nothing until it reads it, and an Enter pressed
+// before then is read with the text as one paste and submits nothing.
+const (
+	takeWait = 60 * time.Second
+	echoWait = 5 * time.Second
+)
 
 // fresh reports whether a conversation with a paddock-chosen id has no transcript yet.
 func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) bool {
@@ -98,18 +117,19 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 		return apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", sandboxName, name), "session %q has exited", name)
 	}
 	text = strings.TrimRight(text, "\n")
+	before := screenOf(ctx, t.client, name)
 	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil || code != 0 {
 		return fmt.Errorf("type into session %q: %v %s", name, err, out)
 	}
 	// Enter separately, once the program has taken the text in (it shows on the screen):
 	// an Enter that arrives while a busy program is still reading the text is read as part
 	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
-	waitEcho(ctx, t.client, name, text, 5*time.Second)
+	waitTaken(ctx, t.client, name, before, text)
 	time.Sleep(100 * time.Millisecond)
 	// A program that is still busy (loading a resumed conversation) can drop the Enter,
 	// and then nothing on the screen changes. Press it again, as a person would, while the
 	// screen stays as it was (a few times, a couple of seconds apart).
-	before := screenOf(ctx, t.client, name)
+	before = screenOf(ctx, t.client, name)
 	for try := 0; try < 5; try++ {
 		if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 			return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
