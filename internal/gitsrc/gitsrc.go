@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,24 @@ func Git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimRight(string(out), "\n"), nil
+}
+
+// WithoutCredentials is a remote's URL without the secret it may carry: the user name
+// and password of an http(s) URL (https://x-access-token:TOKEN@github.com/..., or a token
+// as the user name), and the password of any other. What a sandbox is given as its
+// origin goes through it: the host's tokens never enter a sandbox.
+func WithoutCredentials(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.User == nil {
+		return raw // a path, or scp-like user@host:path, which has no password
+	}
+	switch _, hasPassword := u.User.Password(); {
+	case u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp" || u.Scheme == "ftps":
+		u.User = nil
+	case hasPassword:
+		u.User = url.User(u.User.Username())
+	}
+	return u.String()
 }
 
 // Describe reads repo's checkout.

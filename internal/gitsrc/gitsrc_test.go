@@ -49,3 +49,22 @@ func TestCloneRemoteRefusesLocal(t *testing.T) {
 		t.Fatal("a clone of another URL was taken into an existing clone")
 	}
 }
+
+// TestWithoutCredentials: the URL a sandbox gets as its origin carries no token.
+func TestWithoutCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://x-access-token:ghp_SECRET@github.com/o/r.git": "https://github.com/o/r.git",
+		"https://ghp_SECRET@github.com/o/r":                    "https://github.com/o/r",
+		"http://user:pw@git.example.com:8080/r":                "http://git.example.com:8080/r",
+		"ssh://git:pw@github.com/o/r.git":                      "ssh://git@github.com/o/r.git",
+		"ssh://git@github.com/o/r.git":                         "ssh://git@github.com/o/r.git",
+		"git@github.com:o/r.git":                               "git@github.com:o/r.git",
+		"https://github.com/o/r.git":                           "https://github.com/o/r.git",
+		"/srv/git/r.git":                                       "/srv/git/r.git",
+		"":                                                     "",
+	} {
+		if got := WithoutCredentials(in); got != want {
+			t.Errorf("WithoutCredentials(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -312,7 +312,7 @@ func seed(ctx context.Context, c *guestclient.Client, req CreateRequest, bundle 
 	var out strings.Builder
 	code, err := c.Exec(ctx, guestclient.ExecOptions{
 		Argv: []string{"sh", "-c", seedScript},
-		Env: []string{"PADDOCK_BRANCH=" + req.Branch, "PADDOCK_COMMIT=" + req.Commit, "PADDOCK_ORIGIN=" + req.Origin,
+		Env: []string{"PADDOCK_BRANCH=" + req.Branch, "PADDOCK_COMMIT=" + req.Commit, "PADDOCK_ORIGIN=" + gitsrc.WithoutCredentials(req.Origin),
 			"PADDOCK_GIT_NAME=" + req.GitName, "PADDOCK_GIT_EMAIL=" + req.GitEmail},
 		Stdout: &out, Stderr: &out,
 	})
