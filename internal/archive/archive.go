@@ -80,6 +80,10 @@ func Pack(w io.Writer, src, prefix string) error {
 type Options struct {
 	// StripComponents drops this many leading path elements from each entry name.
 	StripComponents int
+	// Top, when set, is the first path element every entry must have (the name of what
+	// was asked for): an entry elsewhere is an error, so an archive of dist/ cannot put
+	// .git/hooks/pre-commit or .bashrc beside it in the destination.
+	Top string
 }
 
 // Stats counts what Unpack wrote.
@@ -97,7 +101,9 @@ type Link struct {
 }
 
 // Unpack extracts a tar stream into the directory dst, which must exist. Regular files,
-// directories and symlinks are created with their mode bits; other entries are skipped.
+// directories and symlinks are created with their permission bits, less group and others'
+// write (as a umask of 022 would), and other entries are skipped; a directory that was
+// already on the host keeps its own mode.
 // Entries are resolved beneath dst without following any symlink (see hostfs): an entry
 // beneath a link, from this archive or already on the host, is an error, as is a name
 // with "..". Files are written atomically, replacing a link at their name.
@@ -117,18 +123,23 @@ func Unpack(r io.Reader, dst string, opts Options) (Stats, error) {
 		if err != nil {
 			return st, fmt.Errorf("read archive: %w", err)
 		}
-		name, ok := entryName(hdr.Name, opts.StripComponents)
+		name, ok := entryName(hdr.Name, opts)
 		if !ok {
 			return st, fmt.Errorf("archive entry %q: unsafe name", hdr.Name)
 		}
 		if name == "" {
 			continue
 		}
-		mode := fs.FileMode(hdr.Mode).Perm()
+		mode := fs.FileMode(hdr.Mode).Perm() &^ 0o022
 		switch hdr.Typeflag {
 		case tar.TypeDir:
+			_, err := d.Lstat(name)
+			existed := err == nil
 			if err := d.MkdirAll(name, 0o755); err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
+			}
+			if existed {
+				continue
 			}
 			if err := d.ChmodDir(name, mode|0o700); err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
@@ -150,9 +161,10 @@ func Unpack(r io.Reader, dst string, opts Options) (Stats, error) {
 	}
 }
 
-// entryName strips an entry's leading components. Absolute names and names with a ".."
-// component are unsafe; a name stripped to nothing is skipped ("", true).
-func entryName(name string, strip int) (string, bool) {
+// entryName strips an entry's leading components. Absolute names, names with a ".."
+// component and names outside opts.Top are unsafe; a name stripped to nothing is
+// skipped ("", true).
+func entryName(name string, opts Options) (string, bool) {
 	name = strings.TrimSuffix(name, "/")
 	if name == "" {
 		return "", true
@@ -161,6 +173,10 @@ func entryName(name string, strip int) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	if opts.Top != "" && (len(parts) == 0 || parts[0] != opts.Top) {
+		return "", len(parts) == 0
+	}
+	strip := opts.StripComponents
 	if strip >= len(parts) {
 		return "", true
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -175,5 +176,34 @@ func TestUnpackDropsSpecialModeBits(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dst, name)); err == nil {
 			t.Errorf("%s was made on the host", name)
 		}
+	}
+}
+
+// TestUnpackTop: a copy of dist takes only what is beneath dist, whatever else the
+// sandbox's archive holds, and leaves the modes of directories already on the host.
+func TestUnpackTop(t *testing.T) {
+	dst := t.TempDir()
+	os.Mkdir(filepath.Join(dst, "dist"), 0o700)
+	buf := tarOf(t,
+		entry{name: "dist/", typ: tar.TypeDir, mode: 0o777},
+		entry{name: "dist/app.js", body: "x", typ: tar.TypeReg, mode: 0o666},
+		entry{name: "dist/sub/", typ: tar.TypeDir, mode: 0o777},
+		entry{name: ".git/hooks/pre-commit", body: "#!/bin/sh\n", typ: tar.TypeReg, mode: 0o755},
+	)
+	_, err := Unpack(buf, dst, Options{Top: "dist"})
+	if err == nil || !strings.Contains(err.Error(), ".git/hooks/pre-commit") {
+		t.Fatalf("an entry outside dist: %v, want an error naming it", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, ".git")); err == nil {
+		t.Fatal("an entry outside dist was written")
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "dist")); fi.Mode().Perm() != 0o700 {
+		t.Errorf("the host's dist is %v, want its own 0700", fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "dist", "app.js")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("dist/app.js is %v, want 0644 (no write for group and others)", fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "dist", "sub")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("dist/sub is %v, want 0755", fi.Mode().Perm())
 	}
 }

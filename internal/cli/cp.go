@@ -15,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 type cpOptions struct {
@@ -162,11 +163,15 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 		fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s:%s (%d bytes) to %s\n", name, src, n, target)
 		return nil
 	}
-	// Directories and symlinks come as a tar whose entries start with src's base name.
-	strip := 1
+	// Directories and symlinks come as a tar whose entries start with src's base name,
+	// and only those are taken: into a host directory they go beneath that name.
+	opts := archive.Options{StripComponents: 1, Top: path.Base(path.Join("/", src))}
+	if opts.Top == "/" {
+		opts.Top = "" // the whole sandbox: its entries are the root's
+	}
 	target := dst
 	if hostDir {
-		strip = 0
+		opts.StripComponents = 0
 	} else if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
@@ -175,7 +180,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 		return err
 	}
 	defer body.Close()
-	stats, err := archive.Unpack(body, target, archive.Options{StripComponents: strip})
+	stats, err := archive.Unpack(body, target, opts)
 	if err != nil {
 		return fmt.Errorf("copy %s:%s to %s: %w", name, src, dst, err)
 	}
@@ -183,7 +188,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 	for _, l := range stats.Links {
 		if archive.Escapes(l.Name, l.Target) {
 			fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s is a symlink to %s, outside the destination; kept as a link (paddock never writes through it)\n",
-				filepath.Join(target, filepath.FromSlash(l.Name)), l.Target)
+				termtext.Escape(filepath.Join(target, filepath.FromSlash(l.Name))), termtext.Escape(l.Target))
 		}
 	}
 	return nil
