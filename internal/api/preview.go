@@ -325,12 +325,30 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, pathPreview(name, port), http.StatusMovedPermanently)
 		return
 	}
-	// What the sandbox answers runs in an opaque origin: its scripts cannot read the
-	// UI's pages, call the API with the browser's cookie, or register a service worker.
-	w.Header().Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
-	w.Header().Del("X-Frame-Options")
+	if r.Header.Get("Service-Worker") != "" {
+		previewPage(w, http.StatusForbidden, "Not served", "A preview under the UI's address cannot be a service worker.")
+		return
+	}
+	w.Header().Del("X-Frame-Options") // the UI shows previews in a frame
 	p.proxy(w, r, name, port, "/"+tail)
 }
+
+// pathFormHeaders are set on every answer of a path-form preview, the final one: the
+// proxy clears what was set before it for an informational (1xx) answer, and a browser
+// applies the final answer's policy. What the sandbox answers runs in an opaque origin:
+// its scripts cannot read the UI's pages, call the API with the browser's cookie, or
+// register a service worker.
+func pathFormHeaders(h http.Header) {
+	h.Add("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Del("Service-Worker-Allowed")
+}
+
+// A path-form preview shares the UI's host with every other one, and with whatever else
+// the browser keeps cookies for on that host. Its cookies are its own: named with
+// pathCookieMark and kept to its path when set, and only those, unmarked, reach it.
+const pathCookieMark = "pv~"
 
 // proxy forwards the request to port inside the sandbox, rewriting its path to path
 // ("" keeps it), WebSockets and streamed answers included.
@@ -347,7 +365,11 @@ func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, po
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 			pr.Out.Header.Del("Authorization")
-			stripPaddockCookies(pr.Out)
+			if path != "" {
+				pathFormCookies(pr.Out)
+			} else {
+				stripPaddockCookies(pr.Out)
+			}
 			q := pr.Out.URL.Query()
 			if q.Has(previewCodeParam) {
 				q.Del(previewCodeParam)
@@ -355,7 +377,12 @@ func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, po
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			cleanSetCookies(resp.Header)
+			prefix := ""
+			if path != "" {
+				prefix = pathPreview(name, port)
+				pathFormHeaders(resp.Header)
+			}
+			cleanSetCookies(resp.Header, prefix)
 			resp.Header.Del("Clear-Site-Data")
 			return nil
 		},
@@ -420,21 +447,57 @@ func isPaddockCookie(name string) bool {
 	return strings.HasPrefix(n, "paddock_") || strings.HasPrefix(n, "__host-paddock") || strings.HasPrefix(n, "__secure-paddock")
 }
 
+// pathFormCookies keeps, of a request going to a path-form preview, only the cookies
+// that preview set (see pathCookieMark), under the names it gave them.
+func pathFormCookies(r *http.Request) {
+	cookies := r.Cookies()
+	r.Header.Del("Cookie")
+	for _, c := range cookies {
+		if name, ok := strings.CutPrefix(c.Name, pathCookieMark); ok && name != "" {
+			c.Name = name
+			r.AddCookie(c)
+		}
+	}
+}
+
 // cleanSetCookies drops cookies a sandbox may not set: paddock's own, and any for a
-// wider domain (Domain=localhost would reach the UI and every other preview).
-func cleanSetCookies(h http.Header) {
+// wider domain (Domain=localhost would reach the UI and every other preview). Those kept
+// are written again from what was parsed, so an attribute Go's parser read differently
+// from a browser is not passed on. Under a path prefix (a path-form preview), a cookie
+// is marked as the preview's and its path put beneath the prefix, as the app's "/" is.
+func cleanSetCookies(h http.Header, prefix string) {
 	var keep []string
 	for _, line := range h.Values("Set-Cookie") {
 		c, err := http.ParseSetCookie(line)
-		if err != nil || isPaddockCookie(c.Name) || c.Domain != "" {
+		if err != nil || isPaddockCookie(c.Name) || !domainFree(line) {
 			continue
 		}
-		keep = append(keep, line)
+		if prefix != "" {
+			c.Name = pathCookieMark + c.Name
+			c.Path = strings.TrimSuffix(prefix, "/") + "/" + strings.TrimPrefix(c.Path, "/")
+		}
+		if v := c.String(); v != "" {
+			keep = append(keep, v)
+		}
 	}
 	h.Del("Set-Cookie")
 	for _, v := range keep {
 		h.Add("Set-Cookie", v)
 	}
+}
+
+// domainFree reports whether a Set-Cookie line has no Domain attribute at all, however
+// spelt ("Domain =x", an empty "Domain=" after another): a browser may read one where
+// Go's parser left the domain empty.
+func domainFree(line string) bool {
+	_, attrs, _ := strings.Cut(line, ";")
+	for _, a := range strings.Split(attrs, ";") {
+		name, _, _ := strings.Cut(a, "=")
+		if strings.EqualFold(strings.TrimSpace(name), "domain") {
+			return false
+		}
+	}
+	return true
 }
 
 // previewPage answers a page of paddock's own, in place of the sandbox's.
