@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 func newCmdDiff(f *Factory) *cobra.Command {
@@ -42,14 +43,27 @@ func newCmdDiff(f *Factory) *cobra.Command {
 				diffArgs = append(diffArgs, "--stat")
 			}
 			diffArgs = append(diffArgs, info.BaseCommit, gitsync.Namespace(name)+gitsync.WIPBranch, "--")
-			out, err := g.Run(ctx, append(diffArgs, pathspec...)...)
-			if err != nil {
-				return err
+			out, flush := diffOutput(f.IO.Out)
+			err = g.RunTo(ctx, out, append(diffArgs, pathspec...)...)
+			if ferr := flush(); err == nil {
+				err = ferr
 			}
-			fmt.Fprint(f.IO.Out, out)
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "a summary of the changed files")
 	return cmd
+}
+
+// diffOutput is where `paddock diff` has git write the diff. To a terminal, control
+// characters but newline and tab are shown as \xNN: the diff holds whatever the
+// sandbox's files hold, an escape sequence included (git is asked for no colour, so
+// none of them is git's). To a file or a pipe the bytes go as they are, so
+// `paddock diff SB > x.patch` is a patch git applies. flush ends the output.
+func diffOutput(out io.Writer) (w io.Writer, flush func() error) {
+	if !isTerminal(out) {
+		return out, func() error { return nil }
+	}
+	e := termtext.NewWriter(out)
+	return e, e.Flush
 }

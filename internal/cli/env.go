@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 func newCmdEnv(f *Factory) *cobra.Command {
@@ -36,9 +38,16 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 			if err != nil {
 				return err
 			}
-			matches, _ := filepath.Glob(filepath.Join(g.Repo, ".env*"))
+			entries, err := os.ReadDir(g.Repo)
+			if err != nil {
+				return err
+			}
 			var files []string
-			for _, m := range matches {
+			for _, e := range entries {
+				if !isDotenv(e.Name()) {
+					continue
+				}
+				m := filepath.Join(g.Repo, e.Name())
 				fi, err := os.Lstat(m)
 				switch {
 				case err != nil:
@@ -47,7 +56,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 				case fi.Mode()&os.ModeSymlink != 0:
 					// A link may be one a sandbox placed with sync --files, pointing at a
 					// host secret: never read through it.
-					fmt.Fprintf(f.IO.ErrOut, "paddock: skipped %s: a symlink (copy the file itself if you mean it)\n", filepath.Base(m))
+					fmt.Fprintf(f.IO.ErrOut, "paddock: skipped %s: a symlink (copy the file itself if you mean it)\n", termtext.Escape(e.Name()))
 				}
 			}
 			if len(files) == 0 {
@@ -62,7 +71,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 					continue
 				}
 				if newer, _ := c.ModTime(ctx, info.Name, dst); newer.After(fi.ModTime()) && st.Type == "file" {
-					return apperr.Conflict("add --force to overwrite it", "%s is newer in the sandbox than on the host", dst)
+					return apperr.Conflict("add --force to overwrite it", "%s is newer in the sandbox than on the host", termtext.Escape(dst))
 				}
 			}
 			for _, src := range files {
@@ -75,7 +84,7 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s\n", filepath.Base(src))
+				fmt.Fprintf(f.IO.ErrOut, "paddock: copied %s\n", termtext.Escape(filepath.Base(src)))
 			}
 			return nil
 		},
@@ -84,3 +93,8 @@ sandbox is not overwritten without --force. They are secrets you chose to give t
 	cmd.AddCommand(push)
 	return cmd
 }
+
+// isDotenv reports whether a file name is one `env push` copies: .env, and .env.local
+// and the other .env.* files. Not .envrc: direnv runs it, and it often exports secrets
+// that were never meant for the sandbox.
+func isDotenv(name string) bool { return name == ".env" || strings.HasPrefix(name, ".env.") }

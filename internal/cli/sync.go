@@ -76,7 +76,8 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 			return writeJSON(f, list)
 		}
 		for _, s := range list {
-			fmt.Fprintf(f.IO.Out, "%s %s\n", s.Time.Format("2006-01-02 15:04:05"), string(s.Result))
+			// The result names the sandbox's refs and commits; JSON leaves C1 characters as they are.
+			fmt.Fprintf(f.IO.Out, "%s %s\n", s.Time.Format("2006-01-02 15:04:05"), termtext.Escape(string(s.Result)))
 		}
 		return nil
 	case len(opts.files) > 0:
@@ -109,7 +110,7 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 		if u.Old == "" {
 			what = "new"
 		}
-		fmt.Fprintf(f.IO.Out, "%s (%s): %d commit(s), %d file(s)\n", u.Ref, what, len(u.Commits), len(u.Files))
+		fmt.Fprintf(f.IO.Out, "%s (%s): %d commit(s), %d file(s)\n", termtext.Escape(u.Ref), what, len(u.Commits), len(u.Files))
 		for _, c := range u.Commits {
 			fmt.Fprintf(f.IO.Out, "  %s\n", c)
 		}
@@ -120,17 +121,25 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 	if len(hostCode) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "\npaddock: warning: the agent's work changes files that run code on this machine once merged; read them before merging:\n")
 		for _, h := range hostCode {
-			fmt.Fprintf(f.IO.ErrOut, "  %s: %s (%s)\n", strings.TrimPrefix(h.Ref, ns), termtext.Escape(h.Path), h.Why)
+			fmt.Fprintf(f.IO.ErrOut, "  %s: %s (%s)\n", termtext.Escape(strings.TrimPrefix(h.Ref, ns)), termtext.Escape(h.Path), h.Why)
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "\nto look:   git log -p %s..%s%s\n", short(info.BaseCommit), ns, gitsync.WIPBranch)
+	fmt.Fprintf(f.IO.ErrOut, "\nto look:   git log -p %s\n", suggestWord(short(info.BaseCommit)+".."+ns+gitsync.WIPBranch))
 	for _, u := range res.Updates {
 		branch := strings.TrimPrefix(u.Ref, ns)
 		if branch == gitsync.WIPBranch || strings.HasPrefix(branch, gitsync.WIPBranch+"-") {
 			continue
 		}
-		fmt.Fprintf(f.IO.ErrOut, "to merge:  git merge %s\nor review: git switch -c review-%s %s\n", u.Ref, strings.ReplaceAll(branch, "/", "-"), u.Ref)
+		fmt.Fprintf(f.IO.ErrOut, "to merge:  git merge %s\nor review: git switch -c %s %s\n",
+			suggestWord(u.Ref), suggestWord("review-"+strings.ReplaceAll(branch, "/", "-")), suggestWord(u.Ref))
 		break
 	}
 	return nil
 }
+
+// suggestWord is one word of a command the user is told to run, made safe to print
+// and to paste: the sandbox names its branches, and a branch named
+// "x;touch${IFS}/tmp/pwned" must stay one argument to git. It is quoted for the shell
+// when it needs to be, then escaped, so a control character shows as \xNN inside the
+// quotes.
+func suggestWord(s string) string { return termtext.Escape(shellWord(s)) }

@@ -15,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/hostfs"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // syncFiles copies /workspace paths out into the same paths of the host repository. It
@@ -130,7 +131,7 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 			last := i == len(parts)
 			switch {
 			case last && e.Mode.IsDir():
-				return apperr.Conflict("remove or rename it on the host first", "%s is a directory on the host; the sandbox has a file there", e.Path)
+				return apperr.Conflict("remove or rename it on the host first", "%s is a directory on the host; the sandbox has a file there", termtext.Escape(e.Path))
 			case last:
 				conflicts = append(conflicts, describe(e))
 			case e.Mode.IsDir():
@@ -163,22 +164,22 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 		switch {
 		case archive.Escapes(l.Name, l.Target):
 			fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s is a symlink to %s, outside the repository; kept as a link (paddock never writes through it)\n",
-				l.Name, l.Target)
+				termtext.Escape(l.Name), termtext.Escape(l.Target))
 		case inGitDir(path.Join(path.Dir(l.Name), l.Target)):
 			fmt.Fprintf(f.IO.ErrOut, "paddock: warning: %s is a symlink to %s, into .git; kept as a link (paddock never writes through it)\n",
-				l.Name, l.Target)
+				termtext.Escape(l.Name), termtext.Escape(l.Target))
 		}
 	}
 	return nil
 }
 
 // describe names a host entry for a conflict message: its full path, and where it
-// points when it is a link.
+// points when it is a link. The sandbox may have chosen both on an earlier sync.
 func describe(e hostfs.Entry) string {
 	if e.Mode&fs.ModeSymlink != 0 {
-		return e.Path + " (a symlink to " + e.Target + ")"
+		return termtext.Escape(e.Path) + " (a symlink to " + termtext.Escape(e.Target) + ")"
 	}
-	return e.Path
+	return termtext.Escape(e.Path)
 }
 
 // beneathAny reports whether rel is one of roots or lies beneath one.
