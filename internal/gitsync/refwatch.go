@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -27,6 +28,16 @@ type refWatch struct {
 	err       error
 }
 
+// The most of a listing a refWatch holds back. upload-pack in the sandbox is the
+// sandbox's program: it can send lines forever, and all of them would be held. A real
+// listing is a line of about 60 to 100 bytes per ref, so a million refs (far more than
+// any repository has branches) fit in maxListing; the ref count bounds the map, whose
+// entries cost more than their lines when the lines are short.
+const (
+	maxListing = 64 << 20
+	maxRefs    = 1_000_000
+)
+
 // watchState is where a refWatch is in upload-pack's output.
 type watchState int
 
@@ -43,6 +54,9 @@ func (r *refWatch) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	case watchCut:
 		return 0, r.err
+	}
+	if len(r.held)+len(p) > maxListing {
+		return 0, r.stop(fmt.Errorf("git upload-pack in the sandbox sent a listing of refs over %d MiB", maxListing>>20))
 	}
 	r.held = append(r.held, p...)
 	for r.state == watchFirst || r.state == watchListing {
@@ -69,6 +83,9 @@ func (r *refWatch) Write(p []byte) (int, error) {
 			continue // a capability
 		case !flush:
 			r.addRef(line)
+			if len(r.refs) > maxRefs {
+				return 0, r.stop(fmt.Errorf("git upload-pack in the sandbox listed over %d refs", maxRefs))
+			}
 			continue
 		case r.state == watchFirst && r.v2:
 			// The capabilities are whole: git needs them to ask for the listing.
@@ -119,7 +136,7 @@ func (r *refWatch) addRef(line string) {
 
 // stop cuts the stream with err.
 func (r *refWatch) stop(err error) error {
-	r.state, r.err, r.held = watchCut, err, nil
+	r.state, r.err, r.held, r.refs = watchCut, err, nil, nil
 	r.cut()
 	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 )
 
 // writeFile writes an agent's file into the sandbox; a Merge file is merged into the
@@ -19,19 +20,18 @@ import (
 func writeFile(ctx context.Context, c *guestclient.Client, f agents.File) error {
 	content := f.Content
 	if f.Section != "" {
-		var buf bytes.Buffer
-		if _, err := c.ReadFile(ctx, "/", f.Path, &buf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		text, err := readFile(ctx, c, f.Path, maxAgentFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		content = withSection(buf.Bytes(), f.Section, f.Content)
+		content = withSection(text, f.Section, f.Content)
 	}
 	if f.Merge != nil {
 		existing := map[string]any{}
-		var buf bytes.Buffer
-		_, err := c.ReadFile(ctx, "/", f.Path, &buf)
+		data, err := readFile(ctx, c, f.Path, maxAgentFile)
 		switch {
 		case err == nil:
-			if jerr := json.Unmarshal(buf.Bytes(), &existing); jerr != nil {
+			if jerr := json.Unmarshal(data, &existing); jerr != nil {
 				return fmt.Errorf("%s holds invalid JSON, which paddock will not overwrite: %w", f.Path, jerr)
 			}
 		case !errors.Is(err, fs.ErrNotExist):
@@ -52,6 +52,35 @@ func writeFile(ctx context.Context, c *guestclient.Client, f agents.File) error 
 	}
 	_, err := c.WriteFile(ctx, "/", f.Path, mode, true, bytes.NewReader(content))
 	return err
+}
+
+// maxAgentFile is the most of an agent's file (its settings, its memory) that
+// writeFile reads to keep what is in it: they are a few KiB, written by people.
+const maxAgentFile = 16 << 20
+
+// readFile reads the sandbox's file at p into memory, refusing one over max bytes: the
+// sandbox chooses its files' sizes, and a sparse file of 64 GiB costs it nothing. A file
+// whose size is over max is refused before any of it is read, one that grows past max
+// while it is read when it does.
+func readFile(ctx context.Context, c *guestclient.Client, p string, max int) ([]byte, error) {
+	fi, err := c.Stat(ctx, "/", p)
+	if err != nil {
+		return nil, err
+	}
+	buf := limitbuf.Buffer{Max: max}
+	if fi.GetSize() > int64(max) {
+		err = &limitbuf.TooLargeError{Max: max}
+	} else {
+		_, err = c.ReadFile(ctx, "/", p, &buf)
+	}
+	var tooLarge *limitbuf.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("%s in the sandbox is too large: %w", p, tooLarge)
+	case err != nil:
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // merge sets every key of src in dst, merging objects recursively.

@@ -21,6 +21,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -344,12 +345,17 @@ set -g status-left "[#S] "
 // notifyPath is the paddock binary inside every sandbox.
 const notifyPath = inside.GuestBinary
 
-// run executes argv in the sandbox and returns its combined output and exit code.
+// run executes argv in the sandbox and returns its combined output and exit code. More
+// output than maxOutput is an error: what run's commands print is small (a path, the
+// sessions' panes and status files, a screen), and the sandbox chooses what they print.
 func run(ctx context.Context, c *guestclient.Client, argv ...string) (string, int, error) {
-	var out strings.Builder
+	out := limitbuf.Buffer{Max: maxOutput}
 	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: &out})
 	return out.String(), code, err
 }
+
+// maxOutput is the most output run takes from a command.
+const maxOutput = 1 << 20
 
 func newUUID() string {
 	b := make([]byte, 16)

@@ -1,9 +1,9 @@
 package session
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,24 +36,33 @@ type hookStatus struct {
 	AgentSession string `json:"agent_session,omitempty"`
 }
 
-// liveScript lists tmux panes and status files in one round trip.
+// liveScript lists tmux panes and status files in one round trip, at most $3 bytes of
+// each status file.
 const liveScript = `tmux -S "$1" list-panes -a -F 'pane	#{session_name}	#{pane_dead}	#{pane_dead_status}' 2>/dev/null
-for f in "$2"/*.json; do [ -f "$f" ] || continue; printf 'status\t%s\t' "$(basename "$f" .json)"; tr -d '\n' < "$f"; echo; done
+for f in "$2"/*.json; do [ -f "$f" ] || continue; printf 'status\t%s\t' "$(basename "$f" .json)"; head -c "$3" -- "$f" | tr -d '\n'; echo; done
 `
 
+// maxStatusFile is the most of a status file read. `paddock guest notify` writes a line
+// of JSON; a larger file is the agent's doing, and its status is unknown.
+const maxStatusFile = 64 << 10
+
 func readLive(ctx context.Context, c *guestclient.Client) (live, error) {
+	return readLiveAt(ctx, c, Socket, StatusDir)
+}
+
+// readLiveAt is readLive with the tmux socket and the status files at socket and dir.
+func readLiveAt(ctx context.Context, c *guestclient.Client, socket, dir string) (live, error) {
 	l := live{panes: map[string]pane{}, status: map[string]hookStatus{}}
-	out, _, err := run(ctx, c, "sh", "-c", liveScript, "sh", Socket, StatusDir)
+	out, _, err := run(ctx, c, "sh", "-c", liveScript, "sh", socket, dir, strconv.Itoa(maxStatusFile+1))
 	if err != nil {
 		return l, err
 	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), "\t", 4)
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.SplitN(line, "\t", 4)
 		switch {
 		case len(f) == 4 && f[0] == "pane":
 			l.panes[f[1]] = pane{dead: f[2] == "1", exitStatus: f[3]}
-		case len(f) >= 3 && f[0] == "status":
+		case len(f) >= 3 && f[0] == "status" && len(f[2]) <= maxStatusFile:
 			var hs hookStatus
 			if json.Unmarshal([]byte(f[2]), &hs) == nil {
 				l.status[f[1]] = hs
@@ -73,7 +82,7 @@ func statusOf(l live, name string) (status, detail string) {
 		return "exited", "exit status " + p.exitStatus
 	}
 	if hs, ok := l.status[name]; ok && hs.Status != "" {
-		return hs.Status, ""
+		return knownStatus(hs.Status), ""
 	}
 	return "running", ""
 }

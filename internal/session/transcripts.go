@@ -11,7 +11,9 @@ import (
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -23,26 +25,35 @@ func (s *Service) readTranscript(ctx context.Context, c *guestclient.Client, sb 
 		return nil, false, nil
 	}
 	t := &target{sb: sb, se: se}
-	if argv := a.TranscriptArgv(t.session()); argv != nil {
+	return agentTranscript(ctx, c, a, t.session(), cheap)
+}
+
+// maxTranscript is the most of a transcript read, from its file or its command: a long
+// conversation's is tens of MiB. One larger is an error, not the part that fits.
+const maxTranscript = 256 << 20
+
+// agentTranscript is readTranscript for agent a and session sess.
+func agentTranscript(ctx context.Context, c *guestclient.Client, a *agents.Agent, sess agents.Session, cheap bool) ([]transcript.Entry, bool, error) {
+	if argv := a.TranscriptArgv(sess); argv != nil {
 		if cheap {
 			return nil, false, nil
 		}
-		return commandTranscript(ctx, c, a, t.session(), argv)
+		return commandTranscript(ctx, c, a, sess, argv)
 	}
-	p := a.TranscriptPath(t.session())
+	p := a.TranscriptPath(sess)
 	if strings.ContainsAny(p, "*?[") {
 		p = newestMatch(ctx, c, p)
 	}
 	if p == "" || !(strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".json")) {
 		return nil, false, nil
 	}
-	var buf bytes.Buffer
-	if _, err := c.ReadFile(ctx, "/", p, &buf); errors.Is(err, fs.ErrNotExist) {
+	data, err := readFile(ctx, c, p, maxTranscript)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	} else if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("read the transcript: %w", err)
 	}
-	entries, err := a.Parse(&buf)
+	entries, err := a.Parse(bytes.NewReader(data))
 	return entries, true, err
 }
 
@@ -92,14 +103,19 @@ func (s *Service) Transcript(ctx context.Context, sandboxName, name string) ([]t
 // runs without PADDOCK_SESSION, so that the agent's hooks, should they run, report
 // nothing for the session.
 func commandTranscript(ctx context.Context, c *guestclient.Client, a *agents.Agent, sess agents.Session, argv []string) ([]transcript.Entry, bool, error) {
-	var stdout, stderr bytes.Buffer
+	stdout := limitbuf.Buffer{Max: maxTranscript}
+	var stderr tailbuf.Buffer
+	name := strings.Join(argv[:min(2, len(argv))], " ")
 	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: a.Env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
-	if err != nil {
+	var tooLarge *limitbuf.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, false, fmt.Errorf("the transcript %s prints is too large: %w", name, tooLarge)
+	case err != nil:
 		return nil, false, err
+	case code != 0:
+		return nil, false, fmt.Errorf("%s exited %d: %s", name, code, strings.TrimSpace(tailOf(stderr.String())))
 	}
-	if code != 0 {
-		return nil, false, fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(2, len(argv))], " "), code, strings.TrimSpace(tailOf(stderr.String())))
-	}
-	entries, err := a.Parse(&stdout)
+	entries, err := a.Parse(bytes.NewReader(stdout.Bytes()))
 	return entries, true, err
 }
