@@ -63,7 +63,7 @@ func newCmdRestart(f *Factory) *cobra.Command {
 			if sbInfo, err := c.Get(ctx, sb); err == nil && sbInfo.State != "running" {
 				why := sbInfo.State
 				if sbInfo.Detail != "" {
-					why += ": " + sbInfo.Detail
+					why += ": " + termtext.Escape(sbInfo.Detail)
 				}
 				fmt.Fprintf(f.IO.ErrOut, "paddock: %s is %s; starting it\n", sb, why)
 				if _, err := c.Start(ctx, sb); err != nil {

@@ -38,7 +38,7 @@ func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, con
 			}
 			fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
 			if info.Detail != "" {
-				fmt.Fprintf(f.IO.ErrOut, "paddock: %s %s\n", info.Name, info.Detail)
+				fmt.Fprintf(f.IO.ErrOut, "paddock: %s %s\n", info.Name, termtext.Escape(info.Detail))
 			}
 			return nil
 		},

@@ -584,11 +584,29 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 
 // lastConsoleLines is the end of the VM's console, for errors.
 func lastConsoleLines(path string, n int) string {
-	data, err := os.ReadFile(path)
+	data, err := readEnd(path, consoleTail)
 	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
 		return "(nothing)"
 	}
 	return tail(strings.ReplaceAll(string(data), "\r", ""), n)
+}
+
+// consoleTail is how much of the console's end is read for its last lines: the VM
+// writes the console, as much as it likes.
+const consoleTail = 64 << 10
+
+// readEnd reads at most the last n bytes of the file at path.
+func readEnd(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.NewSectionReader(f, max(fi.Size()-n, 0), n))
 }
 
 // lastConsoleLine is the console's last line, when it has one.
