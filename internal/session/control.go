@@ -13,8 +13,10 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -81,6 +83,9 @@ func waitTaken(ctx context.Context, c *guestclient.Client, name, before, text st
 		}
 	}
 }
+
+// maxAnswer is the most of an agent's print-mode output Ask reads.
+const maxAnswer = 64 << 20
 
 // How long Send waits for typed text to show: a program busy when the text came (an
 // agent starting, or a slow VM) shows nothing until it reads it, and an Enter pressed
@@ -193,7 +198,10 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	if argv == nil {
 		return s.askThroughSession(ctx, t, l, text)
 	}
-	var stdout, stderr strings.Builder
+	// The answer is the agent's print mode's output (its JSON included): large for a long
+	// turn, but bounded, as the sandbox's program chooses how much it prints.
+	stdout := limitbuf.Buffer{Max: maxAnswer}
+	var stderr tailbuf.Buffer
 	env := append([]string{"PADDOCK_SESSION=" + name}, t.env()...)
 	var stdin io.Reader
 	if t.agent.AskOnStdin {
@@ -201,7 +209,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	}
 	code, err := t.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s's answer: %w", t.agent.Name, err)
 	}
 	answer, resumeID, aerr := t.agent.Answer([]byte(stdout.String()))
 	if aerr != nil {
