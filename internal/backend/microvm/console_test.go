@@ -28,3 +28,33 @@ func TestLastConsoleLinesReadsTheEnd(t *testing.T) {
 		t.Errorf("reading the last line of a %d MiB console allocated %d KiB", len(noise)>>20, read>>10)
 	}
 }
+
+// TestTrimConsole: a console past its bound is cut back to its end, and what the VMM
+// appends afterwards follows that end, with no hole before it.
+func TestTrimConsole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "console.log")
+	vmm, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vmm.Close()
+	vmm.WriteString(strings.Repeat("spam\n", 1<<20) + "last before\n")
+	if err := trimConsole(path, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	vmm.WriteString("first after\n")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > consoleTail+len("first after\n") || !strings.HasSuffix(string(data), "spam\nlast before\nfirst after\n") {
+		t.Fatalf("after the trim the console is %d bytes, ending %q", len(data), string(data[max(len(data)-40, 0):]))
+	}
+	// One under the bound is left as it is.
+	if err := trimConsole(path, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(data) {
+		t.Fatal("a console under the bound was changed")
+	}
+}

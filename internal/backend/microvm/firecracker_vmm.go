@@ -119,7 +119,7 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 		os.Remove(filepath.Join(f.fcRoot(id), s))
 	}
 	// The serial console and Firecracker's own log, both on its output.
-	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -285,6 +285,7 @@ func (m *MicroVM) session(ctx context.Context, id backend.ID, md meta) (*yamux.S
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()
+	go keepConsole(filepath.Join(m.sandboxDir(id), consoleLog), s.CloseChan())
 	return s, nil
 }
 

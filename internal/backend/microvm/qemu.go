@@ -225,7 +225,8 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) 
 		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-kernel", kernelELF, "-initrd", initrd, "-append", cmdline,
-		"-serial", "file:" + filepath.Join(dir, consoleLog),
+		// Appended to, so that keepConsole's trimming leaves no hole for QEMU to write past.
+		"-chardev", "file,id=console,append=on,path=" + filepath.Join(dir, consoleLog), "-serial", "chardev:console",
 		"-drive", "id=root,file=" + md.Rootfs + ",format=raw,if=none,readonly=on",
 		"-device", "virtio-blk-device,drive=root",
 		"-drive", "id=data,file=" + filepath.Join(dir, dataDisk) + ",format=raw,if=none,discard=unmap",
@@ -591,9 +592,55 @@ func lastConsoleLines(path string, n int) string {
 	return tail(strings.ReplaceAll(string(data), "\r", ""), n)
 }
 
-// consoleTail is how much of the console's end is read for its last lines: the VM
-// writes the console, as much as it likes.
-const consoleTail = 64 << 10
+// The VM writes its console as much as it likes (a guest with root can write its serial
+// port without end): its last lines are read from its last consoleTail bytes, and while
+// the daemon is connected to the VM the file is cut back to those once it passes
+// consoleMax, looked at every consoleCheck.
+const (
+	consoleTail  = 64 << 10
+	consoleMax   = 4 << 20
+	consoleCheck = 5 * time.Second
+)
+
+// keepConsole keeps the console file at path under consoleMax until done is closed.
+func keepConsole(path string, done <-chan struct{}) {
+	t := time.NewTicker(consoleCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			trimConsole(path, consoleMax)
+		}
+	}
+}
+
+// trimConsole cuts the console file at path back to its last consoleTail bytes when it
+// is larger than max. The VMM appends to it, so what it writes meanwhile lands after.
+func trimConsole(path string, max int64) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() <= max {
+		return err
+	}
+	end, err := readEnd(path, consoleTail)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return err
+	}
+	_, err = f.Write(end)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // readEnd reads at most the last n bytes of the file at path.
 func readEnd(path string, n int64) ([]byte, error) {
