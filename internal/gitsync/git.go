@@ -11,10 +11,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // safeConfig turns off every way a repository's content or config could run a program
@@ -54,16 +57,34 @@ func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 
 // RunInput is Run with standard input.
 func (g *Git) RunInput(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	var in io.Reader
+	if stdin != nil {
+		in = bytes.NewReader(stdin)
+	}
+	var stdout bytes.Buffer
+	err := g.run(ctx, in, &stdout, args...)
+	return stdout.String(), err
+}
+
+// RunTo runs git with args, writing its standard output to w as git makes it: for output
+// too large to hold, such as a diff of everything a sandbox changed.
+func (g *Git) RunTo(ctx context.Context, w io.Writer, args ...string) error {
+	return g.run(ctx, nil, w, args...)
+}
+
+// run runs git with args, stdin (when not nil) as its input and its output written to
+// stdout; a failure says what git said last on its standard error.
+func (g *Git) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args ...string) error {
 	cmd := g.command(ctx, args...)
 	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdin = stdin
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stderr tailbuf.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return stdout.String(), nil
+	return nil
 }
 
 // command is git with args in the repository, hardened (safeConfig, no system config,
