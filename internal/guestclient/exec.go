@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+	"github.com/paddockhq/paddock/internal/limitbuf"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // stdinBufferSize is the read size for a process's stdin.
@@ -82,6 +84,22 @@ func (c *Client) Exec(ctx context.Context, opts ExecOptions) (int, error) {
 		go s.forwardSignals(ctx, opts.Signal)
 	}
 	return c.execOutput(ctx, op, stream, opts)
+}
+
+// Output runs a process as Exec does and returns its standard output, up to max bytes,
+// and the end of its standard error. What a program in the sandbox prints is its
+// choice: more than max fails the call, with an error that wraps
+// *limitbuf.TooLargeError, rather than being held, or cut short and taken as whole.
+func (c *Client) Output(ctx context.Context, opts ExecOptions, max int) (stdout, stderr string, code int, err error) {
+	out := limitbuf.Buffer{Max: max}
+	var errOut tailbuf.Buffer
+	opts.Stdout, opts.Stderr = &out, &errOut
+	code, err = c.Exec(ctx, opts)
+	var tooLarge *limitbuf.TooLargeError
+	if errors.As(err, &tooLarge) && len(opts.Argv) > 0 {
+		err = fmt.Errorf("%s in the sandbox printed too much: %w", opts.Argv[0], tooLarge)
+	}
+	return out.String(), errOut.String(), code, err
 }
 
 // execOutput writes the process's output until its exit status arrives.

@@ -13,10 +13,8 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
-	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/tailbuf"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -198,22 +196,20 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	if argv == nil {
 		return s.askThroughSession(ctx, t, l, text)
 	}
-	// The answer is the agent's print mode's output (its JSON included): large for a long
-	// turn, but bounded, as the sandbox's program chooses how much it prints.
-	stdout := limitbuf.Buffer{Max: maxAnswer}
-	var stderr tailbuf.Buffer
 	env := append([]string{"PADDOCK_SESSION=" + name}, t.env()...)
 	var stdin io.Reader
 	if t.agent.AskOnStdin {
 		stdin = strings.NewReader(text)
 	}
-	code, err := t.client.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
+	// The answer is the agent's print mode's output (its JSON included): large for a long
+	// turn, but bounded, as the sandbox's program chooses how much it prints.
+	stdout, stderr, code, err := t.client.Output(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdin: stdin}, maxAnswer)
 	if err != nil {
 		return "", fmt.Errorf("%s's answer: %w", t.agent.Name, err)
 	}
-	answer, resumeID, aerr := t.agent.Answer([]byte(stdout.String()))
+	answer, resumeID, aerr := t.agent.Answer([]byte(stdout))
 	if aerr != nil {
-		return "", fmt.Errorf("%s exited %d: %v %s", t.agent.Name, code, aerr, strings.TrimSpace(tailOf(stderr.String())))
+		return "", fmt.Errorf("%s exited %d: %v %s", t.agent.Name, code, aerr, strings.TrimSpace(tailOf(stderr)))
 	}
 	if resumeID != "" && resumeID != t.se.ResumeID {
 		// The agent continued the conversation under a new id: follow it, so that a

@@ -13,7 +13,6 @@ import (
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/tailbuf"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -103,10 +102,8 @@ func (s *Service) Transcript(ctx context.Context, sandboxName, name string) ([]t
 // runs without PADDOCK_SESSION, so that the agent's hooks, should they run, report
 // nothing for the session.
 func commandTranscript(ctx context.Context, c *guestclient.Client, a *agents.Agent, sess agents.Session, argv []string) ([]transcript.Entry, bool, error) {
-	stdout := limitbuf.Buffer{Max: maxTranscript}
-	var stderr tailbuf.Buffer
 	name := strings.Join(argv[:min(2, len(argv))], " ")
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: a.Env, Dir: sess.Dir, Stdout: &stdout, Stderr: &stderr})
+	stdout, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: argv, Env: a.Env, Dir: sess.Dir}, maxTranscript)
 	var tooLarge *limitbuf.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -114,8 +111,8 @@ func commandTranscript(ctx context.Context, c *guestclient.Client, a *agents.Age
 	case err != nil:
 		return nil, false, err
 	case code != 0:
-		return nil, false, fmt.Errorf("%s exited %d: %s", name, code, strings.TrimSpace(tailOf(stderr.String())))
+		return nil, false, fmt.Errorf("%s exited %d: %s", name, code, strings.TrimSpace(tailOf(stderr)))
 	}
-	entries, err := a.Parse(bytes.NewReader(stdout.Bytes()))
+	entries, err := a.Parse(strings.NewReader(stdout))
 	return entries, true, err
 }

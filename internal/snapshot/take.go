@@ -25,7 +25,6 @@ import (
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot/storage"
@@ -356,7 +355,7 @@ const modesScript = `find . \( -path ./.git -o -path ./.worktrees \) -prune -o \
 // modes keeps the permissions git does not: those other than 644 and 755 for files
 // (git keeps which of the two) and 755 for directories.
 func (t *taking) modes(ctx context.Context) error {
-	out, stderr, code, err := output(ctx, t.c, guestclient.ExecOptions{Argv: []string{"sh", "-c", modesScript}, Dir: inside.Workspace}, maxListing)
+	out, stderr, code, err := t.c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", modesScript}, Dir: inside.Workspace}, maxListing)
 	if err != nil || code != 0 {
 		return fmt.Errorf("list the workspace's modes: exit %d: %v %s", code, err, stderr)
 	}
@@ -460,7 +459,7 @@ func (t *taking) put(ctx context.Context, b Blob, r io.Reader) error {
 // exec runs commands in the workspace, with env added.
 func (t *taking) exec(env []string) gitsync.Exec {
 	return func(ctx context.Context, argv, more []string) (string, string, int, error) {
-		return output(ctx, t.c, guestclient.ExecOptions{Argv: argv, Env: append(append([]string(nil), more...), env...),
+		return t.c.Output(ctx, guestclient.ExecOptions{Argv: argv, Env: append(append([]string(nil), more...), env...),
 			Dir: inside.Workspace}, maxListing)
 	}
 }
@@ -469,21 +468,6 @@ func (t *taking) exec(env []string) gitsync.Exec {
 // files' modes, what its rules leave out) that it takes: a workspace of a million files
 // lists about 100 MiB.
 const maxListing = 256 << 20
-
-// output runs a command in the sandbox and returns its output: its stdout, which the
-// sandbox chooses the size of, up to max bytes (more is an error, not the part that
-// fits), and the end of its stderr, for messages.
-func output(ctx context.Context, c *guestclient.Client, opts guestclient.ExecOptions, max int) (stdout, stderr string, code int, err error) {
-	out := limitbuf.Buffer{Max: max}
-	var errOut tailbuf.Buffer
-	opts.Stdout, opts.Stderr = &out, &errOut
-	code, err = c.Exec(ctx, opts)
-	var tooLarge *limitbuf.TooLargeError
-	if errors.As(err, &tooLarge) {
-		err = fmt.Errorf("%s in the sandbox printed too much: %w", opts.Argv[0], tooLarge)
-	}
-	return out.String(), errOut.String(), code, err
-}
 
 // wipEnv has the uncommitted work follow a snapshot's rules: big new files left out, and
 // the project's .paddock-backup (gitsync.WIPRules).
@@ -502,7 +486,7 @@ const planScript = gitsync.WIPRules + "set -e\n" + gitsync.WIPIndex + `git statu
 
 // plan fills a dry run's manifest: what goes in, and what is left out and why.
 func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) error {
-	out, stderr, code, err := output(ctx, c, guestclient.ExecOptions{Argv: []string{"sh", "-c", planScript},
+	out, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", planScript},
 		Env: append(s.wipEnv(), gitsync.SandboxGitEnv...), Dir: inside.Workspace}, maxListing)
 	if err != nil || code != 0 {
 		return fmt.Errorf("list the workspace: exit %d: %v %s", code, err, stderr)

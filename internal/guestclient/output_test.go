@@ -1,4 +1,4 @@
-package snapshot
+package guestclient_test
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
-// TestOutputBounded: what a snapshot reads from a command in the sandbox is bounded:
-// stdout past the limit is an error, not the part that fits taken as the whole listing,
-// and of stderr only its end is kept, for the message.
+// TestOutputBounded: what is read of a command's output in the sandbox is bounded:
+// stdout past the limit is an error, not the part that fits taken as the whole, and of
+// stderr only its end is kept, for the message.
 func TestOutputBounded(t *testing.T) {
 	c, _ := guesttest.Connect(t)
 	const max = 64 << 10
@@ -28,7 +28,7 @@ func TestOutputBounded(t *testing.T) {
 		{"chatty stderr", "head -c " + strconv.Itoa(16*max) + " /dev/zero >&2; echo ok", 3, false},
 	}
 	for _, tt := range tests {
-		stdout, stderr, code, err := output(t.Context(), c, guestclient.ExecOptions{Argv: []string{"sh", "-c", tt.script}}, max)
+		stdout, stderr, code, err := c.Output(t.Context(), guestclient.ExecOptions{Argv: []string{"sh", "-c", tt.script}}, max)
 		var tooLarge *limitbuf.TooLargeError
 		switch {
 		case errors.As(err, &tooLarge) != tt.tooLarge:
