@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 )
 
 // Every Files call names a root (an absolute directory inside the sandbox, /workspace
@@ -19,12 +20,38 @@ import (
 
 // ReadFile copies the file at path to w and returns the number of bytes written.
 func (c *Client) ReadFile(ctx context.Context, root, path string, w io.Writer) (int64, error) {
+	var fi *guestpb.FileInfo
 	if c.hasFileStream() {
-		// A large regular file goes through a file stream; anything else (and every
-		// failure) the old way, whose errors are the same.
-		if fi, err := c.Stat(ctx, root, path); err == nil && fi.GetType() == "file" && fi.GetSize() >= fileStreamThreshold {
-			return c.streamReadFile(ctx, root, path, w)
-		}
+		fi, _ = c.Stat(ctx, root, path) // a failure is said again by the read
+	}
+	return c.readFile(ctx, root, path, w, fi)
+}
+
+// ReadFileMax reads the file at path into memory, up to max bytes: the sandbox chooses
+// its files' sizes, and a sparse file of 64 GiB costs it nothing. A file larger than max
+// is refused before any of it is read, and one that grows past max as it is read when it
+// does, with an error that wraps *limitbuf.TooLargeError.
+func (c *Client) ReadFileMax(ctx context.Context, root, path string, max int) ([]byte, error) {
+	fi, err := c.Stat(ctx, root, path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.GetSize() > int64(max) {
+		return nil, &limitbuf.TooLargeError{Max: max}
+	}
+	buf := limitbuf.Buffer{Max: max}
+	if _, err := c.readFile(ctx, root, path, &buf, fi); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readFile is ReadFile with what Stat said of path (nil: nothing). A large regular file
+// goes through a file stream when the guest has them; anything else the old way, whose
+// errors are the same.
+func (c *Client) readFile(ctx context.Context, root, path string, w io.Writer, fi *guestpb.FileInfo) (int64, error) {
+	if fi != nil && fi.GetType() == "file" && fi.GetSize() >= fileStreamThreshold && c.hasFileStream() {
+		return c.streamReadFile(ctx, root, path, w)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -58,29 +58,15 @@ func writeFile(ctx context.Context, c *guestclient.Client, f agents.File) error 
 // writeFile reads to keep what is in it: they are a few KiB, written by people.
 const maxAgentFile = 16 << 20
 
-// readFile reads the sandbox's file at p into memory, refusing one over max bytes: the
-// sandbox chooses its files' sizes, and a sparse file of 64 GiB costs it nothing. A file
-// whose size is over max is refused before any of it is read, one that grows past max
-// while it is read when it does.
+// readFile reads the sandbox's file at p into memory, refusing one over max bytes
+// (guestclient.ReadFileMax), with an error that names it.
 func readFile(ctx context.Context, c *guestclient.Client, p string, max int) ([]byte, error) {
-	fi, err := c.Stat(ctx, "/", p)
-	if err != nil {
-		return nil, err
-	}
-	buf := limitbuf.Buffer{Max: max}
-	if fi.GetSize() > int64(max) {
-		err = &limitbuf.TooLargeError{Max: max}
-	} else {
-		_, err = c.ReadFile(ctx, "/", p, &buf)
-	}
+	data, err := c.ReadFileMax(ctx, "/", p, max)
 	var tooLarge *limitbuf.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
+	if errors.As(err, &tooLarge) {
 		return nil, fmt.Errorf("%s in the sandbox is too large: %w", p, tooLarge)
-	case err != nil:
-		return nil, err
 	}
-	return buf.Bytes(), nil
+	return data, err
 }
 
 // merge sets every key of src in dst, merging objects recursively.
