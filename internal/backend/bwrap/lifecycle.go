@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -276,15 +275,7 @@ func removeAll(root string) error {
 
 // tail returns the end of the guest log, for error messages.
 func tail(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > 600 {
-		f.Seek(-600, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
+	b, _ := backend.ReadEnd(path, 600)
 	return strings.TrimSpace(string(b))
 }
 

@@ -585,7 +585,7 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 
 // lastConsoleLines is the end of the VM's console, for errors.
 func lastConsoleLines(path string, n int) string {
-	data, err := readEnd(path, consoleTail)
+	data, err := backend.ReadEnd(path, consoleTail)
 	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
 		return "(nothing)"
 	}
@@ -623,7 +623,7 @@ func trimConsole(path string, max int64) error {
 	if err != nil || fi.Size() <= max {
 		return err
 	}
-	end, err := readEnd(path, consoleTail)
+	end, err := backend.ReadEnd(path, consoleTail)
 	if err != nil {
 		return err
 	}
@@ -640,20 +640,6 @@ func trimConsole(path string, max int64) error {
 		err = cerr
 	}
 	return err
-}
-
-// readEnd reads at most the last n bytes of the file at path.
-func readEnd(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(io.NewSectionReader(f, max(fi.Size()-n, 0), n))
 }
 
 // lastConsoleLine is the console's last line, when it has one.
