@@ -194,6 +194,16 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
+// awaitEval returns the value a JavaScript promise settles to.
+func awaitEval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
 // text is the text of the first element matching a CSS selector.
 func (b *browser) text(sel string) string {
 	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)))

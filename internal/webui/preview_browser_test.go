@@ -35,6 +35,23 @@ func TestBrowserPreview(t *testing.T) {
 	}
 	b.fits("the sandbox with its ports")
 
+	// The path form serves the sandbox's files under the UI's own origin; a script tag
+	// that names one (as an HTML injection into the UI would) must not run as the UI.
+	d.paddock("exec", "repo", "--", "sh", "-c", "echo \"window.pwned = 'by the sandbox'\" > /tmp/site/evil.js")
+	if got := awaitEval[string](b, `fetch('/preview/repo/8123/evil.js').then(r => r.text())`); !strings.Contains(got, "pwned") {
+		t.Fatalf("the sandbox's script is not served under the UI's origin (%q): the check below would prove nothing", got)
+	}
+	blocked := awaitEval[string](b, `new Promise(done => {
+		document.addEventListener('securitypolicyviolation', e => done('blocked: ' + e.blockedURI), {once: true});
+		const s = document.createElement('script');
+		s.src = '/preview/repo/8123/evil.js';
+		s.onload = () => done('ran: ' + window.pwned);
+		document.head.appendChild(s);
+	})`)
+	if !strings.HasPrefix(blocked, "blocked: ") || !strings.Contains(blocked, "/preview/repo/8123/evil.js") {
+		t.Fatalf("a sandbox's script named by a tag in the UI's page: %s", blocked)
+	}
+
 	// Open: in this tab (as a browser that blocks the new window would).
 	eval[any](b, `window.open = () => null`)
 	b.tap(`#ports [data-port="8123"] button`)

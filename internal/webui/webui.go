@@ -6,8 +6,10 @@ package webui
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"io/fs"
 	"net/http"
@@ -23,10 +25,18 @@ var dist embed.FS
 // Assets whose names carry a hash of their content, so they may be cached for good.
 const hashedDir = "assets/"
 
-// CSP is the pages' Content-Security-Policy: scripts, styles, images and connections of
-// this origin only (xterm.js sets styles of its own, hence 'unsafe-inline' for styles).
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
-	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+// csp is the page's Content-Security-Policy for a nonce: styles, images, connections and
+// workers of this origin only (xterm.js sets styles of its own, hence 'unsafe-inline' for
+// styles), and only the scripts that carry the nonce, with the modules they import.
+//
+// Scripts are not admitted by origin ('self'): /preview/SANDBOX/PORT/ serves, under this
+// origin, whatever a server inside a sandbox answers, so one tag injected into the page
+// would run a sandbox's script as the UI. The nonce is new with every answer of the page.
+func csp(nonce string) string {
+	return "default-src 'none'; script-src 'nonce-" + nonce + "'; worker-src 'self'; " +
+		"style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
+		"manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
 
 var contentTypes = map[string]string{
 	".html":        "text/html; charset=utf-8",
@@ -79,6 +89,9 @@ func (f *file) gzipped() []byte {
 
 type handler struct {
 	files map[string]*file
+	// page is index.html cut before each of its script tags' attributes, where
+	// the nonce goes.
+	page [][]byte
 }
 
 var load = sync.OnceValue(func() *handler {
@@ -103,6 +116,7 @@ var load = sync.OnceValue(func() *handler {
 		h.files[p] = &file{name: p, body: body, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 		return nil
 	})
+	h.page = bytes.SplitAfter(h.files["index.html"].body, []byte("<script "))
 	return h
 })
 
@@ -126,7 +140,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		f = h.files["index.html"]
+		h.servePage(w, r)
+		return
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", f.ctype)
@@ -136,9 +151,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		hdr.Set("Cache-Control", "no-cache")
-	}
-	if f.name == "index.html" {
-		hdr.Set("Content-Security-Policy", CSP)
 	}
 	if f.compressible() {
 		hdr.Add("Vary", "Accept-Encoding")
@@ -158,6 +170,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(body)
+	}
+}
+
+// servePage answers with index.html, its scripts carrying a new nonce that its CSP
+// names. Every answer differs, so it has no ETag and is not compressed (it is under a
+// kilobyte).
+func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
+	var raw [18]byte
+	rand.Read(raw[:])
+	nonce := base64.StdEncoding.EncodeToString(raw[:])
+	var body bytes.Buffer
+	for i, part := range h.page {
+		body.Write(part)
+		if i < len(h.page)-1 {
+			body.WriteString(`nonce="` + nonce + `" `)
+		}
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Content-Security-Policy", csp(nonce))
+	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body.Bytes())
 	}
 }
 

@@ -31,10 +31,16 @@ func body(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// index is the page and the assets it names.
+// nonceRE matches the nonce attribute the page's script tags carry.
+var nonceRE = regexp.MustCompile(`nonce="([A-Za-z0-9+/=]+)" `)
+
+// withoutNonce is a page with its scripts' nonce taken out, which differs with every answer.
+func withoutNonce(page string) string { return nonceRE.ReplaceAllString(page, "") }
+
+// index is the page (without its nonce) and the assets it names.
 func index(t *testing.T) (page string, script, style string) {
 	t.Helper()
-	page = body(t, get(t, "/"))
+	page = withoutNonce(body(t, get(t, "/")))
 	m := regexp.MustCompile(`<script type="module" src="(/assets/main-[A-Z0-9]+\.js)"`).FindStringSubmatch(page)
 	c := regexp.MustCompile(`<link rel="stylesheet" href="(/assets/main-[A-Z0-9]+\.css)"`).FindStringSubmatch(page)
 	if m == nil || c == nil {
@@ -85,8 +91,44 @@ func TestContentTypesAndCaching(t *testing.T) {
 			t.Errorf("%s: no nosniff", tc.path)
 		}
 	}
-	if csp := get(t, "/").Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "script-src 'self' 'unsafe") {
-		t.Errorf("the page's CSP lets in scripts from elsewhere: %q", csp)
+}
+
+// TestPageScriptsByNonce checks that the page admits only its own scripts: they carry a
+// nonce, new with every answer, which the CSP names, and the CSP admits no script by
+// origin, since /preview/SANDBOX/PORT/ serves a sandbox's files under the UI's origin.
+func TestPageScriptsByNonce(t *testing.T) {
+	seen := map[string]bool{}
+	for range 3 {
+		resp := get(t, "/s/repo/worker")
+		page := body(t, resp)
+		csp := resp.Header.Get("Content-Security-Policy")
+		scripts := strings.Count(page, "<script ")
+		nonces := nonceRE.FindAllStringSubmatch(page, -1)
+		if scripts == 0 || len(nonces) != scripts {
+			t.Fatalf("%d script tags, %d with a nonce:\n%s", scripts, len(nonces), page)
+		}
+		nonce := nonces[0][1]
+		for _, n := range nonces {
+			if n[1] != nonce {
+				t.Fatalf("the page's scripts carry different nonces:\n%s", page)
+			}
+		}
+		if seen[nonce] || len(nonce) < 22 {
+			t.Fatalf("nonce %q is reused or short", nonce)
+		}
+		seen[nonce] = true
+		directive := ""
+		for _, d := range strings.Split(csp, ";") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(d), " "); name == "script-src" {
+				directive = strings.TrimSpace(d)
+			}
+		}
+		if directive != "script-src 'nonce-"+nonce+"'" {
+			t.Fatalf("the CSP's scripts are %q, want only the nonce %q (CSP %q)", directive, nonce, csp)
+		}
+		if resp.Header.Get("ETag") != "" || resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("a page that differs with every answer has an ETag or is compressed: %v", resp.Header)
+		}
 	}
 }
 
@@ -94,7 +136,7 @@ func TestUnknownPathsGetThePage(t *testing.T) {
 	page, _, _ := index(t)
 	for _, p := range []string{"/s/repo", "/s/repo/worker", "/s/repo/worker/terminal", "/s/repo/-/changes", "/s/my.repo/fix.js", "/index.html"} {
 		resp := get(t, p)
-		if resp.StatusCode != http.StatusOK || body(t, resp) != page {
+		if resp.StatusCode != http.StatusOK || withoutNonce(body(t, resp)) != page {
 			t.Errorf("GET %s: %d, not index.html", p, resp.StatusCode)
 		}
 	}
