@@ -87,6 +87,53 @@ func (g *Git) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args .
 	return nil
 }
 
+// early is a git command started before its input is known: its process start and git's
+// own setting up (config, the repository) overlap other work, and it runs once given its
+// input on stdin, or is ended unused.
+type early struct {
+	args   []string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout bytes.Buffer
+	stderr tailbuf.Buffer
+	err    error // from starting it
+}
+
+// startEarly starts git with args, waiting for its input.
+func (g *Git) startEarly(ctx context.Context, args ...string) *early {
+	e := &early{args: args, cmd: g.command(ctx, args...)}
+	e.cmd.Stdout, e.cmd.Stderr = &e.stdout, &e.stderr
+	if e.stdin, e.err = e.cmd.StdinPipe(); e.err == nil {
+		e.err = e.cmd.Start()
+	}
+	return e
+}
+
+// finish gives the command its input and returns its standard output, as Run does.
+func (e *early) finish(input string) (string, error) {
+	if e.err != nil {
+		return "", e.err
+	}
+	_, werr := io.WriteString(e.stdin, input)
+	e.stdin.Close()
+	if err := e.cmd.Wait(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(e.args, " "), err, strings.TrimSpace(e.stderr.String()))
+	}
+	if werr != nil {
+		return "", fmt.Errorf("git %s: %w", strings.Join(e.args, " "), werr)
+	}
+	return e.stdout.String(), nil
+}
+
+// end ends the command unused.
+func (e *early) end() {
+	if e.err == nil {
+		e.cmd.Process.Kill()
+		e.stdin.Close()
+		e.cmd.Wait()
+	}
+}
+
 // command is git with args in the repository, hardened (safeConfig, no system config,
 // no prompts).
 func (g *Git) command(ctx context.Context, args ...string) *exec.Cmd {

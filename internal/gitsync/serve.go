@@ -87,7 +87,13 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		listing map[string]string
 		serving = make(chan struct{})
 		closing sync.Once
+		log     *early // describe's log, started early; ended here unless describe takes it
 	)
+	defer func() {
+		if log != nil {
+			log.end()
+		}
+	}()
 	hangUp := func() { closing.Do(func() { ours.Close() }) }
 	watch := &refWatch{w: ours, cut: hangUp, seen: func(refs map[string]string) error {
 		names := make([]string, 0, len(refs))
@@ -116,6 +122,10 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 
 	before, err := g.Refs(ctx, ns)
 	if err == nil {
+		// The log that describes what arrives starts as the fetch does, so that its
+		// start is not added to the sync's time (a process start is much of a sync's
+		// time); it reads its range once the objects are in.
+		log = g.startEarly(ctx, spanLog...)
 		err = g.fetchFD(ctx, theirs, sandbox, "+refs/heads/*:"+ns+"*", "+refs/paddock-wip/*:"+ns+"*")
 	} else {
 		theirs.Close()
@@ -158,7 +168,9 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 			return Result{}, err
 		}
 	}
-	return g.describe(ctx, before, after, base), nil
+	res := g.describe(ctx, before, after, base, log)
+	log = nil // describe ends it
+	return res, nil
 }
 
 // fetchFD runs git fetch of refspecs over the fd:: transport on conn, allowing no other

@@ -50,8 +50,16 @@ func (e *BranchClashError) Error() string {
 // new ref). Refs that moved alike (a branch and the WIP ref of a clean checkout) are
 // described once, each with one git log that also lists each commit's files: for one new
 // commit on top of the old value, the usual sync, those are the ref's changes; otherwise
-// a git diff says them. Spans are described side by side, a few at a time.
-func (g *Git) describe(ctx context.Context, before, after map[string]string, base string) Result {
+// a git diff says them. Spans are described side by side, a few at a time. log, when not
+// nil, is spanLog started early: the first span's log is it, and it is ended if unused.
+func (g *Git) describe(ctx context.Context, before, after map[string]string, base string, log *early) Result {
+	if log != nil {
+		defer func() {
+			if log != nil {
+				log.end()
+			}
+		}()
+	}
 	names := make([]string, 0, len(after))
 	for ref := range after {
 		names = append(names, ref)
@@ -80,12 +88,16 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 		}
 		d := &description{}
 		described[sp] = d
+		var own *early
+		if objectID(sp.from) && objectID(sp.to) {
+			own, log = log, nil
+		}
 		running.Add(1)
 		go func() {
 			defer running.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			d.commits, d.files = g.span(ctx, sp.from, sp.to)
+			d.commits, d.files = g.span(ctx, sp.from, sp.to, own)
 		}()
 	}
 	running.Wait()
@@ -107,8 +119,17 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 // The log marks each commit's line with \x01 before its parents and after them; a file
 // line never starts with \x01 (git quotes a path with control characters) and a subject
 // never holds a newline, so whatever a commit message holds, it stays within its line.
-func (g *Git) span(ctx context.Context, from, to string) (commits, files []string) {
-	out, err := g.Run(ctx, "log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", "--end-of-options", from+".."+to)
+//
+// log, when not nil, is spanLog started early, which reads the range on its input: from
+// and to are then object ids (a line of --stdin cannot be an option).
+func (g *Git) span(ctx context.Context, from, to string, log *early) (commits, files []string) {
+	var out string
+	var err error
+	if log != nil {
+		out, err = log.finish(from + ".." + to + "\n")
+	} else {
+		out, err = g.Run(ctx, append(spanLog[:len(spanLog)-1:len(spanLog)-1], "--end-of-options", from+".."+to)...)
+	}
 	if err != nil {
 		return nil, nil
 	}
@@ -133,6 +154,9 @@ func (g *Git) span(ctx context.Context, from, to string) (commits, files []strin
 	}
 	return commits, files
 }
+
+// spanLog is span's git log, reading its range from stdin.
+var spanLog = []string{"log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", "--stdin"}
 
 // escaped makes lines from the sandbox safe to print (see lines); nil stays nil.
 func escaped(ls []string) []string {
