@@ -69,8 +69,14 @@ const (
 // of its refs is read (refWatch): a branch whose name would clash with the WIP refs stops
 // the fetch before git writes a ref, and the listing says where the refs now point. base
 // is the commit the sandbox started from (to describe a new ref's changes); workspace is
-// the checkout's path inside.
+// the checkout's path inside. Syncs of one sandbox into the repository take turns
+// (syncLock).
 func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream Stream) (Result, error) {
+	unlock, err := g.syncLock(ctx, sandbox)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	ns := Namespace(sandbox)
 	ours, theirs, err := socketPair()
 	if err != nil {
@@ -180,9 +186,10 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 // The fetch leaves the host repository's upkeep to the user's own git commands (which
 // run it as they commit, merge or fetch): no `git maintenance run --auto` after it, so a
 // sync never starts a repack of the user's repository. Every refspec forces, so whether an
-// update is a fast-forward is not worked out (fetch.showForcedUpdates walks history).
+// update is a fast-forward is not worked out (fetch.showForcedUpdates walks history), nor
+// is git's advice about it given.
 func (g *Git) fetchFD(ctx context.Context, conn *os.File, sandbox string, refspecs ...string) error {
-	args := append([]string{"-c", "protocol.version=2", "-c", "fetch.showForcedUpdates=false",
+	args := append([]string{"-c", "protocol.version=2", "-c", "fetch.showForcedUpdates=false", "-c", "advice.fetchShowForcedUpdates=false",
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-maintenance",
 		"fd::3/" + sandbox}, refspecs...)
 	cmd := g.command(ctx, args...)

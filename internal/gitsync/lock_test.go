@@ -1,0 +1,116 @@
+package gitsync
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestConcurrentSyncs: syncs of one sandbox started together (the daemon's automatic
+// sync and `paddock sync`) all succeed, one of them bringing the new commit and the
+// others finding nothing new, instead of git refusing their ref updates.
+func TestConcurrentSyncs(t *testing.T) {
+	sb, hostDir, base := syncPair(t)
+	host := &Git{Repo: hostDir}
+	ctx := context.Background()
+	if _, err := host.Sync(ctx, "s", base, sb, localStream(sb, false)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sb, "b.txt"), []byte("b\n"), 0o644)
+	gitOut(t, sb, "add", "b.txt")
+	gitOut(t, sb, "commit", "-q", "-m", "add b")
+	head := gitOut(t, sb, "rev-parse", "HEAD")
+
+	const n = 4
+	var wg sync.WaitGroup
+	results := make([]Result, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = host.Sync(ctx, "s", base, sb, localStream(sb, false))
+		})
+	}
+	wg.Wait()
+	brought := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("sync %d of %d at once: %v", i+1, n, errs[i])
+		}
+		if len(results[i].Updates) > 0 {
+			brought++
+			if u := results[i].Updates[0]; u.New != head || u.Old != base {
+				t.Errorf("sync %d: %+v, want %s..%s", i+1, u, base, head)
+			}
+		}
+	}
+	if brought != 1 {
+		t.Errorf("%d syncs brought the new commit, want one (the others find nothing new)", brought)
+	}
+	if got := gitOut(t, hostDir, "rev-parse", Namespace("s")+"main"); got != head {
+		t.Errorf("the branch arrived at %s, want %s", got, head)
+	}
+}
+
+// TestSyncLockWaits: a sync waits while another holds its sandbox's lock, a sync of
+// another sandbox does not, and a wait ends with its context.
+func TestSyncLockWaits(t *testing.T) {
+	_, hostDir, _ := syncPair(t)
+	g := &Git{Repo: hostDir}
+	ctx := context.Background()
+	unlock, err := g.syncLock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.syncLock(ctx, "other")
+	if err != nil {
+		t.Fatalf("another sandbox's sync waited: %v", err)
+	}
+	other()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := g.syncLock(short, "s"); err == nil || !strings.Contains(err.Error(), "another sync of s") {
+		t.Fatalf("a second sync of the sandbox while the first holds its lock: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		release, err := g.syncLock(ctx, "s")
+		if err == nil {
+			release()
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting sync did not get the lock once it was released")
+	}
+	if _, err := g.syncLock(ctx, "../s"); err == nil {
+		t.Error("a name with a slash made a lock file")
+	}
+}
+
+// TestCommonDir: the lock of a worktree's sync is the main repository's, where the refs
+// are.
+func TestCommonDir(t *testing.T) {
+	_, hostDir, _ := syncPair(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitOut(t, hostDir, "worktree", "add", "-q", wt)
+	for _, top := range []string{hostDir, wt} {
+		dir, err := commonDir(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(hostDir, ".git"); dir != want {
+			t.Errorf("%s: git directory %s, want %s", top, dir, want)
+		}
+	}
+}
