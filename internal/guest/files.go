@@ -129,6 +129,9 @@ type fileWrite struct {
 	tmp  string
 	file *os.File
 	done bool
+	// replaced is the file the write took the place of, held until abort lets it go
+	// (see beneath.RenameHolding).
+	replaced *os.File
 }
 
 // startWrite resolves p beneath root for a write (creating missing parents when parents
@@ -174,18 +177,24 @@ func (w *fileWrite) commit(ctx context.Context, mode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	if err := rp.root.Rename(w.tmp, rp.rel); err != nil {
+	replaced, err := rp.root.RenameHolding(w.tmp, rp.rel)
+	if err != nil {
 		return rp.error("rename", rp.rel, err)
 	}
-	w.done = true
+	w.replaced, w.done = replaced, true
 	return nil
 }
 
-// abort removes the temporary file unless commit succeeded, and releases the root.
+// abort removes the temporary file unless commit succeeded, and releases the root. A
+// file the write replaced is let go apart, so that freeing its blocks is not part of
+// the write's answer.
 func (w *fileWrite) abort() {
 	if !w.done {
 		w.file.Close()
 		_ = w.rp.root.Remove(w.tmp)
+	}
+	if w.replaced != nil {
+		go w.replaced.Close()
 	}
 	w.rp.close()
 }
