@@ -329,9 +329,22 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 		previewPage(w, http.StatusForbidden, "Not served", "A preview under the UI's address cannot be a service worker.")
 		return
 	}
-	w.Header().Del("X-Frame-Options") // the UI shows previews in a frame
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" && !pageDest[r.Header.Get("Sec-Fetch-Dest")] {
+		previewPage(w, http.StatusForbidden, "Not served", "The UI's pages may open a preview, not load its files into themselves.")
+		return
+	}
+	w.Header().Del("X-Frame-Options") // a preview may be shown in a frame
 	p.proxy(w, r, name, port, "/"+tail)
 }
+
+// pageDest are the Sec-Fetch-Dest values of a request that opens a page. The path form
+// shares the UI's origin, so a request from the UI's own pages (Sec-Fetch-Site:
+// same-origin) could load a sandbox's file into them: a stylesheet whose selectors send
+// what they match to the sandbox's server, a script, an image. Such requests are
+// refused unless they open a page, which then runs sandboxed (pathFormHeaders). What a
+// preview's own pages ask for comes from their opaque origin, marked cross-site, and is
+// not refused here. A browser that sends no Fetch Metadata is served as before.
+var pageDest = map[string]bool{"document": true, "iframe": true, "frame": true}
 
 // pathFormHeaders are set on every answer of a path-form preview, the final one: the
 // proxy clears what was set before it for an informational (1xx) answer, and a browser

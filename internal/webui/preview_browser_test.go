@@ -35,12 +35,12 @@ func TestBrowserPreview(t *testing.T) {
 	}
 	b.fits("the sandbox with its ports")
 
-	// The path form serves the sandbox's files under the UI's own origin; a script tag
-	// that names one (as an HTML injection into the UI would) must not run as the UI.
-	d.paddock("exec", "repo", "--", "sh", "-c", "echo \"window.pwned = 'by the sandbox'\" > /tmp/site/evil.js")
-	if got := awaitEval[string](b, `fetch('/preview/repo/8123/evil.js').then(r => r.text())`); !strings.Contains(got, "pwned") {
-		t.Fatalf("the sandbox's script is not served under the UI's origin (%q): the check below would prove nothing", got)
-	}
+	// The path form serves the sandbox's files under the UI's own origin (checked at the
+	// end); a tag that names one (as an HTML injection into the UI would) must not load
+	// it into the UI's page: a script is refused by the page's policy, and any other file
+	// by the daemon.
+	ui := eval[string](b, `location.origin`)
+	d.paddock("exec", "repo", "--", "sh", "-c", "echo \"window.pwned = 'by the sandbox'\" > /tmp/site/evil.js && echo ':root { --sandbox: pwned }' > /tmp/site/evil.css")
 	blocked := awaitEval[string](b, `new Promise(done => {
 		document.addEventListener('securitypolicyviolation', e => done('blocked: ' + e.blockedURI), {once: true});
 		const s = document.createElement('script');
@@ -50,6 +50,17 @@ func TestBrowserPreview(t *testing.T) {
 	})`)
 	if !strings.HasPrefix(blocked, "blocked: ") || !strings.Contains(blocked, "/preview/repo/8123/evil.js") {
 		t.Fatalf("a sandbox's script named by a tag in the UI's page: %s", blocked)
+	}
+	styled := awaitEval[string](b, `new Promise(done => {
+		const l = document.createElement('link');
+		l.rel = 'stylesheet';
+		l.href = '/preview/repo/8123/evil.css';
+		l.onload = () => done('loaded');
+		l.onerror = () => done('refused');
+		document.head.appendChild(l);
+	})`)
+	if styled != "refused" {
+		t.Fatalf("a sandbox's stylesheet named by a tag in the UI's page: %s", styled)
 	}
 
 	// Open: in this tab (as a browser that blocks the new window would).
@@ -65,4 +76,16 @@ func TestBrowserPreview(t *testing.T) {
 	// The sign-in holds for the next page of the preview.
 	b.do(chromedp.Reload())
 	b.waitFor("the page after a reload", `document.title === 'inside'`)
+
+	// The path form, opened as a page, runs sandboxed.
+	b.do(chromedp.Navigate(ui + "/preview/repo/8123/"))
+	b.waitFor("the path-form preview", `document.title === 'inside'`)
+	if origin := eval[string](b, `String(self.origin)`); origin != "null" {
+		t.Errorf("the path-form preview runs in origin %q, not an opaque one", origin)
+	}
+	// And the files refused above are the sandbox's, served under the UI's origin.
+	b.do(chromedp.Navigate(ui + "/preview/repo/8123/evil.js"))
+	if got := b.text("body"); !strings.Contains(got, "pwned") {
+		t.Errorf("the sandbox's script is not served under the UI's origin (%q): the checks above proved nothing", got)
+	}
 }
