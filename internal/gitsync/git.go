@@ -82,9 +82,14 @@ func (g *Git) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args .
 	var stderr tailbuf.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return gitError(args, err, &stderr)
 	}
 	return nil
+}
+
+// gitError says that git with args failed with err, and what it said last on stderr.
+func gitError(args []string, err error, stderr *tailbuf.Buffer) error {
+	return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 }
 
 // early is a git command started before its input is known: its process start and git's
@@ -117,7 +122,7 @@ func (e *early) finish(input string) (string, error) {
 	_, werr := io.WriteString(e.stdin, input)
 	e.stdin.Close()
 	if err := e.cmd.Wait(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(e.args, " "), err, strings.TrimSpace(e.stderr.String()))
+		return "", gitError(e.args, err, &e.stderr)
 	}
 	if werr != nil {
 		return "", fmt.Errorf("git %s: %w", strings.Join(e.args, " "), werr)

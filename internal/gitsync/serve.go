@@ -131,7 +131,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		// The log that describes what arrives starts as the fetch does, so that its
 		// start is not added to the sync's time (a process start is much of a sync's
 		// time); it reads its range once the objects are in.
-		log = g.startEarly(ctx, spanLog...)
+		log = g.startEarly(ctx, spanLogEarly...)
 		err = g.fetchFD(ctx, theirs, sandbox, "+refs/heads/*:"+ns+"*", "+refs/paddock-wip/*:"+ns+"*")
 	} else {
 		theirs.Close()

@@ -3,6 +3,7 @@ package gitsync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ func (e *BranchClashError) Error() string {
 // described once, each with one git log that also lists each commit's files: for one new
 // commit on top of the old value, the usual sync, those are the ref's changes; otherwise
 // a git diff says them. Spans are described side by side, a few at a time. log, when not
-// nil, is spanLog started early: the first span's log is it, and it is ended if unused.
+// nil, is spanLogEarly started early: the first span's log is it, and it is ended if unused.
 func (g *Git) describe(ctx context.Context, before, after map[string]string, base string, log *early) Result {
 	if log != nil {
 		defer func() {
@@ -120,7 +121,7 @@ func (g *Git) describe(ctx context.Context, before, after map[string]string, bas
 // line never starts with \x01 (git quotes a path with control characters) and a subject
 // never holds a newline, so whatever a commit message holds, it stays within its line.
 //
-// log, when not nil, is spanLog started early, which reads the range on its input: from
+// log, when not nil, is spanLogEarly started early, which reads the range on its input: from
 // and to are then object ids (a line of --stdin cannot be an option).
 func (g *Git) span(ctx context.Context, from, to string, log *early) (commits, files []string) {
 	var out string
@@ -128,7 +129,7 @@ func (g *Git) span(ctx context.Context, from, to string, log *early) (commits, f
 	if log != nil {
 		out, err = log.finish(from + ".." + to + "\n")
 	} else {
-		out, err = g.Run(ctx, append(spanLog[:len(spanLog)-1:len(spanLog)-1], "--end-of-options", from+".."+to)...)
+		out, err = g.Run(ctx, append(slices.Clip(spanLog), "--end-of-options", from+".."+to)...)
 	}
 	if err != nil {
 		return nil, nil
@@ -155,8 +156,11 @@ func (g *Git) span(ctx context.Context, from, to string, log *early) (commits, f
 	return commits, files
 }
 
-// spanLog is span's git log, reading its range from stdin.
-var spanLog = []string{"log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status", "--stdin"}
+// spanLog is span's git log, without its range: given after it, or on stdin (spanLogEarly).
+var spanLog = []string{"log", "--no-show-signature", "--format=%x01%P%x01%h %s", "--name-status"}
+
+// spanLogEarly is spanLog reading its range from stdin, for startEarly.
+var spanLogEarly = append(slices.Clip(spanLog), "--stdin")
 
 // escaped makes lines from the sandbox safe to print (see lines); nil stays nil.
 func escaped(ls []string) []string {
