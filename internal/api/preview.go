@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // Port previews: a web server listening inside a sandbox, reached from a browser through
@@ -76,14 +75,27 @@ type previewGrant struct {
 type previews struct {
 	s *Server
 
-	mu         sync.Mutex
-	codes      map[string]previewGrant
-	sessions   map[string]previewGrant // by the SHA-256 of the cookie
+	mu       sync.Mutex
+	codes    map[string]previewGrant
+	sessions map[string]previewGrant // by the SHA-256 of the cookie
+	// keys are the path form's preview keys, by their SHA-256; keyOf finds the key of
+	// a browser session's sandbox port, so that each opening does not make another.
+	keys       map[string]keyGrant
+	keyOf      map[string]string
 	transports map[string]*http.Transport
 }
 
+// keyGrant is what a path-form preview key was made for.
+type keyGrant struct {
+	previewGrant
+	// session is the hash of the UI session's cookie: the key lasts while it does.
+	session []byte
+	owner   string
+}
+
 func newPreviews(s *Server) *previews {
-	return &previews{s: s, codes: map[string]previewGrant{}, sessions: map[string]previewGrant{}, transports: map[string]*http.Transport{}}
+	return &previews{s: s, codes: map[string]previewGrant{}, sessions: map[string]previewGrant{},
+		keys: map[string]keyGrant{}, keyOf: map[string]string{}, transports: map[string]*http.Transport{}}
 }
 
 func (s *Server) portRoutes(mux *http.ServeMux) {
@@ -214,12 +226,8 @@ func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, 
 		if !ok {
 			return
 		}
-		if c.readOnly && !safeMethod(r.Method) {
-			h.refuse(w, r, readOnlyError(c))
+		if r, ok = h.admit(w, r, c); !ok {
 			return
-		}
-		if c.userID != 0 {
-			r = r.WithContext(sandbox.WithViewer(r.Context(), sandbox.Viewer{UserID: c.userID, Login: c.login, Admin: c.admin}))
 		}
 	default:
 		previewPage(w, http.StatusUnauthorized, "Sign in to this preview",
@@ -237,7 +245,7 @@ func (p *previews) serveHost(h *remote, w http.ResponseWriter, r *http.Request, 
 		previewPage(w, http.StatusNotFound, "No such preview", "There is no sandbox by this name.")
 		return
 	}
-	p.proxy(w, r, name, port, "")
+	p.proxy(w, r, name, port, "", "")
 }
 
 // sandboxNamed finds the sandbox a host name's lower-case label means (from the store
@@ -307,24 +315,180 @@ func (p *previews) grant(r *http.Request, host string, port int) (previewGrant, 
 	return g, true
 }
 
-// servePath serves /preview/SANDBOX/PORT/..., already authenticated as the UI.
-func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, previewPrefix)
-	name, rest, _ := strings.Cut(rest, "/")
-	portStr, tail, hasSlash := strings.Cut(rest, "/")
+// previewTarget is a path-form preview's address: /preview/SANDBOX/PORT/[~pv-KEY/]REST.
+type previewTarget struct {
+	name string
+	port int
+	// key is the preview key the path carries, "" for none.
+	key string
+	// rest is the path inside the sandbox's server, without its leading slash.
+	rest string
+	// slash says PORT was followed by a slash (a path without it is redirected).
+	slash bool
+}
+
+// previewKeyMark starts the path segment that carries a preview key.
+const previewKeyMark = "~pv-"
+
+// parsePreviewPath reads a path-form preview's address; ok is false for a path that is
+// not one (its name or port missing or wrong).
+func parsePreviewPath(p string) (t previewTarget, ok bool) {
+	rest, ok := strings.CutPrefix(p, previewPrefix)
+	if !ok {
+		return t, false
+	}
+	t.name, rest, _ = strings.Cut(rest, "/")
+	portStr, tail, slash := strings.Cut(rest, "/")
 	port, err := strconv.Atoi(portStr)
-	if name == "" || err != nil || port < 1 || port > 65535 {
+	if t.name == "" || err != nil || port < 1 || port > 65535 || portStr != strconv.Itoa(port) {
+		return t, false
+	}
+	t.port, t.rest, t.slash = port, tail, slash
+	seg, after, _ := strings.Cut(tail, "/")
+	if k, ok := strings.CutPrefix(seg, previewKeyMark); ok && previewKeyRE().MatchString(k) {
+		t.key, t.rest = k, after
+	}
+	return t, true
+}
+
+// previewKeyRE matches a preview key: 32 random bytes, base64url.
+var previewKeyRE = lazyRegexp(`^[A-Za-z0-9_-]{43}$`)
+
+// prefix is the path the sandbox's server is served under, its key included: what its
+// pages' relative addresses resolve against.
+func (t previewTarget) prefix() string {
+	p := pathPreview(t.name, t.port)
+	if t.key != "" {
+		p += previewKeyMark + t.key + "/"
+	}
+	return p
+}
+
+// logPath is a request's path for the daemon's log, a preview key in it left out.
+func logPath(r *http.Request) string {
+	if t, ok := parsePreviewPath(r.URL.Path); ok && t.key != "" {
+		return pathPreview(t.name, t.port) + previewKeyMark + "…/" + t.rest
+	}
+	return r.URL.Path
+}
+
+// servePath serves /preview/SANDBOX/PORT/..., already authenticated as the UI. A
+// browser that opens it as a page is sent on to the same address with a preview key in
+// it: the page runs in an opaque origin, so the browser does not send the UI's cookie
+// (SameSite=Strict) with what the page asks for, and the key, in every relative
+// address, stands in for it.
+func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
+	t, ok := parsePreviewPath(r.URL.Path)
+	if !ok {
 		previewPage(w, http.StatusNotFound, "No such preview", "A preview's address is /preview/SANDBOX/PORT/.")
 		return
 	}
-	if !p.s.visible(r.Context(), name) {
+	if !p.s.visible(r.Context(), t.name) {
 		previewPage(w, http.StatusNotFound, "No such preview", "There is no sandbox by this name.")
 		return
 	}
-	if !hasSlash {
-		http.Redirect(w, r, pathPreview(name, port), http.StatusMovedPermanently)
+	if !t.slash {
+		http.Redirect(w, r, pathPreview(t.name, t.port), http.StatusMovedPermanently)
 		return
 	}
+	if c := callerOf(r.Context()); c != nil && c.session != nil && opensPage(r) {
+		rest := rawRest(r, 2)
+		t.key = p.pathKey(c.session, t.name, t.port)
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, t.prefix()+rest+queryOf(r.URL), http.StatusTemporaryRedirect)
+		return
+	}
+	p.servePathAs(w, r, t)
+}
+
+// rawRest is what follows the first n segments after /preview/ in the request's path,
+// as the browser escaped it.
+func rawRest(r *http.Request, n int) string {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), previewPrefix)
+	for range n {
+		_, rest, _ = strings.Cut(rest, "/")
+	}
+	return rest
+}
+
+func queryOf(u *url.URL) string {
+	if u.RawQuery == "" {
+		return ""
+	}
+	return "?" + u.RawQuery
+}
+
+// opensPage says whether a browser's request opens a page (a navigation), by its Fetch
+// Metadata or, without any, by what it accepts.
+func opensPage(r *http.Request) bool {
+	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" {
+		return mode == "navigate"
+	}
+	return r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// serveKeyed serves a path-form preview whose path carries a key, in place of the UI's
+// sign-in: the key stands for the signed-in browser session it was made for, for this
+// sandbox and port alone, while that session lasts.
+func (p *previews) serveKeyed(h *remote, w http.ResponseWriter, r *http.Request, t previewTarget) {
+	if !h.allowAttempt(w, r) {
+		return
+	}
+	g, ok := p.keyGrant(t)
+	var c *caller
+	var err error
+	if ok {
+		c, err = h.auth.sessionByHash(r.Context(), g.session)
+		if err != nil && apperr.KindOf(err) != apperr.KindUnauthorized {
+			h.refuse(w, r, err)
+			return
+		}
+	} else {
+		h.failed(r, "unknown or expired preview key")
+	}
+	if c == nil {
+		if ok {
+			p.dropKey(t.key)
+		}
+		if opensPage(r) {
+			// The UI's cookie, if the browser has one, makes a new key.
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, pathPreview(t.name, t.port)+rawRest(r, 3)+queryOf(r.URL), http.StatusTemporaryRedirect)
+			return
+		}
+		previewPage(w, http.StatusUnauthorized, "This preview's link has expired",
+			"Open the preview again from the web UI: its address holds a key that lasts as long as the browser's sign-in.")
+		return
+	}
+	r, ok = h.admit(w, r, c)
+	if !ok {
+		return
+	}
+	if !p.s.visible(r.Context(), t.name) {
+		previewPage(w, http.StatusNotFound, "No such preview", "There is no sandbox by this name.")
+		return
+	}
+	// The page's own fetches are cross-origin (its origin is opaque: "null"); the key, not
+	// the origin, is what admits them, so their answers may be read.
+	if r.Header.Get("Origin") == "null" {
+		hdr := w.Header()
+		hdr.Set("Access-Control-Allow-Origin", "null")
+		hdr.Add("Vary", "Origin")
+		if m := r.Header.Get("Access-Control-Request-Method"); r.Method == http.MethodOptions && m != "" {
+			hdr.Set("Access-Control-Allow-Methods", m)
+			if h := r.Header.Get("Access-Control-Request-Headers"); h != "" {
+				hdr.Set("Access-Control-Allow-Headers", h)
+			}
+			hdr.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	p.servePathAs(w, r, t)
+}
+
+// servePathAs proxies a path-form preview's request once its caller is known.
+func (p *previews) servePathAs(w http.ResponseWriter, r *http.Request, t previewTarget) {
 	if r.Header.Get("Service-Worker") != "" {
 		previewPage(w, http.StatusForbidden, "Not served", "A preview under the UI's address cannot be a service worker.")
 		return
@@ -334,7 +498,53 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Del("X-Frame-Options") // a preview may be shown in a frame
-	p.proxy(w, r, name, port, "/"+tail)
+	p.proxy(w, r, t.name, t.port, "/"+t.rest, strings.TrimSuffix(t.prefix(), "/"))
+}
+
+// pathKey is the preview key of a browser session for a sandbox's port: the one made
+// before while it lasts, else a new one.
+func (p *previews) pathKey(session []byte, name string, port int) string {
+	owner := string(session) + "\x00" + name + "\x00" + strconv.Itoa(port)
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k, ok := p.keyOf[owner]; ok {
+		if g, ok := p.keys[string(hashSecret(k))]; ok && now.Before(g.expires) {
+			return k
+		}
+	}
+	for h, g := range p.keys {
+		if !now.Before(g.expires) {
+			delete(p.keys, h)
+			delete(p.keyOf, g.owner)
+		}
+	}
+	k, h := newSecret()
+	p.keys[string(h)] = keyGrant{previewGrant: previewGrant{sandbox: name, port: port, expires: now.Add(previewSessionTTL)}, session: session, owner: owner}
+	p.keyOf[owner] = k
+	return k
+}
+
+// keyGrant is what a preview key in t's path was made for, if it is one for t's
+// sandbox and port and has not expired.
+func (p *previews) keyGrant(t previewTarget) (keyGrant, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g, ok := p.keys[string(hashSecret(t.key))]
+	if !ok || !time.Now().Before(g.expires) || g.sandbox != t.name || g.port != t.port {
+		return keyGrant{}, false
+	}
+	return g, true
+}
+
+func (p *previews) dropKey(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := string(hashSecret(key))
+	if g, ok := p.keys[h]; ok {
+		delete(p.keys, h)
+		delete(p.keyOf, g.owner)
+	}
 }
 
 // pageDest are the Sec-Fetch-Dest values of a request that opens a page. The path form
@@ -365,7 +575,10 @@ const pathCookieMark = "pv~"
 
 // proxy forwards the request to port inside the sandbox, rewriting its path to path
 // ("" keeps it), WebSockets and streamed answers included.
-func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, port int, path string) {
+//
+// A path-form preview (path not "") is served under prefix: the sandbox's server is told
+// it in X-Forwarded-Prefix, and the cookies it sets are kept to the preview's path.
+func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, port int, path, prefix string) {
 	rp := &httputil.ReverseProxy{
 		Transport: p.transport(name, port),
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -373,7 +586,7 @@ func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, po
 			pr.Out.URL.Host = fmt.Sprintf("127.0.0.1:%d", port)
 			if path != "" {
 				pr.Out.URL.Path, pr.Out.URL.RawPath = path, ""
-				pr.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(pathPreview(name, port), "/"))
+				pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
 			}
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
@@ -390,12 +603,15 @@ func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, po
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			prefix := ""
+			cookiePath := ""
 			if path != "" {
-				prefix = pathPreview(name, port)
+				cookiePath = pathPreview(name, port)
 				pathFormHeaders(resp.Header)
+				if w.Header().Get("Access-Control-Allow-Origin") != "" {
+					resp.Header.Del("Access-Control-Allow-Origin") // ours (serveKeyed), not a second one
+				}
 			}
-			cleanSetCookies(resp.Header, prefix)
+			cleanSetCookies(resp.Header, cookiePath)
 			resp.Header.Del("Clear-Site-Data")
 			return nil
 		},

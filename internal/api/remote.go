@@ -184,7 +184,11 @@ func (a *remoteAuth) token(ctx context.Context, secret string) (*caller, error) 
 // session returns the caller a session cookie stands for, nil for an unknown or
 // expired session.
 func (a *remoteAuth) session(ctx context.Context, secret string) (*caller, error) {
-	h := hashSecret(secret)
+	return a.sessionByHash(ctx, hashSecret(secret))
+}
+
+// sessionByHash is session for the hash of its cookie.
+func (a *remoteAuth) sessionByHash(ctx context.Context, h []byte) (*caller, error) {
 	exp, userID, err := a.store.WebSession(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -254,6 +258,16 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	self := h.origin(r)
 	origin := r.Header.Get("Origin")
+	// A path-form preview's key is its credential, in place of the cookie its pages
+	// (an opaque origin, "Origin: null") are not sent.
+	if t, ok := parsePreviewPath(r.URL.Path); ok && t.key != "" && h.preview != nil {
+		if origin != "" && origin != "null" && !strings.EqualFold(origin, self) {
+			h.refuse(w, r, apperr.Forbidden("", "requests from other sites are refused: Origin %q is not %s", origin, self))
+			return
+		}
+		h.preview.serveKeyed(h, w, r, t)
+		return
+	}
 	if origin != "" && !strings.EqualFold(origin, self) {
 		h.log.Warn("web: refused a request from another origin", "remote", r.RemoteAddr, "origin", origin, "path", r.URL.Path)
 		h.refuse(w, r, apperr.Forbidden("", "requests from other sites are refused: Origin %q is not %s", origin, self))
@@ -291,15 +305,10 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, apperr.Forbidden("", "a browser request that changes something must come from %s (Origin or Sec-Fetch-Site: same-origin)", self))
 		return
 	}
-	if c.readOnly && !safeMethod(r.Method) {
-		h.refuse(w, r, readOnlyError(c))
+	r, ok = h.admit(w, r, c)
+	if !ok {
 		return
 	}
-	ctx := context.WithValue(r.Context(), callerKey{}, c)
-	if c.userID != 0 {
-		ctx = sandbox.WithViewer(ctx, sandbox.Viewer{UserID: c.userID, Login: c.login, Admin: c.admin})
-	}
-	r = r.WithContext(ctx)
 	switch {
 	case isAPI(r):
 		h.opts.API.ServeHTTP(w, r)
@@ -314,6 +323,19 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.refuse(w, r, apperr.NotFound("", "nothing at %s", r.URL.Path))
 	}
+}
+
+// admit refuses what c may not do (a read-only token's writes), or returns r as c's.
+func (h *remote) admit(w http.ResponseWriter, r *http.Request, c *caller) (*http.Request, bool) {
+	if c.readOnly && !safeMethod(r.Method) {
+		h.refuse(w, r, readOnlyError(c))
+		return nil, false
+	}
+	ctx := context.WithValue(r.Context(), callerKey{}, c)
+	if c.userID != 0 {
+		ctx = sandbox.WithViewer(ctx, sandbox.Viewer{UserID: c.userID, Login: c.login, Admin: c.admin})
+	}
+	return r.WithContext(ctx), true
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v1/") }
@@ -399,7 +421,7 @@ func (h *remote) allowAttempt(w http.ResponseWriter, r *http.Request) bool {
 	}
 	secs := int(wait.Seconds()) + 1
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	h.log.Warn("web: refused an attempt: too many failures", "remote", r.RemoteAddr, "path", r.URL.Path)
+	h.log.Warn("web: refused an attempt: too many failures", "remote", r.RemoteAddr, "path", logPath(r))
 	h.refuse(w, r, &apperr.Error{Kind: apperr.KindRateLimited,
 		Message: "too many failed attempts from this address: try again in " + strconv.Itoa(secs) + " s"})
 	return false
@@ -408,7 +430,7 @@ func (h *remote) allowAttempt(w http.ResponseWriter, r *http.Request) bool {
 // failed counts and logs a failed attempt.
 func (h *remote) failed(r *http.Request, reason string) {
 	h.auth.fails.fail(limiterKey(r.RemoteAddr), h.auth.now())
-	h.log.Warn("web: authentication failed", "remote", r.RemoteAddr, "reason", reason, "path", r.URL.Path)
+	h.log.Warn("web: authentication failed", "remote", r.RemoteAddr, "reason", reason, "path", logPath(r))
 }
 
 // refuse answers an error: JSON for the API, a page for a browser elsewhere.
@@ -416,7 +438,7 @@ func (h *remote) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	b := errorBody(err)
 	status := statusOf(b.Error.Kind)
 	if b.Error.Kind == apperr.KindInternal {
-		h.log.Error("web: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.log.Error("web: request failed", "method", r.Method, "path", logPath(r), "err", err)
 	}
 	if isAPI(r) {
 		writeJSON(w, status, b)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -469,4 +470,104 @@ func TestRemoteTLSCookie(t *testing.T) {
 	// The http:// twin of the origin is another origin.
 	u, _ := url.Parse(rt.ts.URL)
 	rt.do("POST", "/v1/sandboxes/ghost/stop", "", "Cookie", c.Name+"="+c.Value, "Origin", "http://"+u.Host).expect(t, http.StatusForbidden, "forbidden")
+}
+
+// TestRemotePreviewKeys covers the path form's preview keys: a signed-in browser that
+// opens /preview/SANDBOX/PORT/ as a page is sent on to the same address with a key in
+// it, which admits what that page asks for without the UI's cookie (its pages run in an
+// opaque origin, which the cookie is not sent from), for that sandbox and port alone, as
+// long as the browser's session lasts.
+func TestRemotePreviewKeys(t *testing.T) {
+	rt := newRemoteTest(t, false)
+	ctx := context.Background()
+	for _, name := range []string{"web", "other"} {
+		if err := rt.srv.svc.Store().CreateSandbox(ctx, store.Sandbox{ID: "id-" + name, Name: name, Backend: "none", State: "stopped"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := rt.signIn()
+	ck := []string{"Cookie", c.Name + "=" + c.Value}
+	nav := []string{"Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+
+	a := rt.do("GET", "/preview/web/8123/docs/a%20b.html?x=1", "", append(ck, nav...)...)
+	loc := a.header.Get("Location")
+	m := regexp.MustCompile(`^/preview/web/8123/~pv-([A-Za-z0-9_-]{43})/docs/a%20b\.html\?x=1$`).FindStringSubmatch(loc)
+	if a.status != http.StatusTemporaryRedirect || m == nil {
+		t.Fatalf("opening the path form: %d, Location %q", a.status, loc)
+	}
+	key := m[1]
+	if again := rt.do("GET", "/preview/web/8123/", "", append(ck, nav...)...).header.Get("Location"); again != "/preview/web/8123/~pv-"+key+"/" {
+		t.Errorf("opening it again went to %q, not the same key", again)
+	}
+	other := rt.do("GET", "/preview/web/8124/", "", append(ck, nav...)...).header.Get("Location")
+	if !strings.HasPrefix(other, "/preview/web/8124/~pv-") || strings.Contains(other, key) {
+		t.Errorf("another port's key: %q", other)
+	}
+
+	// Without any cookie, as the page's stylesheet or fetch asks (Origin: null): the key
+	// admits it to the sandbox (whose backend this daemon lacks), and its answer may be read.
+	sub := []string{"Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty", "Sec-Fetch-Site", "cross-site", "Origin", "null"}
+	a = rt.do("GET", "/preview/web/8123/~pv-"+key+"/data.json", "", sub...)
+	if a.status != http.StatusBadGateway || !strings.Contains(a.body, "Nothing in sandbox web answered") {
+		t.Fatalf("a keyed fetch: %d %s", a.status, a.body)
+	}
+	if got := a.header.Get("Access-Control-Allow-Origin"); got != "null" {
+		t.Errorf("a keyed fetch's Access-Control-Allow-Origin: %q", got)
+	}
+	a = rt.do("OPTIONS", "/preview/web/8123/~pv-"+key+"/api", "", append(sub, "Access-Control-Request-Method", "PUT", "Access-Control-Request-Headers", "content-type")...)
+	if a.status != http.StatusNoContent || a.header.Get("Access-Control-Allow-Methods") != "PUT" || a.header.Get("Access-Control-Allow-Headers") != "content-type" {
+		t.Errorf("a keyed preflight: %d %v", a.status, a.header)
+	}
+
+	// The key is for its sandbox and port alone, never the UI or its API, and not for
+	// the UI's own pages to load files from.
+	for _, p := range []string{"/preview/web/8124/~pv-" + key + "/", "/preview/other/8123/~pv-" + key + "/", "/preview/web/8123/~pv-" + strings.Repeat("A", 43) + "/"} {
+		if a := rt.do("GET", p, "", sub...); a.status != http.StatusUnauthorized {
+			t.Errorf("GET %s: %d, want 401", p, a.status)
+		}
+	}
+	if a := rt.do("GET", "/v1/sandboxes/~pv-"+key, ""); a.status != http.StatusUnauthorized {
+		t.Errorf("the key as an API path: %d", a.status)
+	}
+	if a := rt.do("GET", "/preview/web/8123/~pv-"+key+"/x.css", "", "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Dest", "style"); a.status != http.StatusForbidden {
+		t.Errorf("a keyed stylesheet for the UI's own page: %d, want 403", a.status)
+	}
+	if a := rt.do("GET", "/preview/web/8123/~pv-"+key+"/", "", "Origin", "http://evil.example"); a.status != http.StatusForbidden {
+		t.Errorf("a keyed request from another site: %d, want 403", a.status)
+	}
+
+	// Signing out ends the key: a page opened with it goes back to the unkeyed address
+	// (where the browser signs in again), anything else is refused.
+	if a := rt.do("POST", "/logout", "", append(ck, "Origin", rt.ts.URL)...); a.status != http.StatusNoContent {
+		t.Fatalf("logout: %d", a.status)
+	}
+	if a := rt.do("GET", "/preview/web/8123/~pv-"+key+"/data.json", "", sub...); a.status != http.StatusUnauthorized {
+		t.Errorf("the key after signing out: %d, want 401", a.status)
+	}
+	a = rt.do("GET", "/preview/web/8123/~pv-"+key+"/docs/?x=1", "", nav...)
+	if a.status != http.StatusTemporaryRedirect || a.header.Get("Location") != "/preview/web/8123/docs/?x=1" {
+		t.Errorf("opening a page with the ended key: %d, Location %q", a.status, a.header.Get("Location"))
+	}
+
+	// A token's caller (a script, not a browser) is served without a redirect.
+	tok := rt.token("cli", false)
+	if a := rt.do("GET", "/preview/web/8123/", "", append(bearer(tok), nav...)...); a.status != http.StatusBadGateway {
+		t.Errorf("the path form with a token: %d %s", a.status, a.body)
+	}
+}
+
+// TestRemotePreviewKeyGuesses checks that wrong preview keys count as failed attempts.
+func TestRemotePreviewKeyGuesses(t *testing.T) {
+	rt := newRemoteTest(t, false)
+	for i := range failBurst + 1 {
+		a := rt.do("GET", "/preview/web/8123/~pv-"+strings.Repeat("B", 43)+"/", "")
+		if want := http.StatusUnauthorized; i == failBurst {
+			want = http.StatusTooManyRequests
+			if a.status != want {
+				t.Fatalf("guess %d: %d, want %d", i+1, a.status, want)
+			}
+		} else if a.status != want {
+			t.Fatalf("guess %d: %d, want %d", i+1, a.status, want)
+		}
+	}
 }

@@ -27,7 +27,13 @@ func TestBrowserPreview(t *testing.T) {
 	b.waitFor("the ports card", `!!document.querySelector('#ports')`)
 
 	// A server started now shows up without a reload (the port-open event).
-	d.paddock("exec", "repo", "--", "sh", "-c", "mkdir -p /tmp/site && echo '<title>inside</title><h1>served from the sandbox</h1>' > /tmp/site/index.html")
+	// Its page has a stylesheet, a script and data the script fetches: a preview shows an
+	// app, not only its HTML.
+	d.paddock("exec", "repo", "--", "sh", "-c", `mkdir -p /tmp/site/static && cd /tmp/site &&
+		echo '<title>inside</title><link rel=stylesheet href=static/app.css><h1>served from the sandbox</h1><script src=static/app.js></script>' > index.html &&
+		echo 'h1 { color: rgb(1, 2, 3) }' > static/app.css &&
+		echo 'fetch("static/data.txt").then(r => r.ok ? r.text() : "HTTP " + r.status).then(t => document.body.dataset.fetched = t.trim(), e => document.body.dataset.fetched = String(e))' > static/app.js &&
+		echo 'from the app' > static/data.txt`)
 	d.paddock("chat", "repo", "--new", "web", "--agent", "shell", "--command", "exec python3 -m http.server 8123 --bind 127.0.0.1 --directory /tmp/site")
 	b.waitFor("the port listed", `!!document.querySelector('#ports [data-port="8123"]')`)
 	if row := b.text(`#ports [data-port="8123"]`); !strings.Contains(row, "python3") {
@@ -70,6 +76,7 @@ func TestBrowserPreview(t *testing.T) {
 	if got := b.text("h1"); got != "served from the sandbox" {
 		t.Fatalf("the preview shows %q", got)
 	}
+	b.appRuns("the host form")
 	if strings.Contains(eval[string](b, `location.href`), "paddock_code") {
 		t.Error("the one-time code stayed in the address bar")
 	}
@@ -77,15 +84,40 @@ func TestBrowserPreview(t *testing.T) {
 	b.do(chromedp.Reload())
 	b.waitFor("the page after a reload", `document.title === 'inside'`)
 
-	// The path form, opened as a page, runs sandboxed.
+	// The path form, opened as a page, runs sandboxed, and its page's own files load: the
+	// address it lands on carries the key that stands in for the UI's cookie.
 	b.do(chromedp.Navigate(ui + "/preview/repo/8123/"))
 	b.waitFor("the path-form preview", `document.title === 'inside'`)
 	if origin := eval[string](b, `String(self.origin)`); origin != "null" {
 		t.Errorf("the path-form preview runs in origin %q, not an opaque one", origin)
 	}
+	keyed := eval[string](b, `location.pathname`)
+	if !strings.HasPrefix(keyed, "/preview/repo/8123/~pv-") {
+		t.Errorf("the path-form preview landed on %q, without a key", keyed)
+	}
+	b.appRuns("the path form")
+	b.do(chromedp.Reload())
+	b.waitFor("the path-form preview after a reload", `document.title === 'inside'`)
+	b.appRuns("the path form, reloaded")
+	if again := eval[string](b, `location.pathname`); again != keyed {
+		t.Errorf("a reload moved the preview from %s to %s", keyed, again)
+	}
 	// And the files refused above are the sandbox's, served under the UI's origin.
 	b.do(chromedp.Navigate(ui + "/preview/repo/8123/evil.js"))
 	if got := b.text("body"); !strings.Contains(got, "pwned") {
 		t.Errorf("the sandbox's script is not served under the UI's origin (%q): the checks above proved nothing", got)
+	}
+}
+
+// appRuns checks that the preview test's app came with its files: its stylesheet
+// applied, its script ran and fetched its data.
+func (b *browser) appRuns(where string) {
+	b.t.Helper()
+	b.waitFor(where+": the app's script fetched its data", `!!document.body.dataset.fetched`)
+	if got := eval[string](b, `document.body.dataset.fetched`); got != "from the app" {
+		b.t.Errorf("%s: the app's fetch got %q", where, got)
+	}
+	if got := eval[string](b, `getComputedStyle(document.querySelector('h1')).color`); got != "rgb(1, 2, 3)" {
+		b.t.Errorf("%s: the app's stylesheet did not apply (h1 color %s)", where, got)
 	}
 }
