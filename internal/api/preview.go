@@ -91,7 +91,19 @@ type keyGrant struct {
 	// session is the hash of the UI session's cookie: the key lasts while it does.
 	session []byte
 	owner   string
+	// caller is who the session was, as of checked: a page's many requests do not each
+	// read the session from the database. Signing out (and paddock web --stop) forgets
+	// the session's keys at once; an expiry or a team member's revocation is seen at
+	// the next check.
+	caller  *caller
+	checked time.Time
 }
+
+// keyRecheck is how long a preview key's session, once checked, is taken as valid.
+const keyRecheck = 10 * time.Second
+
+// now is the time by the sign-in's clock.
+func (p *previews) now() time.Time { return p.s.web.auth.now() }
 
 func newPreviews(s *Server) *previews {
 	return &previews{s: s, codes: map[string]previewGrant{}, sessions: map[string]previewGrant{},
@@ -435,16 +447,17 @@ func (p *previews) serveKeyed(h *remote, w http.ResponseWriter, r *http.Request,
 		return
 	}
 	g, ok := p.keyGrant(t)
-	var c *caller
-	var err error
-	if ok {
+	c := g.caller
+	if !ok {
+		h.failed(r, "unknown or expired preview key")
+	} else if c == nil || p.now().Sub(g.checked) >= keyRecheck {
+		var err error
 		c, err = h.auth.sessionByHash(r.Context(), g.session)
 		if err != nil && apperr.KindOf(err) != apperr.KindUnauthorized {
 			h.refuse(w, r, err)
 			return
 		}
-	} else {
-		h.failed(r, "unknown or expired preview key")
+		p.checkedKey(t.key, c)
 	}
 	if c == nil {
 		if ok {
@@ -505,7 +518,7 @@ func (p *previews) servePathAs(w http.ResponseWriter, r *http.Request, t preview
 // before while it lasts, else a new one.
 func (p *previews) pathKey(session []byte, name string, port int) string {
 	owner := string(session) + "\x00" + name + "\x00" + strconv.Itoa(port)
-	now := time.Now()
+	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if k, ok := p.keyOf[owner]; ok {
@@ -531,10 +544,33 @@ func (p *previews) keyGrant(t previewTarget) (keyGrant, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g, ok := p.keys[string(hashSecret(t.key))]
-	if !ok || !time.Now().Before(g.expires) || g.sandbox != t.name || g.port != t.port {
+	if !ok || !p.now().Before(g.expires) || g.sandbox != t.name || g.port != t.port {
 		return keyGrant{}, false
 	}
 	return g, true
+}
+
+// checkedKey records who a key's session was just found to be (nil: it is over).
+func (p *previews) checkedKey(key string, c *caller) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := string(hashSecret(key))
+	if g, ok := p.keys[h]; ok {
+		g.caller, g.checked = c, p.now()
+		p.keys[h] = g
+	}
+}
+
+// forgetKeys drops the preview keys of a browser session, or every key for nil.
+func (p *previews) forgetKeys(session []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h, g := range p.keys {
+		if session == nil || string(g.session) == string(session) {
+			delete(p.keys, h)
+			delete(p.keyOf, g.owner)
+		}
+	}
 }
 
 func (p *previews) dropKey(key string) {

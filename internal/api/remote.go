@@ -504,6 +504,9 @@ func (h *remote) logout(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	if c.session != nil {
+		if h.preview != nil {
+			h.preview.forgetKeys(c.session)
+		}
 		if err := h.auth.store.DeleteWebSession(r.Context(), c.session); err != nil {
 			h.refuse(w, r, err)
 			return

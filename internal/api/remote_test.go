@@ -549,6 +549,32 @@ func TestRemotePreviewKeys(t *testing.T) {
 		t.Errorf("opening a page with the ended key: %d, Location %q", a.status, a.header.Get("Location"))
 	}
 
+	// paddock web --stop signs every browser out, and ends every key. A key also ends
+	// after 12 hours, and the session's next opening of the page makes another.
+	c = rt.signIn()
+	ck = []string{"Cookie", c.Name + "=" + c.Value}
+	key2 := rt.do("GET", "/preview/web/8123/", "", append(ck, nav...)...).header.Get("Location")
+	if a := rt.do("GET", key2, "", sub...); a.status != http.StatusBadGateway {
+		t.Fatalf("a new session's key: %d %s", a.status, a.body)
+	}
+	rt.onSocket("DELETE", "/v1/web", "", nil)
+	if a := rt.do("GET", key2, "", sub...); a.status != http.StatusUnauthorized {
+		t.Errorf("a key after paddock web --stop: %d, want 401", a.status)
+	}
+	c = rt.signIn()
+	ck = []string{"Cookie", c.Name + "=" + c.Value}
+	key3 := rt.do("GET", "/preview/web/8123/", "", append(ck, nav...)...).header.Get("Location")
+	if a := rt.do("GET", key3, "", sub...); a.status != http.StatusBadGateway {
+		t.Fatalf("a third session's key: %d %s", a.status, a.body)
+	}
+	rt.advance(previewSessionTTL + time.Minute)
+	if a := rt.do("GET", key3, "", sub...); a.status != http.StatusUnauthorized {
+		t.Errorf("a key after 12 hours: %d, want 401", a.status)
+	}
+	if key4 := rt.do("GET", "/preview/web/8123/", "", append(ck, nav...)...).header.Get("Location"); key4 == key3 || !strings.Contains(key4, "/~pv-") {
+		t.Errorf("opening the page after its key ended: %q (the old one was %q)", key4, key3)
+	}
+
 	// A token's caller (a script, not a browser) is served without a redirect.
 	tok := rt.token("cli", false)
 	if a := rt.do("GET", "/preview/web/8123/", "", append(bearer(tok), nav...)...); a.status != http.StatusBadGateway {

@@ -124,6 +124,7 @@ func (s *Server) stopWeb(w http.ResponseWriter, r *http.Request) {
 	// Every browser signs in again: the sessions and the unused login codes die with the
 	// listener. Tokens stay until revoked.
 	s.web.auth.forgetLogins()
+	s.preview.forgetKeys(nil)
 	if err := s.svc.Store().DeleteWebSessions(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -36,7 +36,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 // (through the preview), so the difference is the preview's.
 const getClient = `
 import http.client, statistics, sys, time
-host, port, n, hosthdr, cookie = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+host, port, n, hosthdr, cookie, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 c = http.client.HTTPConnection(host, port)
 hdrs = {}
 if hosthdr: hdrs["Host"] = hosthdr
@@ -44,7 +44,7 @@ if cookie: hdrs["Cookie"] = cookie
 lat = []
 for i in range(n):
     t = time.perf_counter()
-    c.request("GET", "/", headers=hdrs)
+    c.request("GET", path, headers=hdrs)
     r = c.getresponse()
     r.read()
     if r.status != 200: sys.exit("status %d" % r.status)
@@ -110,12 +110,47 @@ func BenchmarkPreview(b *testing.B) {
 		}
 		return v
 	}
+	keyed := keyedPreviewPath(b, st, "/preview/repo/8123/")
 	b.ResetTimer()
-	direct := measure(true, "127.0.0.1", "8123", n, "", "")
-	preview := measure(false, "127.0.0.1", webPort, n, "8123-repo.localhost:"+webPort, cookie)
+	direct := measure(true, "127.0.0.1", "8123", n, "", "", "/")
+	preview := measure(false, "127.0.0.1", webPort, n, "8123-repo.localhost:"+webPort, cookie, "/")
+	pathForm := measure(false, "127.0.0.1", webPort, n, "", "", keyed)
 	b.StopTimer()
 	b.ReportMetric(direct, "direct-median-µs")
 	b.ReportMetric(preview, "preview-median-µs")
 	b.ReportMetric(preview-direct, "preview-added-median-µs")
 	b.ReportMetric(preview/direct, "preview-x-direct")
+	b.ReportMetric(pathForm-direct, "path-form-added-median-µs")
+}
+
+// keyedPreviewPath signs in to paddock web as a browser does (its login link) and opens
+// a path-form preview as a page: the address it is sent on to, with the preview key that
+// the page's own requests carry instead of the UI's cookie.
+func keyedPreviewPath(b *testing.B, st api.WebStatus, path string) string {
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	code := st.LoginURL[strings.Index(st.LoginURL, "code=")+len("code="):]
+	req, _ := http.NewRequest(http.MethodPost, st.URL+"/login", strings.NewReader("code="+code))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", st.URL)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) == 0 {
+		b.Fatalf("signing in gave no cookie: %s", resp.Status)
+	}
+	req, _ = http.NewRequest(http.MethodGet, st.URL+path, nil)
+	req.AddCookie(resp.Cookies()[0])
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if !strings.Contains(loc, "/~pv-") {
+		b.Fatalf("opening %s: %s, Location %q", path, resp.Status, loc)
+	}
+	return loc
 }
