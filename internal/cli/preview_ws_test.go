@@ -92,4 +92,25 @@ func TestPreviewWebSocket(t *testing.T) {
 		}
 	}
 	c.Close(websocket.StatusNormalClosure, "")
+
+	// The path form, as a page of it opens one: from its opaque origin (Origin: null),
+	// with no cookie, by the preview key its address carries.
+	keyed := keyedPreviewPath(t, st, "/preview/repo/8124/")
+	c, _, err = websocket.Dial(ctx, "ws://127.0.0.1:"+webPort+keyed+"chat", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"null"}}})
+	if err != nil {
+		t.Fatalf("the path form's WebSocket: %v", err)
+	}
+	defer c.CloseNow()
+	if err := c.Write(ctx, websocket.MessageText, []byte("by key")); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := c.Read(ctx); err != nil || string(got) != "echo: by key" {
+		t.Fatalf("the path form's WebSocket read %q, %v", got, err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	i := strings.Index(keyed, "/~pv-") + len("/~pv-")
+	bad := keyed[:i] + strings.Repeat("A", 43) + keyed[i+43:]
+	if _, resp, err := websocket.Dial(ctx, "ws://127.0.0.1:"+webPort+bad+"chat", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"null"}}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a WebSocket with a wrong key: %v %v", resp, err)
+	}
 }

@@ -126,7 +126,7 @@ func BenchmarkPreview(b *testing.B) {
 // keyedPreviewPath signs in to paddock web as a browser does (its login link) and opens
 // a path-form preview as a page: the address it is sent on to, with the preview key that
 // the page's own requests carry instead of the UI's cookie.
-func keyedPreviewPath(b *testing.B, st api.WebStatus, path string) string {
+func keyedPreviewPath(b testing.TB, st api.WebStatus, path string) string {
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	code := st.LoginURL[strings.Index(st.LoginURL, "code=")+len("code="):]
 	req, _ := http.NewRequest(http.MethodPost, st.URL+"/login", strings.NewReader("code="+code))
