@@ -28,8 +28,10 @@ func newCmdSnapshot(f *Factory) *cobra.Command {
 directory, by default in paddock's state directory, or an S3 bucket): every git ref, the
 uncommitted and untracked work, the file modes, /workspace/deliverables whole, every
 agent's conversations, and the sessions. Files git ignores (dependencies, build
-outputs) and new files over max_file_mb are left out; --dry-run lists what would go in
-and what is left out, and why. Content already in the store is not sent again.
+outputs) and new files over max_file_mb are left out, as is what would take the
+directories kept whole (deliverables, conversations) past max_whole_mb; the snapshot
+names what it left out for its size, and --dry-run lists what would go in and what is
+left out, and why. Content already in the store is not sent again.
 
 Restore it, on any backend, with paddock restore.`,
 		Args: exactArgs(1, "one sandbox"),
@@ -74,6 +76,11 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 			fmt.Fprintf(f.IO.Out, "left out:   %s: %s\n", termtext.Escape(l.Path), l.Why)
 		}
 		return nil
+	}
+	for _, l := range m.Left {
+		if l.OverLimit { // what the repository's or the user's rules leave out goes unsaid
+			fmt.Fprintf(f.IO.ErrOut, "paddock: left out: %s: %s\n", termtext.Escape(l.Path), l.Why)
+		}
 	}
 	fmt.Fprintf(f.IO.Out, "%s\n", m.ID)
 	fmt.Fprintf(f.IO.ErrOut, "paddock: snapshot %s of %s: %s (%s new) in %.1fs: %d ref(s), %d file(s) kept whole, %d session(s)\n",

@@ -50,6 +50,10 @@ type Backup struct {
 	// MaxFileMB is the size, in MiB, above which a file is left out of a snapshot;
 	// 0 means no limit. Default 50.
 	MaxFileMB int `toml:"max_file_mb"`
+	// MaxWholeMB is the most, in MiB, one snapshot takes of the directories it keeps
+	// whole (deliverables, agents' conversations); a file that would pass it is left
+	// out. 0 means no limit. Default 4096.
+	MaxWholeMB int `toml:"max_whole_mb"`
 }
 
 // DefaultBackup is the [backup] section of a config file that has none.
@@ -60,6 +64,7 @@ func DefaultBackup() Backup {
 		Keep:         50,
 		MaxAge:       Duration{720 * time.Hour},
 		MaxFileMB:    50,
+		MaxWholeMB:   4096,
 	}
 }
 
@@ -251,6 +256,9 @@ func (b Backup) validate(path string, data []byte) error {
 	}
 	if b.Keep < 0 {
 		return bad("keep", "%d is negative (0 keeps any number)", b.Keep)
+	}
+	if b.MaxWholeMB < 0 {
+		return bad("max_whole_mb", "%d is negative (0 means no limit)", b.MaxWholeMB)
 	}
 	if b.MaxFileMB < 0 {
 		return bad("max_file_mb", "%d is negative (0 means no limit)", b.MaxFileMB)

@@ -31,5 +31,5 @@ func openSnapshots(ctx context.Context, b config.Backup, p config.Paths, svc *sa
 		return nil, err
 	}
 	return snapshot.New(svc, sessions, st, snapshot.Options{Keep: b.Keep, MaxAge: b.MaxAge.Duration,
-		MaxFileBytes: int64(b.MaxFileMB) << 20}, log.With("part", "snapshots")), nil
+		MaxFileBytes: int64(b.MaxFileMB) << 20, MaxWholeBytes: int64(b.MaxWholeMB) << 20}, log.With("part", "snapshots")), nil
 }

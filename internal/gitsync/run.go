@@ -18,27 +18,39 @@ type Exec func(ctx context.Context, argv, env []string) (stdout, stderr string, 
 // recordScript records the uncommitted work of /workspace and of every worktree, then
 // lists the sandbox's branches.
 const recordScript = `wip() { sh -c "$WIP" sh "$1"; }
-cd /workspace && wip ` + WIPBranch + ` >/dev/null || exit $?
+said=$(mktemp)
+trap 'rm -f "$said"' EXIT
+big() { while IFS= read -r l; do case "$l" in "big "*) printf 'big %s/%s\n' "$1" "${l#big }" ;; esac; done < "$said"; }
+cd /workspace && wip ` + WIPBranch + ` > "$said" || exit $?
+big /workspace
 git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r dir; do
-  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + WIPBranch + `-${dir#/workspace/.worktrees/}" >/dev/null) ;; esac
+  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + WIPBranch + `-${dir#/workspace/.worktrees/}" > "$said" && big "$dir") ;; esac
 done
-git for-each-ref --format='%(refname:short)' refs/heads
+git for-each-ref --format='branch %(refname:short)' refs/heads
 `
 
 // RecordWIP makes the sandbox record its uncommitted work on its paddock-wip refs and
-// returns its branches.
-func RecordWIP(ctx context.Context, exec Exec) ([]string, error) {
+// returns its branches, and the new files the WIP commits leave out for their size
+// (PADDOCK_WIP_MAX_BYTES), by their paths inside.
+func RecordWIP(ctx context.Context, exec Exec) (branches, big []string, err error) {
 	stdout, stderr, code, err := exec(ctx, []string{"sh", "-c", recordScript}, append([]string{"WIP=" + WIPScript}, SandboxGitEnv...))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch code {
 	case 0:
-		return strings.Fields(stdout), nil
+		for _, l := range strings.Split(stdout, "\n") {
+			if b, ok := strings.CutPrefix(l, "branch "); ok {
+				branches = append(branches, b)
+			} else if p, ok := strings.CutPrefix(l, "big "); ok {
+				big = append(big, p)
+			}
+		}
+		return branches, big, nil
 	case 3:
-		return nil, ErrNoCommits
+		return nil, nil, ErrNoCommits
 	}
-	return nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(stderr))
+	return nil, nil, fmt.Errorf("record the sandbox's uncommitted work: exit %d: %s", code, strings.TrimSpace(stderr))
 }
 
 // HelperName is the name git looks for to handle paddock::SANDBOX URLs.

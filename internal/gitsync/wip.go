@@ -66,12 +66,23 @@ const WIPRules = `wip_rules() {
 `
 
 // WIPIndex stages the work in a temporary copy of the index, as a WIP commit holds it
-// (the rules of WIPRules applied), leaving the agent's own index as it is.
+// (the rules of WIPRules applied), leaving the agent's own index as it is. With
+// PADDOCK_WIP_MAX_BYTES, new files larger than that are left out before git add reads
+// them ("big PATH"): git would otherwise hash and store each whole (a sparse file of
+// 64 GiB costs minutes), only for wip_rules to drop it. A git older than
+// --pathspec-from-file (2.25) adds them, and wip_rules drops them, as before.
 const WIPIndex = `index=$(mktemp)
-trap 'rm -f "$index"' EXIT
+big=$(mktemp)
+trap 'rm -f "$index" "$big"' EXIT
 cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
 export GIT_INDEX_FILE="$index"
-git add -A
+if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
+  printf '.\0' > "$big"
+  git ls-files -z --others --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && printf ":(exclude,literal)%s\0" "$f" >> "$0" && printf "big %s\n" "$f"; done; true' "$big"
+  git add -A --pathspec-from-file="$big" --pathspec-file-nul 2>/dev/null || git add -A
+else
+  git add -A
+fi
 wip_rules
 `
 

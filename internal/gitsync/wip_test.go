@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recordIn runs WIPScript in dir as a sandbox runs it and returns the WIP ref's commit,
@@ -26,6 +27,17 @@ func recordIn(dir string) (commit, failure string) {
 	return strings.TrimSpace(string(out)), ""
 }
 
+// committedRepo is a repository with one commit, of a.txt.
+func committedRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	gitIn(t, dir, "add", "a.txt")
+	gitIn(t, dir, "commit", "-q", "-m", "a")
+	return dir
+}
+
 func gitIn(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...).CombinedOutput(); err != nil {
@@ -40,11 +52,7 @@ func TestWIPAfterKilledRecording(t *testing.T) {
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("flock (util-linux) is not installed")
 	}
-	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q")
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
-	gitIn(t, dir, "add", "a.txt")
-	gitIn(t, dir, "commit", "-q", "-m", "a")
+	dir := committedRepo(t)
 	os.WriteFile(filepath.Join(dir, "work.txt"), []byte("uncommitted\n"), 0o644)
 
 	lock := filepath.Join(dir, ".git", "refs", "paddock-wip", WIPBranch+".lock")
@@ -79,5 +87,50 @@ func TestWIPAfterKilledRecording(t *testing.T) {
 		if c != got[0] || c == first {
 			t.Fatalf("recordings at once gave %v (before: %s)", got, first)
 		}
+	}
+}
+
+// TestWIPLeavesBigFilesUnread: with PADDOCK_WIP_MAX_BYTES (a snapshot's max_file_mb), a
+// new file over it is left out of the WIP commit without git reading it: a sparse file of
+// 64 GiB would cost git minutes to hash, and its object would be written into the
+// sandbox's repository. Files under the bound, odd names included, go in.
+func TestWIPLeavesBigFilesUnread(t *testing.T) {
+	dir := committedRepo(t)
+	os.WriteFile(filepath.Join(dir, "small *[x].txt"), []byte("small\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "data"), 0o755)
+	f, err := os.Create(filepath.Join(dir, "data", "huge.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 30); err != nil {
+		t.Skipf("no sparse file of 64 GiB here: %v", err)
+	}
+	f.Close()
+
+	cmd := exec.Command("sh", "-c", WIPRules+"set -e\n"+WIPIndex+"git write-tree\n")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(SandboxGitEnv, "PADDOCK_WIP_MAX_BYTES=1048576")...)
+	done := make(chan struct{})
+	var out []byte
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("the WIP index still running after a minute: git is reading the sparse file")
+	}
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || lines[0] != "big data/huge.img" {
+		t.Fatalf("output %q, want the big file named, then the tree", out)
+	}
+	ls, _ := exec.Command("git", "-C", dir, "ls-tree", "-r", "--name-only", lines[1]).Output()
+	if got := string(ls); got != "a.txt\nsmall *[x].txt\n" {
+		t.Fatalf("the WIP tree holds %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +36,8 @@ func (f filesService) TarOut(req *guestpb.PathRequest, stream guestpb.Files_TarO
 	}
 	bw := bufio.NewWriterSize(chunkWriter{send: stream.Send}, guestproto.IOBufferSize)
 	tw := tar.NewWriter(bw)
-	if err := rp.tarTree(stream.Context(), tw, rp.rel, top, fi); err != nil {
+	t := &tarring{rp: rp, tw: tw, left: req.GetMaxBytes(), limited: req.GetMaxBytes() > 0}
+	if err := t.tree(stream.Context(), rp.rel, top, fi); err != nil {
 		return err
 	}
 	if err := tw.Close(); err != nil {
@@ -44,9 +46,19 @@ func (f filesService) TarOut(req *guestpb.PathRequest, stream guestpb.Files_TarO
 	return bw.Flush()
 }
 
-// tarTree writes the entry for rel (described by its Lstat result fi) as name, and the
+// tarring is one TarOut archive being written.
+type tarring struct {
+	rp *rootPath
+	tw *tar.Writer
+	// left is what remains of the archive's bytes of content, when limited.
+	left    int64
+	limited bool
+}
+
+// tree writes the entry for rel (described by its Lstat result fi) as name, and the
 // entries beneath it when it is a directory. Sockets, devices and fifos are skipped.
-func (rp *rootPath) tarTree(ctx context.Context, tw *tar.Writer, rel, name string, fi fs.FileInfo) error {
+func (t *tarring) tree(ctx context.Context, rel, name string, fi fs.FileInfo) error {
+	rp, tw := t.rp, t.tw
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -72,6 +84,14 @@ func (rp *rootPath) tarTree(ctx context.Context, tw *tar.Writer, rel, name strin
 	if fi.IsDir() && !strings.HasSuffix(hdr.Name, "/") {
 		hdr.Name += "/"
 	}
+	if fi.Mode().IsRegular() && t.limited {
+		if hdr.Size > t.left {
+			// A sparse file of a terabyte would be sent, and stored, whole.
+			hdr.PAXRecords = map[string]string{guestproto.OmittedRecord: strconv.FormatInt(hdr.Size, 10)}
+			hdr.Size = 0
+		}
+		t.left -= hdr.Size
+	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("tar %s: %w", rp.full(rel), err)
 	}
@@ -94,7 +114,7 @@ func (rp *rootPath) tarTree(ctx context.Context, tw *tar.Writer, rel, name strin
 			if err != nil {
 				continue // removed since it was listed
 			}
-			if err := rp.tarTree(ctx, tw, path.Join(rel, e.Name()), path.Join(name, e.Name()), efi); err != nil {
+			if err := t.tree(ctx, path.Join(rel, e.Name()), path.Join(name, e.Name()), efi); err != nil {
 				return err
 			}
 		}

@@ -13,10 +13,18 @@ import (
 // or a directory with everything beneath it. Entry names start with path's last element:
 // archiving "out" gives "out/...", archiving "a.bin" gives "a.bin".
 func (c *Client) TarOut(ctx context.Context, root, path string, w io.Writer) error {
+	return c.TarOutMax(ctx, root, path, 0, w)
+}
+
+// TarOutMax is TarOut with at most maxBytes of file content in the archive (0: no
+// limit): a regular file that would pass it is an entry with no content, its size in
+// the PAX record guestproto.OmittedRecord. A guest older than this bound sends every
+// file whole: a caller that must not take more checks the entries' sizes too.
+func (c *Client) TarOutMax(ctx context.Context, root, path string, maxBytes int64, w io.Writer) error {
 	op := "tar " + path
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.files.TarOut(ctx, &guestpb.PathRequest{Root: root, Path: path})
+	stream, err := c.files.TarOut(ctx, &guestpb.PathRequest{Root: root, Path: path, MaxBytes: maxBytes})
 	if err != nil {
 		return translate(ctx, op, err)
 	}

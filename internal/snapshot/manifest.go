@@ -140,6 +140,9 @@ type Session struct {
 type Left struct {
 	Path string `json:"path"`
 	Why  string `json:"why"`
+	// OverLimit says it was left out for its size (max_file_mb, max_whole_mb), not by
+	// the repository's or the user's rules.
+	OverLimit bool `json:"over_limit,omitempty"`
 }
 
 // blobs lists every blob the manifest needs.

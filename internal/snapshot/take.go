@@ -24,6 +24,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -43,6 +44,11 @@ type Options struct {
 	// larger than this (build outputs, binaries); deliverables are kept whole. Zero: no
 	// limit.
 	MaxFileBytes int64
+	// MaxWholeBytes bounds what one snapshot takes of the directories it keeps whole
+	// (deliverables, agents' conversations), in bytes of file content: a file that
+	// would pass it is left out, unread. A sparse file of a terabyte costs the sandbox
+	// nothing, and would be copied to the host, and stored, whole. Zero: no limit.
+	MaxWholeBytes int64
 }
 
 // Service takes and restores snapshots.
@@ -140,7 +146,7 @@ func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progr
 func (s *Service) take(ctx context.Context, c *guestclient.Client, m *Manifest, progress func(string)) error {
 	s.gc.RLock()
 	defer s.gc.RUnlock()
-	t := &taking{s: s, c: c, m: m, progress: progress}
+	t := &taking{s: s, c: c, m: m, progress: progress, tarOut: c.TarOutMax}
 	if err := t.git(ctx); err != nil {
 		return err
 	}
@@ -219,6 +225,10 @@ type taking struct {
 	c        *guestclient.Client
 	m        *Manifest
 	progress func(string)
+	// whole is the bytes of file content taken so far from the directories kept whole.
+	whole int64
+	// tarOut is the guest's TarOutMax (another in tests).
+	tarOut func(ctx context.Context, root, path string, maxBytes int64, w io.Writer) error
 }
 
 // headScript prints the checked-out branch (or nothing), the HEAD commit, and every ref
@@ -232,8 +242,14 @@ git for-each-ref --format='%(objectname) %(refname)'
 func (t *taking) git(ctx context.Context) error {
 	t.progress("recording the uncommitted work")
 	exec := t.exec(t.s.wipEnv())
-	if _, err := gitsync.RecordWIP(ctx, exec); err != nil {
+	_, big, err := gitsync.RecordWIP(ctx, exec)
+	if err != nil {
 		return err
+	}
+	for _, p := range big {
+		if !inDeliverables(p) { // kept whole (as far as max_whole_mb allows)
+			t.m.Left = append(t.m.Left, Left{Path: p, Why: t.s.overFile(), OverLimit: true})
+		}
 	}
 	out, stderr, code, err := exec(ctx, []string{"sh", "-c", headScript}, gitsync.SandboxGitEnv)
 	if err != nil || code != 0 {
@@ -386,10 +402,18 @@ func (t *taking) modes(ctx context.Context) error {
 	return nil
 }
 
-// root keeps a directory whole: each regular file a blob, with directories and links.
+// root keeps a directory whole: each regular file a blob, with directories and links,
+// as far as MaxWholeBytes allows; the guest leaves out, unread, a file that would pass it.
 func (t *taking) root(ctx context.Context, root string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	limit := t.s.opts.MaxWholeBytes
+	left := max(limit-t.whole, 1) // 0 asks for no limit
+	if limit <= 0 {
+		left = 0
+	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(t.c.TarOut(ctx, "/", root, pw)) }()
+	go func() { pw.CloseWithError(t.tarOut(ctx, "/", root, left, pw)) }()
 	defer pr.Close()
 	tr := tar.NewReader(pr)
 	parent := path.Dir(root)
@@ -409,6 +433,19 @@ func (t *taking) root(ctx context.Context, root string) error {
 			f.Type, f.Link = "l", h.Linkname
 		case tar.TypeReg:
 			f.Type = "f"
+			if _, omitted := h.PAXRecords[guestproto.OmittedRecord]; omitted {
+				t.m.Left = append(t.m.Left, Left{Path: f.Path, Why: t.overWhole(), OverLimit: true})
+				continue
+			}
+			if limit > 0 && h.Size > left {
+				// A guest that does not know the bound sent it whole: it is not read,
+				// and nor is the rest of the archive.
+				t.m.Left = append(t.m.Left, Left{Path: f.Path, Why: t.overWhole(), OverLimit: true},
+					Left{Path: root, Why: "what its archive held after " + f.Path + ": " + t.overWhole(), OverLimit: true})
+				return nil
+			}
+			left -= h.Size
+			t.whole += h.Size
 			blob, err := t.file(ctx, tr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", f.Path, err)
@@ -420,6 +457,11 @@ func (t *taking) root(ctx context.Context, root string) error {
 		}
 		t.m.Files = append(t.m.Files, f)
 	}
+}
+
+// overWhole says why a file of a directory kept whole was left out.
+func (t *taking) overWhole() string {
+	return fmt.Sprintf("over %s kept whole in one snapshot (max_whole_mb); raise it to keep the file", termtext.Size(t.s.opts.MaxWholeBytes))
 }
 
 // file spools one file to learn its hash, then puts it in the store unless it is there.
@@ -498,12 +540,12 @@ func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) 
 		}
 		full := path.Join(inside.Workspace, strings.TrimSuffix(p, "/"))
 		switch {
-		case kind == "ignored" && (full == inside.Deliverables || strings.HasPrefix(full, inside.Deliverables+"/")):
-			// deliverables are kept whole, ignored or not
+		case (kind == "ignored" || kind == "big") && inDeliverables(full):
+			// deliverables are kept whole, ignored or not, big or not
 		case kind == "ignored":
 			m.Left = append(m.Left, Left{Path: full, Why: "ignored by git (.gitignore): build outputs, dependencies, caches"})
 		case kind == "big":
-			m.Left = append(m.Left, Left{Path: full, Why: fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", termtext.Size(s.opts.MaxFileBytes))})
+			m.Left = append(m.Left, Left{Path: full, Why: s.overFile(), OverLimit: true})
 		case kind == "excluded":
 			m.Left = append(m.Left, Left{Path: full, Why: ".paddock-backup leaves it out"})
 		case kind == "included":
@@ -520,6 +562,15 @@ func (s *Service) plan(ctx context.Context, c *guestclient.Client, m *Manifest) 
 		}
 	}
 	return nil
+}
+
+func inDeliverables(p string) bool {
+	return p == inside.Deliverables || strings.HasPrefix(p, inside.Deliverables+"/")
+}
+
+// overFile says why an untracked file was left out of the uncommitted work.
+func (s *Service) overFile() string {
+	return fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", termtext.Size(s.opts.MaxFileBytes))
 }
 
 // newID is a snapshot id: its UTC time and a random suffix.

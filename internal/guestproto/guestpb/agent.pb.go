@@ -648,9 +648,13 @@ func (*ExecResponse_Exit) isExecResponse_Msg() {}
 func (*ExecResponse_StartedPid) isExecResponse_Msg() {}
 
 type PathRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Root          string                 `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Root  string                 `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	Path  string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// TarOut only: the most bytes of file content the archive carries; a regular file
+	// that would pass it goes in with no content, its size in the PAX record
+	// PADDOCK.omitted. 0: no limit.
+	MaxBytes      int64 `protobuf:"varint,3,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,6 +701,13 @@ func (x *PathRequest) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *PathRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
 }
 
 type Chunk struct {
@@ -1848,10 +1859,11 @@ const file_paddock_agent_v1_agent_proto_rawDesc = "" +
 	"\x04exit\x18\x03 \x01(\v2\x1a.paddock.agent.v1.ExecExitH\x00R\x04exit\x12!\n" +
 	"\vstarted_pid\x18\x04 \x01(\x05H\x00R\n" +
 	"startedPidB\x05\n" +
-	"\x03msg\"5\n" +
+	"\x03msg\"R\n" +
 	"\vPathRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"\x1b\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
+	"\tmax_bytes\x18\x03 \x01(\x03R\bmaxBytes\"\x1b\n" +
 	"\x05Chunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"c\n" +
 	"\vWriteHeader\x12\x12\n" +
