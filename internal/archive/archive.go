@@ -15,7 +15,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/internal/hostfs"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // Pack writes a tar of src (a file or directory) to w. Entry names start with prefix
@@ -84,6 +87,34 @@ type Options struct {
 	// was asked for): an entry elsewhere is an error, so an archive of dist/ cannot put
 	// .git/hooks/pre-commit or .bashrc beside it in the destination.
 	Top string
+	// MaxBytes, when positive, is the most file content Unpack writes (Room of the
+	// destination, say): an entry that would pass it is refused, by its header, before
+	// a byte of it is written (*NoRoomError). A sparse file of a terabyte costs a
+	// sandbox nothing, and the host its whole size.
+	MaxBytes int64
+}
+
+// NoRoomError is an archive entry that would take a copy past its MaxBytes.
+type NoRoomError struct {
+	Name string
+	// Size is the entry's; Room what was left of MaxBytes.
+	Size, Room int64
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("%s is %s: more than the %s a copy may still take of the host's free disk", e.Name, termtext.Size(e.Size), termtext.Size(e.Room))
+}
+
+// Room is what a copy into dir may write: the space free to unprivileged users on its
+// filesystem, less a twentieth of it (at most 1 GiB) left free; 0 when that cannot be
+// read (no bound).
+func Room(dir string) int64 {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return 0
+	}
+	free := int64(fs.Bavail) * fs.Bsize
+	return max(free-min(free/20, 1<<30), 1)
 }
 
 // Stats counts what Unpack wrote.
@@ -145,6 +176,9 @@ func Unpack(r io.Reader, dst string, opts Options) (Stats, error) {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 			}
 		case tar.TypeReg:
+			if opts.MaxBytes > 0 && hdr.Size > opts.MaxBytes-st.Bytes {
+				return st, &NoRoomError{Name: name, Size: hdr.Size, Room: opts.MaxBytes - st.Bytes}
+			}
 			n, err := d.WriteFile(name, mode, tr)
 			if err != nil {
 				return st, fmt.Errorf("archive entry %q: %w", hdr.Name, err)

@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +206,38 @@ func TestUnpackTop(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dst, "dist", "sub")); fi.Mode().Perm() != 0o755 {
 		t.Errorf("dist/sub is %v, want 0755", fi.Mode().Perm())
+	}
+}
+
+// TestUnpackMaxBytes: an entry that would take the copy past MaxBytes is refused by its
+// header, before a byte of it is written; a sandbox's sparse file of 64 GiB (nothing to
+// it but its header here, as the stream is cut there) writes nothing.
+func TestUnpackMaxBytes(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "a.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 5})
+	tw.Write([]byte("hello"))
+	tw.WriteHeader(&tar.Header{Name: "huge.img", Typeflag: tar.TypeReg, Mode: 0o644, Size: 64 << 30})
+	tw.Flush()
+	dst := t.TempDir()
+	st, err := Unpack(&buf, dst, Options{MaxBytes: 1 << 20})
+	var nr *NoRoomError
+	if !errors.As(err, &nr) || nr.Name != "huge.img" || nr.Size != 64<<30 || nr.Room != 1<<20-5 {
+		t.Fatalf("got %v, want huge.img refused with %d bytes of room", err, 1<<20-5)
+	}
+	if !strings.Contains(err.Error(), "huge.img is 64.0 GiB: more than the 1024.0 KiB a copy may still take of the host's free disk") {
+		t.Errorf("message: %v", err)
+	}
+	if st.Files != 1 || st.Bytes != 5 {
+		t.Errorf("stats %+v", st)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "huge.img")); !os.IsNotExist(err) {
+		t.Errorf("huge.img was made: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "a.txt")); string(b) != "hello" {
+		t.Errorf("a.txt: %q", b)
+	}
+	if r := Room(dst); r <= 0 {
+		t.Errorf("Room of a temporary directory: %d", r)
 	}
 }

@@ -156,7 +156,11 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 		if hostDir {
 			target = filepath.Join(dst, path.Base(src))
 		}
-		n, err := readToFile(ctx, c, name, src, target, os.FileMode(st.Mode).Perm())
+		room := archive.Room(filepath.Dir(target))
+		if room > 0 && st.Size > room {
+			return fmt.Errorf("copy %s:%s to %s: %w", name, src, target, &archive.NoRoomError{Name: path.Base(src), Size: st.Size, Room: room})
+		}
+		n, err := readToFile(ctx, c, name, src, target, os.FileMode(st.Mode).Perm(), room)
 		if err != nil {
 			return err
 		}
@@ -175,6 +179,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 	} else if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
+	opts.MaxBytes = archive.Room(target)
 	body, err := c.TarOut(ctx, name, src)
 	if err != nil {
 		return err
@@ -195,14 +200,19 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 }
 
 // readToFile writes a sandbox file to a host file atomically: a temporary file beside it,
-// renamed into place once complete.
-func readToFile(ctx context.Context, c *api.Client, name, src, target string, mode os.FileMode) (int64, error) {
+// renamed into place once complete, and never more than room bytes of it (0: no bound),
+// however much the file grew since it was looked at.
+func readToFile(ctx context.Context, c *api.Client, name, src, target string, mode os.FileMode, room int64) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".paddock-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := c.ReadFile(ctx, name, src, tmp)
+	var w io.Writer = tmp
+	if room > 0 {
+		w = &boundedWriter{w: tmp, left: room, name: path.Base(src)}
+	}
+	n, err := c.ReadFile(ctx, name, src, w)
 	if err == nil {
 		err = tmp.Chmod(mode)
 	}
@@ -213,4 +223,22 @@ func readToFile(ctx context.Context, c *api.Client, name, src, target string, mo
 		return n, err
 	}
 	return n, os.Rename(tmp.Name(), target)
+}
+
+// boundedWriter fails a write that would take it past left bytes.
+type boundedWriter struct {
+	w    io.Writer
+	left int64
+	name string
+	n    int64
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, &archive.NoRoomError{Name: b.name, Size: b.n + int64(len(p)), Room: b.n + b.left}
+	}
+	n, err := b.w.Write(p)
+	b.left -= int64(n)
+	b.n += int64(n)
+	return n, err
 }

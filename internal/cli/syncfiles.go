@@ -64,6 +64,7 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 	defer staging.Close()
 
 	var total archive.Stats
+	room := archive.Room(stagingPath)
 	for _, rel := range rels {
 		body, err := c.TarOutBeneath(ctx, name, inside.Workspace, inside.Workspace+"/"+rel)
 		if err != nil {
@@ -74,10 +75,14 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 			body.Close()
 			return err
 		}
-		st, err := archive.Unpack(body, filepath.Join(stagingPath, filepath.FromSlash(dir)), archive.Options{})
+		var opts archive.Options
+		if room > 0 {
+			opts.MaxBytes = max(room-total.Bytes, 1)
+		}
+		st, err := archive.Unpack(body, filepath.Join(stagingPath, filepath.FromSlash(dir)), opts)
 		body.Close()
 		if err != nil {
-			return fmt.Errorf("copy %s out of %s: %w", rel, name, err)
+			return fmt.Errorf("copy %s out of %s: %w: nothing was copied", rel, name, err)
 		}
 		total.Files += st.Files
 		total.Bytes += st.Bytes
