@@ -3,15 +3,18 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // hostRepo returns a git runner for the sandbox's host repository, checking that it is
@@ -91,6 +94,11 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 		return info, nil, gitsync.Result{}, err
 	}
 	res, err := g.Sync(ctx, name, info.BaseCommit, inside.Workspace, sandboxStream(c, name))
+	for _, p := range res.LeftOut {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/")
+		fmt.Fprintf(f.IO.ErrOut, "paddock: left out of the uncommitted work: %s: untracked and over %s; copy it with `paddock sync %s --files %s`\n",
+			termtext.Escape(p), termtext.Size(gitsync.MaxWIPFileBytes), name, suggestWord(rel))
+	}
 	var clash *gitsync.BranchClashError
 	switch {
 	case errors.Is(err, gitsync.ErrNoCommits):

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +46,7 @@ const serveScript = `record() {
     else
       git update-ref --no-deref "refs/paddock-wip/$1" HEAD 2>/dev/null
     fi
-  } || sh -c "$WIP" sh "$1" >/dev/null
+  } || { said=$(sh -c "$WIP" sh "$1") && printf '%s\n' "$said" | while IFS= read -r l; do case "$l" in "big "*) printf 'paddock-big %s/%s\n' "$PWD" "${l#big }" >&2 ;; esac; done; }
 }
 cd "$1" && record ` + WIPBranch + ` || { c=$?; [ "$c" = 3 ] && exit 3; echo "exit $c" >&2; exit 5; }
 if [ -f .git ] || [ -d .git/worktrees ]; then
@@ -117,7 +118,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	}}
 	go func() {
 		defer close(serving)
-		env := append([]string{"WIP=" + WIPScript, "GIT_PROTOCOL=version=2"}, SandboxGitEnv...)
+		env := append([]string{"WIP=" + WIPScript, "GIT_PROTOCOL=version=2", "PADDOCK_WIP_MAX_BYTES=" + strconv.Itoa(MaxWIPFileBytes)}, SandboxGitEnv...)
 		code, served = stream(ctx, []string{"sh", "-c", serveScript, "sh", workspace}, env, ours, io.MultiWriter(&wrote, watch), &stderr)
 		hangUp() // what upload-pack wrote is in the socket; git reads it, then the end
 	}()
@@ -176,8 +177,20 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	}
 	res := g.describe(ctx, before, after, base, log)
 	log = nil // describe ends it
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if p, ok := strings.CutPrefix(l, "paddock-big "); ok {
+			res.LeftOut = append(res.LeftOut, p)
+		}
+	}
 	return res, nil
 }
+
+// MaxWIPFileBytes is the largest new untracked file a sync records in its WIP commit
+// (GitHub refuses files over 100 MB too); larger ones are left out before git reads
+// them, and named (Result.LeftOut). A sparse file of terabytes costs the sandbox no
+// disk: git would hash it for hours, and its object would come to the host. A file the
+// agent commits comes whatever its size; sync --files copies one that is not in git.
+const MaxWIPFileBytes = 100 << 20
 
 // fetchFD runs git fetch of refspecs over the fd:: transport on conn, allowing no other
 // transport: whatever the sandbox serves, host git talks the pack protocol on conn and

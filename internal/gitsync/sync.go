@@ -32,6 +32,9 @@ type Update struct {
 // Result is what a sync fetched.
 type Result struct {
 	Updates []Update `json:"updates"`
+	// LeftOut are new untracked files the WIP commits leave out for their size
+	// (MaxWIPFileBytes), by their paths in the sandbox.
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // BranchClashError is a sandbox branch whose name would clash with paddock's own refs:

@@ -45,7 +45,7 @@ git update-ref --no-deref "$ref" "$commit"
 //     match ("excluded PATH"), and with a leading ! takes back files git ignores
 //     ("included PATH"). Files git tracks are never left out: they would read as deleted.
 const WIPRules = `wip_rules() {
-  if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
+  if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ] && [ -z "$wip_big_done" ]; then
     git diff --cached --name-only -z --diff-filter=A | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && git rm -q --cached -- "$f" && printf "big %s\n" "$f"; done; true' sh
   fi
   { [ -n "$PADDOCK_WIP_BACKUP" ] && [ -f .paddock-backup ]; } || return 0
@@ -79,7 +79,7 @@ export GIT_INDEX_FILE="$index"
 if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
   printf '.\0' > "$big"
   git ls-files -z --others --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && printf ":(exclude,literal)%s\0" "$f" >> "$0" && printf "big %s\n" "$f"; done; true' "$big"
-  git add -A --pathspec-from-file="$big" --pathspec-file-nul 2>/dev/null || git add -A
+  if git add -A --pathspec-from-file="$big" --pathspec-file-nul 2>/dev/null; then wip_big_done=1; else git add -A; fi
 else
   git add -A
 fi
