@@ -90,7 +90,6 @@ type keyGrant struct {
 	previewGrant
 	// session is the hash of the UI session's cookie: the key lasts while it does.
 	session []byte
-	owner   string
 	// caller is who the session was, as of checked: a page's many requests do not each
 	// read the session from the database. Signing out (and paddock web --stop) forgets
 	// the session's keys at once; an expiry or a team member's revocation is seen at
@@ -404,30 +403,31 @@ func (p *previews) servePath(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c := callerOf(r.Context()); c != nil && c.session != nil && opensPage(r) {
-		rest := rawRest(r, 2)
-		t.key = p.pathKey(c.session, t.name, t.port)
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, t.prefix()+rest+queryOf(r.URL), http.StatusTemporaryRedirect)
+		keyed := t
+		keyed.key = p.pathKey(c.session, t.name, t.port)
+		redirectPreview(w, r, t, keyed)
 		return
 	}
 	p.servePathAs(w, r, t)
 }
 
-// rawRest is what follows the first n segments after /preview/ in the request's path,
-// as the browser escaped it.
-func rawRest(r *http.Request, n int) string {
+// redirectPreview sends a request for the path-form preview at from on to the same
+// path and query beneath to's prefix (with a key or without).
+func redirectPreview(w http.ResponseWriter, r *http.Request, from, to previewTarget) {
+	// What follows NAME/PORT/ (and the key) in the path, as the browser escaped it.
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), previewPrefix)
-	for range n {
+	skip := 2
+	if from.key != "" {
+		skip = 3
+	}
+	for range skip {
 		_, rest, _ = strings.Cut(rest, "/")
 	}
-	return rest
-}
-
-func queryOf(u *url.URL) string {
-	if u.RawQuery == "" {
-		return ""
+	if r.URL.RawQuery != "" {
+		rest += "?" + r.URL.RawQuery
 	}
-	return "?" + u.RawQuery
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, to.prefix()+rest, http.StatusTemporaryRedirect)
 }
 
 // opensPage says whether a browser's request opens a page (a navigation), by its Fetch
@@ -446,7 +446,8 @@ func (p *previews) serveKeyed(h *remote, w http.ResponseWriter, r *http.Request,
 	if !h.allowAttempt(w, r) {
 		return
 	}
-	g, ok := p.keyGrant(t)
+	kh := string(hashSecret(t.key))
+	g, ok := p.keyGrant(kh, t)
 	c := g.caller
 	if !ok {
 		h.failed(r, "unknown or expired preview key")
@@ -457,16 +458,17 @@ func (p *previews) serveKeyed(h *remote, w http.ResponseWriter, r *http.Request,
 			h.refuse(w, r, err)
 			return
 		}
-		p.checkedKey(t.key, c)
+		p.checkedKey(kh, c)
 	}
 	if c == nil {
 		if ok {
-			p.dropKey(t.key)
+			p.dropKey(kh)
 		}
 		if opensPage(r) {
 			// The UI's cookie, if the browser has one, makes a new key.
-			w.Header().Set("Cache-Control", "no-store")
-			http.Redirect(w, r, pathPreview(t.name, t.port)+rawRest(r, 3)+queryOf(r.URL), http.StatusTemporaryRedirect)
+			unkeyed := t
+			unkeyed.key = ""
+			redirectPreview(w, r, t, unkeyed)
 			return
 		}
 		previewPage(w, http.StatusUnauthorized, "This preview's link has expired",
@@ -517,7 +519,7 @@ func (p *previews) servePathAs(w http.ResponseWriter, r *http.Request, t preview
 // pathKey is the preview key of a browser session for a sandbox's port: the one made
 // before while it lasts, else a new one.
 func (p *previews) pathKey(session []byte, name string, port int) string {
-	owner := string(session) + "\x00" + name + "\x00" + strconv.Itoa(port)
+	owner := keyOwner(session, name, port)
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -528,36 +530,46 @@ func (p *previews) pathKey(session []byte, name string, port int) string {
 	}
 	for h, g := range p.keys {
 		if !now.Before(g.expires) {
-			delete(p.keys, h)
-			delete(p.keyOf, g.owner)
+			p.deleteKey(h, g)
 		}
 	}
 	k, h := newSecret()
-	p.keys[string(h)] = keyGrant{previewGrant: previewGrant{sandbox: name, port: port, expires: now.Add(previewSessionTTL)}, session: session, owner: owner}
+	p.keys[string(h)] = keyGrant{previewGrant: previewGrant{sandbox: name, port: port, expires: now.Add(previewSessionTTL)}, session: session}
 	p.keyOf[owner] = k
 	return k
 }
 
-// keyGrant is what a preview key in t's path was made for, if it is one for t's
+// keyOwner names a browser session's sandbox port in keyOf.
+func keyOwner(session []byte, name string, port int) string {
+	return string(session) + "\x00" + name + "\x00" + strconv.Itoa(port)
+}
+
+// deleteKey forgets the key whose hash is h; p.mu is held.
+func (p *previews) deleteKey(h string, g keyGrant) {
+	delete(p.keys, h)
+	delete(p.keyOf, keyOwner(g.session, g.sandbox, g.port))
+}
+
+// keyGrant is what the key of hash kh, in t's path, was made for, if it is one for t's
 // sandbox and port and has not expired.
-func (p *previews) keyGrant(t previewTarget) (keyGrant, bool) {
+func (p *previews) keyGrant(kh string, t previewTarget) (keyGrant, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	g, ok := p.keys[string(hashSecret(t.key))]
+	g, ok := p.keys[kh]
 	if !ok || !p.now().Before(g.expires) || g.sandbox != t.name || g.port != t.port {
 		return keyGrant{}, false
 	}
 	return g, true
 }
 
-// checkedKey records who a key's session was just found to be (nil: it is over).
-func (p *previews) checkedKey(key string, c *caller) {
+// checkedKey records who the session of the key of hash kh was just found to be (nil:
+// it is over).
+func (p *previews) checkedKey(kh string, c *caller) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := string(hashSecret(key))
-	if g, ok := p.keys[h]; ok {
+	if g, ok := p.keys[kh]; ok {
 		g.caller, g.checked = c, p.now()
-		p.keys[h] = g
+		p.keys[kh] = g
 	}
 }
 
@@ -567,19 +579,17 @@ func (p *previews) forgetKeys(session []byte) {
 	defer p.mu.Unlock()
 	for h, g := range p.keys {
 		if session == nil || string(g.session) == string(session) {
-			delete(p.keys, h)
-			delete(p.keyOf, g.owner)
+			p.deleteKey(h, g)
 		}
 	}
 }
 
-func (p *previews) dropKey(key string) {
+// dropKey forgets the key of hash kh.
+func (p *previews) dropKey(kh string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := string(hashSecret(key))
-	if g, ok := p.keys[h]; ok {
-		delete(p.keys, h)
-		delete(p.keyOf, g.owner)
+	if g, ok := p.keys[kh]; ok {
+		p.deleteKey(kh, g)
 	}
 }
 

@@ -260,17 +260,15 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	// A path-form preview's key is its credential, in place of the cookie its pages
 	// (an opaque origin, "Origin: null") are not sent.
-	if t, ok := parsePreviewPath(r.URL.Path); ok && t.key != "" && h.preview != nil {
-		if origin != "" && origin != "null" && !strings.EqualFold(origin, self) {
-			h.refuse(w, r, apperr.Forbidden("", "requests from other sites are refused: Origin %q is not %s", origin, self))
-			return
-		}
-		h.preview.serveKeyed(h, w, r, t)
+	t, keyed := parsePreviewPath(r.URL.Path)
+	keyed = keyed && t.key != "" && h.preview != nil
+	if origin != "" && !strings.EqualFold(origin, self) && !(keyed && origin == "null") {
+		h.log.Warn("web: refused a request from another origin", "remote", r.RemoteAddr, "origin", origin, "path", logPath(r))
+		h.refuse(w, r, apperr.Forbidden("", "requests from other sites are refused: Origin %q is not %s", origin, self))
 		return
 	}
-	if origin != "" && !strings.EqualFold(origin, self) {
-		h.log.Warn("web: refused a request from another origin", "remote", r.RemoteAddr, "origin", origin, "path", r.URL.Path)
-		h.refuse(w, r, apperr.Forbidden("", "requests from other sites are refused: Origin %q is not %s", origin, self))
+	if keyed {
+		h.preview.serveKeyed(h, w, r, t)
 		return
 	}
 	if r.URL.Path == "/login" {

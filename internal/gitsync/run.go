@@ -17,17 +17,32 @@ type Exec func(ctx context.Context, argv, env []string) (stdout, stderr string, 
 
 // recordScript records the uncommitted work of /workspace and of every worktree, then
 // lists the sandbox's branches.
-const recordScript = `wip() { sh -c "$WIP" sh "$1"; }
+const recordScript = wipBigNamed + `wip() { sh -c "$WIP" sh "$1"; }
 said=$(mktemp)
 trap 'rm -f "$said"' EXIT
-big() { while IFS= read -r l; do case "$l" in "big "*) printf 'big %s/%s\n' "$1" "${l#big }" ;; esac; done < "$said"; }
 cd /workspace && wip ` + WIPBranch + ` > "$said" || exit $?
-big /workspace
+wip_big_named /workspace < "$said"
 git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r dir; do
-  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + WIPBranch + `-${dir#/workspace/.worktrees/}" > "$said" && big "$dir") ;; esac
+  case "$dir" in /workspace/.worktrees/*) (cd "$dir" && wip "` + WIPBranch + `-${dir#/workspace/.worktrees/}" > "$said" && wip_big_named "$dir" < "$said") ;; esac
 done
 git for-each-ref --format='branch %(refname:short)' refs/heads
 `
+
+// wipBigNamed defines wip_big_named DIR, which turns each "big PATH" line of a WIP
+// recording's output on its input into "paddock-big DIR/PATH" (what bigPaths reads).
+const wipBigNamed = `wip_big_named() { while IFS= read -r l; do case "$l" in "big "*) printf 'paddock-big %s/%s\n' "$1" "${l#big }" ;; esac; done; }
+`
+
+// bigPaths are the paths of the "paddock-big PATH" lines of out (wipBigNamed).
+func bigPaths(out string) []string {
+	var paths []string
+	for _, l := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(l, "paddock-big "); ok {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
 
 // RecordWIP makes the sandbox record its uncommitted work on its paddock-wip refs and
 // returns its branches, and the new files the WIP commits leave out for their size
@@ -42,11 +57,9 @@ func RecordWIP(ctx context.Context, exec Exec) (branches, big []string, err erro
 		for _, l := range strings.Split(stdout, "\n") {
 			if b, ok := strings.CutPrefix(l, "branch "); ok {
 				branches = append(branches, b)
-			} else if p, ok := strings.CutPrefix(l, "big "); ok {
-				big = append(big, p)
 			}
 		}
-		return branches, big, nil
+		return branches, bigPaths(stdout), nil
 	case 3:
 		return nil, nil, ErrNoCommits
 	}

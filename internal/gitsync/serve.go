@@ -34,7 +34,7 @@ type Stream func(ctx context.Context, argv, env []string, stdin io.Reader, stdou
 // a sync of clean work writes no ref at all (the ref's loose file is read to see that it
 // is set); elsewhere, pointed at HEAD's commit. Anything else (no commit yet, a stale lock
 // on the ref) goes to WIPScript, which says so or clears it.
-const serveScript = `record() {
+const serveScript = wipBigNamed + `record() {
   st=$(git --no-optional-locks status --porcelain=v2 --branch --no-ahead-behind --untracked-files=normal --ignore-submodules=none 2>/dev/null) &&
   case "$st" in [!#]*|*"
 "[!#]*|*"# branch.oid (initial)"*) false ;; esac && {
@@ -46,7 +46,7 @@ const serveScript = `record() {
     else
       git update-ref --no-deref "refs/paddock-wip/$1" HEAD 2>/dev/null
     fi
-  } || { said=$(sh -c "$WIP" sh "$1") && printf '%s\n' "$said" | while IFS= read -r l; do case "$l" in "big "*) printf 'paddock-big %s/%s\n' "$PWD" "${l#big }" >&2 ;; esac; done; }
+  } || { said=$(sh -c "$WIP" sh "$1") && printf '%s\n' "$said" | wip_big_named "$PWD" >&2; }
 }
 cd "$1" && record ` + WIPBranch + ` || { c=$?; [ "$c" = 3 ] && exit 3; echo "exit $c" >&2; exit 5; }
 if [ -f .git ] || [ -d .git/worktrees ]; then
@@ -177,11 +177,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	}
 	res := g.describe(ctx, before, after, base, log)
 	log = nil // describe ends it
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if p, ok := strings.CutPrefix(l, "paddock-big "); ok {
-			res.LeftOut = append(res.LeftOut, p)
-		}
-	}
+	res.LeftOut = bigPaths(stderr.String())
 	return res, nil
 }
 

@@ -408,12 +408,13 @@ func (t *taking) root(ctx context.Context, root string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	limit := t.s.opts.MaxWholeBytes
-	left := max(limit-t.whole, 1) // 0 asks for no limit
-	if limit <= 0 {
-		left = 0
+	var ask int64 // the guest's bound: 0 asks for none, so a spent one asks for 1
+	if limit > 0 {
+		ask = max(limit-t.whole, 1)
 	}
+	start := t.whole
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(t.tarOut(ctx, "/", root, left, pw)) }()
+	go func() { pw.CloseWithError(t.tarOut(ctx, "/", root, ask, pw)) }()
 	defer pr.Close()
 	tr := tar.NewReader(pr)
 	parent := path.Dir(root)
@@ -437,14 +438,13 @@ func (t *taking) root(ctx context.Context, root string) error {
 				t.m.Left = append(t.m.Left, Left{Path: f.Path, Why: t.overWhole(), OverLimit: true})
 				continue
 			}
-			if limit > 0 && h.Size > left {
+			if limit > 0 && h.Size > ask-(t.whole-start) { // what the guest had left of ask
 				// A guest that does not know the bound sent it whole: it is not read,
 				// and nor is the rest of the archive.
 				t.m.Left = append(t.m.Left, Left{Path: f.Path, Why: t.overWhole(), OverLimit: true},
 					Left{Path: root, Why: "what its archive held after " + f.Path + ": " + t.overWhole(), OverLimit: true})
 				return nil
 			}
-			left -= h.Size
 			t.whole += h.Size
 			blob, err := t.file(ctx, tr)
 			if err != nil {
