@@ -70,16 +70,16 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 			fmt.Fprintf(f.IO.Out, "would keep: session %s (%s)\n", termtext.Escape(s.Name), s.Agent)
 		}
 		for _, l := range m.Included {
-			fmt.Fprintf(f.IO.Out, "would keep: %s: %s\n", termtext.Escape(l.Path), l.Why)
+			fmt.Fprintf(f.IO.Out, "would keep: %s: %s\n", termtext.Escape(l.Path), termtext.Escape(l.Why))
 		}
 		for _, l := range m.Left {
-			fmt.Fprintf(f.IO.Out, "left out:   %s: %s\n", termtext.Escape(l.Path), l.Why)
+			fmt.Fprintf(f.IO.Out, "left out:   %s: %s\n", termtext.Escape(l.Path), termtext.Escape(l.Why))
 		}
 		return nil
 	}
 	for _, l := range m.Left {
 		if l.OverLimit { // what the repository's or the user's rules leave out goes unsaid
-			fmt.Fprintf(f.IO.ErrOut, "paddock: left out: %s: %s\n", termtext.Escape(l.Path), l.Why)
+			fmt.Fprintf(f.IO.ErrOut, "paddock: left out: %s: %s\n", termtext.Escape(l.Path), termtext.Escape(l.Why))
 		}
 	}
 	fmt.Fprintf(f.IO.Out, "%s\n", m.ID)
