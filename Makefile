@@ -4,17 +4,12 @@ BIN := bin/paddock
 
 .PHONY: build setup test proto bench bench-short lint fuzz web check-web
 
-# GUEST_TAGS are the small guest's build tags (testenv.SmallGuestTags builds it the same
-# way for the tests): grpcnotrace leaves out gRPC's request tracing, which the guest never
-# turns on, and html/template with it.
-GUEST_TAGS := grpcnotrace
-
 # build makes paddock (the lean CLI front) and, beside it, paddock-full (every other
 # command and the daemon) and the small guest the daemon copies into sandboxes.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/paddock
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/paddock-full ./cmd/paddock-full
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(GUEST_TAGS) -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/paddock-guest ./cmd/paddock-guest
 
 # setup installs what the tests need on a fresh Debian machine.
 setup:
@@ -42,13 +37,17 @@ bench:
 bench-short:
 	GO="$(GO)" ./scripts/bench.sh short
 
-# proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler).
+# proto regenerates the committed protobuf code (needs protoc from Debian's protobuf-compiler):
+# messages by protoc-gen-go-lite (marshalling written out, no reflection: the guest links no
+# protobuf runtime), services by protoc-gen-go-drpc, which encodes through guestproto.
 proto:
-	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	$(GO) install github.com/aperturerobotics/protobuf-go-lite/cmd/protoc-gen-go-lite@v0.14.0
+	$(GO) install storj.io/drpc/cmd/protoc-gen-go-drpc@v1.0.0
 	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I proto \
-		--go_out=. --go_opt=module=github.com/paddockhq/paddock \
-		--go-grpc_out=. --go-grpc_opt=module=github.com/paddockhq/paddock \
+		--go-lite_out=. --go-lite_opt=module=github.com/paddockhq/paddock \
+		--go-lite_opt=features=marshal+unmarshal+size \
+		--go-drpc_out=. --go-drpc_opt=module=github.com/paddockhq/paddock \
+		--go-drpc_opt=protolib=github.com/paddockhq/paddock/internal/guestproto --go-drpc_opt=json=false \
 		proto/paddock/agent/v1/agent.proto
 
 # web builds the web UI from web/ into internal/webui/dist, which the binary embeds and git

@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/paddockhq/paddock/internal/guestproto"
 )
 
@@ -37,8 +34,8 @@ func TestRelPath(t *testing.T) {
 	for _, tt := range tests {
 		got, err := relPath("/ws", tt.path)
 		if tt.escapes {
-			if status.Code(err) != codes.InvalidArgument {
-				t.Errorf("relPath(%q) = %q, %v; want InvalidArgument", tt.path, got, err)
+			if guestproto.CodeOf(err) != guestproto.PathEscapes {
+				t.Errorf("relPath(%q) = %q, %v; want PathEscapes", tt.path, got, err)
 			}
 			continue
 		}
@@ -62,17 +59,17 @@ func TestStatusError(t *testing.T) {
 	exist := root.Mkdir("evil", 0o755)
 	tests := []struct {
 		err  error
-		code codes.Code
+		code guestproto.Code
 		msg  string
 	}{
-		{missing, codes.NotFound, "open /ws/x: file does not exist"},
-		{escape, codes.InvalidArgument, "open /ws/x: path escapes root"},
-		{exist, codes.AlreadyExists, "open /ws/x: file already exists"},
+		{missing, guestproto.NotFound, "open /ws/x: file does not exist"},
+		{escape, guestproto.PathEscapes, "open /ws/x: path escapes root"},
+		{exist, guestproto.AlreadyExists, "open /ws/x: file already exists"},
 	}
 	for _, tt := range tests {
-		st := status.Convert(statusError("open", "/ws/x", tt.err))
-		if st.Code() != tt.code || st.Message() != tt.msg {
-			t.Errorf("statusError(%v) = %v %q, want %v %q", tt.err, st.Code(), st.Message(), tt.code, tt.msg)
+		err := statusError("open", "/ws/x", tt.err)
+		if code := guestproto.CodeOf(err); code != tt.code || err.Error() != tt.msg {
+			t.Errorf("statusError(%v) = %v %q, want %v %q", tt.err, code, err.Error(), tt.code, tt.msg)
 		}
 	}
 }

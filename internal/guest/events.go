@@ -5,9 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
@@ -91,13 +88,12 @@ func (h *hub) publish(ev *guestpb.Event) {
 }
 
 type eventsService struct {
-	guestpb.UnimplementedEventsServer
 	s *Server
 }
 
 // Subscribe sends a heartbeat at once and then every heartbeatInterval, and each event
 // the watchers report, until the call ends.
-func (e eventsService) Subscribe(_ *guestpb.SubscribeRequest, stream guestpb.Events_SubscribeServer) error {
+func (e eventsService) Subscribe(_ *guestpb.SubscribeRequest, stream guestpb.DRPCEvents_SubscribeStream) error {
 	sub, unsubscribe := e.s.events.subscribe()
 	defer unsubscribe()
 	t := time.NewTicker(heartbeatInterval)
@@ -111,7 +107,7 @@ func (e eventsService) Subscribe(_ *guestpb.SubscribeRequest, stream guestpb.Eve
 		case <-stream.Context().Done():
 			return nil
 		case <-sub.overflow:
-			return status.Error(codes.ResourceExhausted, "events: the subscriber fell behind; subscribe again")
+			return guestproto.Errorf(guestproto.ResourceExhausted, "events: the subscriber fell behind; subscribe again")
 		case <-t.C:
 			ev = newEvent(guestproto.EventHeartbeat, nil)
 		case ev = <-sub.ch:

@@ -9,9 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
@@ -26,13 +24,12 @@ const (
 )
 
 type execService struct {
-	guestpb.UnimplementedExecServer
 	s *Server
 }
 
 // Run starts one process and streams its input and output: started_pid first, then
 // output in order, then exit, once, after all output.
-func (e execService) Run(stream guestpb.Exec_RunServer) error {
+func (e execService) Run(stream guestpb.DRPCExec_RunStream) error {
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
@@ -40,7 +37,7 @@ func (e execService) Run(stream guestpb.Exec_RunServer) error {
 	}
 	start := first.GetStart()
 	if start == nil {
-		return status.Error(codes.InvalidArgument, "exec: the first request must carry start")
+		return guestproto.Errorf(guestproto.InvalidArgument, "exec: the first request must carry start")
 	}
 	e.s.poke() // a command may open a port or make a commit: look soon
 	p, err := startProcess(start)
@@ -92,7 +89,7 @@ func (e execService) Run(stream guestpb.Exec_RunServer) error {
 	<-drained
 	exit := p.reap()
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		return err
 	}
 	return send(&guestpb.ExecResponse{Msg: &guestpb.ExecResponse_Exit{Exit: exit}})
 }
@@ -120,7 +117,7 @@ func pumpOutput(o output, send func(*guestpb.ExecResponse) error) {
 
 // input applies the client's requests to p until the client stops sending or done is
 // closed: stdin data, close_stdin, resize and signals.
-func (e execService) input(stream guestpb.Exec_RunServer, p *process, done <-chan struct{}) {
+func (e execService) input(stream guestpb.DRPCExec_RunStream, p *process, done <-chan struct{}) {
 	in := make(chan []byte, 16)
 	defer close(in)
 	w := p.stdin

@@ -13,9 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
@@ -28,12 +25,11 @@ const (
 )
 
 type filesService struct {
-	guestpb.UnimplementedFilesServer
 	s *Server
 }
 
 // Read streams the file at the path in guestproto.IOBufferSize chunks.
-func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.Files_ReadServer) error {
+func (f filesService) Read(req *guestpb.PathRequest, stream guestpb.DRPCFiles_ReadStream) error {
 	rp, file, _, err := openRead(req.GetRoot(), req.GetPath())
 	if err != nil {
 		return err
@@ -72,7 +68,7 @@ func openRead(root, p string) (*rootPath, *os.File, fs.FileInfo, error) {
 	}
 	fi, err := file.Stat()
 	if err == nil && fi.IsDir() {
-		err = status.Errorf(codes.FailedPrecondition, "read %s: is a directory", rp.full(rp.rel))
+		err = guestproto.Errorf(guestproto.FailedPrecondition, "read %s: is a directory", rp.full(rp.rel))
 	} else if err != nil {
 		err = rp.error("stat", rp.rel, err)
 	}
@@ -87,18 +83,28 @@ func openRead(root, p string) (*rootPath, *os.File, fs.FileInfo, error) {
 // Write replaces the file at the path atomically: the data goes to a temporary file in
 // the same directory, which is synced and renamed into place only once all of it has
 // arrived.
-func (f filesService) Write(stream guestpb.Files_WriteServer) error {
-	first, err := stream.Recv()
+func (f filesService) Write(stream guestpb.DRPCFiles_WriteStream) error {
+	resp, err := f.write(stream)
 	if err != nil {
 		return err
+	}
+	// Answered once write has cleaned up after itself: the daemon's call returns with
+	// the answer.
+	return stream.SendAndClose(resp)
+}
+
+func (f filesService) write(stream guestpb.DRPCFiles_WriteStream) (*guestpb.WriteResponse, error) {
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, err
 	}
 	h := first.GetHeader()
 	if h == nil {
-		return status.Error(codes.InvalidArgument, "write: the first request must carry the header")
+		return nil, guestproto.Errorf(guestproto.InvalidArgument, "write: the first request must carry the header")
 	}
 	w, err := startWrite(h.GetRoot(), h.GetPath(), h.GetParents())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer w.abort()
 	var size int64
@@ -108,18 +114,18 @@ func (f filesService) Write(stream guestpb.Files_WriteServer) error {
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, err := w.file.Write(req.GetData())
 		size += int64(n)
 		if err != nil {
-			return w.rp.error("write", w.rp.rel, err)
+			return nil, w.rp.error("write", w.rp.rel, err)
 		}
 	}
 	if err := w.commit(stream.Context(), guestproto.FileMode(h.GetMode(), defaultFileMode)); err != nil {
-		return err
+		return nil, err
 	}
-	return stream.SendAndClose(&guestpb.WriteResponse{Size: size})
+	return &guestpb.WriteResponse{Size: size}, nil
 }
 
 // fileWrite is a write in progress, shared by Files.Write and the file stream: a new
@@ -144,7 +150,7 @@ func startWrite(root, p string, parents bool) (*fileWrite, error) {
 	}
 	if rp.rel == "." {
 		rp.close()
-		return nil, status.Errorf(codes.InvalidArgument, "write %s: is the root directory", rp.full("."))
+		return nil, guestproto.Errorf(guestproto.InvalidArgument, "write %s: is the root directory", rp.full("."))
 	}
 	dir := path.Dir(rp.rel)
 	if parents {
@@ -175,7 +181,7 @@ func (w *fileWrite) commit(ctx context.Context, mode fs.FileMode) error {
 		return rp.error("close", rp.rel, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		return err
 	}
 	replaced, err := rp.root.RenameHolding(w.tmp, rp.rel)
 	if err != nil {
@@ -302,7 +308,7 @@ func (f filesService) Remove(_ context.Context, req *guestpb.RemoveRequest) (*gu
 	}
 	defer rp.close()
 	if rp.rel == "." {
-		return nil, status.Errorf(codes.InvalidArgument, "remove %s: is the root directory", rp.full("."))
+		return nil, guestproto.Errorf(guestproto.InvalidArgument, "remove %s: is the root directory", rp.full("."))
 	}
 	if req.GetRecursive() {
 		// RemoveAll succeeds on a missing path; an escape must still be refused.

@@ -8,9 +8,6 @@ import (
 	"net"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/paddockhq/paddock/internal/guestproto"
 )
@@ -35,7 +32,7 @@ func (s *Server) serveFileStream(ctx context.Context, conn net.Conn) error {
 	case guestproto.FileOpRead:
 		return s.streamRead(conn, req)
 	}
-	err := status.Errorf(codes.InvalidArgument, "file stream: unknown operation %q", req.Op)
+	err := guestproto.Errorf(guestproto.InvalidArgument, "file stream: unknown operation %q", req.Op)
 	return errors.Join(err, sendStatus(conn, err, 0))
 }
 
@@ -136,14 +133,7 @@ func (s *Server) streamRead(conn net.Conn, req guestproto.FileRequest) error {
 func sendStatus(conn net.Conn, err error, size int64) error {
 	st := guestproto.FileStatus{Size: size}
 	if err != nil {
-		s := status.Convert(err)
-		st.Code, st.Message = uint32(s.Code()), s.Message()
-		for _, d := range s.Details() {
-			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain &&
-				info.GetReason() == reasonPathEscapes {
-				st.Escapes = true
-			}
-		}
+		st.Code, st.Message = uint32(guestproto.CodeOf(err)), err.Error()
 	}
 	if err := guestproto.WriteMessage(conn, st); err != nil {
 		return fmt.Errorf("file stream: send status: %w", err)

@@ -13,7 +13,6 @@ import (
 )
 
 type infoService struct {
-	guestpb.UnimplementedAgentServer
 	s *Server
 }
 

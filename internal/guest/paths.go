@@ -8,22 +8,12 @@ import (
 	"strings"
 	"syscall"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // defaultRoot is the root of Files calls that name none.
 const defaultRoot = inside.Workspace
-
-// The error detail (an errdetails.ErrorInfo) that marks an InvalidArgument status for a
-// path that would leave its root; guestclient recognises it.
-const (
-	errorDomain       = "agent.paddock.dev"
-	reasonPathEscapes = "PATH_ESCAPES"
-)
 
 // errPathEscapes is returned for a path that lies outside its root.
 var errPathEscapes = errors.New("path escapes root")
@@ -44,7 +34,7 @@ func openPath(root, p string) (*rootPath, error) {
 		root = defaultRoot
 	}
 	if !filepath.IsAbs(root) {
-		return nil, status.Errorf(codes.InvalidArgument, "root %q is not an absolute path", root)
+		return nil, guestproto.Errorf(guestproto.InvalidArgument, "root %q is not an absolute path", root)
 	}
 	root = filepath.Clean(root)
 	rel, err := relPath(root, p)
@@ -96,50 +86,43 @@ func escapeError(p string) error {
 	return statusError("resolve", p, errPathEscapes)
 }
 
-// statusError maps err from op on the file at full to a gRPC status whose message reads
-// like an os.PathError ("open /workspace/x: file does not exist") and whose code says
-// what kind of failure it was.
+// statusError maps err from op on the file at full to a *guestproto.Error whose message
+// reads like an os.PathError ("open /workspace/x: file does not exist") and whose code
+// says what kind of failure it was.
 func statusError(op, full string, err error) error {
-	if _, ok := status.FromError(err); ok {
+	if isStatus(err) {
 		return err
 	}
-	code, reason := codes.Unknown, err
+	code, reason := guestproto.Unknown, err
 	switch {
 	case isEscape(err):
-		code, reason = codes.InvalidArgument, errPathEscapes
+		code, reason = guestproto.PathEscapes, errPathEscapes
 	case errors.Is(err, fs.ErrNotExist):
-		code, reason = codes.NotFound, fs.ErrNotExist
+		code, reason = guestproto.NotFound, fs.ErrNotExist
 	case errors.Is(err, fs.ErrPermission):
-		code, reason = codes.PermissionDenied, fs.ErrPermission
+		code, reason = guestproto.PermissionDenied, fs.ErrPermission
 	case errors.Is(err, fs.ErrExist):
-		code, reason = codes.AlreadyExists, fs.ErrExist
+		code, reason = guestproto.AlreadyExists, fs.ErrExist
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR),
 		errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.ELOOP):
-		code, reason = codes.FailedPrecondition, innermost(err)
+		code, reason = guestproto.FailedPrecondition, innermost(err)
 	case errors.Is(err, syscall.EINVAL):
-		code, reason = codes.InvalidArgument, innermost(err)
+		code, reason = guestproto.InvalidArgument, innermost(err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		code, reason = codes.ResourceExhausted, innermost(err)
+		code, reason = guestproto.ResourceExhausted, innermost(err)
 	default:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			reason = pe.Err
 		}
 	}
-	if reason == errPathEscapes {
-		return escapeErrorf("%s %s: %v", op, full, reason)
-	}
-	return status.Errorf(code, "%s %s: %v", op, full, reason)
+	return guestproto.Errorf(code, "%s %s: %v", op, full, reason)
 }
 
-// escapeErrorf returns an InvalidArgument status marked (for guestclient) as a path that
-// would leave its root.
-func escapeErrorf(format string, args ...any) error {
-	st := status.Newf(codes.InvalidArgument, format, args...)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reasonPathEscapes, Domain: errorDomain}); err == nil {
-		st = d
-	}
-	return st.Err()
+// isStatus reports whether err already is the guest's answer (a *guestproto.Error).
+func isStatus(err error) bool {
+	var e *guestproto.Error
+	return errors.As(err, &e)
 }
 
 // isEscape reports whether err is os.Root's refusal to leave the root. os does not

@@ -1,5 +1,5 @@
 // Package guest is the guest: the small process inside every sandbox that runs
-// commands, moves files and carries tunnels for the daemon. It serves the gRPC services of
+// commands, moves files and carries tunnels for the daemon. It serves the DRPC services of
 // guestpb over a yamux session that follows the guestproto handshake on one byte stream.
 //
 // The package is guest-side only: it must not import the daemon, CLI or TUI packages.
@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
-	"google.golang.org/grpc"
+	"storj.io/drpc"
+	"storj.io/drpc/drpcmux"
+	"storj.io/drpc/drpcserver"
 
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
@@ -52,6 +54,7 @@ type Server struct {
 	started time.Time
 	pending *pendingConns
 	events  *hub
+	handler drpc.Handler
 
 	// pokes wakes the watchers (poke) when something happens in the sandbox; looks
 	// counts the watchers' looks.
@@ -78,10 +81,11 @@ func NewServer(opts Options) *Server {
 		ownPorts: map[int]int{},
 	}
 	s.events = newHub(s.watch)
+	s.handler = s.newHandler()
 	return s
 }
 
-// ServeConn runs the handshake on conn, then a yamux server session carrying gRPC (or,
+// ServeConn runs the handshake on conn, then a yamux server session carrying DRPC (or,
 // when the daemon asks for it, one file stream operation: see guestproto.StreamFiles). It
 // returns when the connection ends (nil) or ctx is done (ctx's error); a failed handshake
 // is returned as an error. conn is closed on return. Processes and listeners started by a
@@ -106,28 +110,33 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 		return fmt.Errorf("serve guest connection: yamux: %w", err)
 	}
 	defer sess.Close()
+	// Closing the session ends every call of this connection; calls of other
+	// connections, and what they started, are unaffected.
+	stopSess := context.AfterFunc(ctx, func() { sess.Close() })
+	defer stopSess()
 
-	gs := s.newGRPCServer()
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-		case <-sess.CloseChan():
+	// Each call comes on a yamux stream of its own (see guestpb).
+	srv := drpcserver.NewWithOptions(s.handler, drpcserver.Options{Manager: guestproto.DRPCOptions()})
+	var calls sync.WaitGroup
+	var acceptErr error
+	for {
+		stream, err := sess.AcceptStream()
+		if err != nil {
+			acceptErr = err
+			break
 		}
-		// Stop ends every call of this connection; calls of other connections, and
-		// what they started, are unaffected.
-		gs.Stop()
-		sess.Close()
-	}()
-	serveErr := gs.Serve(sess)
+		calls.Go(func() {
+			defer stream.Close()
+			_ = srv.ServeOne(ctx, stream) // its error is the stream's end
+		})
+	}
 	sess.Close()
-	<-stopped
+	calls.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if serveErr != nil && !isClosedErr(serveErr) {
-		return fmt.Errorf("serve guest connection: %w", serveErr)
+	if !isClosedErr(acceptErr) {
+		return fmt.Errorf("serve guest connection: %w", acceptErr)
 	}
 	return nil
 }
@@ -156,26 +165,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-func (s *Server) newGRPCServer() *grpc.Server {
-	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(guestproto.MaxMessageSize),
-		grpc.MaxSendMsgSize(guestproto.MaxMessageSize),
-		grpc.InitialWindowSize(guestproto.WindowSize),
-		grpc.InitialConnWindowSize(guestproto.WindowSize),
-		grpc.ReadBufferSize(guestproto.TransportBufferSize),
-		grpc.WriteBufferSize(guestproto.TransportBufferSize),
-	)
-	guestpb.RegisterAgentServer(gs, infoService{s: s})
-	guestpb.RegisterEventsServer(gs, eventsService{s: s})
-	guestpb.RegisterExecServer(gs, execService{s: s})
-	guestpb.RegisterFilesServer(gs, filesService{s: s})
-	guestpb.RegisterTunnelsServer(gs, tunnelsService{s: s})
-	return gs
+// newHandler is the guest's services, with every error they return sent with its code.
+func (s *Server) newHandler() drpc.Handler {
+	mux := drpcmux.New()
+	for _, err := range []error{
+		guestpb.DRPCRegisterAgent(mux, infoService{s: s}),
+		guestpb.DRPCRegisterEvents(mux, eventsService{s: s}),
+		guestpb.DRPCRegisterExec(mux, execService{s: s}),
+		guestpb.DRPCRegisterFiles(mux, filesService{s: s}),
+		guestpb.DRPCRegisterTunnels(mux, tunnelsService{s: s}),
+	} {
+		if err != nil {
+			panic(err) // a generated service that does not fit drpcmux: a build-time mistake
+		}
+	}
+	return codedHandler{mux}
+}
+
+// codedHandler sends every error with its guestproto.Code.
+type codedHandler struct{ drpc.Handler }
+
+func (h codedHandler) HandleRPC(stream drpc.Stream, rpc string) error {
+	return guestproto.WireError(h.Handler.HandleRPC(stream, rpc))
 }
 
 // isClosedErr reports whether err only says that the session or listener was closed,
 // the normal end of a connection.
 func isClosedErr(err error) bool {
 	return errors.Is(err, yamux.ErrSessionShutdown) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, os.ErrClosed) || errors.Is(err, grpc.ErrServerStopped)
+		errors.Is(err, os.ErrClosed)
 }

@@ -15,9 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
@@ -34,31 +31,41 @@ const stagingPrefix = ".paddock-tarin-"
 // Regular files, directories and symlinks are extracted with their mode bits and
 // modification times; other entry types are skipped. Entry names may not be absolute or
 // contain "..", and no entry is written through a symlink.
-func (f filesService) TarIn(stream guestpb.Files_TarInServer) error {
-	first, err := stream.Recv()
+func (f filesService) TarIn(stream guestpb.DRPCFiles_TarInStream) error {
+	resp, err := f.tarIn(stream)
 	if err != nil {
 		return err
+	}
+	// Answered once tarIn has removed its staging directory: the daemon's call returns
+	// with the answer.
+	return stream.SendAndClose(resp)
+}
+
+func (f filesService) tarIn(stream guestpb.DRPCFiles_TarInStream) (*guestpb.TarInResponse, error) {
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, err
 	}
 	h := first.GetHeader()
 	if h == nil {
-		return status.Error(codes.InvalidArgument, "tar in: the first request must carry the header")
+		return nil, guestproto.Errorf(guestproto.InvalidArgument, "tar in: the first request must carry the header")
 	}
 	rp, err := openPath(h.GetRoot(), h.GetPath())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rp.close()
 	if err := rp.root.MkdirAll(rp.rel, defaultDirMode); err != nil {
-		return rp.error("mkdir", rp.rel, err)
+		return nil, rp.error("mkdir", rp.rel, err)
 	}
 	dst, err := rp.root.OpenRoot(rp.rel)
 	if err != nil {
-		return rp.error("open", rp.rel, err)
+		return nil, rp.error("open", rp.rel, err)
 	}
 	defer dst.Close()
 	x := &extraction{rp: rp, root: dst, log: f.s.log, dirs: map[string]dirAttrs{}}
 	if err := x.makeStaging(); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = dst.RemoveAll(x.staging) }()
 
@@ -73,32 +80,32 @@ func (f filesService) TarIn(stream guestpb.Files_TarInServer) error {
 			break
 		}
 		if err != nil {
-			return x.readError(err)
+			return nil, x.readError(err)
 		}
 		if err := x.extract(hdr, tr); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Whatever follows the end-of-archive marker is read and ignored.
 	if _, err := io.Copy(io.Discard, body); err != nil {
-		return x.readError(err)
+		return nil, x.readError(err)
 	}
 	var moves []move
 	if err := x.plan(".", &moves); err != nil {
-		return err
+		return nil, err
 	}
 	for _, m := range moves {
 		if m.replace {
 			if err := dst.Remove(m.to); err != nil {
-				return x.error(m.to, err)
+				return nil, x.error(m.to, err)
 			}
 		}
 		if err := dst.Rename(m.from, m.to); err != nil {
-			return x.error(m.to, err)
+			return nil, x.error(m.to, err)
 		}
 	}
 	x.setDirAttrs()
-	return stream.SendAndClose(&guestpb.TarInResponse{Files: x.files, Bytes: x.bytes})
+	return &guestpb.TarInResponse{Files: x.files, Bytes: x.bytes}, nil
 }
 
 // extraction is the state of one TarIn call.
@@ -135,10 +142,10 @@ func (x *extraction) error(name string, err error) error {
 // readError maps an error from reading the archive: the stream's own errors pass
 // through; anything else is a malformed archive.
 func (x *extraction) readError(err error) error {
-	if _, ok := status.FromError(err); ok {
+	if isStatus(err) {
 		return err
 	}
-	return status.Errorf(codes.InvalidArgument, "tar in %s: read archive: %v", x.rp.full(x.rp.rel), err)
+	return guestproto.Errorf(guestproto.InvalidArgument, "tar in %s: read archive: %v", x.rp.full(x.rp.rel), err)
 }
 
 // makeStaging creates the staging directory.
@@ -157,7 +164,7 @@ func (x *extraction) makeStaging() error {
 		x.staging = name
 		return nil
 	}
-	return status.Errorf(codes.Internal, "tar in %s: no unused staging name", x.rp.full(x.rp.rel))
+	return guestproto.Errorf(guestproto.Internal, "tar in %s: no unused staging name", x.rp.full(x.rp.rel))
 }
 
 // entryName checks a tar entry name and returns it clean and relative.
@@ -230,7 +237,7 @@ func (x *extraction) extractFile(name, sp string, hdr *tar.Header, r io.Reader) 
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return x.readError(err)
 		}
-		if _, ok := status.FromError(err); ok {
+		if isStatus(err) {
 			return err
 		}
 		return x.error(name, err)
@@ -261,11 +268,11 @@ func (x *extraction) checkParents(name string) error {
 			return x.error(p, err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return escapeErrorf("tar in %s: entry %q would be written through the symlink %q: %v",
+			return guestproto.Errorf(guestproto.PathEscapes, "tar in %s: entry %q would be written through the symlink %q: %v",
 				x.rp.full(x.rp.rel), name, p, errPathEscapes)
 		}
 		if !fi.IsDir() {
-			return status.Errorf(codes.FailedPrecondition, "tar in %s: entry %q: %q is not a directory",
+			return guestproto.Errorf(guestproto.FailedPrecondition, "tar in %s: entry %q: %q is not a directory",
 				x.rp.full(x.rp.rel), name, p)
 		}
 	}
@@ -299,10 +306,10 @@ func (x *extraction) plan(rel string, moves *[]move) error {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0 && e.IsDir():
-			return escapeErrorf("tar in %s: the directory %q would be written through the symlink there: %v",
+			return guestproto.Errorf(guestproto.PathEscapes, "tar in %s: the directory %q would be written through the symlink there: %v",
 				x.rp.full(x.rp.rel), to, errPathEscapes)
 		case fi.IsDir():
-			return status.Errorf(codes.FailedPrecondition,
+			return guestproto.Errorf(guestproto.FailedPrecondition,
 				"tar in %s: %s is a directory; the archive has a %s there",
 				x.rp.full(x.rp.rel), to, entryKind(e))
 		default:

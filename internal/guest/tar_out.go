@@ -20,7 +20,7 @@ import (
 
 // TarOut streams a PAX tar archive of the path: a file, a symlink (as a link) or a
 // directory with everything beneath it. Entry names start with the path's last element.
-func (f filesService) TarOut(req *guestpb.PathRequest, stream guestpb.Files_TarOutServer) error {
+func (f filesService) TarOut(req *guestpb.PathRequest, stream guestpb.DRPCFiles_TarOutStream) error {
 	rp, err := openPath(req.GetRoot(), req.GetPath())
 	if err != nil {
 		return err

@@ -9,11 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
-
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
@@ -25,31 +21,34 @@ const (
 )
 
 // tunnelStream is the server side of Forward and Accept.
-type tunnelStream = grpc.BidiStreamingServer[guestpb.TunnelData, guestpb.TunnelData]
+type tunnelStream interface {
+	Context() context.Context
+	Send(*guestpb.TunnelData) error
+	Recv() (*guestpb.TunnelData, error)
+}
 
 type tunnelsService struct {
-	guestpb.UnimplementedTunnelsServer
 	s *Server
 }
 
 // Forward connects to 127.0.0.1:port inside the sandbox and carries the connection.
-func (t tunnelsService) Forward(stream tunnelStream) error {
+func (t tunnelsService) Forward(stream guestpb.DRPCTunnels_ForwardStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
 	open := first.GetOpen()
 	if open == nil {
-		return status.Error(codes.InvalidArgument, "forward: the first request must carry open")
+		return guestproto.Errorf(guestproto.InvalidArgument, "forward: the first request must carry open")
 	}
 	if open.GetPort() == 0 || open.GetPort() > 65535 {
-		return status.Errorf(codes.InvalidArgument, "forward: invalid port %d", open.GetPort())
+		return guestproto.Errorf(guestproto.InvalidArgument, "forward: invalid port %d", open.GetPort())
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(open.GetPort())))
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(stream.Context(), "tcp", addr)
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "forward: dial %s: %v", addr, err)
+		return guestproto.Errorf(guestproto.Unavailable, "forward: dial %s: %v", addr, err)
 	}
 	return pipeTunnel(stream, conn)
 }
@@ -57,9 +56,9 @@ func (t tunnelsService) Forward(stream tunnelStream) error {
 // Listen listens on 127.0.0.1:port inside the sandbox, announces the port, then
 // announces each accepted connection, which waits in the pending table for Accept. Ending
 // the call closes the listener and the connections nobody claimed.
-func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.Tunnels_ListenServer) error {
+func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.DRPCTunnels_ListenStream) error {
 	if req.GetPort() > 65535 {
-		return status.Errorf(codes.InvalidArgument, "listen: invalid port %d", req.GetPort())
+		return guestproto.Errorf(guestproto.InvalidArgument, "listen: invalid port %d", req.GetPort())
 	}
 	if req.GetPort() != 0 {
 		// Known before it listens, so the port watcher never takes it for the sandbox's.
@@ -68,11 +67,11 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.Tunnel
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(req.GetPort())))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		code := codes.Unavailable
+		code := guestproto.Unavailable
 		if errors.Is(err, syscall.EADDRINUSE) {
-			code = codes.AlreadyExists
+			code = guestproto.AlreadyExists
 		}
-		return status.Errorf(code, "listen %s: %v", addr, err)
+		return guestproto.Errorf(code, "listen %s: %v", addr, err)
 	}
 	defer ln.Close()
 	ctx := stream.Context()
@@ -92,9 +91,9 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.Tunnel
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
-				return status.FromContextError(ctx.Err()).Err()
+				return ctx.Err()
 			}
-			return status.Errorf(codes.Unavailable, "listen %s: accept: %v", ln.Addr(), err)
+			return guestproto.Errorf(guestproto.Unavailable, "listen %s: accept: %v", ln.Addr(), err)
 		}
 		id := t.s.pending.add(owner, conn)
 		if err := stream.Send(&guestpb.ListenEvent{Msg: &guestpb.ListenEvent_Accepted{Accepted: id}}); err != nil {
@@ -104,18 +103,18 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.Tunnel
 }
 
 // Accept claims a connection announced by Listen and carries it.
-func (t tunnelsService) Accept(stream tunnelStream) error {
+func (t tunnelsService) Accept(stream guestpb.DRPCTunnels_AcceptStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
 	id := first.GetConnId()
 	if id == "" {
-		return status.Error(codes.InvalidArgument, "accept: the first request must carry conn_id")
+		return guestproto.Errorf(guestproto.InvalidArgument, "accept: the first request must carry conn_id")
 	}
 	conn := t.s.pending.claim(id)
 	if conn == nil {
-		return status.Errorf(codes.NotFound, "accept: no pending connection %q (expired or already claimed)", id)
+		return guestproto.Errorf(guestproto.NotFound, "accept: no pending connection %q (expired or already claimed)", id)
 	}
 	return pipeTunnel(stream, conn)
 }
@@ -125,8 +124,9 @@ func (t tunnelsService) Accept(stream tunnelStream) error {
 // is sent as close_write.
 func pipeTunnel(stream tunnelStream, conn net.Conn) error {
 	defer conn.Close()
-	// Headers tell the client that the connection is up (Forward) or claimed (Accept).
-	if err := stream.SendHeader(metadata.MD{}); err != nil {
+	// The first message tells the client that the connection is up (Forward) or claimed
+	// (Accept).
+	if err := stream.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_Up{Up: true}}); err != nil {
 		return err
 	}
 	stop := context.AfterFunc(stream.Context(), func() { conn.Close() })
@@ -156,7 +156,7 @@ func connToStream(stream tunnelStream, conn net.Conn) error {
 			if errors.Is(err, io.EOF) {
 				return serr
 			}
-			return status.Errorf(codes.Unavailable, "tunnel: read: %v", err)
+			return guestproto.Errorf(guestproto.Unavailable, "tunnel: read: %v", err)
 		}
 	}
 }
@@ -174,7 +174,7 @@ func streamToConn(stream tunnelStream, conn net.Conn) error {
 		switch msg := m.GetMsg().(type) {
 		case *guestpb.TunnelData_Data:
 			if _, err := conn.Write(msg.Data); err != nil {
-				return status.Errorf(codes.Unavailable, "tunnel: write: %v", err)
+				return guestproto.Errorf(guestproto.Unavailable, "tunnel: write: %v", err)
 			}
 		case *guestpb.TunnelData_CloseWrite:
 			if msg.CloseWrite {
@@ -188,7 +188,7 @@ func streamToConn(stream tunnelStream, conn net.Conn) error {
 func closeWrite(conn net.Conn) error {
 	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 		if err := cw.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return status.Errorf(codes.Unavailable, "tunnel: close write: %v", err)
+			return guestproto.Errorf(guestproto.Unavailable, "tunnel: close write: %v", err)
 		}
 	}
 	return nil

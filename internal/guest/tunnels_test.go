@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/hashicorp/yamux"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"storj.io/drpc/drpcconn"
 
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
-// dialGuest connects a bare gRPC client to srv over a new in-memory connection.
-func dialGuest(t *testing.T, srv *Server) *grpc.ClientConn {
+// dialGuest connects a bare DRPC connection to srv over a new in-memory connection:
+// one yamux stream, for one call.
+func dialGuest(t *testing.T, srv *Server) *drpcconn.Conn {
 	t.Helper()
 	a, b := net.Pipe()
 	go func() { _ = srv.ServeConn(t.Context(), b) }()
@@ -27,12 +27,11 @@ func dialGuest(t *testing.T, srv *Server) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient("passthrough:///agent",
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return sess.Open() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	stream, err := sess.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cc := drpcconn.New(stream)
 	t.Cleanup(func() {
 		cc.Close()
 		sess.Close()
@@ -45,8 +44,8 @@ func dialGuest(t *testing.T, srv *Server) *grpc.ClientConn {
 func TestAcceptOnOtherConnection(t *testing.T) {
 	srv := NewServer(Options{})
 	ctx := t.Context()
-	listener := guestpb.NewTunnelsClient(dialGuest(t, srv))
-	claimer := guestpb.NewTunnelsClient(dialGuest(t, srv))
+	listener := guestpb.NewDRPCTunnelsClient(dialGuest(t, srv))
+	claimer := guestpb.NewDRPCTunnelsClient(dialGuest(t, srv))
 
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -94,7 +93,7 @@ func TestAcceptOnOtherConnection(t *testing.T) {
 	}
 
 	// A second claim of the same id fails.
-	again, err := claimer.Accept(ctx)
+	again, err := guestpb.NewDRPCTunnelsClient(dialGuest(t, srv)).Accept(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,17 @@
 // Package guestclient is the daemon's side of the guest protocol: it dials the
 // guest through any transport (a DialFunc), runs the handshake and calls the guest's
-// services over gRPC on a yamux session.
+// services over DRPC on a yamux session, each call on a yamux stream of its own.
 package guestclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 
 	"github.com/hashicorp/yamux"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"storj.io/drpc"
 
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
@@ -21,7 +21,7 @@ import (
 type DialFunc func(ctx context.Context) (net.Conn, error)
 
 // Client is one connection to a guest. Its methods may be called concurrently; each
-// call is its own gRPC stream and does not block the others.
+// call is its own yamux stream and does not block the others.
 type Client struct {
 	peer    guestproto.Hello
 	dial    DialFunc // for connections of their own (file streams)
@@ -30,35 +30,32 @@ type Client struct {
 	// Bridged), and so is every other connection dial makes.
 	bridged bool
 	sess    *yamux.Session
-	cc      *grpc.ClientConn
-	agent   guestpb.AgentClient
-	exec    guestpb.ExecClient
-	files   guestpb.FilesClient
-	tunnels guestpb.TunnelsClient
-	events  guestpb.EventsClient
+	cc      drpc.Conn
+	agent   guestpb.DRPCAgentClient
+	exec    guestpb.DRPCExecClient
+	files   guestpb.DRPCFilesClient
+	tunnels guestpb.DRPCTunnelsClient
+	events  guestpb.DRPCEventsClient
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New dials the guest, runs the handshake and sets up the session. It fails with an
-// error matching guestproto.ErrProtocolMismatch when the guest speaks another protocol
+// New dials the guest, runs the handshake and sets up the session. A guest of
+// guestproto.LegacyProtocol is dialled again and spoken to in it; New fails with an error
+// matching guestproto.ErrProtocolMismatch when the guest speaks another protocol
 // version. ctx bounds the setup only; the Client lives until Close or until the
 // connection dies (see Done).
 func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
-	conn, err := dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dial agent: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	peer, err := guestproto.ClientHandshake(conn, version)
-	if !stop() {
-		conn.Close()
-		return nil, fmt.Errorf("connect to agent: %w", ctx.Err())
+	conn, peer, err := connect(ctx, dial, version, guestproto.ClientHandshake)
+	legacy := false
+	if errors.Is(err, guestproto.ErrProtocolMismatch) && peer.Protocol == guestproto.LegacyProtocol {
+		// A sandbox an older paddock started: it refused this protocol and closed.
+		legacy = true
+		conn, peer, err = connect(ctx, dial, version, guestproto.ClientHandshakeLegacy)
 	}
 	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("connect to agent: %w", err)
+		return nil, err
 	}
 	b, ok := conn.(Bridged)
 	bridged := ok && b.Bridged()
@@ -67,24 +64,15 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connect to agent: yamux: %w", err)
 	}
-	cc, err := grpc.NewClient("passthrough:///agent",
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return sess.Open() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(guestproto.WindowSize),
-		grpc.WithInitialConnWindowSize(guestproto.WindowSize),
-		grpc.WithReadBufferSize(guestproto.TransportBufferSize),
-		grpc.WithWriteBufferSize(guestproto.TransportBufferSize),
-		grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(guestproto.MaxMessageSize),
-			grpc.MaxCallSendMsgSize(guestproto.MaxMessageSize),
-		),
-		grpc.WithIdleTimeout(0),
-	)
-	if err != nil {
-		sess.Close()
-		return nil, fmt.Errorf("connect to agent: grpc: %w", err)
+	var cc drpc.Conn = calls{sess: sess}
+	if legacy {
+		l, err := newLegacyConn(sess)
+		if err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("connect to agent: grpc: %w", err)
+		}
+		cc = l
 	}
-	cc.Connect()
 	c := &Client{
 		peer:    peer,
 		dial:    dial,
@@ -92,11 +80,11 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		bridged: bridged,
 		sess:    sess,
 		cc:      cc,
-		agent:   guestpb.NewAgentClient(cc),
-		exec:    guestpb.NewExecClient(cc),
-		files:   guestpb.NewFilesClient(cc),
-		tunnels: guestpb.NewTunnelsClient(cc),
-		events:  guestpb.NewEventsClient(cc),
+		agent:   guestpb.NewDRPCAgentClient(cc),
+		exec:    guestpb.NewDRPCExecClient(cc),
+		files:   guestpb.NewDRPCFilesClient(cc),
+		tunnels: guestpb.NewDRPCTunnelsClient(cc),
+		events:  guestpb.NewDRPCEventsClient(cc),
 	}
 	// When the session dies, calls in flight fail at once instead of retrying.
 	go func() {
@@ -106,15 +94,32 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 	return c, nil
 }
 
+// connect dials the guest and runs handshake on the connection.
+func connect(ctx context.Context, dial DialFunc, version string,
+	handshake func(net.Conn, string) (guestproto.Hello, error)) (net.Conn, guestproto.Hello, error) {
+	conn, err := dial(ctx)
+	if err != nil {
+		return nil, guestproto.Hello{}, fmt.Errorf("dial agent: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	peer, err := handshake(conn, version)
+	if !stop() {
+		conn.Close()
+		return nil, peer, fmt.Errorf("connect to agent: %w", ctx.Err())
+	}
+	if err != nil {
+		conn.Close()
+		return nil, peer, fmt.Errorf("connect to agent: %w", err)
+	}
+	return conn, peer, nil
+}
+
 // Close ends every call in flight and the connection. It is safe to call more than once.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.closeErr = c.cc.Close()
-		if err := c.sess.Close(); err != nil && c.closeErr == nil {
-			c.closeErr = err
-		}
-		if c.closeErr != nil {
-			c.closeErr = fmt.Errorf("close guest client: %w", c.closeErr)
+		c.cc.Close()
+		if err := c.sess.Close(); err != nil {
+			c.closeErr = fmt.Errorf("close guest client: %w", err)
 		}
 	})
 	return c.closeErr

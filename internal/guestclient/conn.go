@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
@@ -23,7 +21,11 @@ const (
 )
 
 // tunnelStream is the client side of Tunnels.Forward and Tunnels.Accept.
-type tunnelStream = grpc.BidiStreamingClient[guestpb.TunnelData, guestpb.TunnelData]
+type tunnelStream interface {
+	Send(*guestpb.TunnelData) error
+	Recv() (*guestpb.TunnelData, error)
+	CloseSend() error
+}
 
 // tunnelConn is a net.Conn carried by a Forward or Accept call. CloseWrite half-closes
 // it. Read deadlines are exact; a write deadline is checked before each message, so a

@@ -103,7 +103,7 @@ func (c *Client) Output(ctx context.Context, opts ExecOptions, max int) (stdout,
 }
 
 // execOutput writes the process's output until its exit status arrives.
-func (c *Client) execOutput(ctx context.Context, op string, stream guestpb.Exec_RunClient, opts ExecOptions) (int, error) {
+func (c *Client) execOutput(ctx context.Context, op string, stream guestpb.DRPCExec_RunClient, opts ExecOptions) (int, error) {
 	stdout, stderr := opts.Stdout, opts.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -145,7 +145,7 @@ func (c *Client) execOutput(ctx context.Context, op string, stream guestpb.Exec_
 // execSender sends the requests of one Exec call from any goroutine, one at a time, and
 // not at all once the call has returned.
 type execSender struct {
-	stream  guestpb.Exec_RunClient
+	stream  guestpb.DRPCExec_RunClient
 	mu      sync.Mutex
 	stopped atomic.Bool
 }

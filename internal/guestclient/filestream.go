@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/paddockhq/paddock/internal/guestproto"
 )
 
@@ -38,7 +36,7 @@ type Bridged interface {
 // (a guest from before it did not, and is answered the old way) and a connection of
 // their own is cheap (not Bridged).
 func (c *Client) hasFileStream() bool {
-	return !c.bridged && slices.Contains(c.peer.Features, guestproto.StreamFiles)
+	return !c.bridged && c.peer.Protocol == guestproto.Protocol && slices.Contains(c.peer.Features, guestproto.StreamFiles)
 }
 
 // knownSize is how many bytes r will deliver, when it can tell without reading; -1
@@ -88,10 +86,10 @@ func (c *Client) openFileStream(ctx context.Context, op string, req guestproto.F
 
 // statusError is the guest's failure in st, or nil when st says OK.
 func statusError(op string, st guestproto.FileStatus) error {
-	if st.Code == uint32(codes.OK) {
+	if st.Code == uint32(guestproto.OK) {
 		return nil
 	}
-	return guestError(op, codes.Code(st.Code), st.Message, st.Escapes)
+	return guestError(op, guestproto.Code(st.Code), st.Message)
 }
 
 // streamWriteFile is WriteFile through the file stream: head (already read from r), then

@@ -23,7 +23,7 @@ func (c *Client) Forward(ctx context.Context, port uint32) (net.Conn, error) {
 	if err == nil {
 		err = stream.Send(&guestpb.TunnelData{Msg: &guestpb.TunnelData_Open{Open: &guestpb.TunnelOpen{Port: port}}})
 		if err == nil || errors.Is(err, io.EOF) {
-			err = awaitHeader(stream)
+			err = awaitUp(stream)
 		}
 	}
 	if !stop() {
@@ -37,18 +37,19 @@ func (c *Client) Forward(ctx context.Context, port uint32) (net.Conn, error) {
 	return newTunnelConn(stream, cancel, fmt.Sprintf("127.0.0.1:%d", port)), nil
 }
 
-// awaitHeader waits for the guest's response headers, which Forward and Accept send once
-// the connection is up, and returns the call's error when it ended instead.
-func awaitHeader(stream tunnelStream) error {
-	md, err := stream.Header()
-	if err == nil && md == nil {
-		// The call ended without headers; Recv returns its status.
-		_, err = stream.Recv()
-		if err == nil || errors.Is(err, io.EOF) {
-			err = errors.New("the guest ended the call")
-		}
+// awaitUp waits for the guest's first message, which Forward and Accept send once the
+// connection is up, and returns the call's error when it ended instead.
+func awaitUp(stream tunnelStream) error {
+	m, err := stream.Recv()
+	switch {
+	case errors.Is(err, io.EOF):
+		return errors.New("the guest ended the call")
+	case err != nil:
+		return err
+	case !m.GetUp():
+		return errors.New("the guest's first message did not say the connection is up")
 	}
-	return err
+	return nil
 }
 
 // ReverseTunnel is a listener inside the sandbox whose connections are bridged to the
@@ -107,7 +108,7 @@ func (t *ReverseTunnel) Close() error {
 	return nil
 }
 
-func (t *ReverseTunnel) serve(ctx context.Context, c *Client, stream guestpb.Tunnels_ListenClient, dial func(context.Context) (net.Conn, error)) {
+func (t *ReverseTunnel) serve(ctx context.Context, c *Client, stream guestpb.DRPCTunnels_ListenClient, dial func(context.Context) (net.Conn, error)) {
 	defer close(t.done)
 	for {
 		ev, err := stream.Recv()
@@ -133,7 +134,7 @@ func (c *Client) bridge(ctx context.Context, id string, dial func(context.Contex
 		return
 	}
 	// Once the guest has claimed the connection, cancelling closes it.
-	if err := awaitHeader(stream); err != nil {
+	if err := awaitUp(stream); err != nil {
 		cancel()
 		return
 	}

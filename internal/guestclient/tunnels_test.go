@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
+	"github.com/paddockhq/paddock/internal/guestproto"
 )
 
 // serveTCP listens on 127.0.0.1 and hands every connection to handle until the test ends.
@@ -118,7 +117,7 @@ func TestForward(t *testing.T) {
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
 		_, err = c.Forward(ctx, uint32(port))
-		if status.Code(err) != codes.Unavailable {
+		if ge := (*guestclient.Error)(nil); !errors.As(err, &ge) || ge.Code != guestproto.Unavailable {
 			t.Errorf("Forward to a closed port = %v, want Unavailable", err)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 )
 
 // StreamFiles is the Feature (and Hello.Stream) of the file stream: one whole-file write
-// or read per connection, its bytes raw on the connection instead of in gRPC messages,
+// or read per connection, its bytes raw on the connection instead of in DRPC messages,
 // so that the guest can splice them between the socket and the file.
 //
 // After the handshake the daemon sends one FileRequest (WriteMessage) and the guest
@@ -44,13 +44,11 @@ type FileRequest struct {
 	Size int64 `json:"size"`
 }
 
-// FileStatus is the guest's answer on a file stream. Code and Message are those of the
-// gRPC status the Files service would have answered with (0 is OK).
+// FileStatus is the guest's answer on a file stream. Code (a Code) and Message are those
+// of the error the Files service would have answered with (0 is OK).
 type FileStatus struct {
 	Code    uint32 `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Escapes marks a refusal of a path that would leave its root.
-	Escapes bool `json:"escapes,omitempty"`
 	// Size: see StreamFiles.
 	Size int64 `json:"size"`
 }

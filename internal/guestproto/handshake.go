@@ -1,5 +1,5 @@
 // Package guestproto holds the wire-level parts of the guest protocol that come
-// before gRPC: the version handshake, and the yamux settings and transport sizes both
+// before DRPC: the version handshake, and the yamux settings and transport sizes both
 // sides must share. The services themselves are in guestpb, generated from
 // proto/paddock/agent/v1/agent.proto.
 package guestproto
@@ -18,7 +18,12 @@ import (
 
 // Protocol is the protocol major version. Both sides must speak the same one; a change
 // that an older peer cannot understand increments it.
-const Protocol = 1
+const Protocol = 2
+
+// LegacyProtocol is the protocol of guests from before DRPC (gRPC on the yamux session),
+// which the daemon still speaks to sandboxes an older paddock started: see
+// ClientHandshakeLegacy.
+const LegacyProtocol = 1
 
 // Magic starts every handshake line, so that a stream that is not a guest (a shell's
 // greeting, a wrong binary) is told apart from a version mismatch.
@@ -32,7 +37,7 @@ type Hello struct {
 	// Error is set by the guest when it refuses the connection.
 	Error string `json:"error,omitempty"`
 	// Features, sent by the guest, names the kinds of stream besides the default one
-	// (a yamux session carrying gRPC) that it serves; a guest from before them sends
+	// (a yamux session carrying DRPC) that it serves; a guest from before them sends
 	// none.
 	Features []string `json:"features,omitempty"`
 	// Stream, sent by the daemon, asks for one of the guest's Features on this
@@ -56,21 +61,32 @@ func ClientHandshake(conn net.Conn, version string) (Hello, error) {
 // ClientHandshakeStream is ClientHandshake asking for the stream kind stream (one of the
 // Features the guest announced on an earlier connection) instead of the yamux session.
 func ClientHandshakeStream(conn net.Conn, version, stream string) (Hello, error) {
+	return clientHandshake(conn, version, stream, Protocol)
+}
+
+// ClientHandshakeLegacy is ClientHandshake asking for LegacyProtocol: the daemon's second
+// connection to a guest that refused the first for its protocol, with peer.Protocol
+// LegacyProtocol.
+func ClientHandshakeLegacy(conn net.Conn, version string) (Hello, error) {
+	return clientHandshake(conn, version, "", LegacyProtocol)
+}
+
+func clientHandshake(conn net.Conn, version, stream string, protocol int) (Hello, error) {
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
-	if err := writeHello(conn, Hello{Magic: Magic, Protocol: Protocol, Version: version, Stream: stream}); err != nil {
+	if err := writeHello(conn, Hello{Magic: Magic, Protocol: protocol, Version: version, Stream: stream}); err != nil {
 		return Hello{}, fmt.Errorf("guest handshake: send: %w", err)
 	}
 	peer, err := readHello(conn)
 	if err != nil {
 		return Hello{}, fmt.Errorf("guest handshake: %w", err)
 	}
+	if peer.Protocol != protocol {
+		return peer, fmt.Errorf("%w: guest %s speaks protocol %d, this paddock speaks %d",
+			ErrProtocolMismatch, peer.Version, peer.Protocol, protocol)
+	}
 	if peer.Error != "" {
 		return peer, fmt.Errorf("guest refused the connection: %s", peer.Error)
-	}
-	if peer.Protocol != Protocol {
-		return peer, fmt.Errorf("%w: guest %s speaks protocol %d, this paddock speaks %d",
-			ErrProtocolMismatch, peer.Version, peer.Protocol, Protocol)
 	}
 	return peer, nil
 }

@@ -18,9 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 	"github.com/paddockhq/paddock/internal/inside"
-	"google.golang.org/grpc/codes"
 )
 
 // Sandbox is what the tools need of a sandbox: the guest's Exec and Files services.
@@ -192,7 +192,7 @@ func fileError(p string, err error) (Result, error) {
 		return fail("%s: %v", p, err), nil
 	}
 	var ge *guestclient.Error
-	if errors.As(err, &ge) && ge.Code != codes.Unavailable && ge.Code != codes.Canceled && ge.Code != codes.DeadlineExceeded {
+	if errors.As(err, &ge) && ge.Code != guestproto.Unavailable && ge.Code != guestproto.Canceled && ge.Code != guestproto.DeadlineExceeded {
 		return fail("%s: %v", p, err), nil // about the file (a directory where a file was meant, ...)
 	}
 	return Result{}, err

@@ -49,11 +49,6 @@ var (
 	smallGuestErr  error
 )
 
-// SmallGuestTags are the build tags of the small guest, as the Makefile builds it:
-// grpcnotrace leaves out gRPC's request tracing (golang.org/x/net/trace, and with it
-// html/template and text/template), which the guest never turns on: a third of its file.
-const SmallGuestTags = "grpcnotrace"
-
 // SmallGuest builds the small guest (cmd/paddock-guest, as `make build` puts it beside
 // paddock) once per test binary and returns its path; the caller decides what a failed
 // build means for its test.
@@ -65,7 +60,7 @@ func SmallGuest() (string, error) {
 			return
 		}
 		smallGuestPath = filepath.Join(dir, "paddock-guest")
-		build := exec.Command("go", "build", "-trimpath", "-tags", SmallGuestTags, "-ldflags", "-s -w", "-o", smallGuestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", smallGuestPath, "github.com/paddockhq/paddock/cmd/paddock-guest")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			smallGuestErr = fmt.Errorf("build the small guest: %v: %s", err, out)
