@@ -21,7 +21,7 @@ import (
 // test does next is news to them.
 func subscribe(t *testing.T, srv *Server) <-chan *guestpb.Event {
 	t.Helper()
-	stream, err := guestpb.NewEventsClient(dialGuest(t, srv)).Subscribe(t.Context(), &guestpb.SubscribeRequest{})
+	stream, err := guestpb.NewDRPCEventsClient(dialGuest(t, srv)).Subscribe(t.Context(), &guestpb.SubscribeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestPortEvents(t *testing.T) {
 
 	lctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	tunnel, err := guestpb.NewTunnelsClient(dialGuest(t, srv)).Listen(lctx, &guestpb.ListenRequest{})
+	tunnel, err := guestpb.NewDRPCTunnelsClient(dialGuest(t, srv)).Listen(lctx, &guestpb.ListenRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ time.sleep(30)
 func TestProcState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stat")
 	os.WriteFile(path, []byte("123 (tmux: server (x)) Z 45 123 123 0 -1 4194560"), 0o644)
-	if state, ppid, ok := procState(path); !ok || state != 'Z' || ppid != 45 {
+	if state, ppid, ok := procState(new([]byte), path); !ok || state != 'Z' || ppid != 45 {
 		t.Errorf("procState = %c %d %v", state, ppid, ok)
 	}
 }

@@ -1,9 +1,10 @@
 package guest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,6 +37,9 @@ type portState struct {
 	foreign map[string]bool
 	// baseline is false until the first look, whose listeners are not news.
 	baseline bool
+	// buf holds the socket tables between looks, so that a look reads them without
+	// allocating.
+	buf []byte
 }
 
 type openPort struct {
@@ -47,7 +51,7 @@ type openPort struct {
 func (st *portState) scanPorts(proc string, own func(int) bool, emit func(*guestpb.Event)) {
 	var ls []listener
 	for _, name := range []string{"net/tcp", "net/tcp6"} {
-		data, err := os.ReadFile(filepath.Join(proc, name))
+		data, err := readInto(&st.buf, filepath.Join(proc, name))
 		if err == nil {
 			ls = append(ls, parseListeners(data)...)
 		}
@@ -112,15 +116,49 @@ func (st *portState) scanPorts(proc string, own func(int) bool, emit func(*guest
 
 func isWildcard(addr string) bool { return addr == "0.0.0.0" || addr == "::" }
 
+// readInto reads the whole file at path into *buf, growing it as needed, and returns
+// what it read: /proc files report no size, so the buffer is kept between reads.
+func readInto(buf *[]byte, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if cap(*buf) == 0 {
+		*buf = make([]byte, 0, 4096)
+	}
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			*buf = b
+			return b, nil
+		}
+		if err != nil {
+			*buf = b
+			return nil, err
+		}
+	}
+}
+
 // parseListeners reads the LISTEN sockets of a /proc/net/tcp or tcp6 table.
 func parseListeners(data []byte) []listener {
 	var out []listener
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Scan() // the header
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		if len(f) < 10 || f[3] != "0A" {
+	_, data, _ = bytes.Cut(data, []byte("\n")) // the header
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode: the
+		// state is read before the line is split, as nearly every line is not a listener.
+		if st := fieldAt(line, 3); string(st) != "0A" {
+			continue
+		}
+		f := strings.Fields(string(line))
+		if len(f) < 10 {
 			continue
 		}
 		host, portHex, ok := strings.Cut(f[1], ":")
@@ -134,6 +172,24 @@ func parseListeners(data []byte) []listener {
 		out = append(out, listener{port: int(port), addr: procAddr(host), inode: f[9]})
 	}
 	return out
+}
+
+// fieldAt is the i-th space-separated field of line, or nil.
+func fieldAt(line []byte, i int) []byte {
+	for {
+		line = bytes.TrimLeft(line, " ")
+		end := bytes.IndexByte(line, ' ')
+		if end < 0 {
+			end = len(line)
+		}
+		if i == 0 {
+			return line[:end]
+		}
+		if end == len(line) {
+			return nil
+		}
+		line, i = line[end:], i-1
+	}
 }
 
 // procAddr decodes an address of /proc/net/tcp: 32-bit words in host byte order

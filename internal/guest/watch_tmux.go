@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,26 +17,35 @@ import (
 // that ended. The look reads /proc/PID/stat of each process in the sandbox.
 type tmuxReaper struct {
 	zombies map[int]bool // zombie children of tmux servers seen in the last look
+	buf     []byte       // read buffer kept between looks
 }
 
 func (r *tmuxReaper) scan(proc string) {
-	entries, err := os.ReadDir(proc)
+	dir, err := os.Open(proc)
 	if err != nil {
 		return
 	}
-	now := map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return
+	}
+	var now map[int]bool
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		state, ppid, ok := procState(filepath.Join(proc, e.Name(), "stat"))
+		state, ppid, ok := procState(&r.buf, proc+"/"+name+"/stat")
 		if !ok || state != 'Z' || ppid <= 1 {
 			continue
 		}
 		comm, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(ppid), "comm"))
 		if err != nil || !strings.HasPrefix(string(comm), "tmux") {
 			continue
+		}
+		if now == nil {
+			now = map[int]bool{}
 		}
 		now[pid] = true
 		if r.zombies[pid] {
@@ -45,21 +55,22 @@ func (r *tmuxReaper) scan(proc string) {
 	r.zombies = now
 }
 
-// procState reads a process's state letter and parent pid from /proc/PID/stat.
-func procState(path string) (state byte, ppid int, ok bool) {
-	data, err := os.ReadFile(path)
+// procState reads a process's state letter and parent pid from /proc/PID/stat, through
+// buf.
+func procState(buf *[]byte, path string) (state byte, ppid int, ok bool) {
+	data, err := readInto(buf, path)
 	if err != nil {
 		return 0, 0, false
 	}
 	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(data), ')')
+	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
 		return 0, 0, false
 	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 2 || len(f[0]) != 1 {
+	st, pp := fieldAt(data[i+1:], 0), fieldAt(data[i+1:], 1)
+	if len(st) != 1 || pp == nil {
 		return 0, 0, false
 	}
-	ppid, err = strconv.Atoi(f[1])
-	return f[0][0], ppid, err == nil
+	ppid, err = strconv.Atoi(string(pp))
+	return st[0], ppid, err == nil
 }

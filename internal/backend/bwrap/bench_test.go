@@ -149,7 +149,8 @@ func BenchmarkFileWriteRead(b *testing.B) {
 }
 
 // BenchmarkIdleMemory reports the resident memory of one idle sandbox: its processes
-// (bwrap, the namespace init, the guest) and the daemon-side heap of one guest connection;
+// (bwrap, the namespace init, the guest) and the daemon-side heap of one guest connection,
+// 14 s after its start and settled, 90 s after it;
 // with the whole paddock as the guest (this test binary) and with the small guest
 // (cmd/paddock-guest, built here), in the same run.
 func BenchmarkIdleMemory(b *testing.B) {
@@ -194,6 +195,7 @@ func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
 		for range events {
 		}
 	}()
+	started := time.Now()
 	_, startedAnon := processesRSS(string(id))
 	time.Sleep(14 * time.Second)
 	info, err := c.Info(context.Background())
@@ -206,6 +208,10 @@ func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
 	daemonShare := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
 	rss, anon := processesRSS(string(id))
 	sandboxRSS, sandboxAnon := float64(rss)/(1<<20), float64(anon)/(1<<20)
+	// Settled: past the guest's first collection at the idle pace (see releaseLooks in
+	// internal/guest), after which its looks' garbage no longer piles up.
+	time.Sleep(time.Until(started.Add(90 * time.Second)))
+	settledRSS, settledAnon := processesRSS(string(id))
 	for i := 0; i < b.N; i++ {
 		time.Sleep(time.Millisecond)
 	}
@@ -218,6 +224,8 @@ func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
 	b.ReportMetric(float64(startedAnon)/(1<<20), "started-sandbox-private-MiB")
 	b.ReportMetric(sandboxAnon, "sandbox-private-MiB")
 	b.ReportMetric(sandboxAnon+daemonShare, "total-private-MiB")
+	b.ReportMetric(float64(settledRSS)/(1<<20)+daemonShare, "settled-total-MiB")
+	b.ReportMetric(float64(settledAnon)/(1<<20)+daemonShare, "settled-private-MiB")
 }
 
 // processesRSS sums VmRSS and RssAnon of every host process of the sandbox.
