@@ -2,17 +2,16 @@
 // every sandbox (as /opt/paddock/bin/paddock) when it finds it beside its own binary. It
 // answers the same command lines inside a sandbox as the whole paddock does (`paddock
 // agent serve`, `paddock guest notify`...), and holds none of the daemon's or the CLI's
-// dependencies (no Docker client, SQLite, S3 or model client).
+// dependencies (no Docker client, SQLite, S3 or model client, no cobra).
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/guestcmd"
 )
@@ -22,12 +21,29 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	root := &cobra.Command{Use: "paddock", Short: "paddock's guest, inside a sandbox", Version: version,
-		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(guestcmd.New(guestcmd.IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, version))
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], guestcmd.IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// run answers a command line and returns the exit status.
+func run(ctx context.Context, args []string, s guestcmd.IO) int {
+	switch {
+	case len(args) > 0 && (args[0] == "guest" || args[0] == "agent"):
+		if err := guestcmd.Run(ctx, s, version, args[1:]); err != nil {
+			fmt.Fprintf(s.ErrOut, "paddock: %v\n", err)
+			return 1
+		}
+		return 0
+	case len(args) == 1 && (args[0] == "--version" || args[0] == "version"):
+		fmt.Fprintf(s.Out, "paddock version %s\n", version)
+		return 0
 	}
+	usage(s.ErrOut)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "This is paddock's guest, which runs inside a sandbox: it answers `paddock guest COMMAND`\n"+
+		"(see `paddock guest --help`) and `paddock --version` only.\n")
 }

@@ -157,9 +157,24 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdOpen(f),
 		newCmdServe(f),
 		newCmdDaemon(f),
-		guestcmd.New(guestcmd.IO{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, Version),
+		newCmdGuest(f),
 	)
 	return root
+}
+
+// newCmdGuest is `paddock guest` (alias `agent`): the guest's own command line
+// (guestcmd), which parses its flags itself, as the small guest does.
+func newCmdGuest(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:                "guest COMMAND",
+		Aliases:            []string{"agent"},
+		Short:              guestcmd.Short,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return guestcmd.Run(cmd.Context(), guestcmd.IO{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, Version, args)
+		},
+	}
 }
 
 // exactArgs is cobra.ExactArgs with an error the exit-code mapping knows as usage.

@@ -1,13 +1,15 @@
 // Package guestcmd is the guest's command line: what runs inside every sandbox
 // (serve, connect, ports, notify). The paddock CLI has it as `paddock guest` (alias
 // `agent`), and the small guest binary (cmd/paddock-guest) is it alone, with none of the
-// daemon's and CLI's dependencies.
+// daemon's and CLI's dependencies: its flags are the standard library's, not cobra's,
+// whose templates would cost every sandbox's guest a megabyte.
 package guestcmd
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/guest"
@@ -29,94 +30,84 @@ type IO struct {
 	Out, ErrOut io.Writer
 }
 
-// New returns the guest command: what runs inside a sandbox. Its old name, "agent",
-// stays as an alias: hooks written into sandboxes before the rename, and the daemon
-// itself (see inside.GuestCommand), still run `paddock agent notify` and friends.
-// version is the paddock version the guest reports.
-func New(s IO, version string) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "guest",
-		Aliases: []string{"agent"},
-		Short:   "The guest that runs inside every sandbox (serve, connect, ports, notify)",
-		Hidden:  true,
-	}
-	var listenFD, portFD, muxListenFD int
-	var socket, name string
-	var sockets []string
-	var stdio bool
-	serve := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve the guest protocol (--listen-fd N, --socket PATH or --stdio)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := guest.Untraceable(); err != nil {
-				return err
-			}
-			// The guest never logs to stdout: with --stdio it is the protocol channel.
-			log := slog.New(slog.NewTextHandler(s.ErrOut, nil))
-			srv := guest.NewServer(guest.Options{Sandbox: name, Version: version, Logger: log,
-				StatusDir: inside.StatusDir, Workspace: inside.Workspace})
-			ctx := cmd.Context()
-			switch {
-			case stdio:
-				return srv.ServeConn(ctx, stdioConn(s))
-			case portFD > 0:
-				// A microVM's console port: one stream carrying every connection.
-				port := os.NewFile(uintptr(portFD), "guest-port")
-				return portmux.Serve(ctx, port, func(c net.Conn) {
-					if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
-						log.Warn("guest connection failed", "err", err)
+// commands are the guest's commands, in the order its help lists them. version is the
+// paddock version the guest reports.
+func commands(s IO, version string) []command {
+	return []command{
+		{name: "serve", usage: "--listen-fd N | --socket PATH... | --stdio | --port-fd N | --mux-listen-fd N [--sandbox NAME]",
+			short: "Serve the guest protocol (--listen-fd N, --socket PATH or --stdio)",
+			setup: func(fs *flag.FlagSet) runFunc { return serveCommand(fs, s, version) }},
+		{name: "connect", usage: "[--socket PATH]",
+			short: "Bridge stdin and stdout to the resident guest's unix socket",
+			setup: func(fs *flag.FlagSet) runFunc {
+				socket := fs.String("socket", inside.Run+"/agent.sock", "the resident guest's socket")
+				return noArgs(func(context.Context) error {
+					// It carries the daemon's connection: nothing inside may trace it either.
+					if err := guest.Untraceable(); err != nil {
+						return err
 					}
+					return guest.Bridge(*socket, s.In, s.Out)
 				})
-			case muxListenFD > 0:
-				// A microVM's vsock listener: each connection one session of connections.
-				return serveMuxListener(ctx, muxListenFD, func(c net.Conn) {
-					if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
-						log.Warn("guest connection failed", "err", err)
-					}
-				}, log)
-			case listenFD > 0:
-				ln, err := net.FileListener(os.NewFile(uintptr(listenFD), "guest-listener"))
-				if err != nil {
-					return fmt.Errorf("listen fd %d: %w", listenFD, err)
-				}
-				return srv.Serve(ctx, ln)
-			case len(sockets) > 0:
-				return serveSockets(ctx, srv, sockets)
-			}
-			return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd, --mux-listen-fd or --socket")
-		},
+			}},
+		{name: "ports", short: "List the TCP ports processes of this sandbox listen on, as JSON",
+			setup: func(*flag.FlagSet) runFunc {
+				return noArgs(func(context.Context) error {
+					return json.NewEncoder(s.Out).Encode(guest.Listening("/proc"))
+				})
+			}},
+		newNotify(s),
+		newIsolate(s),
+		newVMInit(),
+		newVMDrop(),
 	}
-	serve.Flags().IntVar(&listenFD, "listen-fd", 0, "serve a listening socket inherited on this descriptor")
-	serve.Flags().StringArrayVar(&sockets, "socket", nil, "listen on this unix socket (repeatable: each is served alike)")
-	serve.Flags().IntVar(&portFD, "port-fd", 0, "serve the connections multiplexed on a microVM's console port open on this descriptor")
-	serve.Flags().IntVar(&muxListenFD, "mux-listen-fd", 0, "serve a listening socket inherited on this descriptor (a microVM's AF_VSOCK one), each connection a session of multiplexed connections")
-	serve.Flags().BoolVar(&stdio, "stdio", false, "serve one connection on stdin and stdout")
-	serve.Flags().StringVar(&name, "sandbox", "", "the sandbox's name, for Info")
+}
 
-	connect := &cobra.Command{
-		Use:   "connect",
-		Short: "Bridge stdin and stdout to the resident guest's unix socket",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// It carries the daemon's connection: nothing inside may trace it either.
-			if err := guest.Untraceable(); err != nil {
-				return err
+// serveCommand declares serve's flags on fs and returns what runs it.
+func serveCommand(fs *flag.FlagSet, s IO, version string) runFunc {
+	listenFD := fs.Int("listen-fd", 0, "serve a listening socket inherited on this descriptor")
+	var sockets stringList
+	fs.Var(&sockets, "socket", "listen on this unix socket (repeatable: each is served alike)")
+	portFD := fs.Int("port-fd", 0, "serve the connections multiplexed on a microVM's console port open on this descriptor")
+	muxListenFD := fs.Int("mux-listen-fd", 0, "serve a listening socket inherited on this descriptor (a microVM's AF_VSOCK one), each connection a session of multiplexed connections")
+	stdio := fs.Bool("stdio", false, "serve one connection on stdin and stdout")
+	name := fs.String("sandbox", "", "the sandbox's name, for Info")
+	return noArgs(func(ctx context.Context) error {
+		if err := guest.Untraceable(); err != nil {
+			return err
+		}
+		// The guest never logs to stdout: with --stdio it is the protocol channel.
+		log := slog.New(slog.NewTextHandler(s.ErrOut, nil))
+		srv := guest.NewServer(guest.Options{Sandbox: *name, Version: version, Logger: log,
+			StatusDir: inside.StatusDir, Workspace: inside.Workspace})
+		switch {
+		case *stdio:
+			return srv.ServeConn(ctx, stdioConn(s))
+		case *portFD > 0:
+			// A microVM's console port: one stream carrying every connection.
+			port := os.NewFile(uintptr(*portFD), "guest-port")
+			return portmux.Serve(ctx, port, func(c net.Conn) {
+				if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+					log.Warn("guest connection failed", "err", err)
+				}
+			})
+		case *muxListenFD > 0:
+			// A microVM's vsock listener: each connection one session of connections.
+			return serveMuxListener(ctx, *muxListenFD, func(c net.Conn) {
+				if err := srv.ServeConn(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+					log.Warn("guest connection failed", "err", err)
+				}
+			}, log)
+		case *listenFD > 0:
+			ln, err := net.FileListener(os.NewFile(uintptr(*listenFD), "guest-listener"))
+			if err != nil {
+				return fmt.Errorf("listen fd %d: %w", *listenFD, err)
 			}
-			return guest.Bridge(socket, s.In, s.Out)
-		},
-	}
-	connect.Flags().StringVar(&socket, "socket", inside.Run+"/agent.sock", "the resident guest's socket")
-	ports := &cobra.Command{
-		Use:   "ports",
-		Short: "List the TCP ports processes of this sandbox listen on, as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return json.NewEncoder(s.Out).Encode(guest.Listening("/proc"))
-		},
-	}
-	cmd.AddCommand(serve, connect, ports, newNotify(s), newIsolate(s), newVMInit(s), newVMDrop(s))
-	return cmd
+			return srv.Serve(ctx, ln)
+		case len(sockets) > 0:
+			return serveSockets(ctx, srv, sockets)
+		}
+		return errors.New("guest serve needs one of --stdio, --listen-fd, --port-fd, --mux-listen-fd or --socket")
+	})
 }
 
 // serveMuxListener accepts connections on a listening socket given as a descriptor,

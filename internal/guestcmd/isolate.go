@@ -2,8 +2,10 @@ package guestcmd
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,20 +22,19 @@ import (
 // Backends whose sandboxes always get an interface (a Kubernetes pod) run it once,
 // with CAP_NET_ADMIN, before the sandbox's own processes start without it: they then
 // have loopback alone, which is all the closed network's tunnels need.
-func newIsolate(s IO) *cobra.Command {
-	return &cobra.Command{
-		Use:   "isolate-network",
-		Short: "Take every interface but loopback down and check no route is left (needs CAP_NET_ADMIN)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			down, err := IsolateNetwork()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(s.Out, "network isolated: %s down; no route but loopback's\n", strings.Join(orNone(down), ", "))
-			return nil
-		},
-	}
+func newIsolate(s IO) command {
+	return command{name: "isolate-network",
+		short: "Take every interface but loopback down and check no route is left (needs CAP_NET_ADMIN)",
+		setup: func(*flag.FlagSet) runFunc {
+			return noArgs(func(context.Context) error {
+				down, err := IsolateNetwork()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "network isolated: %s down; no route but loopback's\n", strings.Join(orNone(down), ", "))
+				return nil
+			})
+		}}
 }
 
 func orNone(names []string) []string {

@@ -1,7 +1,10 @@
 package guestcmd
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/internal/inside"
@@ -19,48 +21,48 @@ import (
 // status (working, waiting, idle), and what tmux runs when a session's process ends
 // (exited). It writes the session's status file, which the guest watches and the
 // daemon reads on demand. It never fails the hook: problems go to stderr.
-func newNotify(s IO) *cobra.Command {
-	var status, name, exitStatus, idGlob string
-	cmd := &cobra.Command{
-		Use:   "notify --status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
-		Short: "Report a session's status from an agent's hook (inside a sandbox)",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" {
-				name = os.Getenv("PADDOCK_SESSION")
-			}
-			if name == "" {
-				return nil // not in a paddock session: nothing to report
-			}
-			path := filepath.Join(inside.StatusDir, filepath.Base(name)+".json")
-			id := hookSessionID(s.In, args)
-			if idGlob != "" && id != "" && !conversationExists(idGlob, id) {
-				// A turn of a thread that is not the conversation (Codex titles a new
-				// conversation in a thread of its own): not this session's news.
+func newNotify(s IO) command {
+	return command{name: "notify", usage: "--status working|waiting|idle|exited [--session NAME] [--exit-status N] [HOOK-JSON]",
+		short: "Report a session's status from an agent's hook (inside a sandbox)",
+		setup: func(fs *flag.FlagSet) runFunc {
+			status := fs.String("status", "", "working, waiting, idle or exited")
+			name := fs.String("session", "", "the session (default $PADDOCK_SESSION)")
+			exitStatus := fs.String("exit-status", "", "with --status exited: the process's exit status")
+			idGlob := fs.String("conversation-file", "", "a glob with {id} naming the conversation's transcript: a report whose id has no such file is ignored")
+			return func(_ context.Context, args []string) error {
+				notify(s, *status, cmp.Or(*name, os.Getenv("PADDOCK_SESSION")), *exitStatus, *idGlob, args)
 				return nil
 			}
-			rec := map[string]any{"status": status, "time": time.Now().Unix()}
-			if status == "exited" && exitStatus != "" {
-				rec["exit_status"] = exitStatus
-			}
-			if id != "" {
-				rec["agent_session"] = id
-			} else if id := previousAgentSession(path); id != "" {
-				// Keep the conversation id an earlier report gave: restart needs it.
-				rec["agent_session"] = id
-			}
-			data, _ := json.Marshal(rec)
-			if err := writeAtomic(path, data); err != nil {
-				fmt.Fprintf(s.ErrOut, "paddock guest notify: %v\n", err)
-			}
-			return nil
-		},
+		}}
+}
+
+// notify writes session name's status file; args are the hook's (its JSON, when not on
+// stdin).
+func notify(s IO, status, name, exitStatus, idGlob string, args []string) {
+	if name == "" {
+		return // not in a paddock session: nothing to report
 	}
-	cmd.Flags().StringVar(&status, "status", "", "working, waiting, idle or exited")
-	cmd.Flags().StringVar(&name, "session", "", "the session (default $PADDOCK_SESSION)")
-	cmd.Flags().StringVar(&exitStatus, "exit-status", "", "with --status exited: the process's exit status")
-	cmd.Flags().StringVar(&idGlob, "conversation-file", "", "a glob with {id} naming the conversation's transcript: a report whose id has no such file is ignored")
-	return cmd
+	path := filepath.Join(inside.StatusDir, filepath.Base(name)+".json")
+	id := hookSessionID(s.In, args)
+	if idGlob != "" && id != "" && !conversationExists(idGlob, id) {
+		// A turn of a thread that is not the conversation (Codex titles a new
+		// conversation in a thread of its own): not this session's news.
+		return
+	}
+	rec := map[string]any{"status": status, "time": time.Now().Unix()}
+	if status == "exited" && exitStatus != "" {
+		rec["exit_status"] = exitStatus
+	}
+	if id != "" {
+		rec["agent_session"] = id
+	} else if id := previousAgentSession(path); id != "" {
+		// Keep the conversation id an earlier report gave: restart needs it.
+		rec["agent_session"] = id
+	}
+	data, _ := json.Marshal(rec)
+	if err := writeAtomic(path, data); err != nil {
+		fmt.Fprintf(s.ErrOut, "paddock guest notify: %v\n", err)
+	}
 }
 
 // previousAgentSession is the conversation id in a session's status file, if any.

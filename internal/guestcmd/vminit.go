@@ -2,8 +2,10 @@ package guestcmd
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/inside"
@@ -28,23 +29,20 @@ import (
 // a writable layer on the sandbox's disk), /workspace and the home, switches root, and
 // runs the guest as the sandbox's user under the sandbox's limits, for as long as the
 // VM runs.
-func newVMInit(s IO) *cobra.Command {
-	return &cobra.Command{
-		Use:    "vm-init",
-		Short:  "The init of a microVM (run by its kernel)",
-		Args:   cobra.NoArgs,
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if os.Getpid() != 1 {
-				return errors.New("vm-init is the init of a microVM: the kernel runs it as pid 1")
-			}
-			err := vmInit()
-			// Init must not return: the kernel would panic with the reason lost.
-			fmt.Fprintf(os.Stderr, "paddock vm-init: %v\n", err)
-			poweroff()
-			return err
-		},
-	}
+func newVMInit() command {
+	return command{name: "vm-init", short: "The init of a microVM (run by its kernel)", hidden: true,
+		setup: func(*flag.FlagSet) runFunc {
+			return noArgs(func(context.Context) error {
+				if os.Getpid() != 1 {
+					return errors.New("vm-init is the init of a microVM: the kernel runs it as pid 1")
+				}
+				err := vmInit()
+				// Init must not return: the kernel would panic with the reason lost.
+				fmt.Fprintf(os.Stderr, "paddock vm-init: %v\n", err)
+				poweroff()
+				return err
+			})
+		}}
 }
 
 // vmInit runs the VM's boot, then serves its control port and keeps the guest running.
@@ -641,14 +639,15 @@ func poweroff() {
 // mount namespaces, it runs argv as the sandbox's user with no capability, not even in
 // its bounding set, no way to gain privileges (no_new_privs: sudo and setuid programs
 // cannot), and the system call filter of bwrap sandboxes.
-func newVMDrop(s IO) *cobra.Command {
-	return &cobra.Command{
-		Use:    "vm-drop -- ARGV",
-		Short:  "Run a command as the sandbox's user with no privilege (a microVM's init runs it)",
-		Args:   cobra.MinimumNArgs(1),
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return dropAndRun(args)
-		},
-	}
+func newVMDrop() command {
+	return command{name: "vm-drop", usage: "-- ARGV", hidden: true,
+		short: "Run a command as the sandbox's user with no privilege (a microVM's init runs it)",
+		setup: func(*flag.FlagSet) runFunc {
+			return func(_ context.Context, args []string) error {
+				if len(args) == 0 {
+					return errors.New("vm-drop needs the command to run after --")
+				}
+				return dropAndRun(args)
+			}
+		}}
 }
