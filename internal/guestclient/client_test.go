@@ -182,3 +182,49 @@ func TestEvents(t *testing.T) {
 	for range events { // the channel is closed once the call has ended
 	}
 }
+
+// TestManyCallsAtOnce: every call has a yamux stream of its own, and more calls than the
+// session's backlog of unanswered streams (256) at once all run, none waiting for
+// another: 400 processes that each wait for all of them to have started.
+func TestManyCallsAtOnce(t *testing.T) {
+	c, _ := guesttest.Connect(t)
+	const n = 400
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// Each marks its start, then waits (without a process a look) for the go file.
+	const script = `open(F, ">", "$ARGV[0]/$ARGV[1]") or die; close F;
+until (-e "$ARGV[0]/go") { select(undef, undef, undef, 0.1) } print "$ARGV[1]\n";`
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			out, _, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"perl", "-e", script, dir, fmt.Sprint(i)}}, 64)
+			if err == nil && (code != 0 || out != fmt.Sprintf("%d\n", i)) {
+				err = fmt.Errorf("call %d: exit %d, output %q", i, code, out)
+			}
+			errs <- err
+		})
+	}
+	for {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) == n {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d calls started", len(entries), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Info(ctx); err != nil {
+		t.Errorf("after %d calls at once: %v", n, err)
+	}
+}
