@@ -146,12 +146,7 @@ func sshConfig(f *Factory, p config.Paths, names []string) (string, error) {
 
 // shellWord is s as one word for sh in an ssh config: bare when nothing in it needs
 // quoting, for the config's reader.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-=") == "" {
-		return s
-	}
-	return shell.Quote(s)
-}
+func shellWord(s string) string { return shell.Word(s) }
 
 func newCmdSSHProxy(f *Factory) *cobra.Command {
 	return &cobra.Command{

@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/synccmd"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -83,63 +82,9 @@ func runSync(ctx context.Context, f *Factory, opts *syncOptions) error {
 	case len(opts.files) > 0:
 		return syncFiles(ctx, f, c, name, opts)
 	}
-	info, g, res, err := fetchWork(ctx, f, c, name)
+	sb, err := synccmd.Get(ctx, c.Client, name)
 	if err != nil {
 		return err
 	}
-	hostCode := g.RunsOnHost(ctx, res, info.BaseCommit)
-	if err := c.RecordSync(ctx, name, struct {
-		gitsync.Result
-		Mode string `json:"mode"`
-	}{res, "manual"}); err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "paddock: warning: the sync was not recorded: %v\n", err)
-	}
-	if opts.json {
-		return writeJSON(f, struct {
-			gitsync.Result
-			RunsOnHost []gitsync.HostCode `json:"runs_on_host"`
-		}{res, append([]gitsync.HostCode{}, hostCode...)})
-	}
-	if len(res.Updates) == 0 {
-		fmt.Fprintf(f.IO.ErrOut, "paddock: nothing new in %s\n", name)
-		return nil
-	}
-	ns := gitsync.Namespace(name)
-	for _, u := range res.Updates {
-		what := "updated"
-		if u.Old == "" {
-			what = "new"
-		}
-		fmt.Fprintf(f.IO.Out, "%s (%s): %d commit(s), %d file(s)\n", termtext.Escape(u.Ref), what, len(u.Commits), len(u.Files))
-		for _, c := range u.Commits {
-			fmt.Fprintf(f.IO.Out, "  %s\n", c)
-		}
-		for _, file := range u.Files {
-			fmt.Fprintf(f.IO.Out, "    %s\n", file)
-		}
-	}
-	if len(hostCode) > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "\npaddock: warning: the agent's work changes files that run code on this machine once merged; read them before merging:\n")
-		for _, h := range hostCode {
-			fmt.Fprintf(f.IO.ErrOut, "  %s: %s (%s)\n", termtext.Escape(strings.TrimPrefix(h.Ref, ns)), termtext.Escape(h.Path), h.Why)
-		}
-	}
-	fmt.Fprintf(f.IO.ErrOut, "\nto look:   git log -p %s\n", suggestWord(short(info.BaseCommit)+".."+ns+gitsync.WIPBranch))
-	for _, u := range res.Updates {
-		branch := strings.TrimPrefix(u.Ref, ns)
-		if branch == gitsync.WIPBranch || strings.HasPrefix(branch, gitsync.WIPBranch+"-") {
-			continue
-		}
-		fmt.Fprintf(f.IO.ErrOut, "to merge:  git merge %s\nor review: git switch -c %s %s\n",
-			suggestWord(u.Ref), suggestWord("review-"+strings.ReplaceAll(branch, "/", "-")), suggestWord(u.Ref))
-		break
-	}
-	return nil
+	return synccmd.Run(ctx, c.Client, sb, f.remote, opts.json, f.IO.Out, f.IO.ErrOut)
 }
-
-// suggestWord is one word of a command the user is told to run, made safe to print
-// and to paste: the sandbox names its branches, and a branch named
-// "x;touch${IFS}/tmp/pwned" must stay one argument to git. It is quoted for the shell
-// when it needs to be, then escaped, so a control character shows as \xNN inside the
-// quotes.
-func suggestWord(s string) string { return termtext.Escape(shellWord(s)) }

@@ -12,31 +12,8 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
-
-// history writes n commits into repo with git fast-import, each changing one of 100 files.
-func history(b *testing.B, repo string, n int) {
-	var in strings.Builder
-	for i := 1; i <= n; i++ {
-		body := fmt.Sprintf("line %d of file %d\n", i, i%100)
-		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter B <b@example.com> %d +0000\ndata 8\ncommit %d\n", 1700000000+i, i%10)
-		if i > 1 {
-			fmt.Fprintf(&in, "from refs/heads/main^0\n")
-		}
-		fmt.Fprintf(&in, "M 644 inline src/file%03d.txt\ndata %d\n%s\n", i%100, len(body), body)
-	}
-	cmd := exec.Command("git", "-C", repo, "fast-import", "--quiet")
-	cmd.Stdin = strings.NewReader(in.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("fast-import: %v %s", err, out)
-	}
-	if out, err := exec.Command("git", "-C", repo, "reset", "-q", "--hard", "main").CombinedOutput(); err != nil {
-		b.Fatalf("reset: %v %s", err, out)
-	}
-}
-
-// touch20 is a script that commits a change to 20 files.
-const touch20 = `set -e; for f in $(seq 0 19); do echo "change $1" >> src/file0$(printf %02d $f).txt; done; git add -A; git -c user.name=b -c user.email=b@example.com commit -q -m "change $1"`
 
 // BenchmarkSync: `paddock sync` of one new commit touching 20 files, in a repository of
 // 1000 commits, against `git fetch` of the same kind of commit from a local file:// clone,
@@ -47,7 +24,7 @@ func BenchmarkSync(b *testing.B) {
 		b.Skip("bubblewrap is not installed")
 	}
 	home, repo := benchHome(b)
-	history(b, repo, 1000)
+	testenv.History(b, repo, 1000)
 	ctx := context.Background()
 	paddock := func(args ...string) {
 		var errOut strings.Builder
@@ -71,8 +48,8 @@ func BenchmarkSync(b *testing.B) {
 
 	var ours, base time.Duration
 	for i := 0; i < b.N; i++ {
-		paddock("exec", "repo", "--", "sh", "-c", touch20, "sh", fmt.Sprint(i))
-		sh(upstream, touch20, fmt.Sprint(i))
+		paddock("exec", "repo", "--", "sh", "-c", testenv.Touch20, "sh", fmt.Sprint(i))
+		sh(upstream, testenv.Touch20, fmt.Sprint(i))
 		start := time.Now()
 		paddock("sync", "repo")
 		ours += time.Since(start)

@@ -51,7 +51,10 @@ type home struct {
 	env      []string
 }
 
-func newHome(tb testing.TB) *home {
+func newHome(tb testing.TB) *home { return newHomeWith(tb, nil) }
+
+// newHomeWith is newHome with fill run on the repository before the sandbox is made.
+func newHomeWith(tb testing.TB, fill func(repo string)) *home {
 	tb.Helper()
 	testenv.Program(tb, "bwrap", "apt-get install bubblewrap")
 	bin := binaries(tb)
@@ -77,6 +80,9 @@ func newHome(tb testing.TB) *home {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			tb.Fatalf("git %v: %v %s", args, err, out)
 		}
+	}
+	if fill != nil {
+		fill(repo)
 	}
 	if _, errOut, code := h.run("paddock", "", "up", repo); code != 0 {
 		tb.Fatalf("paddock up: exit %d: %s", code, errOut)
@@ -217,6 +223,157 @@ func TestFrontHandsOver(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != 5 || !strings.Contains(string(errBytes), "paddock-full is missing") || !strings.Contains(string(errBytes), "make build") {
 		t.Errorf("the front with no full program beside it: %q exit %d", errBytes, cmd.ProcessState.ExitCode())
 	}
+}
+
+// git runs git in the home's repository r.
+func (h *home) git(args ...string) string {
+	h.tb.Helper()
+	cmd := exec.Command("git", append([]string{"-C", filepath.Join(h.dir, "r")}, args...)...)
+	cmd.Env = h.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		h.tb.Fatalf("git %v: %v %s", args, err, out)
+	}
+	return string(out)
+}
+
+// forget deletes the refs a sync of r wrote in the host repository, so that the next
+// sync fetches the same work anew.
+func (h *home) forget() {
+	h.tb.Helper()
+	for _, ref := range strings.Fields(h.git("for-each-ref", "--format=%(refname)", "refs/paddock/r/")) {
+		h.git("update-ref", "-d", ref)
+	}
+}
+
+// TestFrontSync: `paddock sync NAME`, served by the front, fetches the agent's work and
+// says what arrived, warns of files that run code on the host, records the sync, and
+// fails as the full program does; with no daemon it hands over, and the daemon is
+// started. Each answer is compared with the full program's for the same work.
+func TestFrontSync(t *testing.T) {
+	h := newHome(t)
+	commit := `printf 'all:\n\ttrue\n' > Makefile && echo a > a.txt && git add -A && git -c user.name=t -c user.email=t@example.com commit -q -m "add a"`
+	if _, errOut, code := h.run("paddock-full", "", "exec", "r", "--", "sh", "-c", commit); code != 0 {
+		t.Fatalf("commit in the sandbox: %d %s", code, errOut)
+	}
+	same := func(what string, args ...string) (string, string, int) {
+		t.Helper()
+		h.forget()
+		fOut, fErr, fCode := h.run("paddock", "", args...)
+		h.forget()
+		wOut, wErr, wCode := h.run("paddock-full", "", args...)
+		if fOut != wOut || fErr != wErr || fCode != wCode {
+			t.Errorf("%s: paddock %q gave\n  %q %q exit %d\nthe full program\n  %q %q exit %d", what, args, fOut, fErr, fCode, wOut, wErr, wCode)
+		}
+		return fOut, fErr, fCode
+	}
+	out, errOut, code := same("a new commit", "sync", "r")
+	if code != 0 || !strings.Contains(out, "refs/paddock/r/main (new): 1 commit(s), 2 file(s)") || !strings.Contains(out, "add a") ||
+		!strings.Contains(out, "A\ta.txt") || !strings.Contains(errOut, "run code on this machine") || !strings.Contains(errOut, "Makefile") ||
+		!strings.Contains(errOut, "git merge refs/paddock/r/main") {
+		t.Errorf("sync of a new commit: %q %q exit %d, want the commit, its files, the Makefile warned of and how to merge", out, errOut, code)
+	}
+	// Served by the front itself: beside a full program that only says it was run.
+	alone := filepath.Join(h.dir, "alone")
+	os.Mkdir(alone, 0o755)
+	data, err := os.ReadFile(filepath.Join(h.bin, "paddock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(alone, "paddock"), data, 0o755)
+	os.WriteFile(filepath.Join(alone, "paddock-full"), []byte("#!/bin/sh\necho handed over >&2; exit 99\n"), 0o755)
+	h.forget()
+	cmd := exec.Command(filepath.Join(alone, "paddock"), "sync", "r")
+	cmd.Env, cmd.Dir = h.env, h.dir
+	if aOut, err := cmd.Output(); err != nil || string(aOut) != out {
+		t.Errorf("sync by the front alone: %q %v, want %q", aOut, err, out)
+	}
+	main := strings.TrimSpace(h.git("rev-parse", "refs/paddock/r/main"))
+	if got := strings.TrimSpace(h.git("log", "-1", "--format=%s", main)); got != "add a" {
+		t.Errorf("refs/paddock/r/main is %q, want the sandbox's commit", got)
+	}
+	if out, _, code := same("json", "sync", "--json", "r"); code != 0 || !strings.Contains(out, `"ref": "refs/paddock/r/main"`) || !strings.Contains(out, `"runs_on_host": [`) {
+		t.Errorf("sync --json: %q exit %d", out, code)
+	}
+	if _, errOut, code := h.run("paddock", "", "sync", "r"); code != 0 || errOut != "paddock: nothing new in r\n" {
+		t.Errorf("a second sync: %q exit %d, want nothing new", errOut, code)
+	}
+	if _, errOut, code := same("no such sandbox", "sync", "nosuch"); code != 3 || !strings.Contains(errOut, `no sandbox named "nosuch"`) {
+		t.Errorf("sync of no sandbox: %q exit %d, want not found, exit 3", errOut, code)
+	}
+	// Every sync above was recorded with the daemon, the front's as the full program's.
+	if out, _, _ := h.run("paddock", "", "sync", "r", "--history"); strings.Count(out, "\n") != 6 {
+		t.Errorf("sync --history after six syncs:\n%s", out)
+	}
+
+	// The host repository moved away: said, exit 3, nothing fetched.
+	h.forget()
+	repo := filepath.Join(h.dir, "r")
+	if err := os.Rename(repo, repo+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := h.run("paddock", "", "sync", "r"); code != 3 || !strings.Contains(errOut, "has moved or was deleted") {
+		t.Errorf("sync with the host repository moved: %q exit %d, want it said, exit 3", errOut, code)
+	}
+	os.Rename(repo+".moved", repo)
+
+	// No daemon: handed over, the daemon started, the work fetched.
+	if _, errOut, code := h.run("paddock", "", "daemon", "stop"); code != 0 {
+		t.Fatalf("daemon stop: %d %s", code, errOut)
+	}
+	out, errOut, code = h.run("paddock", "", "sync", "r")
+	if code != 0 || !strings.Contains(errOut, "started the daemon") || !strings.Contains(out, "refs/paddock/r/main (new)") {
+		t.Errorf("sync with no daemon: %q %q exit %d, want the daemon started and the work fetched", out, errOut, code)
+	}
+}
+
+// BenchmarkCLISync: `paddock sync NAME` as the user runs it, a whole process (the front),
+// of one new commit touching 20 files in a repository of 1000 commits, against `git
+// fetch` of the same kind of commit from a local file:// clone, also a whole process, in
+// the same run; and the same sync by the full program. BenchmarkSync (internal/cli)
+// times the sync inside one process, without any program's start.
+func BenchmarkCLISync(b *testing.B) {
+	h := newHomeWith(b, func(repo string) { testenv.History(b, repo, 1000) })
+	repo := filepath.Join(h.dir, "r")
+	upstream := filepath.Join(h.dir, "upstream")
+	run := func(dir string, args ...string) time.Duration {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env, cmd.Dir = h.env, dir
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v %s", args, err, out)
+		}
+		return time.Since(start)
+	}
+	paddock := filepath.Join(h.bin, "paddock")
+	run(h.dir, "git", "clone", "-q", "file://"+repo, upstream)
+	run(repo, paddock, "sync", "r")
+	fetch := []string{"git", "fetch", "-q", "file://" + upstream, "main:refs/baseline/main"}
+	run(repo, fetch...)
+	var front, full, base time.Duration
+	change := 0
+	commit := func() {
+		change++
+		run(h.dir, paddock, "exec", "r", "--", "sh", "-c", testenv.Touch20, "sh", fmt.Sprint(change))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		commit()
+		run(upstream, "sh", "-c", testenv.Touch20, "sh", fmt.Sprint(i))
+		b.StartTimer()
+		front += run(repo, paddock, "sync", "r")
+		base += run(repo, fetch...)
+		b.StopTimer()
+		commit()
+		b.StartTimer()
+		full += run(repo, filepath.Join(h.bin, "paddock-full"), "sync", "r")
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(front), "sync-ms")
+	b.ReportMetric(ms(base), "fetch-ms")
+	b.ReportMetric(float64(front)/float64(base), "x-fetch")
+	b.ReportMetric(float64(full)/float64(base), "full-x-fetch")
 }
 
 // BenchmarkCLIStart measures what every command line pays before it does anything:

@@ -1,6 +1,7 @@
 // Package front is the lean CLI: the program installed as `paddock`. It serves itself
-// the commands that must start fast (`--version`, `exec`, `shell`), linking only the
-// API's wire client, and hands every other command line, whole and unchanged, to the
+// the commands that must start fast (`--version`, `exec`, `shell`, and `sync NAME`,
+// which is mostly process starts), linking only the API's wire client and git's side of
+// a sync, and hands every other command line, whole and unchanged, to the
 // full program installed beside it (paddock-full: every command, the daemon, the TUI).
 // In one Go binary every linked package initialises before main whatever the command,
 // and the full program's packages (the Docker, Kubernetes, S3 and model clients,
@@ -26,6 +27,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config/paths"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/synccmd"
 )
 
 // Version is paddock's version, set at build time with
@@ -48,9 +50,12 @@ func Main() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := client(l.context)
+	c, remote := client(l.context)
 	if c == nil {
 		return handOver(os.Args)
+	}
+	if l.sync != nil {
+		return runSync(ctx, c, remote, *l.sync)
 	}
 	code, err := RunExec(ctx, c, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, l.exec)
 	var de *wire.DialError
@@ -82,29 +87,49 @@ func handOver(args []string) int {
 	return 5
 }
 
-// client returns a client of the daemon the context names, nil when the paths or the
-// context cannot be read: the full program then says what is wrong. Whether the daemon
-// answers is learnt from the command's own request (a *wire.DialError), not asked first.
-func client(flag string) *wire.Client {
+// runSync serves `paddock sync NAME`. A daemon that does not answer the first request
+// gets the command line handed over, as exec's does.
+func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int {
+	sb, err := synccmd.Get(ctx, c, l.name)
+	var de *wire.DialError
+	if errors.As(err, &de) {
+		return handOver(os.Args)
+	}
+	if err == nil {
+		err = synccmd.Run(ctx, c, sb, remote, l.json, os.Stdout, os.Stderr)
+	}
+	if err != nil {
+		Report(os.Stderr, err)
+		return CodeOf(err)
+	}
+	return 0
+}
+
+// client returns a client of the daemon the context names, and the context's name when
+// it is not this machine's; nil when the paths or the context cannot be read: the full
+// program then says what is wrong. Whether the daemon answers is learnt from the
+// command's own request (a *wire.DialError), not asked first.
+func client(flag string) (c *wire.Client, remote string) {
 	p, err := paths.Resolve()
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	cf, err := LoadContexts(p)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	c := wire.NewClient(p.Socket)
+	c = wire.NewClient(p.Socket)
 	if name := ContextName(flag, cf); name != LocalContext {
 		rc, ok := cf.Contexts[name]
 		if !ok {
-			return nil
+			return nil, ""
 		}
 		if c, err = Open(rc); err != nil {
-			return nil
+			return nil, ""
 		}
+		remote = name
 	}
-	return c
+	return c, remote
 }
 
 // line is a command line the front serves.
@@ -112,6 +137,15 @@ type line struct {
 	version bool
 	context string
 	exec    Exec
+	sync    *syncLine
+}
+
+// syncLine is `paddock sync NAME [--json]`: the plain sync, not --files, --mode or
+// --history, and of a sandbox named (finding it from the current directory may ask
+// which one).
+type syncLine struct {
+	name string
+	json bool
 }
 
 // parse reads a command line the front serves whole, the way the full program's flags
@@ -140,6 +174,9 @@ func parse(args []string) (l line, ok bool) {
 	case "exec":
 		e, ok := p.exec()
 		return line{context: p.context, exec: e}, ok
+	case "sync":
+		s, ok := p.sync()
+		return line{context: p.context, sync: &s}, ok
 	}
 	return l, false
 }
@@ -225,6 +262,24 @@ func (p *lineParser) exec() (e Exec, ok bool) {
 		e.Argv = e.Argv[1:]
 	}
 	return e, len(e.Argv) > 0
+}
+
+// sync reads sync's words: the sandbox's name and --json, in any order, with global
+// flags among them.
+func (p *lineParser) sync() (s syncLine, ok bool) {
+	for len(p.args) > 0 {
+		switch a := p.args[0]; {
+		case p.global():
+		case a == "--json":
+			p.next()
+			s.json = true
+		case strings.HasPrefix(a, "-") || s.name != "":
+			return s, false // --files, --help, --, a second name: the full program's
+		default:
+			s.name = p.next()
+		}
+	}
+	return s, s.name != ""
 }
 
 // Streams are a command's standard streams.

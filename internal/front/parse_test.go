@@ -26,6 +26,10 @@ func TestParse(t *testing.T) {
 		{[]string{"paddock", "exec", "--context", "work", "r", "true"}, line{context: "work", exec: Exec{Name: "r", Argv: []string{"true"}}}, true},
 		{[]string{"paddock", "shell", "r"}, line{exec: Exec{Name: "r", Argv: []string{"bash", "-l"}, TTY: true}}, true},
 		{[]string{"paddock", "--non-interactive", "shell", "--context", "c", "r"}, line{context: "c", exec: Exec{Name: "r", Argv: []string{"bash", "-l"}, TTY: true}}, true},
+		{[]string{"paddock", "sync", "r"}, line{sync: &syncLine{name: "r"}}, true},
+		{[]string{"paddock", "sync", "r", "--json"}, line{sync: &syncLine{name: "r", json: true}}, true},
+		{[]string{"paddock", "--context", "c", "sync", "--json", "--non-interactive", "r"}, line{context: "c", sync: &syncLine{name: "r", json: true}}, true},
+		{[]string{"paddock", "sync", "r", "--context=c"}, line{context: "c", sync: &syncLine{name: "r"}}, true},
 
 		// Handed over: what only the full program answers (help, usage errors, other
 		// commands, flags the front does not read, git's helper name).
@@ -46,6 +50,18 @@ func TestParse(t *testing.T) {
 		{[]string{"paddock", "shell"}, line{}, false},
 		{[]string{"paddock", "shell", "r", "extra"}, line{}, false},
 		{[]string{"paddock", "shell", "--help"}, line{}, false},
+		// sync: finding the sandbox from the current directory (which may ask which
+		// one), --files, --mode, --history, help.
+		{[]string{"paddock", "sync"}, line{}, false},
+		{[]string{"paddock", "sync", "--json"}, line{}, false},
+		{[]string{"paddock", "sync", "r", "--files", "out"}, line{}, false},
+		{[]string{"paddock", "sync", "r", "--mode", "on-commit"}, line{}, false},
+		{[]string{"paddock", "sync", "r", "--history"}, line{}, false},
+		{[]string{"paddock", "sync", "--help"}, line{}, false},
+		{[]string{"paddock", "sync", "r", "s"}, line{}, false},
+		{[]string{"paddock", "sync", "--json=false", "r"}, line{}, false},
+		{[]string{"paddock", "sync", "--", "r"}, line{}, false},
+		{[]string{"paddock", "sync", "r", "--context"}, line{}, false},
 		{[]string{"git-remote-paddock", "origin", "paddock::r"}, line{}, false},
 		{[]string{"/home/me/bin/git-remote-paddock", "--version"}, line{}, false},
 	} {

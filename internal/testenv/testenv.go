@@ -2,7 +2,8 @@
 // tool. On a developer's machine a missing tool skips the tests that need it, saying how
 // to install it. Under CI, or with PADDOCK_TEST_STRICT=1, everything `make setup`
 // installs must be there, and a missing tool fails the test instead: a suite that
-// silently skipped its sandboxes would pass while proving nothing.
+// silently skipped its sandboxes would pass while proving nothing. It also holds the few
+// fixtures that tests of several packages share.
 package testenv
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -68,3 +70,31 @@ func SmallGuest() (string, error) {
 	})
 	return smallGuestPath, smallGuestErr
 }
+
+// History writes n commits onto the branch main of repo with git fast-import, each
+// changing one of 100 files under src/, and checks main out: a project with a history,
+// for the sync benchmarks.
+func History(tb testing.TB, repo string, n int) {
+	tb.Helper()
+	var in strings.Builder
+	for i := 1; i <= n; i++ {
+		body := fmt.Sprintf("line %d of file %d\n", i, i%100)
+		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter B <b@example.com> %d +0000\ndata 8\ncommit %d\n", 1700000000+i, i%10)
+		if i > 1 {
+			fmt.Fprintf(&in, "from refs/heads/main^0\n")
+		}
+		fmt.Fprintf(&in, "M 644 inline src/file%03d.txt\ndata %d\n%s\n", i%100, len(body), body)
+	}
+	cmd := exec.Command("git", "-C", repo, "fast-import", "--quiet")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("fast-import: %v %s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", repo, "reset", "-q", "--hard", "main").CombinedOutput(); err != nil {
+		tb.Fatalf("reset: %v %s", err, out)
+	}
+}
+
+// Touch20 is a script that commits a change to 20 of History's files, its argument in
+// each change: the sync benchmarks' new commit.
+const Touch20 = `set -e; for f in $(seq 0 19); do echo "change $1" >> src/file0$(printf %02d $f).txt; done; git add -A; git -c user.name=b -c user.email=b@example.com commit -q -m "change $1"`

@@ -108,13 +108,18 @@ func SandboxPath(name string, rest ...string) string {
 }
 
 // Do sends a request and decodes a JSON answer into out (when not nil). An error
-// response becomes an *apperr.Error with the daemon's kind, message and hint.
+// response becomes an *apperr.Error with the daemon's kind, message and hint; a
+// connection that could not be made, a *DialError.
 func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
 		return err
 	}
 	resp, err := c.HTTP.Do(req)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &DialError{err}
+	}
 	if err != nil {
 		return err
 	}
