@@ -154,6 +154,9 @@ func (g *Git) command(ctx context.Context, args ...string) *exec.Cmd {
 
 // Refs lists refs under prefix as name → object id.
 func (g *Git) Refs(ctx context.Context, prefix string) (map[string]string, error) {
+	if refs, ok := g.refsFromFiles(prefix); ok {
+		return refs, nil
+	}
 	out, err := g.Run(ctx, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
 	if err != nil {
 		return nil, err

@@ -86,6 +86,9 @@ func (g *Git) RunsOnHost(ctx context.Context, res Result, base string) []HostCod
 // read once.
 func (g *Git) hooksPath(ctx context.Context) string {
 	g.hooks.once.Do(func() {
+		if g.hooksPathUnset() {
+			return
+		}
 		p := strings.TrimPrefix(g.userConfig(ctx, "core.hooksPath"), "./")
 		if path.IsAbs(p) {
 			p = strings.TrimPrefix(p, strings.TrimSuffix(g.Repo, "/")+"/")
