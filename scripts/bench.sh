@@ -14,6 +14,7 @@ if [ "${1:-}" = short ]; then
   run -bench '^Benchmark(WriteFile|ReadFile)$' -benchtime 3x ./internal/guestclient/
   run -bench '^Benchmark(CLIExec|ContextExec|Sync)$' -benchtime 3x ./internal/cli/
   run -bench '^BenchmarkCLIStart$' -benchtime 5x ./internal/front/
+  run -bench '^BenchmarkCLISync$' -benchtime 3x ./internal/front/
 else
   run -bench '^Benchmark([^S]|S[^n])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/ ./internal/front/
   run -bench '^BenchmarkSnapshot$' -benchtime 3x -timeout 30m ./internal/cli/
