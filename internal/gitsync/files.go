@@ -29,28 +29,12 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 	if _, err := os.Lstat(filepath.Join(dir, "reftable")); !errors.Is(err, fs.ErrNotExist) {
 		return nil, false
 	}
+	// Loose refs first, then packed-refs for the names they lack: git pack-refs writes
+	// the new packed-refs before it removes the loose files it packed, so a ref being
+	// packed meanwhile is found in one or the other.
 	refs = map[string]string{}
-	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, false
-	}
-	lines := bufio.NewScanner(bytes.NewReader(packed))
-	lines.Buffer(nil, 1<<20)
-	for lines.Scan() {
-		id, name, found := strings.Cut(lines.Text(), " ")
-		if !found || !strings.HasPrefix(name, prefix) {
-			continue // the header, a peeled line (^ID), another ref
-		}
-		if !objectID(id) {
-			return nil, false
-		}
-		refs[name] = id
-	}
-	if lines.Err() != nil {
-		return nil, false
-	}
 	root := filepath.Join(dir, filepath.FromSlash(prefix))
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
@@ -74,6 +58,27 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	lines := bufio.NewScanner(bytes.NewReader(packed))
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		id, name, found := strings.Cut(lines.Text(), " ")
+		if !found || !strings.HasPrefix(name, prefix) {
+			continue // the header, a peeled line (^ID), another ref
+		}
+		if !objectID(id) {
+			return nil, false
+		}
+		if _, loose := refs[name]; !loose {
+			refs[name] = id
+		}
+	}
+	if lines.Err() != nil {
 		return nil, false
 	}
 	return refs, true

@@ -43,6 +43,9 @@ type Git struct {
 	HelperDir string
 	// Env is added to git's environment (PADDOCK_HOME for the helper).
 	Env []string
+	// Notes, when set, is told in a line what a sync would otherwise wait on in silence:
+	// another sync of the sandbox into the repository, still running.
+	Notes io.Writer
 
 	hooks struct {
 		once sync.Once

@@ -17,6 +17,9 @@ import (
 // sync-SANDBOX.lock, left in place), which every process that syncs into it sees; the
 // next one then finds the refs as the first left them.
 
+// NoteWaitAfter is how long a sync waits for another in silence before it says so.
+const NoteWaitAfter = time.Second
+
 // syncLock waits, until ctx is done, for sandbox's sync lock in the repository, and
 // returns its release.
 func (g *Git) syncLock(ctx context.Context, sandbox string) (func(), error) {
@@ -36,6 +39,8 @@ func (g *Git) syncLock(ctx context.Context, sandbox string) (func(), error) {
 		return nil, fmt.Errorf("sync lock: %w", err)
 	}
 	wait := 5 * time.Millisecond
+	waiting := time.Now()
+	said := g.Notes == nil
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -51,6 +56,10 @@ func (g *Git) syncLock(ctx context.Context, sandbox string) (func(), error) {
 			return nil, fmt.Errorf("waiting for another sync of %s to end: %w", sandbox, ctx.Err())
 		case <-time.After(wait):
 			wait = min(2*wait, 100*time.Millisecond)
+		}
+		if !said && time.Since(waiting) >= NoteWaitAfter {
+			fmt.Fprintf(g.Notes, "paddock: waiting for another sync of %s into %s to end (an automatic sync, or another terminal's)\n", sandbox, g.Repo)
+			said = true
 		}
 	}
 }

@@ -75,15 +75,24 @@ func TestSyncLockWaits(t *testing.T) {
 	if _, err := g.syncLock(short, "s"); err == nil || !strings.Contains(err.Error(), "another sync of s") {
 		t.Fatalf("a second sync of the sandbox while the first holds its lock: %v", err)
 	}
+	// A sync that waits says so, once, after a while; its Notes are its own.
+	var notes lockedBuffer
+	waiter := &Git{Repo: hostDir, Notes: &notes}
 	got := make(chan error, 1)
 	go func() {
-		release, err := g.syncLock(ctx, "s")
+		release, err := waiter.syncLock(ctx, "s")
 		if err == nil {
 			release()
 		}
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for notes.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := notes.String(); !strings.Contains(n, "waiting for another sync of s into "+hostDir) || strings.Count(n, "\n") != 1 {
+		t.Errorf("a waiting sync said %q, want it said once that it waits for another", n)
+	}
 	unlock()
 	select {
 	case err := <-got:
@@ -113,4 +122,22 @@ func TestCommonDir(t *testing.T) {
 			t.Errorf("%s: git directory %s, want %s", top, dir, want)
 		}
 	}
+}
+
+// lockedBuffer is a strings.Builder safe to write and read from two goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

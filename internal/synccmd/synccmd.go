@@ -80,8 +80,10 @@ func Stream(c *wire.Client, name string) gitsync.Stream {
 
 // Fetch records the sandbox's uncommitted work and fetches everything into the host
 // repository's refs/paddock/SANDBOX/*. Untracked files the work leaves out for their
-// size are named on errOut, each with the command that copies it.
+// size are named on errOut, each with the command that copies it, and so is a wait for
+// another sync of the sandbox to end.
 func Fetch(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, errOut io.Writer) (gitsync.Result, error) {
+	g.Notes = errOut // a wait for another sync of the sandbox is said
 	res, err := g.Sync(ctx, sb.Name, sb.BaseCommit, inside.Workspace, Stream(c, sb.Name))
 	for _, p := range res.LeftOut {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/")
