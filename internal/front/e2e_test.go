@@ -92,8 +92,13 @@ func newHomeWith(tb testing.TB, fill func(repo string)) *home {
 
 // run runs one of the built programs with stdin, returning its output and exit code.
 func (h *home) run(prog, stdin string, args ...string) (string, string, int) {
+	return h.runIn(h.dir, prog, stdin, args...)
+}
+
+// runIn is run in the directory dir.
+func (h *home) runIn(dir, prog, stdin string, args ...string) (string, string, int) {
 	cmd := exec.Command(filepath.Join(h.bin, prog), args...)
-	cmd.Env, cmd.Dir = h.env, h.dir
+	cmd.Env, cmd.Dir = h.env, dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -203,6 +208,16 @@ func TestFrontHandsOver(t *testing.T) {
 	}
 	if out, errOut, code := h.run("paddock", "", "--context", "loop", "exec", "r", "--", "echo", "via"); out != "via\n" || code != 0 {
 		t.Errorf("exec through the context: %q %q exit %d", out, errOut, code)
+	}
+	// sync through the context fetches into the clone it runs in, the front as the full
+	// program: none here, then the repository itself.
+	fOut, fErr, fCode := h.run("paddock", "", "--context", "loop", "sync", "r")
+	wOut, wErr, wCode := h.run("paddock-full", "", "--context", "loop", "sync", "r")
+	if fCode != 2 || !strings.Contains(fErr, "sync fetches into the repository you run it in") || fOut != wOut || fErr != wErr || fCode != wCode {
+		t.Errorf("sync through the context outside a clone: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	}
+	if _, errOut, code := h.runIn(filepath.Join(h.dir, "r"), "paddock", "", "--context", "loop", "sync", "r"); code != 0 || !strings.Contains(errOut, "nothing new in r") && !strings.Contains(errOut, "to look:") {
+		t.Errorf("sync through the context in the clone: %q exit %d", errOut, code)
 	}
 	os.WriteFile(tokenFile, []byte("pdk_not-a-token\n"), 0o600)
 	if out, errOut, code := h.run("paddock", "", "--context", "loop", "exec", "r", "--", "echo", "via"); out != "" || code != 125 || !strings.Contains(errOut, "token") {

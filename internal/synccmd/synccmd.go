@@ -19,7 +19,6 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/shell"
@@ -48,11 +47,12 @@ func Get(ctx context.Context, c *wire.Client, name string) (Sandbox, error) {
 func HostRepo(ctx context.Context, sb Sandbox, remote string) (*gitsync.Git, error) {
 	if remote != "" {
 		wd, _ := os.Getwd()
-		top, err := gitsrc.Git(ctx, wd, "rev-parse", "--show-toplevel")
-		if err != nil {
+		top, err := (&gitsync.Git{Repo: wd}).Run(ctx, "rev-parse", "--show-toplevel")
+		top = strings.TrimSuffix(top, "\n")
+		if err != nil || top == "" {
 			return nil, apperr.Invalid("run it in your clone of the project", "sandbox %q is on context %s: sync fetches into the repository you run it in, and %s is in none", sb.Name, remote, wd)
 		}
-		if _, err := gitsrc.Git(ctx, top, "cat-file", "-e", sb.BaseCommit+"^{commit}"); err != nil {
+		if _, err := (&gitsync.Git{Repo: top}).Run(ctx, "cat-file", "-e", sb.BaseCommit+"^{commit}"); err != nil {
 			return nil, apperr.Invalid("run it in a clone of the project the sandbox was made from (git fetch first if it is behind)",
 				"the repository %s does not have commit %s, which sandbox %q started from", top, Short(sb.BaseCommit), sb.Name)
 		}
