@@ -1,6 +1,6 @@
 // Command paddock runs AI coding agents inside isolated sandboxes. This program is the
 // lean front of the CLI (package front): it serves `--version`, `exec`, `shell` and
-// `sync NAME` itself, so they start in a few milliseconds, and hands every other command
+// `sync` itself, so they start in a few milliseconds, and hands every other command
 // line to paddock-full, installed beside it, which is the rest of paddock.
 package main
 

@@ -321,9 +321,37 @@ func TestFrontSync(t *testing.T) {
 		t.Errorf("sync --history after six syncs:\n%s", out)
 	}
 
+	// No name: the sandbox made from the repository the command runs in, found by the
+	// front itself (below a subdirectory too), or by the full program when the front
+	// cannot tell: none made from here, or several.
+	repo := filepath.Join(h.dir, "r")
+	sub := filepath.Join(repo, "sub")
+	os.Mkdir(sub, 0o755)
+	h.forget()
+	cmd = exec.Command(filepath.Join(alone, "paddock"), "sync")
+	cmd.Env, cmd.Dir = h.env, sub
+	if aOut, err := cmd.Output(); err != nil || string(aOut) != out {
+		t.Errorf("sync with no name by the front alone, in the repository: %q %v, want %q", aOut, err, out)
+	}
+	elsewhere := filepath.Join(h.dir, "elsewhere")
+	h.git("init", "-q", elsewhere)
+	fOut, fErr, fCode := h.runIn(elsewhere, "paddock", "", "sync")
+	wOut, wErr, wCode := h.runIn(elsewhere, "paddock-full", "", "sync")
+	if fCode != 3 || !strings.Contains(fErr, "no sandbox was made from") || fOut != wOut || fErr != wErr || fCode != wCode {
+		t.Errorf("sync with no name where no sandbox was made: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	}
+	if _, errOut, code := h.run("paddock-full", "", "up", repo, "--name", "r2"); code != 0 {
+		t.Fatalf("a second sandbox of the repository: %d %s", code, errOut)
+	}
+	fOut, fErr, fCode = h.runIn(repo, "paddock", "", "sync")
+	wOut, wErr, wCode = h.runIn(repo, "paddock-full", "", "sync")
+	if fCode != 2 || !strings.Contains(fErr, "r, r2") || fOut != wOut || fErr != wErr || fCode != wCode {
+		t.Errorf("sync with no name where two sandboxes were made: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	}
+	h.run("paddock-full", "", "rm", "--force", "r2")
+
 	// The host repository moved away: said, exit 3, nothing fetched.
 	h.forget()
-	repo := filepath.Join(h.dir, "r")
 	if err := os.Rename(repo, repo+".moved"); err != nil {
 		t.Fatal(err)
 	}

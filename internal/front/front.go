@@ -1,6 +1,6 @@
 // Package front is the lean CLI: the program installed as `paddock`. It serves itself
-// the commands that must start fast (`--version`, `exec`, `shell`, and `sync NAME`,
-// which is mostly process starts), linking only the API's wire client and git's side of
+// the commands that must start fast (`--version`, `exec`, `shell`, and `sync`, which
+// is mostly process starts), linking only the API's wire client and git's side of
 // a sync, and hands every other command line, whole and unchanged, to the
 // full program installed beside it (paddock-full: every command, the daemon, the TUI).
 // In one Go binary every linked package initialises before main whatever the command,
@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -87,9 +88,16 @@ func handOver(args []string) int {
 	return 5
 }
 
-// runSync serves `paddock sync NAME`. A daemon that does not answer the first request
+// runSync serves `paddock sync [NAME]`. A daemon that does not answer the first request
 // gets the command line handed over, as exec's does.
 func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int {
+	if l.name == "" {
+		name, ok := sandboxHere(ctx, c, remote)
+		if !ok {
+			return handOver(os.Args)
+		}
+		l.name = name
+	}
 	sb, err := synccmd.Get(ctx, c, l.name)
 	var de *wire.DialError
 	if errors.As(err, &de) {
@@ -103,6 +111,64 @@ func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int
 		return CodeOf(err)
 	}
 	return 0
+}
+
+// sandboxHere is the one sandbox of this machine's daemon made from the git repository
+// the current directory is in, found as the full program finds it (git's top directory,
+// matched with each sandbox's source), without starting git: ok is false whenever the
+// full program could answer otherwise (several sandboxes or none, a daemon of another
+// machine, git's discovery changed by the environment, a repository that is not the
+// user's own, a filesystem boundary on the way up); it then finds the sandbox, asks
+// which, or says why.
+func sandboxHere(ctx context.Context, c *wire.Client, remote string) (string, bool) {
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
+		if os.Getenv(v) != "" {
+			return "", false
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil || remote != "" {
+		return "", false
+	}
+	top, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return "", false
+	}
+	var here syscall.Stat_t
+	if syscall.Stat(top, &here) != nil {
+		return "", false
+	}
+	for {
+		var st syscall.Stat_t
+		if syscall.Stat(top, &st) != nil || st.Dev != here.Dev {
+			return "", false
+		}
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			if st.Uid != uint32(os.Geteuid()) {
+				return "", false // git would refuse it (safe.directory)
+			}
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return "", false
+		}
+		top = parent
+	}
+	var list []synccmd.Sandbox
+	if err := c.Do(ctx, http.MethodGet, "/v1/sandboxes", nil, &list); err != nil {
+		return "", false
+	}
+	name := ""
+	for _, sb := range list {
+		if sb.SourcePath == top {
+			if name != "" {
+				return "", false
+			}
+			name = sb.Name
+		}
+	}
+	return name, name != ""
 }
 
 // client returns a client of the daemon the context names, and the context's name when
@@ -140,9 +206,9 @@ type line struct {
 	sync    *syncLine
 }
 
-// syncLine is `paddock sync NAME [--json]`: the plain sync, not --files, --mode or
-// --history, and of a sandbox named (finding it from the current directory may ask
-// which one).
+// syncLine is `paddock sync [NAME] [--json]`: the plain sync, not --files, --mode or
+// --history. Without a name, the sandbox is the one made from the current directory's
+// repository (sandboxHere).
 type syncLine struct {
 	name string
 	json bool
@@ -150,8 +216,9 @@ type syncLine struct {
 
 // parse reads a command line the front serves whole, the way the full program's flags
 // read it: [GLOBAL...] --version, [GLOBAL...] exec [FLAG...] NAME [--] COMMAND [ARG...],
-// and [GLOBAL...] shell [GLOBAL...] NAME, where GLOBAL is --context NAME or
-// --non-interactive. ok is false for every other line.
+// [GLOBAL...] shell [GLOBAL...] NAME, and [GLOBAL...] sync with NAME, --json and GLOBAL in
+// any order, where GLOBAL is --context NAME or --non-interactive. ok is false for every
+// other line.
 func parse(args []string) (l line, ok bool) {
 	if len(args) == 0 || filepath.Base(args[0]) == gitsync.HelperName {
 		return l, false
@@ -279,7 +346,7 @@ func (p *lineParser) sync() (s syncLine, ok bool) {
 			s.name = p.next()
 		}
 	}
-	return s, s.name != ""
+	return s, true
 }
 
 // Streams are a command's standard streams.

@@ -30,6 +30,8 @@ func TestParse(t *testing.T) {
 		{[]string{"paddock", "sync", "r", "--json"}, line{sync: &syncLine{name: "r", json: true}}, true},
 		{[]string{"paddock", "--context", "c", "sync", "--json", "--non-interactive", "r"}, line{context: "c", sync: &syncLine{name: "r", json: true}}, true},
 		{[]string{"paddock", "sync", "r", "--context=c"}, line{context: "c", sync: &syncLine{name: "r"}}, true},
+		{[]string{"paddock", "sync"}, line{sync: &syncLine{}}, true},
+		{[]string{"paddock", "sync", "--json"}, line{sync: &syncLine{json: true}}, true},
 
 		// Handed over: what only the full program answers (help, usage errors, other
 		// commands, flags the front does not read, git's helper name).
@@ -50,10 +52,7 @@ func TestParse(t *testing.T) {
 		{[]string{"paddock", "shell"}, line{}, false},
 		{[]string{"paddock", "shell", "r", "extra"}, line{}, false},
 		{[]string{"paddock", "shell", "--help"}, line{}, false},
-		// sync: finding the sandbox from the current directory (which may ask which
-		// one), --files, --mode, --history, help.
-		{[]string{"paddock", "sync"}, line{}, false},
-		{[]string{"paddock", "sync", "--json"}, line{}, false},
+		// sync: --files, --mode, --history, help.
 		{[]string{"paddock", "sync", "r", "--files", "out"}, line{}, false},
 		{[]string{"paddock", "sync", "r", "--mode", "on-commit"}, line{}, false},
 		{[]string{"paddock", "sync", "r", "--history"}, line{}, false},
