@@ -91,17 +91,21 @@ func handOver(args []string) int {
 // runSync serves `paddock sync [NAME]`. A daemon that does not answer the first request
 // gets the command line handed over, as exec's does.
 func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int {
+	var (
+		sb  synccmd.Sandbox
+		err error
+	)
 	if l.name == "" {
-		name, ok := sandboxHere(ctx, c, remote)
-		if !ok {
+		var ok bool
+		if sb, ok = sandboxHere(ctx, c, remote); !ok {
 			return handOver(os.Args)
 		}
-		l.name = name
-	}
-	sb, err := synccmd.Get(ctx, c, l.name)
-	var de *wire.DialError
-	if errors.As(err, &de) {
-		return handOver(os.Args)
+	} else {
+		sb, err = synccmd.Get(ctx, c, l.name)
+		var de *wire.DialError
+		if errors.As(err, &de) {
+			return handOver(os.Args)
+		}
 	}
 	if err == nil {
 		err = synccmd.Run(ctx, c, sb, remote, l.json, os.Stdout, os.Stderr)
@@ -113,62 +117,63 @@ func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int
 	return 0
 }
 
-// sandboxHere is the one sandbox of this machine's daemon made from the git repository
-// the current directory is in, found as the full program finds it (git's top directory,
-// matched with each sandbox's source), without starting git: ok is false whenever the
-// full program could answer otherwise (several sandboxes or none, a daemon of another
+// sandboxHere is the record of the one sandbox of this machine's daemon made from the
+// git repository the current directory is in, found as the full program finds it (git's
+// top directory, matched with each sandbox's source), without starting git and from the
+// listing alone: ok is false whenever the full program could answer otherwise (several sandboxes or none, a daemon of another
 // machine, git's discovery changed by the environment, a repository that is not the
 // user's own, a filesystem boundary on the way up); it then finds the sandbox, asks
 // which, or says why.
-func sandboxHere(ctx context.Context, c *wire.Client, remote string) (string, bool) {
+func sandboxHere(ctx context.Context, c *wire.Client, remote string) (synccmd.Sandbox, bool) {
+	var none synccmd.Sandbox
 	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
 		if os.Getenv(v) != "" {
-			return "", false
+			return none, false
 		}
 	}
 	wd, err := os.Getwd()
 	if err != nil || remote != "" {
-		return "", false
+		return none, false
 	}
 	top, err := filepath.EvalSymlinks(wd)
 	if err != nil {
-		return "", false
+		return none, false
 	}
 	var here syscall.Stat_t
 	if syscall.Stat(top, &here) != nil {
-		return "", false
+		return none, false
 	}
 	for {
 		var st syscall.Stat_t
 		if syscall.Stat(top, &st) != nil || st.Dev != here.Dev {
-			return "", false
+			return none, false
 		}
 		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
 			if st.Uid != uint32(os.Geteuid()) {
-				return "", false // git would refuse it (safe.directory)
+				return none, false // git would refuse it (safe.directory)
 			}
 			break
 		}
 		parent := filepath.Dir(top)
 		if parent == top {
-			return "", false
+			return none, false
 		}
 		top = parent
 	}
 	var list []synccmd.Sandbox
 	if err := c.Do(ctx, http.MethodGet, "/v1/sandboxes", nil, &list); err != nil {
-		return "", false
+		return none, false
 	}
-	name := ""
+	found := none
 	for _, sb := range list {
 		if sb.SourcePath == top {
-			if name != "" {
-				return "", false
+			if found.Name != "" {
+				return none, false
 			}
-			name = sb.Name
+			found = sb
 		}
 	}
-	return name, name != ""
+	return found, found.Name != ""
 }
 
 // client returns a client of the daemon the context names, and the context's name when
