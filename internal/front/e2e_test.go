@@ -340,6 +340,11 @@ func TestFrontSync(t *testing.T) {
 	if fCode != 3 || !strings.Contains(fErr, "no sandbox was made from") || fOut != wOut || fErr != wErr || fCode != wCode {
 		t.Errorf("sync with no name where no sandbox was made: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
 	}
+	fOut, fErr, fCode = h.runIn(filepath.Join(repo, ".git"), "paddock", "", "sync")
+	wOut, wErr, wCode = h.runIn(filepath.Join(repo, ".git"), "paddock-full", "", "sync")
+	if fCode != 2 || fOut != wOut || fErr != wErr || fCode != wCode {
+		t.Errorf("sync with no name inside .git: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	}
 	if _, errOut, code := h.run("paddock-full", "", "up", repo, "--name", "r2"); code != 0 {
 		t.Fatalf("a second sandbox of the repository: %d %s", code, errOut)
 	}

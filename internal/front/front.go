@@ -120,10 +120,10 @@ func runSync(ctx context.Context, c *wire.Client, remote string, l syncLine) int
 // sandboxHere is the record of the one sandbox of this machine's daemon made from the
 // git repository the current directory is in, found as the full program finds it (git's
 // top directory, matched with each sandbox's source), without starting git and from the
-// listing alone: ok is false whenever the full program could answer otherwise (several sandboxes or none, a daemon of another
-// machine, git's discovery changed by the environment, a repository that is not the
-// user's own, a filesystem boundary on the way up); it then finds the sandbox, asks
-// which, or says why.
+// listing alone: ok is false whenever the full program could answer otherwise (several
+// sandboxes or none, a daemon of another machine, git's discovery changed by the
+// environment, a repository that is not the user's own, a filesystem boundary on the
+// way up, a directory inside .git); it then finds the sandbox, asks which, or says why.
 func sandboxHere(ctx context.Context, c *wire.Client, remote string) (synccmd.Sandbox, bool) {
 	var none synccmd.Sandbox
 	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
@@ -135,22 +135,26 @@ func sandboxHere(ctx context.Context, c *wire.Client, remote string) (synccmd.Sa
 	if err != nil || remote != "" {
 		return none, false
 	}
-	top, err := filepath.EvalSymlinks(wd)
+	here, err := filepath.EvalSymlinks(wd)
 	if err != nil {
 		return none, false
 	}
-	var here syscall.Stat_t
-	if syscall.Stat(top, &here) != nil {
+	top := here
+	var start syscall.Stat_t
+	if syscall.Stat(here, &start) != nil {
 		return none, false
 	}
 	for {
 		var st syscall.Stat_t
-		if syscall.Stat(top, &st) != nil || st.Dev != here.Dev {
+		if syscall.Stat(top, &st) != nil || st.Dev != start.Dev {
 			return none, false
 		}
 		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
 			if st.Uid != uint32(os.Geteuid()) {
 				return none, false // git would refuse it (safe.directory)
+			}
+			if rel, _ := filepath.Rel(top, here); rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
+				return none, false // git finds no work tree there
 			}
 			break
 		}
