@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
@@ -19,6 +21,9 @@ const (
 	// outputGrace is how long output is still read after the process has exited, when
 	// something it left running keeps its stdout or stderr open.
 	outputGrace = time.Second
+	// outputDrainMax bounds what is still sent of a process's output once the grace
+	// has passed: what its pipe held then.
+	outputDrainMax = 4 << 20
 	// startFailedCode is the exit code reported for a process that could not start.
 	startFailedCode = 127
 )
@@ -95,23 +100,51 @@ func (e execService) Run(stream guestpb.DRPCExec_RunStream) error {
 }
 
 // pumpOutput sends what o produces until EOF (EIO for a tty whose slave side is closed)
-// or a deadline.
+// or a deadline. At the deadline, what the pipe already holds is sent still: the output
+// of a process that has exited is never dropped, whether something it left running
+// keeps the pipe open or the guest, loaded, came to read it late.
 func pumpOutput(o output, send func(*guestpb.ExecResponse) error) {
 	buf := make([]byte, outputBufferSize)
+	sendChunk := func(b []byte) bool {
+		m := &guestpb.ExecResponse{Msg: &guestpb.ExecResponse_Stdout{Stdout: b}}
+		if o.stderr {
+			m.Msg = &guestpb.ExecResponse_Stderr{Stderr: b}
+		}
+		return send(m) == nil
+	}
 	for {
 		n, err := o.f.Read(buf)
-		if n > 0 {
-			m := &guestpb.ExecResponse{Msg: &guestpb.ExecResponse_Stdout{Stdout: buf[:n]}}
-			if o.stderr {
-				m.Msg = &guestpb.ExecResponse_Stderr{Stderr: buf[:n]}
-			}
-			if send(m) != nil {
-				return
-			}
+		if n > 0 && !sendChunk(buf[:n]) {
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			drainBuffered(o.f, buf, sendChunk)
+			return
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// drainBuffered sends what f (non-blocking) holds now, without waiting for more, and at
+// most outputDrainMax bytes: a process left running may write without end.
+func drainBuffered(f *os.File, buf []byte, sendChunk func([]byte) bool) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for sent := 0; sent < outputDrainMax; {
+		var n int
+		var rerr error
+		// Control, not Read: a read past the deadline fails before it reads.
+		if sc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) }) != nil || rerr != nil || n <= 0 {
+			return // EAGAIN (nothing more now), EOF, EIO
+		}
+		if !sendChunk(buf[:n]) {
+			return
+		}
+		sent += n
 	}
 }
 
