@@ -36,6 +36,8 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 	root := filepath.Join(dir, filepath.FromSlash(prefix))
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // no ref there yet, or one git removed as it packed it (packed-refs has it)
 		case err != nil:
 			return err
 		case d.IsDir():
@@ -46,6 +48,9 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 			return errors.New("not a plain ref")
 		}
 		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed as git packed it: packed-refs, read next, has it
+		}
 		if err != nil {
 			return err
 		}
@@ -57,7 +62,7 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 		refs[filepath.ToSlash(rel)] = id
 		return nil
 	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
 		return nil, false
 	}
 	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
