@@ -129,24 +129,20 @@ func sshConfig(f *Factory, p config.Paths, names []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	proxy := shellWord(exe)
+	proxy := shell.Word(exe)
 	if p.Home != "" {
-		proxy = "env PADDOCK_HOME=" + shellWord(p.Home) + " " + proxy
+		proxy = "env PADDOCK_HOME=" + shell.Word(p.Home) + " " + proxy
 	}
 	if f.Context != "" {
-		proxy += " --context " + shellWord(f.Context)
+		proxy += " --context " + shell.Word(f.Context)
 	}
 	var b strings.Builder
 	for _, name := range names {
 		fmt.Fprintf(&b, "Host %s.paddock\n  User agent\n  ProxyCommand %s ssh-proxy %s\n  HostKeyAlias %s\n  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n  ForwardAgent no\n  ForwardX11 no\n  LogLevel ERROR\n\n",
-			name, proxy, shellWord(name), sshHostAlias, sshKnownHostsPath(p))
+			name, proxy, shell.Word(name), sshHostAlias, sshKnownHostsPath(p))
 	}
 	return b.String(), nil
 }
-
-// shellWord is s as one word for sh in an ssh config: bare when nothing in it needs
-// quoting, for the config's reader.
-func shellWord(s string) string { return shell.Word(s) }
 
 func newCmdSSHProxy(f *Factory) *cobra.Command {
 	return &cobra.Command{

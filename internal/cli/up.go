@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/gitsrc"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -167,7 +168,7 @@ func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s (context %s), /workspace at %s\n", info.Name, info.State, info.Backend, f.remote, short(info.BaseCommit))
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s (context %s), /workspace at %s\n", info.Name, info.State, info.Backend, f.remote, gitsync.Short(info.BaseCommit))
 	if err := firstSession(ctx, f, c, opts, info); err != nil {
 		return err
 	}
@@ -358,7 +359,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 	if info.Runtime != "" {
 		on += " under " + info.Runtime
 	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, short(src.Commit))
+	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s on %s, /workspace at %s\n", info.Name, info.State, on, gitsync.Short(src.Commit))
 	return info, nil
 }
 
@@ -527,13 +528,6 @@ func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) 
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
 	fmt.Fprintln(f.IO.Out, info.Name)
 	return nil
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 // git runs a host git command on the user's own repository.

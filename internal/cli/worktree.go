@@ -111,7 +111,7 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 				return writeJSON(f, list)
 			}
 			for _, w := range list {
-				fmt.Fprintf(f.IO.Out, "%s\t%s\t%s\n", w.Branch, w.Path, short(w.Head))
+				fmt.Fprintf(f.IO.Out, "%s\t%s\t%s\n", w.Branch, w.Path, gitsync.Short(w.Head))
 			}
 			return nil
 		},

@@ -140,15 +140,12 @@ func sandboxHere(ctx context.Context, c *wire.Client, remote string) (synccmd.Sa
 		return none, false
 	}
 	top := here
-	var start syscall.Stat_t
-	if syscall.Stat(here, &start) != nil {
+	var st syscall.Stat_t
+	if syscall.Stat(top, &st) != nil {
 		return none, false
 	}
+	dev := st.Dev
 	for {
-		var st syscall.Stat_t
-		if syscall.Stat(top, &st) != nil || st.Dev != start.Dev {
-			return none, false
-		}
 		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
 			if st.Uid != uint32(os.Geteuid()) {
 				return none, false // git would refuse it (safe.directory)
@@ -163,6 +160,9 @@ func sandboxHere(ctx context.Context, c *wire.Client, remote string) (synccmd.Sa
 			return none, false
 		}
 		top = parent
+		if syscall.Stat(top, &st) != nil || st.Dev != dev {
+			return none, false
+		}
 	}
 	var list []synccmd.Sandbox
 	if err := c.Do(ctx, http.MethodGet, "/v1/sandboxes", nil, &list); err != nil {

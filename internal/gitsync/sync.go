@@ -14,6 +14,14 @@ import (
 // Namespace is where a sandbox's work lands in the host repository.
 func Namespace(sandbox string) string { return "refs/paddock/" + sandbox + "/" }
 
+// Short is a commit's id as it is shown: its first 12 characters.
+func Short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
 // WIPBranch names the ref of the main checkout's uncommitted work; a worktree's is
 // "wip-" + its branch.
 const WIPBranch = "wip"

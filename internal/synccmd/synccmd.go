@@ -7,6 +7,7 @@
 package synccmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,7 @@ func HostRepo(ctx context.Context, sb Sandbox, remote string) (*gitsync.Git, err
 		}
 		if _, err := (&gitsync.Git{Repo: top}).Run(ctx, "cat-file", "-e", sb.BaseCommit+"^{commit}"); err != nil {
 			return nil, apperr.Invalid("run it in a clone of the project the sandbox was made from (git fetch first if it is behind)",
-				"the repository %s does not have commit %s, which sandbox %q started from", top, Short(sb.BaseCommit), sb.Name)
+				"the repository %s does not have commit %s, which sandbox %q started from", top, gitsync.Short(sb.BaseCommit), sb.Name)
 		}
 		return &gitsync.Git{Repo: top}, nil
 	}
@@ -118,7 +119,7 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 		gitsync.Result
 		Mode string `json:"mode"`
 	}{res, "manual"})
-	if err := c.Do(ctx, http.MethodPost, wire.SandboxPath(sb.Name, "/syncs"), strings.NewReader(string(record)), nil); err != nil {
+	if err := c.Do(ctx, http.MethodPost, wire.SandboxPath(sb.Name, "/syncs"), bytes.NewReader(record), nil); err != nil {
 		fmt.Fprintf(errOut, "paddock: warning: the sync was not recorded: %v\n", err)
 	}
 	if asJSON {
@@ -154,7 +155,7 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 			fmt.Fprintf(errOut, "  %s: %s (%s)\n", termtext.Escape(strings.TrimPrefix(h.Ref, ns)), termtext.Escape(h.Path), h.Why)
 		}
 	}
-	fmt.Fprintf(errOut, "\nto look:   git log -p %s\n", Word(Short(sb.BaseCommit)+".."+ns+gitsync.WIPBranch))
+	fmt.Fprintf(errOut, "\nto look:   git log -p %s\n", Word(gitsync.Short(sb.BaseCommit)+".."+ns+gitsync.WIPBranch))
 	for _, u := range res.Updates {
 		branch := strings.TrimPrefix(u.Ref, ns)
 		if branch == gitsync.WIPBranch || strings.HasPrefix(branch, gitsync.WIPBranch+"-") {
@@ -172,11 +173,3 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 // must stay one argument to git. It is quoted for the shell when it needs to be, then
 // escaped, so a control character shows as \xNN inside the quotes.
 func Word(s string) string { return termtext.Escape(shell.Word(s)) }
-
-// Short is a commit's id as it is shown: its first 12 characters.
-func Short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
