@@ -211,10 +211,8 @@ func TestFrontHandsOver(t *testing.T) {
 	}
 	// sync through the context fetches into the clone it runs in, the front as the full
 	// program: none here, then the repository itself.
-	fOut, fErr, fCode := h.run("paddock", "", "--context", "loop", "sync", "r")
-	wOut, wErr, wCode := h.run("paddock-full", "", "--context", "loop", "sync", "r")
-	if fCode != 2 || !strings.Contains(fErr, "sync fetches into the repository you run it in") || fOut != wOut || fErr != wErr || fCode != wCode {
-		t.Errorf("sync through the context outside a clone: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	if _, errOut, code := h.both(t, "sync through the context outside a clone", h.dir, nil, "--context", "loop", "sync", "r"); code != 2 || !strings.Contains(errOut, "sync fetches into the repository you run it in") {
+		t.Errorf("sync through the context outside a clone: %q exit %d, want it said, exit 2", errOut, code)
 	}
 	if _, errOut, code := h.runIn(filepath.Join(h.dir, "r"), "paddock", "", "--context", "loop", "sync", "r"); code != 0 || !strings.Contains(errOut, "nothing new in r") && !strings.Contains(errOut, "to look:") {
 		t.Errorf("sync through the context in the clone: %q exit %d", errOut, code)
@@ -225,14 +223,7 @@ func TestFrontHandsOver(t *testing.T) {
 	}
 
 	// The front alone, with no full program beside it: says what is missing.
-	alone := filepath.Join(h.dir, "alone")
-	os.Mkdir(alone, 0o755)
-	data, err := os.ReadFile(filepath.Join(h.bin, "paddock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(alone, "paddock"), data, 0o755)
-	cmd := exec.Command(filepath.Join(alone, "paddock"), "ls")
+	cmd := exec.Command(h.alone(""), "ls")
 	cmd.Env = h.env
 	errBytes, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 5 || !strings.Contains(string(errBytes), "paddock-full is missing") || !strings.Contains(string(errBytes), "make build") {
@@ -261,6 +252,42 @@ func (h *home) forget() {
 	}
 }
 
+// both runs a command line in dir through the front and through the full program, with
+// prepare (when not nil) before each, and reports any difference in their output,
+// errors or exit code; it returns the front's.
+func (h *home) both(t *testing.T, what, dir string, prepare func(), args ...string) (string, string, int) {
+	t.Helper()
+	if prepare != nil {
+		prepare()
+	}
+	fOut, fErr, fCode := h.runIn(dir, "paddock", "", args...)
+	if prepare != nil {
+		prepare()
+	}
+	wOut, wErr, wCode := h.runIn(dir, "paddock-full", "", args...)
+	if fOut != wOut || fErr != wErr || fCode != wCode {
+		t.Errorf("%s: paddock %q gave\n  %q %q exit %d\nthe full program\n  %q %q exit %d", what, args, fOut, fErr, fCode, wOut, wErr, wCode)
+	}
+	return fOut, fErr, fCode
+}
+
+// alone copies the front into a directory of its own and returns its path there: beside
+// it, a paddock-full that is fullScript, or none when that is empty.
+func (h *home) alone(fullScript string) string {
+	h.tb.Helper()
+	dir := filepath.Join(h.dir, "alone")
+	os.Mkdir(dir, 0o755)
+	data, err := os.ReadFile(filepath.Join(h.bin, "paddock"))
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "paddock"), data, 0o755)
+	if fullScript != "" {
+		os.WriteFile(filepath.Join(dir, "paddock-full"), []byte(fullScript), 0o755)
+	}
+	return filepath.Join(dir, "paddock")
+}
+
 // TestFrontSync: `paddock sync NAME`, served by the front, fetches the agent's work and
 // says what arrived, warns of files that run code on the host, records the sync, and
 // fails as the full program does; with no daemon it hands over, and the daemon is
@@ -273,14 +300,7 @@ func TestFrontSync(t *testing.T) {
 	}
 	same := func(what string, args ...string) (string, string, int) {
 		t.Helper()
-		h.forget()
-		fOut, fErr, fCode := h.run("paddock", "", args...)
-		h.forget()
-		wOut, wErr, wCode := h.run("paddock-full", "", args...)
-		if fOut != wOut || fErr != wErr || fCode != wCode {
-			t.Errorf("%s: paddock %q gave\n  %q %q exit %d\nthe full program\n  %q %q exit %d", what, args, fOut, fErr, fCode, wOut, wErr, wCode)
-		}
-		return fOut, fErr, fCode
+		return h.both(t, what, h.dir, h.forget, args...)
 	}
 	out, errOut, code := same("a new commit", "sync", "r")
 	if code != 0 || !strings.Contains(out, "refs/paddock/r/main (new): 1 commit(s), 2 file(s)") || !strings.Contains(out, "add a") ||
@@ -289,16 +309,9 @@ func TestFrontSync(t *testing.T) {
 		t.Errorf("sync of a new commit: %q %q exit %d, want the commit, its files, the Makefile warned of and how to merge", out, errOut, code)
 	}
 	// Served by the front itself: beside a full program that only says it was run.
-	alone := filepath.Join(h.dir, "alone")
-	os.Mkdir(alone, 0o755)
-	data, err := os.ReadFile(filepath.Join(h.bin, "paddock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(alone, "paddock"), data, 0o755)
-	os.WriteFile(filepath.Join(alone, "paddock-full"), []byte("#!/bin/sh\necho handed over >&2; exit 99\n"), 0o755)
+	alone := h.alone("#!/bin/sh\necho handed over >&2; exit 99\n")
 	h.forget()
-	cmd := exec.Command(filepath.Join(alone, "paddock"), "sync", "r")
+	cmd := exec.Command(alone, "sync", "r")
 	cmd.Env, cmd.Dir = h.env, h.dir
 	if aOut, err := cmd.Output(); err != nil || string(aOut) != out {
 		t.Errorf("sync by the front alone: %q %v, want %q", aOut, err, out)
@@ -328,30 +341,24 @@ func TestFrontSync(t *testing.T) {
 	sub := filepath.Join(repo, "sub")
 	os.Mkdir(sub, 0o755)
 	h.forget()
-	cmd = exec.Command(filepath.Join(alone, "paddock"), "sync")
+	cmd = exec.Command(alone, "sync")
 	cmd.Env, cmd.Dir = h.env, sub
 	if aOut, err := cmd.Output(); err != nil || string(aOut) != out {
 		t.Errorf("sync with no name by the front alone, in the repository: %q %v, want %q", aOut, err, out)
 	}
 	elsewhere := filepath.Join(h.dir, "elsewhere")
 	h.git("init", "-q", elsewhere)
-	fOut, fErr, fCode := h.runIn(elsewhere, "paddock", "", "sync")
-	wOut, wErr, wCode := h.runIn(elsewhere, "paddock-full", "", "sync")
-	if fCode != 3 || !strings.Contains(fErr, "no sandbox was made from") || fOut != wOut || fErr != wErr || fCode != wCode {
-		t.Errorf("sync with no name where no sandbox was made: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	if _, errOut, code := h.both(t, "sync with no name where no sandbox was made", elsewhere, nil, "sync"); code != 3 || !strings.Contains(errOut, "no sandbox was made from") {
+		t.Errorf("sync with no name where no sandbox was made: %q exit %d, want it said, exit 3", errOut, code)
 	}
-	fOut, fErr, fCode = h.runIn(filepath.Join(repo, ".git"), "paddock", "", "sync")
-	wOut, wErr, wCode = h.runIn(filepath.Join(repo, ".git"), "paddock-full", "", "sync")
-	if fCode != 2 || fOut != wOut || fErr != wErr || fCode != wCode {
-		t.Errorf("sync with no name inside .git: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	if _, errOut, code := h.both(t, "sync with no name inside .git", filepath.Join(repo, ".git"), nil, "sync"); code != 2 {
+		t.Errorf("sync with no name inside .git: %q exit %d, want exit 2", errOut, code)
 	}
 	if _, errOut, code := h.run("paddock-full", "", "up", repo, "--name", "r2"); code != 0 {
 		t.Fatalf("a second sandbox of the repository: %d %s", code, errOut)
 	}
-	fOut, fErr, fCode = h.runIn(repo, "paddock", "", "sync")
-	wOut, wErr, wCode = h.runIn(repo, "paddock-full", "", "sync")
-	if fCode != 2 || !strings.Contains(fErr, "r, r2") || fOut != wOut || fErr != wErr || fCode != wCode {
-		t.Errorf("sync with no name where two sandboxes were made: %q %q exit %d; the full program: %q %q exit %d", fOut, fErr, fCode, wOut, wErr, wCode)
+	if _, errOut, code := h.both(t, "sync with no name where two sandboxes were made", repo, nil, "sync"); code != 2 || !strings.Contains(errOut, "r, r2") {
+		t.Errorf("sync with no name where two sandboxes were made: %q exit %d, want both named, exit 2", errOut, code)
 	}
 	h.run("paddock-full", "", "rm", "--force", "r2")
 
