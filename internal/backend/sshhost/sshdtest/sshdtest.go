@@ -5,6 +5,7 @@
 package sshdtest
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -174,14 +175,26 @@ func (s *Server) Host() sshhost.Host {
 func (s *Server) URL() string { return "ssh://root@" + s.Addr }
 
 // NewHostKey gives sshd another host key, as a reinstalled host (or a machine in the
-// way) would offer, and waits until it offers it.
+// way) would offer, and waits until the restarted sshd listens and offers it.
+//
+// A connection sshd accepted before it took the signal is served by a child that reads
+// the new key from disk, so seeing the key is not enough: the old listener then closes,
+// resetting what waits in its queue. The restart is seen in the log, as a second
+// "Server listening".
 func (s *Server) NewHostKey(t TB) {
 	t.Helper()
+	starts := s.listening()
 	s.hostKey = writeKey(t, filepath.Join(s.dir, "host_key"))
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil { // sshd starts itself again, reading its keys
 		t.Fatalf("%v", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
+	for s.listening() == starts {
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not start again after SIGHUP")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for {
 		var got ssh.PublicKey
 		conf := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(s.Signer)}, Timeout: 5 * time.Second,
@@ -197,6 +210,12 @@ func (s *Server) NewHostKey(t TB) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listening is how many times sshd has said in its log that it listens.
+func (s *Server) listening() int {
+	log, _ := os.ReadFile(s.Log)
+	return bytes.Count(log, []byte("Server listening on "))
 }
 
 // Drop cuts every connection through the forwarder, as a network that went away would;
