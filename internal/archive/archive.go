@@ -15,8 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/paddockhq/paddock/internal/hostfs"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -103,18 +101,6 @@ type NoRoomError struct {
 
 func (e *NoRoomError) Error() string {
 	return fmt.Sprintf("%s is %s: more than the %s a copy may still take of the host's free disk", e.Name, termtext.Size(e.Size), termtext.Size(e.Room))
-}
-
-// Room is what a copy into dir may write: the space free to unprivileged users on its
-// filesystem, less a twentieth of it (at most 1 GiB) left free; 0 when that cannot be
-// read (no bound).
-func Room(dir string) int64 {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		return 0
-	}
-	free := int64(fs.Bavail) * fs.Bsize
-	return max(free-min(free/20, 1<<30), 1)
 }
 
 // Stats counts what Unpack wrote.

@@ -14,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
+	"github.com/paddockhq/paddock/internal/hostdisk"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -156,7 +157,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 		if hostDir {
 			target = filepath.Join(dst, path.Base(src))
 		}
-		room := archive.Room(filepath.Dir(target))
+		room := hostdisk.Room(filepath.Dir(target))
 		if room > 0 && st.Size > room {
 			return fmt.Errorf("copy %s:%s to %s: %w", name, src, target, &archive.NoRoomError{Name: path.Base(src), Size: st.Size, Room: room})
 		}
@@ -179,7 +180,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 	} else if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	opts.MaxBytes = archive.Room(target)
+	opts.MaxBytes = hostdisk.Room(target)
 	body, err := c.TarOut(ctx, name, src)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
+	"github.com/paddockhq/paddock/internal/hostdisk"
 	"github.com/paddockhq/paddock/internal/hostfs"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -64,7 +65,7 @@ func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts
 	defer staging.Close()
 
 	var total archive.Stats
-	room := archive.Room(stagingPath)
+	room := hostdisk.Room(stagingPath)
 	for _, rel := range rels {
 		body, err := c.TarOutBeneath(ctx, name, inside.Workspace, inside.Workspace+"/"+rel)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // refWatch is upload-pack's output on its way to host git. It holds back the listing of
@@ -16,9 +18,13 @@ import (
 type refWatch struct {
 	w    io.Writer
 	seen func(refs map[string]string) error
-	// cut is called once when the stream is cut (by seen, or output that is not the pack
-	// protocol), to end it on both sides.
+	// cut is called once when the stream is cut (by seen, output that is not the pack
+	// protocol, or more than room), to end it on both sides.
 	cut func()
+	// room, when above 0, is the most that may pass on to git: the pack is written into
+	// the host repository, and a sandbox could commit more than the host's disk holds.
+	room   int64
+	passed int64
 
 	state     watchState
 	begun, v2 bool   // the first pkt-line was read; it said protocol v2
@@ -51,6 +57,10 @@ const (
 func (r *refWatch) Write(p []byte) (int, error) {
 	switch r.state {
 	case watchPassing:
+		if r.room > 0 && r.passed+int64(len(p)) > r.room {
+			return 0, r.stop(&NoRoomError{Room: r.room})
+		}
+		r.passed += int64(len(p))
 		return r.w.Write(p)
 	case watchCut:
 		return 0, r.err
@@ -104,7 +114,7 @@ func (r *refWatch) Write(p []byte) (int, error) {
 		}
 		if rest := r.held; len(rest) > 0 {
 			r.held = nil
-			if _, err := r.w.Write(rest); err != nil {
+			if _, err := r.Write(rest); err != nil {
 				return 0, err
 			}
 		}
@@ -114,6 +124,7 @@ func (r *refWatch) Write(p []byte) (int, error) {
 
 // pass writes the parsed part of held on to git.
 func (r *refWatch) pass() error {
+	r.passed += int64(r.parsed)
 	_, err := r.w.Write(r.held[:r.parsed])
 	r.held = append(r.held[:0], r.held[r.parsed:]...)
 	r.parsed = 0
@@ -132,6 +143,17 @@ func (r *refWatch) addRef(line string) {
 		r.refs = map[string]string{}
 	}
 	r.refs[f[1]] = f[0]
+}
+
+// NoRoomError is a sync stopped before the sandbox's work filled the host's disk.
+type NoRoomError struct {
+	// Room is what the fetch could still write (hostdisk.Room).
+	Room int64
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("the sandbox's work is more than the %s the host's disk can still take (a twentieth of its free space, at most 1 GiB, stays free): the fetch was stopped and no ref was written",
+		termtext.Size(e.Room))
 }
 
 // stop cuts the stream with err.

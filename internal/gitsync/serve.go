@@ -8,12 +8,15 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/paddockhq/paddock/internal/hostdisk"
 	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
@@ -102,7 +105,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 		}
 	}()
 	hangUp := func() { closing.Do(func() { ours.Close() }) }
-	watch := &refWatch{w: ours, cut: hangUp, seen: func(refs map[string]string) error {
+	watch := &refWatch{w: ours, cut: hangUp, room: hostdisk.Room(g.Repo), seen: func(refs map[string]string) error {
 		names := make([]string, 0, len(refs))
 		for name := range refs {
 			names = append(names, name)
@@ -128,6 +131,7 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	go g.hooksPath(hostCtx)
 
 	before, err := g.Refs(ctx, ns)
+	start := time.Now()
 	if err == nil {
 		// The log that describes what arrives starts as the fetch does, so that its
 		// start is not added to the sync's time (a process start is much of a sync's
@@ -139,6 +143,10 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	}
 	hangUp() // git is done with the stream: upload-pack sees its input end
 	<-serving
+	var noRoom *NoRoomError
+	if errors.As(watch.err, &noRoom) {
+		g.dropPartialPacks(hostCtx, start)
+	}
 	switch {
 	case watch.err != nil:
 		return Result{}, watch.err
@@ -179,6 +187,25 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	log = nil // describe ends it
 	res.LeftOut = bigPaths(stderr.String())
 	return res, nil
+}
+
+// dropPartialPacks removes the packs that git was receiving into the repository when the
+// fetch begun at start was stopped for room: index-pack leaves its temporary pack behind
+// when its input is cut, and that pack is what filled the disk.
+func (g *Git) dropPartialPacks(ctx context.Context, start time.Time) {
+	dir, err := g.Run(ctx, "rev-parse", "--git-path", "objects/pack")
+	if dir = strings.TrimSuffix(dir, "\n"); err != nil || dir == "" {
+		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(g.Repo, dir)
+	}
+	partial, _ := filepath.Glob(filepath.Join(dir, "tmp_pack_*"))
+	for _, p := range partial {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(start) {
+			os.Remove(p)
+		}
+	}
 }
 
 // MaxWIPFileBytes is the largest new untracked file a sync records in its WIP commit

@@ -3,7 +3,9 @@ package gitsync
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/hostdisk"
+	"golang.org/x/sys/unix"
 )
 
 // localStream runs commands in dir on this machine, as a sandbox's exec runs them in
@@ -271,5 +276,61 @@ func TestSyncLeavesUpkeep(t *testing.T) {
 	gitOut(t, hostDir, "fetch", "-q", sb, "main:refs/user/main")
 	if n := packs(); n != 1 {
 		t.Fatalf("%d packs after the user's git fetch: want gc --auto to have made them one (the test's premise)", n)
+	}
+}
+
+// TestSyncStopsBeforeTheDiskIsFull: an agent commits more than the host's disk has room
+// for (here 64 MiB that do not compress, against a 48 MiB filesystem holding the host
+// repository); the sync stops with a NoRoomError, writes no ref, and leaves the disk as
+// free as it was (git's partial pack removed). Without the bound git fills the
+// filesystem and fails on a full disk.
+func TestSyncStopsBeforeTheDiskIsFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem for the host repository needs root")
+	}
+	for _, files := range []int{1, 160} {
+		t.Run(fmt.Sprintf("%d files", files), func(t *testing.T) { syncIntoSmallDisk(t, files) })
+	}
+}
+
+// syncIntoSmallDisk commits 64 MiB of random bytes in files files in a sandbox, and syncs
+// it into a host repository on a 48 MiB filesystem: one file goes through git's
+// unpack-objects, many through index-pack (over its 100 objects).
+func syncIntoSmallDisk(t *testing.T, files int) {
+	sb, hostDir, base := syncPair(t)
+	for i := range files {
+		data := make([]byte, (64<<20)/files)
+		rand.Read(data)
+		if err := os.WriteFile(filepath.Join(sb, fmt.Sprintf("data%d.bin", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitOut(t, sb, "add", ".")
+	gitOut(t, sb, "commit", "-q", "-m", "large files")
+
+	small := filepath.Join(t.TempDir(), "small")
+	os.Mkdir(small, 0o755)
+	if err := unix.Mount("tmpfs", small, "tmpfs", 0, "size=48m"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(small, unix.MNT_DETACH) })
+	host := filepath.Join(small, "host")
+	if out, err := exec.Command("cp", "-a", hostDir, host).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	before := gitOut(t, host, "for-each-ref")
+	room := hostdisk.Room(host)
+
+	_, err := (&Git{Repo: host}).Sync(context.Background(), "s", base, sb, localStream(sb, false))
+	var noRoom *NoRoomError
+	if !errors.As(err, &noRoom) || noRoom.Room != room {
+		t.Fatalf("sync of 64 MiB into a 48 MiB filesystem: %v, want a NoRoomError with room %d", err, room)
+	}
+	if after := gitOut(t, host, "for-each-ref"); after != before {
+		t.Fatalf("the host's refs changed:\n%s", after)
+	}
+	// What the cut fetch received is not kept: the disk is as free as before.
+	if after := hostdisk.Room(host); after < room-(1<<20) {
+		t.Fatalf("the host's filesystem has room for %d bytes after the sync, %d before: the partial pack was left", after, room)
 	}
 }

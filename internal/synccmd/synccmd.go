@@ -91,12 +91,18 @@ func Fetch(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, errO
 		fmt.Fprintf(errOut, "paddock: left out of the uncommitted work: %s: untracked and over %s; copy it with `paddock sync %s --files %s`\n",
 			termtext.Escape(p), termtext.Size(gitsync.MaxWIPFileBytes), sb.Name, Word(rel))
 	}
-	var clash *gitsync.BranchClashError
+	var (
+		clash  *gitsync.BranchClashError
+		noRoom *gitsync.NoRoomError
+	)
 	switch {
 	case errors.Is(err, gitsync.ErrNoCommits):
 		err = apperr.Invalid("commit something in the sandbox first", "the repository in sandbox %q has no commits yet", sb.Name)
 	case errors.As(err, &clash):
 		err = apperr.Conflict("", "%v", err) // exit 4; a failure of git or the connection stays 1
+	case errors.As(err, &noRoom):
+		err = &apperr.Error{Kind: apperr.KindInternal, Message: err.Error(), Err: err,
+			Hint: fmt.Sprintf("make room on the disk of %s, or take the large files out of the sandbox's commits (`paddock sync %s --files PATH` copies a file alone)", g.Repo, sb.Name)}
 	}
 	return res, err
 }
