@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/hostdisk"
 )
 
 // tmpPrefix begins the names of the files Dir.Put writes before renaming them into
@@ -85,7 +87,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) (err
 			}
 		}
 	}()
-	if err := writeFile(ctx, f, r, size); err != nil {
+	if err := writeFile(ctx, f, r, size, hostdisk.Room(d.root)); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	if err := root.Rename(tmp, key); err != nil {
@@ -103,8 +105,18 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) (err
 	return dir.Close()
 }
 
-// writeFile copies r (size bytes, or -1) into f, syncs and closes it.
-func writeFile(ctx context.Context, f *os.File, r io.Reader, size int64) error {
+// ErrNoRoom is an object that would leave the store's disk fuller than hostdisk.Room
+// allows: what a sandbox committed comes whatever its size, and an automatic snapshot of
+// it must not fill the host's disk.
+var ErrNoRoom = errors.New("more than the store's disk can still take (a twentieth of its free space, at most 1 GiB, stays free)")
+
+// writeFile copies r (size bytes, or -1) into f, syncs and closes it. room, when above 0,
+// is the most it writes.
+func writeFile(ctx context.Context, f *os.File, r io.Reader, size, room int64) error {
+	if room > 0 && size > room {
+		f.Close()
+		return fmt.Errorf("%d bytes: %w", size, ErrNoRoom)
+	}
 	src := io.Reader(readerFunc(func(p []byte) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -114,7 +126,13 @@ func writeFile(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	if size >= 0 {
 		src = io.LimitReader(src, size+1)
 	}
+	if room > 0 {
+		src = io.LimitReader(src, room+1)
+	}
 	n, err := io.Copy(f, src)
+	if err == nil && room > 0 && n > room {
+		err = ErrNoRoom
+	}
 	if err == nil && size >= 0 && n != size {
 		err = fmt.Errorf("got %d bytes, want %d", n, size)
 		if n > size {

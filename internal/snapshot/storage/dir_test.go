@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/hostdisk"
+	"golang.org/x/sys/unix"
 )
 
 func TestDir(t *testing.T) {
@@ -191,5 +195,38 @@ func TestOpenDir(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), "s3://", S3Options{}); err == nil || !strings.Contains(err.Error(), "no bucket") {
 		t.Errorf("Open(s3://): %v, want an error saying there is no bucket", err)
+	}
+}
+
+// TestDirStopsBeforeTheDiskIsFull: a snapshot of a sandbox whose commits are larger than
+// the store's disk can take (16 MiB into an 8 MiB filesystem) fails with ErrNoRoom,
+// streamed or announced, and leaves the disk as free as it was; what fits is stored.
+func TestDirStopsBeforeTheDiskIsFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem for the store needs root")
+	}
+	small := t.TempDir()
+	if err := unix.Mount("tmpfs", small, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(small, unix.MNT_DETACH) })
+	d, err := NewDir(filepath.Join(small, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	room := hostdisk.Room(small)
+	big := bytes.Repeat([]byte("x"), 16<<20)
+	for _, size := range []int64{-1, int64(len(big))} {
+		err := d.Put(ctx, "blobs/big", bytes.NewReader(big), size)
+		if !errors.Is(err, ErrNoRoom) {
+			t.Fatalf("Put of 16 MiB (size %d) into an 8 MiB filesystem: %v, want ErrNoRoom", size, err)
+		}
+		if after := hostdisk.Room(small); after != room {
+			t.Fatalf("room after the refused Put (size %d): %d, before %d: a partial file was left", size, after, room)
+		}
+	}
+	if err := d.Put(ctx, "blobs/small", bytes.NewReader(big[:1<<20]), -1); err != nil {
+		t.Fatalf("Put of 1 MiB: %v", err)
 	}
 }
