@@ -11,7 +11,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/config"
-	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/lscmd"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -49,75 +49,33 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	if err != nil {
 		return err
 	}
+	if !opts.json {
+		return lscmd.Run(ctx, c.Client, f.IO.Out, f.IO.ErrOut)
+	}
 	list, err := c.List(ctx)
 	if err != nil {
 		return err
 	}
-	// Running sandboxes show their sessions.
-	sessions, aerr := c.AllSessions(ctx)
-	if aerr != nil {
-		sessions = map[string][]session.Info{}
-	}
+	var running []string
 	for _, sb := range list {
-		switch {
-		case sb.State != "running":
-			delete(sessions, sb.Name)
-		case aerr != nil:
-			// A daemon older than the one call: each sandbox is asked.
-			if s, err := c.Sessions(ctx, sb.Name); err == nil {
-				sessions[sb.Name] = s
-			}
+		if sb.State == "running" {
+			running = append(running, sb.Name)
 		}
 	}
-	if opts.json {
-		type entry struct {
-			sandbox.Info
-			Sessions []session.Info `json:"sessions"`
-		}
-		out := []entry{}
-		for _, sb := range list {
-			s := sessions[sb.Name]
-			if s == nil {
-				s = []session.Info{}
-			}
-			out = append(out, entry{sb, s})
-		}
-		return writeJSON(f, out)
+	sessions := lscmd.Sessions[session.Info](ctx, c.Client, running)
+	type entry struct {
+		sandbox.Info
+		Sessions []session.Info `json:"sessions"`
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no sandboxes yet: create one with `paddock up PATH`")
-		return nil
-	}
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	// On a team's server, an admin sees whose each sandbox is (the host's own: "-").
-	owners := false
+	out := []entry{}
 	for _, sb := range list {
-		owners = owners || sb.Owner != ""
+		s := sessions[sb.Name]
+		if s == nil {
+			s = []session.Info{}
+		}
+		out = append(out, entry{sb, s})
 	}
-	header := "NAME\tBACKEND\tSTATE\tNETWORK\tAGE\tCOST"
-	if owners {
-		header += "\tOWNER"
-	}
-	fmt.Fprintln(tw, header)
-	for _, sb := range list {
-		backend := sb.Backend
-		if sb.Runtime != "" {
-			backend += "/" + sb.Runtime // docker/runsc: under gVisor
-		}
-		owner := ""
-		if owners {
-			owner = "\t" + orDash(termtext.Escape(sb.Owner))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, age(time.Since(sb.CreatedAt)), metering.CostText(sb.Usage), owner)
-		if sb.Detail != "" && sb.State != "running" {
-			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
-			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))
-		}
-		for _, s := range sessions[sb.Name] {
-			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, s.Status, metering.CostText(s.Usage))
-		}
-	}
-	return tw.Flush()
+	return writeJSON(f, out)
 }
 
 // age is termtext.Age.

@@ -223,7 +223,7 @@ func TestFrontHandsOver(t *testing.T) {
 	}
 
 	// The front alone, with no full program beside it: says what is missing.
-	cmd := exec.Command(h.alone(""), "ls")
+	cmd := exec.Command(h.alone(""), "ls", "--json")
 	cmd.Env = h.env
 	errBytes, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 5 || !strings.Contains(string(errBytes), "paddock-full is missing") || !strings.Contains(string(errBytes), "make build") {
@@ -434,7 +434,8 @@ func BenchmarkCLISync(b *testing.B) {
 // BenchmarkCLIStart measures what every command line pays before it does anything:
 // `paddock --version` through the lean front against the same through the full program
 // and against a hello-world Go program, and `paddock exec NAME -- true` through the
-// daemon (bwrap) by the front against the full program, alternating in one run.
+// daemon (bwrap) and `paddock ls` (one sandbox) by the front against the full program,
+// alternating in one run.
 func BenchmarkCLIStart(b *testing.B) {
 	h := newHome(b)
 	timed := func(prog string, args ...string) time.Duration {
@@ -446,7 +447,7 @@ func BenchmarkCLIStart(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	var version, fullVersion, hello, execFront, execFull time.Duration
+	var version, fullVersion, hello, execFront, execFull, lsFront, lsFull time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		version += timed("paddock", "--version")
@@ -454,6 +455,8 @@ func BenchmarkCLIStart(b *testing.B) {
 		hello += timed("hello")
 		execFront += timed("paddock", "exec", "r", "--", "true")
 		execFull += timed("paddock-full", "exec", "r", "--", "true")
+		lsFront += timed("paddock", "ls")
+		lsFull += timed("paddock-full", "ls")
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(ms(version), "version-ms")
@@ -462,4 +465,59 @@ func BenchmarkCLIStart(b *testing.B) {
 	b.ReportMetric(float64(fullVersion)/float64(hello), "full-version-x-hello")
 	b.ReportMetric(ms(execFront), "exec-ms")
 	b.ReportMetric(float64(execFront)/float64(execFull), "exec-x-full")
+	b.ReportMetric(ms(lsFront), "ls-ms")
+	b.ReportMetric(float64(lsFront)/float64(lsFull), "ls-x-full")
+}
+
+// TestFrontLs: `paddock ls`, served by the front, prints what the full program prints: a
+// running sandbox with a session under it, then a stopped one; with no sandbox, what to
+// run; the copy of the front alone (beside a full program that only fails) serves it.
+func TestFrontLs(t *testing.T) {
+	h := newHome(t)
+	if _, errOut, code := h.run("paddock-full", "", "chat", "r", "--new", "worker", "--agent", "shell", "--command", "while :; do sleep 1; done"); code != 0 {
+		t.Fatalf("start a session: %d %s", code, errOut)
+	}
+	// The AGE column counts seconds: a pair of runs that straddles one is run again.
+	same := func(what string) string {
+		t.Helper()
+		for range 3 {
+			fOut, fErr, fCode := h.runIn(h.dir, "paddock", "", "ls")
+			wOut, wErr, wCode := h.runIn(h.dir, "paddock-full", "", "ls")
+			if fOut == wOut && fErr == wErr && fCode == wCode {
+				return fOut + fErr
+			}
+			t.Logf("%s: the front gave %q %q exit %d, the full program %q %q exit %d", what, fOut, fErr, fCode, wOut, wErr, wCode)
+		}
+		t.Fatalf("%s: the front's ls differs from the full program's", what)
+		return ""
+	}
+	out := same("a running sandbox with a session")
+	if !regexp.MustCompile(`(?m)^r +bwrap +running +closed +\d+s +-\n  r/worker +shell +running +-$`).MatchString(out) {
+		t.Fatalf("ls:\n%s", out)
+	}
+	alone := h.alone("#!/bin/sh\nexit 99\n")
+	cmd := exec.Command(alone, "ls")
+	cmd.Env = h.env
+	if got, err := cmd.Output(); err != nil || !strings.HasPrefix(string(got), "NAME ") {
+		t.Fatalf("the front alone: %v %q", err, got)
+	}
+	if _, errOut, code := h.run("paddock-full", "", "stop", "r"); code != 0 {
+		t.Fatalf("stop: %d %s", code, errOut)
+	}
+	if out := same("a stopped sandbox"); !regexp.MustCompile(`(?m)^r +bwrap +stopped `).MatchString(out) || strings.Contains(out, "worker") {
+		t.Fatalf("ls of a stopped sandbox:\n%s", out)
+	}
+	if _, errOut, code := h.run("paddock-full", "", "rm", "--force", "r"); code != 0 {
+		t.Fatalf("rm: %d %s", code, errOut)
+	}
+	if out := same("no sandbox"); !strings.Contains(out, "no sandboxes yet") {
+		t.Fatalf("ls with no sandbox: %q", out)
+	}
+	// No daemon: handed over, and the full program starts it.
+	if _, errOut, code := h.run("paddock-full", "", "daemon", "stop"); code != 0 {
+		t.Fatalf("daemon stop: %d %s", code, errOut)
+	}
+	if _, errOut, code := h.run("paddock", "", "ls"); code != 0 || !strings.Contains(errOut, "started the daemon") || !strings.Contains(errOut, "no sandboxes yet") {
+		t.Fatalf("ls with no daemon: %q exit %d, want the daemon started", errOut, code)
+	}
 }

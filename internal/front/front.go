@@ -1,6 +1,6 @@
 // Package front is the lean CLI: the program installed as `paddock`. It serves itself
-// the commands that must start fast (`--version`, `exec`, `shell`, and `sync`, which
-// is mostly process starts), linking only the API's wire client and git's side of
+// the commands that must start fast (`--version`, `exec`, `shell`, `ls`, and `sync`,
+// which is mostly process starts), linking only the API's wire client and git's side of
 // a sync, and hands every other command line, whole and unchanged, to the
 // full program installed beside it (paddock-full: every command, the daemon, the TUI).
 // In one Go binary every linked package initialises before main whatever the command,
@@ -28,6 +28,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config/paths"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/lscmd"
 	"github.com/paddockhq/paddock/internal/synccmd"
 )
 
@@ -57,6 +58,18 @@ func Main() int {
 	}
 	if l.sync != nil {
 		return runSync(ctx, c, remote, *l.sync)
+	}
+	if l.ls {
+		err := lscmd.Run(ctx, c, os.Stdout, os.Stderr)
+		var de *wire.DialError
+		if errors.As(err, &de) {
+			return handOver(os.Args) // the full program starts the daemon
+		}
+		if err != nil {
+			Report(os.Stderr, err)
+			return CodeOf(err)
+		}
+		return 0
 	}
 	code, err := RunExec(ctx, c, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, l.exec)
 	var de *wire.DialError
@@ -213,6 +226,7 @@ type line struct {
 	context string
 	exec    Exec
 	sync    *syncLine
+	ls      bool
 }
 
 // syncLine is `paddock sync [NAME] [--json]`: the plain sync, not --files, --mode or
@@ -225,9 +239,9 @@ type syncLine struct {
 
 // parse reads a command line the front serves whole, the way the full program's flags
 // read it: [GLOBAL...] --version, [GLOBAL...] exec [FLAG...] NAME [--] COMMAND [ARG...],
-// [GLOBAL...] shell [GLOBAL...] NAME, and [GLOBAL...] sync with NAME, --json and GLOBAL in
-// any order, where GLOBAL is --context NAME or --non-interactive. ok is false for every
-// other line.
+// [GLOBAL...] shell [GLOBAL...] NAME, [GLOBAL...] sync with NAME, --json and GLOBAL in
+// any order, and [GLOBAL...] ls [GLOBAL...] (or list), where GLOBAL is --context NAME or
+// --non-interactive. ok is false for every other line.
 func parse(args []string) (l line, ok bool) {
 	if len(args) == 0 || filepath.Base(args[0]) == gitsync.HelperName {
 		return l, false
@@ -253,6 +267,9 @@ func parse(args []string) (l line, ok bool) {
 	case "sync":
 		s, ok := p.sync()
 		return line{context: p.context, sync: &s}, ok
+	case "ls", "list":
+		p.globals()
+		return line{context: p.context, ls: true}, len(p.args) == 0 // --json, --all-contexts, --help: the full program's
 	}
 	return l, false
 }

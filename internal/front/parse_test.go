@@ -32,12 +32,20 @@ func TestParse(t *testing.T) {
 		{[]string{"paddock", "sync", "r", "--context=c"}, line{context: "c", sync: &syncLine{name: "r"}}, true},
 		{[]string{"paddock", "sync"}, line{sync: &syncLine{}}, true},
 		{[]string{"paddock", "sync", "--json"}, line{sync: &syncLine{json: true}}, true},
+		{[]string{"paddock", "ls"}, line{ls: true}, true},
+		{[]string{"paddock", "--context", "c", "list", "--non-interactive"}, line{context: "c", ls: true}, true},
+		{[]string{"paddock", "ls", "--context=c"}, line{context: "c", ls: true}, true},
 
 		// Handed over: what only the full program answers (help, usage errors, other
 		// commands, flags the front does not read, git's helper name).
 		{[]string{"paddock"}, line{}, false},
-		{[]string{"paddock", "ls"}, line{}, false},
 		{[]string{"paddock", "version"}, line{}, false},
+		// ls: --json, --all-contexts, help, an argument.
+		{[]string{"paddock", "ls", "--json"}, line{}, false},
+		{[]string{"paddock", "ls", "--all-contexts"}, line{}, false},
+		{[]string{"paddock", "ls", "--help"}, line{}, false},
+		{[]string{"paddock", "ls", "r"}, line{}, false},
+		{[]string{"paddock", "ls", "--context"}, line{}, false},
 		{[]string{"paddock", "exec", "--help"}, line{}, false},
 		{[]string{"paddock", "exec", "-h", "r", "true"}, line{}, false},
 		{[]string{"paddock", "exec", "r"}, line{}, false},

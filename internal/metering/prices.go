@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/termtext"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -109,21 +110,10 @@ func (p Prices) Of(model string) (Price, bool) {
 	return Price{}, false
 }
 
-// CostText is an estimated cost for people, "~$1.23" ("~" says it is an estimate); "-"
-// for nothing recorded, "?" when no call had a known price, "+?" after a sum some calls
-// of which had none.
+// CostText is termtext.Cost of a sum of usage ("-" for none).
 func CostText(s *store.UsageSum) string {
-	switch {
-	case s == nil || s.Requests == 0:
-		return "-"
-	case s.Unpriced == s.Requests:
-		return "?"
-	case s.CostUSD > 0 && s.CostUSD < 0.01:
-		return "~<$0.01"
+	if s == nil {
+		return termtext.Cost(0, 0, 0)
 	}
-	c := fmt.Sprintf("~$%.2f", s.CostUSD)
-	if s.Unpriced > 0 {
-		c += "+?"
-	}
-	return c
+	return termtext.Cost(s.Requests, s.Unpriced, s.CostUSD)
 }

@@ -128,3 +128,22 @@ func Size(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Cost is an estimated cost of model calls for people, "~$1.23" ("~" says it is an
+// estimate): "-" for no request recorded, "?" when no request had a known price, "+?"
+// after a sum that some of them lacked.
+func Cost(requests, unpriced int64, usd float64) string {
+	switch {
+	case requests == 0:
+		return "-"
+	case unpriced == requests:
+		return "?"
+	case usd > 0 && usd < 0.01:
+		return "~<$0.01"
+	}
+	c := fmt.Sprintf("~$%.2f", usd)
+	if unpriced > 0 {
+		c += "+?"
+	}
+	return c
+}
