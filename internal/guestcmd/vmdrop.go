@@ -111,7 +111,7 @@ func dropAndRun(argv []string) error {
 
 func describeWait(ws unix.WaitStatus) string {
 	if ws.Signaled() {
-		return "killed by " + ws.Signal().String()
+		return "killed by " + unix.SignalName(ws.Signal())
 	}
 	return "exit status " + strconv.Itoa(ws.ExitStatus())
 }

@@ -1,6 +1,7 @@
 package microvm
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,5 +57,40 @@ func TestTrimConsole(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(path); string(again) != string(data) {
 		t.Fatal("a console under the bound was changed")
+	}
+}
+
+// TestCopyConsoleStaysBounded: the daemon's copy of a VM's console keeps the file under
+// its bound, however much the VM writes, and ends with the VM's last words.
+func TestCopyConsoleStaysBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "console.log")
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	vm, daemon := net.Pipe()
+	const bound = 1 << 20
+	largest := make(chan int64, 1)
+	go func() {
+		// What the file holds as the VM writes, looked at after each write.
+		var most int64
+		line := []byte(strings.Repeat("spam ", 200) + "\r\n")
+		for range 20 << 20 / len(line) {
+			vm.Write(line)
+			if fi, err := os.Stat(path); err == nil {
+				most = max(most, fi.Size())
+			}
+		}
+		vm.Write([]byte("[  9.9] reboot: Power down\r\n"))
+		vm.Close()
+		largest <- most
+	}()
+	copyConsole(file, path, daemon, bound)
+	if most := <-largest; most > bound+32<<10 {
+		t.Errorf("the console file reached %d bytes while 20 MiB were written, bound %d", most, bound)
+	}
+	if got := lastConsoleLine(path); got != "[  9.9] reboot: Power down" {
+		t.Errorf("the console's last line: %q", got)
 	}
 }

@@ -51,6 +51,7 @@ type MicroVM struct {
 
 	mu       sync.Mutex
 	sessions map[backend.ID]*yamux.Session
+	consoles map[backend.ID]*consoleCopy
 }
 
 var (
@@ -69,7 +70,8 @@ func New(env backend.Env) (*MicroVM, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MicroVM{dir: env.Dir, settings: s, log: slog.Default().With("backend", Name), sessions: map[backend.ID]*yamux.Session{}}
+	m := &MicroVM{dir: env.Dir, settings: s, log: slog.Default().With("backend", Name), sessions: map[backend.ID]*yamux.Session{},
+		consoles: map[backend.ID]*consoleCopy{}}
 	m.qemu = &qemuVMM{m: m}
 	return m, nil
 }
@@ -285,7 +287,7 @@ func (m *MicroVM) session(ctx context.Context, id backend.ID, md meta) (*yamux.S
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()
-	go keepConsole(filepath.Join(m.sandboxDir(id), consoleLog), s.CloseChan())
+	m.followConsole(id, s.CloseChan()) // a daemon that started after the VM did
 	return s, nil
 }
 
@@ -359,6 +361,7 @@ func (m *MicroVM) State(ctx context.Context, id backend.ID) (backend.Status, err
 		return backend.Status{State: backend.StateError, Detail: "the VM is " + detail + ": start to boot it again"}, nil
 	case exists(filepath.Join(dir, runningFile)):
 		why := "the VM's " + md.VMM + " process ended unexpectedly"
+		m.consoleWritten(id)
 		if last := lastConsoleLine(filepath.Join(dir, consoleLog)); last != "" {
 			why += " (its console's last line: " + last + ")"
 		}
@@ -421,13 +424,14 @@ func (m *MicroVM) Limits(ctx context.Context, id backend.ID) (backend.Limits, er
 // Dir is the backend's own directory.
 func (m *MicroVM) Dir() string { return m.dir }
 
-// Close implements backend.Closer: it lets go of the VMs' guest ports, which the next
-// daemon takes; the VMs run on.
+// Close implements backend.Closer: it lets go of the VMs' guest ports and consoles,
+// which the next daemon takes; the VMs run on.
 func (m *MicroVM) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for id, s := range m.sessions {
 		s.Close()
 		delete(m.sessions, id)
 	}
+	m.mu.Unlock()
+	m.stopConsoles()
 }

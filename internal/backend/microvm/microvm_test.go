@@ -352,3 +352,61 @@ func TestKernelArgsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleOnlyWhileTheDaemonReads: the VM's console reaches the host's disk only
+// through the daemon, which keeps it bounded; what the VM writes there while no daemon
+// runs is dropped, so nothing inside can fill the host's disk through it while the
+// daemon is away. An unprivileged process inside makes the VM's init write to the
+// console by killing the guest (init says so, and starts it again): once with the
+// daemon gone, once with the next one reading.
+func TestConsoleOnlyWhileTheDaemonReads(t *testing.T) {
+	b := newBackend(t, nil)
+	ctx := context.Background()
+	id := backend.ID("console")
+	startSandbox(t, b, id)
+	log := filepath.Join(b.Dir(), string(id), "console.log")
+	if data, _ := os.ReadFile(log); !strings.Contains(string(data), "paddock vm-init: starting the guest") {
+		t.Fatalf("the console after the boot holds %q, want init's lines", data)
+	}
+	const ended = "paddock vm-init: the guest ended"
+	// The guest has its own pid namespace, where a new one may have the old one's pid:
+	// its start time tells them apart.
+	guestPid := func(c *guestclient.Client) string {
+		return run(t, c, "cut -d' ' -f1,22 /proc/$(pgrep -f '^[^ ]+ [^ ]+ serve ')/stat")
+	}
+	killGuest := "setsid sh -c 'sleep %s; pkill -KILL -f \"^[^ ]+ [^ ]+ serve \"' >/dev/null 2>&1 </dev/null &"
+	c := connect(t, b, id)
+	first := guestPid(c)
+	run(t, c, fmt.Sprintf(killGuest, "2"))
+	c.Close()
+	b.Close()
+	time.Sleep(5 * time.Second) // killed at 2 s, started again 0.2 s later
+
+	b2, err := microvm.New(backend.Env{Dir: b.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if err := b2.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connect(t, b2, id)
+	if second := guestPid(c2); second == first {
+		t.Fatalf("the guest (pid and start time %s) was not killed while the daemon was away", first)
+	}
+	if data, _ := os.ReadFile(log); strings.Contains(string(data), ended) {
+		t.Fatalf("what the VM wrote to its console with no daemon reached the host's disk: %q", data)
+	}
+	run(t, c2, fmt.Sprintf(killGuest, "0.2"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(log)
+		if strings.Contains(string(data), ended) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with the daemon reading, the console never said %q: %q", ended, data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -225,8 +225,9 @@ func (q *qemuVMM) args(dir, kernelELF, initrd string, md meta, incoming string) 
 		"-machine", machine, "-cpu", cpu, "-smp", strconv.Itoa(cpus), "-m", strconv.FormatInt(mem, 10) + "M",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-kernel", kernelELF, "-initrd", initrd, "-append", cmdline,
-		// Appended to, so that keepConsole's trimming leaves no hole for QEMU to write past.
-		"-chardev", "file,id=console,append=on,path=" + filepath.Join(dir, consoleLog), "-serial", "chardev:console",
+		// The console is a socket the daemon reads while it runs (console.go): QEMU
+		// drops what the VM writes to it while nobody is connected.
+		"-chardev", "socket,id=console,path=" + consoleSocket + ",server=on,wait=off", "-serial", "chardev:console",
 		"-drive", "id=root,file=" + md.Rootfs + ",format=raw,if=none,readonly=on",
 		"-device", "virtio-blk-device,drive=root",
 		"-drive", "id=data,file=" + filepath.Join(dir, dataDisk) + ",format=raw,if=none,discard=unmap",
@@ -266,7 +267,8 @@ func (q *qemuVMM) boot(ctx context.Context, id backend.ID, md meta) error {
 // from that file (which goes on after launch returns).
 func (q *qemuVMM) launch(ctx context.Context, id backend.ID, md meta, incoming string) error {
 	dir := q.m.sandboxDir(id)
-	for _, s := range []string{qmpSocket, guestSocket, controlSocket, qemuPid, vmPid, consoleLog, qemuLog} {
+	q.m.consoleWritten(id) // the last QEMU's, which has ended
+	for _, s := range []string{qmpSocket, guestSocket, controlSocket, consoleSocket, qemuPid, vmPid, consoleLog, qemuLog} {
 		os.Remove(filepath.Join(dir, s))
 	}
 	kernelELF, initrd, _, err := q.m.bootFiles(md)
@@ -281,6 +283,9 @@ func (q *qemuVMM) launch(ctx context.Context, id backend.ID, md meta, incoming s
 	if err != nil {
 		return fmt.Errorf("microvm: start QEMU: %v: %s", err, strings.TrimSpace(string(out)))
 	}
+	// Connected at once: the kernel writes its console from the start of its log
+	// once it has one, so the boot's first lines come after this.
+	q.m.followConsole(id, nil)
 	return notePid(dir)
 }
 
@@ -426,6 +431,7 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 	if err != nil {
 		conn.Close()
 		if q.pid(id) == 0 {
+			q.m.consoleWritten(id)
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
 		}
 		report := q.processes(id)
@@ -593,9 +599,10 @@ func lastConsoleLines(path string, n int) string {
 }
 
 // The VM writes its console as much as it likes (a guest with root can write its serial
-// port without end): its last lines are read from its last consoleTail bytes, and while
-// the daemon is connected to the VM the file is cut back to those once it passes
-// consoleMax, looked at every consoleCheck.
+// port without end): its last lines are read from its last consoleTail bytes, and the
+// file is cut back to those once it passes consoleMax: as the daemon writes it, for a
+// QEMU VM (console.go); for a monitor that writes the file itself, looked at every
+// consoleCheck while the daemon is connected to the VM.
 const (
 	consoleTail  = 64 << 10
 	consoleMax   = 4 << 20
