@@ -34,7 +34,7 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	if err != nil {
 		return Info{}, err
 	}
-	l, err := readLive(ctx, t.client)
+	l, err := readLive(ctx, t.client, name)
 	if err != nil {
 		return Info{}, err
 	}
@@ -112,7 +112,7 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if err != nil {
 		return err
 	}
-	l, err := readLive(ctx, t.client)
+	l, err := readLive(ctx, t.client, name)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	}
 	sess := t.session()
 	sess.Fresh = s.fresh(ctx, t, sess)
-	l, err := readLive(ctx, t.client)
+	l, err := readLive(ctx, t.client, name)
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -36,28 +38,41 @@ type hookStatus struct {
 	AgentSession string `json:"agent_session,omitempty"`
 }
 
-// liveScript lists tmux panes and status files in one round trip, at most $3 bytes of
-// each status file.
-const liveScript = `tmux -S "$1" list-panes -a -F 'pane	#{session_name}	#{pane_dead}	#{pane_dead_status}' 2>/dev/null
-for f in "$2"/*.json; do [ -f "$f" ] || continue; printf 'status\t%s\t' "$(basename "$f" .json)"; head -c "$3" -- "$f" | tr -d '\n'; echo; done
+// liveScript prints, in one round trip, the status file of each session named after
+// its first three arguments ($1 the tmux socket, $2 the status directory, $3 the most
+// of a file read), then every tmux pane. The status directory is the agent's to write:
+// only the files of the sessions asked about are read, each a regular file (not a
+// symlink, a FIFO or a device), and at most $3 bytes of it.
+const liveScript = `socket=$1 dir=$2 max=$3
+shift 3
+for n do
+  f="$dir/$n.json"
+  [ -f "$f" ] && [ ! -h "$f" ] || continue
+  printf 'status\t%s\t' "$n"; head -c "$max" -- "$f" | tr -d '\n'; echo
+done
+tmux -S "$socket" list-panes -a -F 'pane	#{session_name}	#{pane_dead}	#{pane_dead_status}' 2>/dev/null
 `
 
 // maxStatusFile is the most of a status file read. `paddock guest notify` writes a line
 // of JSON; a larger file is the agent's doing, and its status is unknown.
 const maxStatusFile = 64 << 10
 
-func readLive(ctx context.Context, c *guestclient.Client) (live, error) {
-	return readLiveAt(ctx, c, Socket, StatusDir)
+// readLive reads the sandbox's tmux panes and the status files of the sessions named.
+func readLive(ctx context.Context, c *guestclient.Client, names ...string) (live, error) {
+	return readLiveAt(ctx, c, Socket, StatusDir, names...)
 }
 
 // readLiveAt is readLive with the tmux socket and the status files at socket and dir.
-func readLiveAt(ctx context.Context, c *guestclient.Client, socket, dir string) (live, error) {
+func readLiveAt(ctx context.Context, c *guestclient.Client, socket, dir string, names ...string) (live, error) {
 	l := live{panes: map[string]pane{}, status: map[string]hookStatus{}}
-	out, _, err := run(ctx, c, "sh", "-c", liveScript, "sh", socket, dir, strconv.Itoa(maxStatusFile+1))
-	if err != nil {
+	argv := append([]string{"sh", "-c", liveScript, "sh", socket, dir, strconv.Itoa(maxStatusFile + 1)}, names...)
+	// Room for each status file asked for at its largest (with its name, of at most
+	// 63 characters, and its line's framing), and the panes.
+	out := limitbuf.Buffer{Max: maxOutput + len(names)*(maxStatusFile+80)}
+	if _, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: io.Discard}); err != nil {
 		return l, err
 	}
-	for line := range strings.SplitSeq(out, "\n") {
+	for line := range strings.SplitSeq(out.String(), "\n") {
 		f := strings.SplitN(line, "\t", 4)
 		switch {
 		case len(f) == 4 && f[0] == "pane":
@@ -103,14 +118,22 @@ func (s *Service) List(ctx context.Context, sandboxName string) ([]Info, error) 
 	}
 	c, cerr := s.sandboxes.Client(ctx, sandboxName)
 	var l live
+	var lerr error
 	if cerr == nil {
-		l, cerr = readLive(ctx, c)
+		names := make([]string, len(rows))
+		for i, se := range rows {
+			names[i] = se.Name
+		}
+		l, lerr = readLive(ctx, c, names...)
 	}
 	for _, se := range rows {
 		in := Info{Sandbox: sb.Name, Name: se.Name, Agent: se.Agent, ResumeID: se.ResumeID, CreatedAt: se.CreatedAt}
-		if cerr != nil {
+		switch {
+		case cerr != nil:
 			in.Status, in.Detail = "exited", "the sandbox is not running"
-		} else {
+		case lerr != nil:
+			in.Status, in.Detail = "unknown", "its state could not be read: "+lerr.Error()
+		default:
 			in.Status, in.Detail = statusOf(l, se.Name)
 			s.learnResumeID(ctx, sb, &se, l)
 			in.ResumeID = se.ResumeID
@@ -171,7 +194,7 @@ func (s *Service) learnResumeID(ctx context.Context, sb store.Sandbox, se *store
 }
 
 func (s *Service) info(ctx context.Context, t *target) (Info, error) {
-	l, err := readLive(ctx, t.client)
+	l, err := readLive(ctx, t.client, t.se.Name)
 	if err != nil {
 		return Info{}, err
 	}
@@ -198,7 +221,7 @@ func (s *Service) waitStatus(ctx context.Context, t *target, timeout time.Durati
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		l, err := readLive(ctx, t.client)
+		l, err := readLive(ctx, t.client, name)
 		if err != nil {
 			return "error"
 		}
