@@ -347,9 +347,14 @@ const notifyPath = inside.GuestBinary
 
 // run executes argv in the sandbox and returns its combined output and exit code. More
 // output than maxOutput is an error: what run's commands print is small (a path, the
-// sessions' panes and status files, a screen), and the sandbox chooses what they print.
+// sessions' panes, a screen), and the sandbox chooses what they print.
 func run(ctx context.Context, c *guestclient.Client, argv ...string) (string, int, error) {
-	out := limitbuf.Buffer{Max: maxOutput}
+	return runMax(ctx, c, maxOutput, argv...)
+}
+
+// runMax is run taking up to max bytes of output.
+func runMax(ctx context.Context, c *guestclient.Client, max int, argv ...string) (string, int, error) {
+	out := limitbuf.Buffer{Max: max}
 	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: &out})
 	return out.String(), code, err
 }

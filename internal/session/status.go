@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/guestproto"
-	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -68,11 +66,11 @@ func readLiveAt(ctx context.Context, c *guestclient.Client, socket, dir string, 
 	argv := append([]string{"sh", "-c", liveScript, "sh", socket, dir, strconv.Itoa(maxStatusFile + 1)}, names...)
 	// Room for each status file asked for at its largest (with its name, of at most
 	// 63 characters, and its line's framing), and the panes.
-	out := limitbuf.Buffer{Max: maxOutput + len(names)*(maxStatusFile+80)}
-	if _, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Stdout: &out, Stderr: io.Discard}); err != nil {
+	out, _, err := runMax(ctx, c, maxOutput+len(names)*(maxStatusFile+80), argv...)
+	if err != nil {
 		return l, err
 	}
-	for line := range strings.SplitSeq(out.String(), "\n") {
+	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.SplitN(line, "\t", 4)
 		switch {
 		case len(f) == 4 && f[0] == "pane":

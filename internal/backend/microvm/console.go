@@ -27,14 +27,14 @@ type consoleCopy struct {
 }
 
 // followConsole makes sure the console of the sandbox's QEMU VM is being copied into its
-// file, starting a copy unless one runs; it returns the running copy's done channel.
-// A VM started before its console was a socket writes a file itself: that file is kept
-// under consoleMax while ended is open (the session's life), as before.
-func (m *MicroVM) followConsole(id backend.ID, ended <-chan struct{}) <-chan struct{} {
+// file, starting a copy unless one runs. A VM whose monitor writes its console file
+// itself (Firecracker, or QEMU started before its console was a socket) has no socket:
+// its file is kept under consoleMax while ended is open (the session's life).
+func (m *MicroVM) followConsole(id backend.ID, ended <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.consoles[id]; c != nil {
-		return c.done
+	if m.consoles[id] != nil {
+		return
 	}
 	dir := m.sandboxDir(id)
 	path := filepath.Join(dir, consoleLog)
@@ -43,13 +43,13 @@ func (m *MicroVM) followConsole(id backend.ID, ended <-chan struct{}) <-chan str
 		if errors.Is(err, os.ErrNotExist) && ended != nil {
 			go keepConsole(path, ended)
 		}
-		return nil
+		return
 	}
 	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		conn.Close()
 		m.log.Warn("the VM's console", "sandbox", id, "err", err)
-		return nil
+		return
 	}
 	c := &consoleCopy{conn: conn, done: make(chan struct{})}
 	m.consoles[id] = c
@@ -64,7 +64,6 @@ func (m *MicroVM) followConsole(id backend.ID, ended <-chan struct{}) <-chan str
 		}
 		m.mu.Unlock()
 	}()
-	return c.done
 }
 
 // copyConsole appends what arrives on conn to file (at path, opened to append) until
