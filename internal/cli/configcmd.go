@@ -42,7 +42,7 @@ refused and the file left as it was. The daemon reads the file when it starts: r
 					return nil
 				}
 			}
-			return apperr.NotFound("see `paddock config ls`; a setting not in the file has its default (the README lists them)", "the config file sets no %s", args[0])
+			return apperr.NotFound("see `paddock config ls`; a setting not in the file has its default (docs/configuration.md lists them)", "the config file sets no %s", args[0])
 		},
 	}
 	set := &cobra.Command{

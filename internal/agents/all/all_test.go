@@ -13,10 +13,11 @@ import (
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 )
 
-// The README's agent table says, row by row, what each agent's description says: how to
-// install it, what the tests run of it for real, and where its status comes from.
-func TestREADMEAgentTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// The agent table of docs/sessions.md says, row by row, what each agent's description
+// says: how to install it, what the tests run of it for real, and where its status comes
+// from.
+func TestDocsAgentTable(t *testing.T) {
+	readme, err := os.ReadFile("../../../docs/sessions.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,22 +32,22 @@ func TestREADMEAgentTable(t *testing.T) {
 		a, _ := agents.Get(name)
 		row, ok := rows[name]
 		if !ok {
-			t.Errorf("README has no row for agent %s", name)
+			t.Errorf("docs/sessions.md has no row for agent %s", name)
 			continue
 		}
 		if a.Install != "" && !strings.Contains(row[0], a.Install) {
-			t.Errorf("README: %s installs with %q, its description with %q", name, row[0], a.Install)
+			t.Errorf("docs/sessions.md: %s installs with %q, its description with %q", name, row[0], a.Install)
 		}
 		if got := strings.TrimSpace(row[1]); got != a.Tested {
-			t.Errorf("README: %s is tested %q, its description says %q", name, got, a.Tested)
+			t.Errorf("docs/sessions.md: %s is tested %q, its description says %q", name, got, a.Tested)
 		}
 		if got := strings.TrimSuffix(strings.TrimSpace(row[2]), " |"); got != a.Status.Source {
-			t.Errorf("README: %s's status comes from %q, its description says %q", name, got, a.Status.Source)
+			t.Errorf("docs/sessions.md: %s's status comes from %q, its description says %q", name, got, a.Status.Source)
 		}
 		delete(rows, name)
 	}
 	for name := range rows {
-		t.Errorf("README has a row for %s, which is no agent", name)
+		t.Errorf("docs/sessions.md has a row for %s, which is no agent", name)
 	}
 }
 
