@@ -82,7 +82,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().StringVar(&opts.newName, "new", "", "start a new session with this name")
 	cmd.Flags().StringVar(&opts.agent, "agent", "", "the new session's agent: claude, codex, gemini, goose, aider, opencode, shell (default: the sandbox's agent, else claude)")
 	cmd.Flags().StringVar(&opts.command, "command", "", "the command a shell session runs (default: a login shell)")
-	cmd.Flags().StringVar(&opts.worktree, "worktree", "", "the new session works in this worktree (see `paddock worktree add`)")
+	cmd.Flags().StringVar(&opts.worktree, "worktree", "", "the new session works in the worktree of this `BRANCH` ('paddock worktree add' makes one)")
 	cmd.Flags().BoolVar(&opts.list, "list", false, "list the sandbox's sessions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "with --list: print JSON")
 	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")

@@ -149,7 +149,7 @@ not answer is not added.
 			return nil
 		},
 	}
-	addCmd.Flags().StringVar(&add.TokenFile, "token-file", "", "a file holding the token (`paddock token create` on the server)")
+	addCmd.Flags().StringVar(&add.TokenFile, "token-file", "", "a `FILE` holding the token ('paddock token create' makes one on the server)")
 	addCmd.Flags().StringVar(&add.CAFile, "ca-file", "", "a PEM file of the CA that signed the server's certificate, besides the system's")
 
 	useCmd := &cobra.Command{

@@ -58,7 +58,7 @@ would make it: the kernel unpacked and the image's ext4 root file system.
 	build.Flags().StringSliceVar(&req.Agents, "agents", nil, "agent CLIs to install from npm: claude, codex, gemini")
 	build.Flags().BoolVar(&req.Minimal, "minimal", false, "leave out compilers and project tools (for tests)")
 	build.Flags().StringVar(&req.Tag, "tag", "", "the image's name (default paddock/sandbox:latest)")
-	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with `up --image TAG`)")
+	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with 'paddock up --image TAG')")
 	build.Flags().StringVar(&req.Format, "format", "", "also make the image a backend boots in a form of its own: microvm (a kernel and an ext4 root file system)")
 	build.Flags().StringVar(&req.Context, "context", "", "with --dockerfile: the build context (default: the Dockerfile's directory)")
 	var load api.ImageLoadRequest

@@ -62,7 +62,7 @@ a URL, the context is added (or its address changed); without, the current conte
 	}
 	cmd.Flags().StringVar(&opts.caFile, "ca-file", "", "a PEM file of the CA that signed the server's certificate, besides the system's")
 	cmd.Flags().StringVar(&opts.name, "name", "", "what the token is for, shown in the server's token list (default: this machine's host name)")
-	cmd.Flags().StringVar(&opts.tokenFile, "token-file", "", "claude: read the token of `claude setup-token` from this file (- for stdin)")
+	cmd.Flags().StringVar(&opts.tokenFile, "token-file", "", "claude: read the token 'claude setup-token' printed from this `FILE` (- for stdin)")
 	cmd.Flags().StringVar(&opts.file, "file", "", "the agent's own credentials file (Claude Code's .credentials.json, Codex's auth.json)")
 	cmd.Flags().BoolVar(&opts.fromHost, "from-host", false, "claude: use this host's Claude Code login (~/.claude/.credentials.json)")
 	cmd.Flags().BoolVar(&opts.remove, "remove", false, "forget the claude or codex login the daemon holds")

@@ -37,7 +37,7 @@ func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.C
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&opts.allContexts, "all-contexts", false, "every context's sandboxes, with the context as a column (see `paddock context ls`)")
+	cmd.Flags().BoolVar(&opts.allContexts, "all-contexts", false, "every context's sandboxes, with the context as a column (see 'paddock context ls')")
 	return cmd
 }
 

@@ -99,7 +99,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.PersistentFlags().BoolVar(&f.NonInteractive, "non-interactive", false, "never ask: when something is missing, fail (exit 2) with the command that gives it")
-	root.PersistentFlags().StringVar(&f.Context, "context", "", "the daemon to talk to, by context (see `paddock context ls`; default PADDOCK_CONTEXT, else the one `context use` chose, else local)")
+	root.PersistentFlags().StringVar(&f.Context, "context", "", "the daemon to talk to: the context `NAME` ('paddock context ls' lists them; default PADDOCK_CONTEXT, else the one 'paddock context use' chose, else local)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		f.command = strings.TrimPrefix(cmd.CommandPath(), "paddock ")
 	}

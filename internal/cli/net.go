@@ -92,7 +92,7 @@ func newCmdNetRule(f *Factory, action string) *cobra.Command {
 	cmd.Flags().StringVar(&opts.sandbox, "sandbox", "", "the sandbox the rule is for")
 	cmd.Flags().BoolVar(&opts.global, "global", false, "the rule is for every sandbox")
 	if action == "allow" {
-		cmd.Flags().Int64Var(&opts.denial, "denial", 0, "allow what this denial (see `paddock net denials`) was refused, for its sandbox")
+		cmd.Flags().Int64Var(&opts.denial, "denial", 0, "allow what the denial of this `ID` ('paddock net denials' lists them) was refused, for its sandbox")
 	}
 	return cmd
 }

@@ -67,12 +67,12 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.name, "name", "", "the sandbox's name (default: the repo's directory name)")
-	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on (see `paddock doctor`)")
+	cmd.Flags().StringVar(&opts.backend, "backend", "", "the backend to run on, by `NAME` ('paddock doctor' lists them)")
 	cmd.Flags().StringVar(&opts.rootfs, "rootfs", "", "a root filesystem directory to use instead of the host's /usr and /etc (bwrap)")
 	cmd.Flags().StringVar(&opts.network, "network", "closed", "closed: loopback only, HTTP(S) through the allowlist proxy; open: the backend's normal network")
-	cmd.Flags().StringVar(&opts.image, "image", "", "docker, kubernetes: the image to run (default paddock/sandbox:latest, see `paddock image build`; on kubernetes a REGISTRY/IMAGE the nodes pull)")
+	cmd.Flags().StringVar(&opts.image, "image", "", "docker, kubernetes: the `IMAGE` to run (default paddock/sandbox:latest, which 'paddock image build' builds; on kubernetes a REGISTRY/IMAGE the nodes pull)")
 	cmd.Flags().StringVar(&opts.kubeContext, "kube-context", "", "kubernetes: the kubeconfig context to run in (default: [backends.kubernetes] context, else the current one)")
-	cmd.Flags().StringVar(&opts.host, "host", "", "the machine to run on, over SSH (`paddock host add`); implies --backend ssh")
+	cmd.Flags().StringVar(&opts.host, "host", "", "the machine to run on, over SSH, by the `NAME` 'paddock host add' gave it; implies --backend ssh")
 	cmd.Flags().StringVar(&opts.namespace, "namespace", "", "kubernetes: the namespace to run in (default: [backends.kubernetes] namespace, else paddock)")
 	cmd.Flags().StringVar(&opts.vmm, "vmm", "", "microvm: the monitor, qemu or firecracker (default: [backends.microvm] vmm, else qemu)")
 	cmd.Flags().BoolVar(&opts.fresh, "fresh", false, "start from nothing: remove an existing sandbox of this repo (its workspace too) and make it anew")

@@ -68,3 +68,24 @@ func TestFlagForms(t *testing.T) {
 		t.Errorf("parsed sockets %q, exit status %q, args %q", sockets, *status, fs.Args())
 	}
 }
+
+// TestHelpValueNames: no flag's usage holds backquoted words, which the flag package
+// would print as the flag's value name ("-socket paddock guest serve" for a usage that
+// quotes a command).
+func TestHelpValueNames(t *testing.T) {
+	n := 0
+	for _, c := range commands(IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, "v-test") {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.setup(fs)
+		fs.VisitAll(func(fl *flag.Flag) {
+			n++
+			if strings.Contains(fl.Usage, "`") {
+				name, _ := flag.UnquoteUsage(fl)
+				t.Errorf("guest %s -%s: usage %q has backquotes: help shows %q as its value name", c.name, fl.Name, fl.Usage, name)
+			}
+		})
+	}
+	if n < 5 {
+		t.Fatalf("checked %d flags: the walk missed commands", n)
+	}
+}
