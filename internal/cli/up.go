@@ -21,7 +21,6 @@ import (
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
 )
 
 type upOptions struct {
@@ -31,6 +30,7 @@ type upOptions struct {
 	rootfs       string
 	network      string
 	agents       []string
+	prompt       string
 	image        string
 	kubeContext  string
 	host         string
@@ -55,6 +55,8 @@ func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.C
   paddock up ~/src/myrepo        a sandbox named after the repo, on the default backend
   paddock up file:///srv/x.git   clone the URL on the host first, then as above
   paddock up myrepo              start the existing sandbox myrepo again
+  paddock up myrepo --agent claude --prompt "fix the flaky test"
+                                 ...and a new Claude Code session there, at work on that
 
 Uncommitted changes in the host repo are not copied; paddock lists them.`,
 		Args: exactArgs(1, "one path, git URL or sandbox name"),
@@ -82,7 +84,8 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.pids, "pids", "", "limit on processes and threads (default 4096)")
 	cmd.Flags().DurationVar(&opts.idleStop, "idle-stop", 0, "stop the sandbox after this long unused (\"30m\"), after a final snapshot (default: the config's idle_stop)")
 	cmd.Flags().StringVar(&opts.runtime, "runtime", "", "docker: the engine's OCI runtime, e.g. runsc for gVisor (default: [backends.docker] runtime, else the engine's)")
-	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a first session, and their service hosts are allowed")
+	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a session (a new one in an existing sandbox), and their service hosts are allowed")
+	cmd.Flags().StringVar(&opts.prompt, "prompt", "", "the first message of --agent's session: the agent starts working on it at once")
 	return cmd
 }
 
@@ -188,6 +191,9 @@ func checkUpFlags(opts *upOptions) (backend.Limits, error) {
 	if opts.network != "closed" && opts.network != "open" {
 		return backend.Limits{}, usagef("--network is closed or open, not %q", opts.network)
 	}
+	if err := checkAgentFlags(opts); err != nil {
+		return backend.Limits{}, err
+	}
 	limits, err := parseLimits(opts)
 	if err != nil {
 		return limits, err
@@ -230,7 +236,10 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 		return notFound
 	}
 	if info.State == "lost" && !opts.fresh {
-		return restoreLost(ctx, f, c, info)
+		if err := restoreLost(ctx, f, c, info); err != nil || len(opts.agents) == 0 {
+			return err
+		}
+		return firstSession(ctx, f, c, opts, info)
 	}
 	if !opts.fresh {
 		if err := sameRuntime(opts, info); err != nil {
@@ -239,7 +248,7 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 		if err := sameLimits(limits, info); err != nil {
 			return err
 		}
-		return startExisting(ctx, f, c, opts.target)
+		return startExisting(ctx, f, c, opts, opts.target)
 	}
 	if info.SourcePath == "" {
 		return usagef("sandbox %s has no host repository to start afresh from", info.Name)
@@ -313,7 +322,10 @@ func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
 		return false, c.Remove(ctx, opts.name, true)
 	case existing.SourcePath == repo && existing.State == "lost":
-		return true, restoreLost(ctx, f, c, existing)
+		if err := restoreLost(ctx, f, c, existing); err != nil || len(opts.agents) == 0 {
+			return true, err
+		}
+		return true, firstSession(ctx, f, c, opts, existing)
 	case existing.SourcePath == repo:
 		if err := sameRuntime(opts, existing); err != nil {
 			return false, err
@@ -321,7 +333,7 @@ func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		if err := sameLimits(limits, existing); err != nil {
 			return false, err
 		}
-		return true, startExisting(ctx, f, c, opts.name)
+		return true, startExisting(ctx, f, c, opts, opts.name)
 	}
 	return false, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+opts.name+"`",
 		"a sandbox named %q already exists (from %s)", opts.name, existing.SourcePath)
@@ -383,23 +395,6 @@ func placement(opts *upOptions) map[string]string {
 		p["vmm"] = opts.vmm
 	}
 	return p
-}
-
-// firstSession starts the first agent's session, ready at its prompt, or says how to
-// get a shell when no agent was asked for.
-func firstSession(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, info sandbox.Info) error {
-	if len(opts.agents) == 0 {
-		fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
-		return nil
-	}
-	agent := opts.agents[0]
-	fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", agent, info.Name, agent)
-	s, err := c.CreateSession(ctx, info.Name, session.CreateRequest{Name: agent, Agent: agent}, 60*time.Second)
-	if err != nil {
-		return fmt.Errorf("the sandbox is up, but its first session is not: %w", err)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: session %s/%s is %s\nnext: paddock chat %s/%s\n", info.Name, s.Name, s.Status, info.Name, s.Name)
-	return nil
 }
 
 // devcontainerFor applies the precedence --devcontainer > --image > the project's
@@ -518,16 +513,6 @@ func sameLimits(l backend.Limits, info sandbox.Info) error {
 		return nil
 	}
 	return usagef("sandbox %s exists, and its limits were set when it was made: to make it anew with these, add --fresh", info.Name)
-}
-
-func startExisting(ctx context.Context, f *Factory, c *api.Client, name string) error {
-	info, err := c.Start(ctx, name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
-	fmt.Fprintln(f.IO.Out, info.Name)
-	return nil
 }
 
 // git runs a host git command on the user's own repository.

@@ -150,6 +150,10 @@ type CreateRequest struct {
 	// Disposable tells the agent its sandbox is made to be thrown away, so it may do
 	// anything there without asking ("Just do it"), through its memory file.
 	Disposable bool `json:"disposable,omitempty"`
+	// Prompt is the agent's first message, typed into the session once the agent is at
+	// its prompt, as a person would: it starts working at once, and the conversation in
+	// tmux holds it. Not for a shell session.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // Create starts a new session; its agent is at its prompt when Create returns (or, for
@@ -180,6 +184,10 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	a, err := agents.Get(req.Agent)
 	if err != nil {
 		return Info{}, apperr.Invalid("run `paddock doctor` to see the agents", "%v", err)
+	}
+	if strings.TrimSpace(req.Prompt) != "" && a.Name == "shell" {
+		return Info{}, apperr.Invalid("name an agent (claude, codex...), or type into the shell with `paddock chat`",
+			"a shell session takes no first prompt")
 	}
 	sb, err := s.sandboxes.Record(ctx, sandboxName)
 	if err != nil {
@@ -246,7 +254,31 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		attrs["fork_of"], detail = req.ForkOf, req.Name+" ("+a.Name+", a fork of "+req.ForkOf+")"
 	}
 	s.sandboxes.Emit(ctx, sb, events.Event{Kind: "session-started", Session: req.Name, Detail: detail, Attrs: attrs})
+	if strings.TrimSpace(req.Prompt) != "" {
+		if err := s.firstPrompt(ctx, t, sandboxName, req.Prompt); err != nil {
+			return Info{}, err
+		}
+	}
 	return s.info(ctx, t)
+}
+
+// promptWait is how long a first prompt waits for its agent to be at its prompt.
+const promptWait = 3 * time.Minute
+
+// firstPrompt types a new session's first message once its agent is at its prompt.
+func (s *Service) firstPrompt(ctx context.Context, t *target, sandboxName, prompt string) error {
+	retry := fmt.Sprintf("type it with `paddock chat %s/%s`", sandboxName, t.se.Name)
+	switch st := s.waitStatus(ctx, t, promptWait, func(st string) bool { return st != "starting" }); st {
+	case "starting":
+		return apperr.Unavailable(retry+" once it is ready", "session %s/%s started, but %s was not at its prompt within %v: its first prompt was not sent", sandboxName, t.se.Name, t.agent.Name, promptWait)
+	case "exited", "error":
+		return apperr.Conflict(fmt.Sprintf("see its screen with `paddock chat %s/%s`", sandboxName, t.se.Name),
+			"session %s/%s %s before its first prompt could be sent", sandboxName, t.se.Name, st)
+	}
+	if err := s.Send(ctx, sandboxName, t.se.Name, prompt); err != nil {
+		return fmt.Errorf("session %s/%s started, but its first prompt was not sent (%s): %w", sandboxName, t.se.Name, retry, err)
+	}
+	return nil
 }
 
 // saved waits for the conversation of the session a fork starts from to be on disk: an
