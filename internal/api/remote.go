@@ -52,7 +52,7 @@ type RemoteOptions struct {
 	// rebinding) does not get past the origin check.
 	Loopback bool
 	// UI is the web UI: it gets every path but /v1/, /login and /logout, from callers
-	// already authenticated. Nil until there is one; "/" then says the browser is
+	// already authenticated (its manifest and icon from anyone: publicFiles). Nil until there is one; "/" then says the browser is
 	// signed in.
 	UI http.Handler
 }
@@ -275,6 +275,10 @@ func (h *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.login(w, r)
 		return
 	}
+	if h.opts.UI != nil && publicFiles[r.URL.Path] && safeMethod(r.Method) {
+		h.opts.UI.ServeHTTP(w, r)
+		return
+	}
 	if t := h.auth.team; t != nil {
 		switch r.URL.Path {
 		case githubLoginPath:
@@ -335,6 +339,11 @@ func (h *remote) admit(w http.ResponseWriter, r *http.Request, c *caller) (*http
 	}
 	return r.WithContext(ctx), true
 }
+
+// publicFiles are the web UI's files served without credentials: a browser fetches the
+// manifest (to add the UI to a home screen) without its cookie, and the icon the
+// manifest names. They hold nothing secret.
+var publicFiles = map[string]bool{"/manifest.webmanifest": true, "/icon.svg": true}
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v1/") }
 
