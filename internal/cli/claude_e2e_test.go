@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,10 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	if strings.ContainsRune(shown, 0x1b) || !strings.Contains(shown, `retitle \x1b]0;pwned\x07 now`) {
 		t.Fatalf("transcript printed the sandbox's control characters as they are:\n%q", shown)
 	}
+	// The tool call reads as Claude made it, without the JSON escapes of < > &.
+	if !regexp.MustCompile(`(?m)^tool_call +Bash .*id -un > /workspace/whoami.txt && pwd`).MatchString(shown) || strings.Contains(shown, `\u00`) {
+		t.Fatalf("transcript shows the tool call with JSON escapes:\n%s", shown)
+	}
 
 	// Kill the agent's process: the session shows exited; restart resumes the conversation.
 	// (SIGKILL: under gVisor's 2022 runsc, Claude Code heeds neither SIGTERM nor SIGHUP.)
@@ -312,9 +317,12 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	return must, model
 }
 
-// TestClaudeFork forks a Claude Code session: the fork starts on a copy of the
-// conversation (its first request carries the earlier turn) under its own id, and what is
-// said in the fork stays out of the original's transcript.
+// TestClaudeFork starts Claude Code with a first prompt (`up --agent claude --prompt`),
+// which reaches the model as the conversation's first message with nobody typing, and
+// forks that session: the fork starts on a copy of the conversation (its first request
+// carries the earlier turn) under its own id, and what is said in the fork stays out of
+// the original's transcript. Then `up` on the existing sandbox starts another session of
+// Claude Code there, at work on its own first prompt in a conversation of its own.
 func TestClaudeFork(t *testing.T) {
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
@@ -324,15 +332,20 @@ func TestClaudeFork(t *testing.T) {
 	_, repo := e2eHome(t)
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
-	must("", "up", repo, "--agent", "claude")
+	must("", "up", repo, "--agent", "claude", "--prompt", "RUN: echo original > /workspace/original.txt")
 	pane := func(name string) string {
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", name)
 	}
-	waitUntil(t, 60*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane("claude"), "❯") })
-	must("RUN: echo original > /workspace/original.txt", "chat", "repo/claude")
+	firstMessage(t, model, "RUN: echo original")
 	waitUntil(t, 60*time.Second, "the first turn to end", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
+	if out, _, _ := paddock("", "exec", "repo", "--", "cat", "/workspace/original.txt"); out != "original\n" {
+		t.Fatalf("the first prompt's command did not run: original.txt is %q", out)
+	}
+	if screen := pane("claude"); !strings.Contains(screen, "RUN: echo original") {
+		t.Fatalf("the session's screen lacks its first prompt:\n%s", screen)
+	}
 
 	must("", "chat", "repo/claude", "--fork", "alt")
 	defer func() {
@@ -376,6 +389,35 @@ func TestClaudeFork(t *testing.T) {
 	if _, errOut, code := paddock("", "chat", "repo/sh", "--fork", "sh2"); code != 2 || !strings.Contains(errOut, "cannot fork") {
 		t.Fatalf("forking a shell session: exit %d %s", code, errOut)
 	}
+
+	// up on the existing sandbox: another session of Claude Code, with its own first
+	// prompt, in a conversation of its own.
+	must("", "up", "repo", "--agent", "claude", "--prompt", "RUN: echo second > /workspace/second.txt")
+	for _, m := range firstMessage(t, model, "RUN: echo second").Messages {
+		if strings.Contains(m.Text, "echo original") {
+			t.Fatal("the new session's first request carries another session's conversation")
+		}
+	}
+	if screen := pane("claude-2"); !strings.Contains(screen, "RUN: echo second") {
+		t.Fatalf("the new session's screen lacks its first prompt:\n%s", screen)
+	}
+}
+
+// firstMessage waits for Claude Code's request whose conversation begins with a user
+// message holding text, and returns it.
+func firstMessage(t *testing.T, model *modeltest.Anthropic, text string) modeltest.Request {
+	t.Helper()
+	var found modeltest.Request
+	waitUntil(t, 60*time.Second, "a conversation that begins with "+text, func() bool {
+		for _, r := range model.Requests() {
+			if len(r.Messages) > 0 && r.Messages[0].Role == "user" && strings.Contains(r.Messages[0].Text, text) {
+				found = r
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // nothingInside fails the test when a secret shows anywhere in sandbox repo: in a
