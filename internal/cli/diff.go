@@ -14,6 +14,13 @@ func newCmdDiff(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff [SANDBOX] [-- PATHSPEC...]",
 		Short: "The agent's changes (committed or not) against the commit the sandbox started from",
+		Long: `The agent's changes, committed or not, against the commit the sandbox started from.
+
+To read them, diff fetches the sandbox's work as sync does: its branches and its uncommitted work
+(a commit made without touching the agent's working tree or index) land in
+refs/paddock/SANDBOX/* of the host repository. It writes nothing else (not your working tree,
+branches or index), and does not count as a sync: the next ` + "`paddock sync`" + ` still reports
+everything new since the last sync, what diff fetched included.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			name, pathspec := "", []string(nil)

@@ -48,7 +48,8 @@ func helperDir(f *Factory) (string, error) {
 }
 
 // fetchWork records the sandbox's uncommitted work and fetches everything into the host
-// repository's refs/paddock/SANDBOX/*.
+// repository's refs/paddock/SANDBOX/*, for a reader that is not a sync: the next sync
+// still reports what it brought.
 func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (sandbox.Info, *gitsync.Git, gitsync.Result, error) {
 	info, err := c.Get(ctx, name)
 	if err != nil {
@@ -58,6 +59,6 @@ func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (san
 	if err != nil {
 		return info, nil, gitsync.Result{}, err
 	}
-	res, err := synccmd.Fetch(ctx, c.Client, g, syncSandbox(info), f.IO.ErrOut)
+	res, err := synccmd.Fetch(ctx, c.Client, g, syncSandbox(info), false, f.IO.ErrOut)
 	return info, g, res, err
 }

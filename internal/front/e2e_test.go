@@ -326,12 +326,22 @@ func TestFrontSync(t *testing.T) {
 	if _, errOut, code := h.run("paddock", "", "sync", "r"); code != 0 || errOut != "paddock: nothing new in r\n" {
 		t.Errorf("a second sync: %q exit %d, want nothing new", errOut, code)
 	}
+	// A diff fetches into the same refs, but the front's next sync still reports what it brought.
+	if _, errOut, code := h.run("paddock-full", "", "exec", "r", "--", "sh", "-c", "echo b > b.txt"); code != 0 {
+		t.Fatalf("an edit in the sandbox: %d %s", code, errOut)
+	}
+	if out, _, code := h.run("paddock", "", "diff", "r"); code != 0 || !strings.Contains(out, "+++ b/b.txt") {
+		t.Errorf("diff of an edit: %q exit %d", out, code)
+	}
+	if out, _, code := h.run("paddock", "", "sync", "r"); code != 0 || !strings.Contains(out, "refs/paddock/r/wip (updated): 1 commit(s), 1 file(s)") || !strings.Contains(out, "A\tb.txt") {
+		t.Errorf("sync after a diff: %q exit %d, want the uncommitted work reported", out, code)
+	}
 	if _, errOut, code := same("no such sandbox", "sync", "nosuch"); code != 3 || !strings.Contains(errOut, `no sandbox named "nosuch"`) {
 		t.Errorf("sync of no sandbox: %q exit %d, want not found, exit 3", errOut, code)
 	}
 	// Every sync above was recorded with the daemon, the front's as the full program's.
-	if out, _, _ := h.run("paddock", "", "sync", "r", "--history"); strings.Count(out, "\n") != 6 {
-		t.Errorf("sync --history after six syncs:\n%s", out)
+	if out, _, _ := h.run("paddock", "", "sync", "r", "--history"); strings.Count(out, "\n") != 7 {
+		t.Errorf("sync --history after seven syncs:\n%s", out)
 	}
 
 	// No name: the sandbox made from the repository the command runs in, found by the

@@ -74,8 +74,22 @@ const (
 // the fetch before git writes a ref, and the listing says where the refs now point. base
 // is the commit the sandbox started from (to describe a new ref's changes); workspace is
 // the checkout's path inside. Syncs of one sandbox into the repository take turns
-// (syncLock).
+// (syncLock). The Result says what is new since the last Sync reported, whatever moved the
+// refs in between (Fetch, a plain git fetch into them: see reported.go), and this sync's
+// refs are recorded as reported.
 func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream Stream) (Result, error) {
+	return g.fetch(ctx, sandbox, base, workspace, stream, true)
+}
+
+// Fetch is Sync for a reader of the work that is not a sync (`paddock diff`): the same
+// refs fetched the same way, nothing described, and the last sync's report left as it is,
+// so the next Sync still says what this fetch brought. Its Result holds only LeftOut.
+func (g *Git) Fetch(ctx context.Context, sandbox, base, workspace string, stream Stream) (Result, error) {
+	return g.fetch(ctx, sandbox, base, workspace, stream, false)
+}
+
+// fetch is Sync (report) or Fetch.
+func (g *Git) fetch(ctx context.Context, sandbox, base, workspace string, stream Stream, report bool) (Result, error) {
 	unlock, err := g.syncLock(ctx, sandbox)
 	if err != nil {
 		return Result{}, err
@@ -131,12 +145,17 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 	go g.hooksPath(hostCtx)
 
 	before, err := g.Refs(ctx, ns)
+	if err == nil && !report {
+		err = g.reportedOnce(sandbox, before)
+	}
 	start := time.Now()
 	if err == nil {
 		// The log that describes what arrives starts as the fetch does, so that its
 		// start is not added to the sync's time (a process start is much of a sync's
 		// time); it reads its range once the objects are in.
-		log = g.startEarly(ctx, spanLogEarly...)
+		if report {
+			log = g.startEarly(ctx, spanLogEarly...)
+		}
 		err = g.fetchFD(ctx, theirs, sandbox, "+refs/heads/*:"+ns+"*", "+refs/paddock-wip/*:"+ns+"*")
 	} else {
 		theirs.Close()
@@ -183,9 +202,18 @@ func (g *Git) Sync(ctx context.Context, sandbox, base, workspace string, stream 
 			return Result{}, err
 		}
 	}
-	res := g.describe(ctx, before, after, base, log)
+	if !report {
+		return Result{LeftOut: bigPaths(stderr.String())}, nil
+	}
+	since, recorded := g.since(sandbox, before)
+	res := g.describe(ctx, since, after, base, log)
 	log = nil // describe ends it
 	res.LeftOut = bigPaths(stderr.String())
+	if !recorded || len(res.Updates) > 0 { // else the record says this already
+		if err := g.report(sandbox, after); err != nil {
+			return Result{}, err
+		}
+	}
 	return res, nil
 }
 

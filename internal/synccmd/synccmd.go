@@ -82,10 +82,16 @@ func Stream(c *wire.Client, name string) gitsync.Stream {
 // Fetch records the sandbox's uncommitted work and fetches everything into the host
 // repository's refs/paddock/SANDBOX/*. Untracked files the work leaves out for their
 // size are named on errOut, each with the command that copies it, and so is a wait for
-// another sync of the sandbox to end.
-func Fetch(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, errOut io.Writer) (gitsync.Result, error) {
+// another sync of the sandbox to end. A sync reports (the Result says what is new since
+// the last sync, which this one becomes); any other reader (diff) does not, and leaves
+// the news of what it fetched to the next sync.
+func Fetch(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, report bool, errOut io.Writer) (gitsync.Result, error) {
 	g.Notes = errOut // a wait for another sync of the sandbox is said
-	res, err := g.Sync(ctx, sb.Name, sb.BaseCommit, inside.Workspace, Stream(c, sb.Name))
+	fetch := g.Fetch
+	if report {
+		fetch = g.Sync
+	}
+	res, err := fetch(ctx, sb.Name, sb.BaseCommit, inside.Workspace, Stream(c, sb.Name))
 	for _, p := range res.LeftOut {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/")
 		fmt.Fprintf(errOut, "paddock: left out of the uncommitted work: %s: untracked and over %s; copy it with `paddock sync %s --files %s`\n",
@@ -116,7 +122,7 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 	if err != nil {
 		return err
 	}
-	res, err := Fetch(ctx, c, g, sb, errOut)
+	res, err := Fetch(ctx, c, g, sb, true, errOut)
 	if err != nil {
 		return err
 	}
