@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -100,6 +101,7 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	// On a team's server, an admin sees whose each sandbox is (the host's own: "-").
 	owners := false
+	var waiting []string // the sessions that wait for the user, as SANDBOX/SESSION
 	for _, sb := range list {
 		owners = owners || sb.Owner != ""
 	}
@@ -126,8 +128,32 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))
 		}
 		for _, s := range sessions[sb.Name] {
-			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, s.Status, s.Usage.text())
+			status := s.Status
+			if status == "waiting" {
+				status = NeedsYouMark + " waiting for you"
+				waiting = append(waiting, sb.Name+"/"+s.Name)
+			}
+			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, status, s.Usage.text())
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return needsYou(out, waiting)
+}
+
+// NeedsYouMark marks, in ls, a session whose agent waits for the user.
+const NeedsYouMark = "◆"
+
+// needsYou says, under the table, which sessions wait for the user and how to answer.
+func needsYou(out io.Writer, waiting []string) error {
+	var err error
+	switch len(waiting) {
+	case 0:
+	case 1:
+		_, err = fmt.Fprintf(out, "\n%s %s waits for you: paddock chat %s\n", NeedsYouMark, waiting[0], waiting[0])
+	default:
+		_, err = fmt.Fprintf(out, "\n%s %d sessions wait for you: %s (paddock chat SANDBOX/SESSION)\n", NeedsYouMark, len(waiting), strings.Join(waiting, ", "))
+	}
+	return err
 }

@@ -9,6 +9,7 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,17 @@ type Info struct {
 	// Usage is what the session's model calls through the credential proxy used, with
 	// their estimated cost; nil when none is known.
 	Usage *store.UsageSum `json:"usage,omitempty"`
+	// NeedsYou says the agent waits for the user (an answer or a permission): its status
+	// is waiting. It is set whenever Info is written as JSON.
+	NeedsYou bool `json:"needs_you"`
+}
+
+// MarshalJSON writes the session with NeedsYou following its status.
+func (in Info) MarshalJSON() ([]byte, error) {
+	type plain Info
+	p := plain(in)
+	p.NeedsYou = in.Status == "waiting"
+	return json.Marshal(p)
 }
 
 // Service manages sessions.
