@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -105,7 +107,59 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestClaudeEndToEnd(t *testing.T) {
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
-	claudeEndToEnd(t, "bwrap", "")
+	must, model := claudeEndToEndIn(t, "bwrap", "", nil, 1)
+	askEdges(t, newPaddock(t), must, model)
+}
+
+// askEdges checks `chat --non-interactive` at the edges, on session repo/claude after
+// claudeEndToEndIn: a busy session is refused at once, a turn the agent ends with an
+// API error fails the command with that error, and a session whose process is gone is
+// brought back, resuming its conversation, to answer.
+func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.Anthropic) {
+	idle := func() bool { return strings.Contains(must("", "chat", "repo", "--list"), "idle") }
+	waitUntil(t, 60*time.Second, "the session to go idle", idle)
+	model.SetDelay(5 * time.Second)
+	must("a slow turn", "chat", "repo/claude")
+	waitUntil(t, 20*time.Second, "the session to show working", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "working")
+	})
+	began := time.Now()
+	if _, errOut, code := paddock("", "chat", "repo/claude", "--non-interactive", "-m", "are you free?"); code != 4 || !strings.Contains(errOut, "busy") {
+		t.Fatalf("--non-interactive to a working session: exit %d\n%s", code, errOut)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("the busy session was refused after %v, not at once", d)
+	}
+	model.SetDelay(0)
+	waitUntil(t, 60*time.Second, "the slow turn to end", idle)
+
+	// The model fails every try: Claude Code gives up, and so does the command.
+	for range 15 {
+		model.Fail(400)
+	}
+	out, errOut, code := paddock("", "chat", "repo/claude", "--non-interactive", "-m", "this turn fails")
+	model.ClearFaults()
+	if code != 1 || !strings.Contains(errOut, "API Error: 400") || out != "" {
+		t.Fatalf("--non-interactive whose turn failed: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	waitUntil(t, 20*time.Second, "the session idle after the failed turn", idle)
+
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
+	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
+	})
+	before := len(model.Requests())
+	if answer := must("", "chat", "repo/claude", "--non-interactive", "-m", "after the kill"); strings.TrimSpace(answer) != "ECHO: after the kill" {
+		t.Fatalf("--non-interactive to an exited session answered %q", answer)
+	}
+	for _, r := range model.Requests()[before:] {
+		if r.Contains("after the kill") && !r.Contains("typed after the questions") {
+			t.Fatal("the session brought back for the question did not resume its conversation")
+		}
+	}
+	if list := must("", "chat", "repo", "--list"); !strings.Contains(list, "idle") {
+		t.Fatalf("after the question the session is not back at its prompt:\n%s", list)
+	}
 }
 
 // TestClaudeEndToEndDocker is the same, in a docker container whose image has Claude Code
@@ -286,6 +340,11 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	if strings.ContainsRune(shown, 0x1b) || !strings.Contains(shown, `retitle \x1b]0;pwned\x07 now`) {
 		t.Fatalf("transcript printed the sandbox's control characters as they are:\n%q", shown)
 	}
+	// One conversation: the session itself took those questions, so the next message
+	// typed into it reaches the model after the typed turn and the questions, with their
+	// answers, in order.
+	typedSeesHistory(t, must, model, "repo/claude", "typed after the questions", slow*60*time.Second,
+		"RUN: id -un", "DONE:", "what is the status?", "ECHO: what is the status?", "retitle", "ECHO: retitle")
 	// The tool call reads as Claude made it, without the JSON escapes of < > &.
 	if !regexp.MustCompile(`(?m)^tool_call +Bash .*id -un > /workspace/whoami.txt && pwd`).MatchString(shown) || strings.Contains(shown, `\u00`) {
 		t.Fatalf("transcript shows the tool call with JSON escapes:\n%s", shown)
@@ -322,14 +381,15 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 // forks that session: the fork starts on a copy of the conversation (its first request
 // carries the earlier turn) under its own id, and what is said in the fork stays out of
 // the original's transcript. Then `up` on the existing sandbox starts another session of
-// Claude Code there, at work on its own first prompt in a conversation of its own.
+// Claude Code there, at work on its own first prompt in a conversation of its own, and so
+// does the body the web UI's new-session form posts.
 func TestClaudeFork(t *testing.T) {
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewAnthropic(t)
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fork-0123456789abcdefghijklmnop")
-	_, repo := e2eHome(t)
+	home, repo := e2eHome(t)
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "claude", "--prompt", "RUN: echo original > /workspace/original.txt")
@@ -401,6 +461,17 @@ func TestClaudeFork(t *testing.T) {
 	if screen := pane("claude-2"); !strings.Contains(screen, "RUN: echo second") {
 		t.Fatalf("the new session's screen lacks its first prompt:\n%s", screen)
 	}
+
+	// The web UI's new-session form sends its first prompt in the body it posts.
+	paths, err := config.ForHome(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := `{"name":"web","agent":"claude","prompt":"RUN: echo third > /workspace/third.txt"}`
+	if err := api.NewClient(paths.Socket).Do(t.Context(), "POST", "/v1/sandboxes/repo/sessions", strings.NewReader(form), nil); err != nil {
+		t.Fatalf("the new-session form's request: %v", err)
+	}
+	firstMessage(t, model, "RUN: echo third")
 }
 
 // firstMessage waits for Claude Code's request whose conversation begins with a user
