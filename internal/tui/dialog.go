@@ -26,6 +26,7 @@ const (
 	fWorktree
 	fNetwork
 	fJustDoIt
+	fPrompt
 	fCreate
 	nFields
 )
@@ -38,6 +39,8 @@ type dialog struct {
 	focus   int
 	project textinput.Model
 	name    textinput.Model
+	// prompt is the agent's first message, typed in once it is at its prompt ("": none).
+	prompt textinput.Model
 	// nameEdited is set once the user types a name; the suggestion then stops following.
 	nameEdited bool
 
@@ -88,6 +91,9 @@ func (m *Model) openDialog() tea.Cmd {
 	d.name = textinput.New()
 	d.name.Prompt = ""
 	d.name.CharLimit = 63
+	d.prompt = textinput.New()
+	d.prompt.Prompt = ""
+	d.prompt.Placeholder = "optional: the agent starts working on it at once"
 	m.dialog = d
 	m.mode = modeDialog
 	d.projectChanged()
@@ -182,6 +188,11 @@ func (d *dialog) key(msg tea.KeyPressMsg) tea.Cmd {
 			d.validate()
 		}
 		return cmd
+	case fPrompt:
+		var cmd tea.Cmd
+		d.prompt, cmd = d.prompt.Update(msg)
+		d.validate()
+		return cmd
 	}
 	step := 0
 	switch k {
@@ -246,11 +257,14 @@ func (d *dialog) setFocus(f int) tea.Cmd {
 	d.focus = f
 	d.project.Blur()
 	d.name.Blur()
+	d.prompt.Blur()
 	switch f {
 	case fProject:
 		return d.project.Focus()
 	case fName:
 		return d.name.Focus()
+	case fPrompt:
+		return d.prompt.Focus()
 	}
 	return nil
 }
@@ -334,6 +348,7 @@ func (d *dialog) view(w, h int) string {
 	if d.justDoIt && p.agent != "" && !p.disposable {
 		lines = append(lines, "               "+styleDim.Render(p.agent+" reads no memory file: it is not told its machine is disposable"))
 	}
+	lines = append(lines, label(fPrompt, "first prompt")+d.prompt.View())
 	lines = append(lines, "")
 	button := "[ Create ]"
 	if d.focus == fCreate {
@@ -353,6 +368,9 @@ func (d *dialog) view(w, h int) string {
 		what := fmt.Sprintf("will start %s in %s/%s", p.agent, p.sandbox, p.name)
 		if p.isNew {
 			what = fmt.Sprintf("will create sandbox %s on %s, then start %s in %s/%s", p.sandbox, backendText(p.backend, p.runtime), p.agent, p.sandbox, p.name)
+		}
+		if p.prompt != "" {
+			what += ", at work on its first prompt"
 		}
 		lines = append(lines, styleInfo.Render(what))
 	}

@@ -283,6 +283,9 @@ func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req session.C
 	} else {
 		f.record("create-session %s/%s agent=%s worktree=%s disposable=%t", sb, req.Name, req.Agent, req.Worktree, req.Disposable)
 	}
+	if req.Prompt != "" {
+		f.record("create-session %s/%s prompt=%q", sb, req.Name, req.Prompt)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sandboxes[sb].State != "running" {

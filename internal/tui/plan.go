@@ -27,6 +27,7 @@ type plan struct {
 	// disposable: the agent is told its sandbox is disposable (it reads a memory file).
 	disposable bool
 	why        string // the backend choice, for "Just do it"
+	prompt     string // the agent's first message, "" for none
 }
 
 // projectPath is the project field as an absolute path.
@@ -235,6 +236,9 @@ func (d *dialog) validate() (plan, bool) {
 	}
 	a := d.agents[d.agentI]
 	p.agent = a.Name
+	if p.prompt = strings.TrimSpace(d.prompt.Value()); p.prompt != "" && a.Name == "shell" {
+		return fail("the shell takes no first prompt: choose an agent, or clear the first prompt")
+	}
 	p.disposable = p.justDoIt && a.Disposable
 	if !a.Available && p.isNew && p.backend == "bwrap" {
 		hint := a.Install
@@ -315,7 +319,7 @@ func (d *dialog) submit() tea.Cmd {
 				return res
 			}
 		}
-		req := session.CreateRequest{Name: p.name, Agent: p.agent, Disposable: p.disposable}
+		req := session.CreateRequest{Name: p.name, Agent: p.agent, Disposable: p.disposable, Prompt: p.prompt}
 		if p.worktree {
 			if res.err = run("worktree", "add", p.sandbox, p.name); res.err != nil {
 				return res

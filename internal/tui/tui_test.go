@@ -385,12 +385,17 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	u.press("down", "right") // agent: codex
 	u.press("down", "down", "space")
 	u.waitFor("[x] its own worktree")
+	// A first prompt: the agent starts working on it at once.
+	u.press("down", "down")
+	u.typeText("fix the flaky test")
+	u.waitFor("will start codex in shop/main-2, at work on its first prompt")
 	u.press("ctrl+s")
 	u.waitFor("started shop/main-2")
 	if got := cmds.log(); !slices.Equal(got, []string{"worktree add shop main-2"}) {
 		t.Fatalf("commands run: %q", got)
 	}
-	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2 disposable=false")
+	waitCalls(t, f, "exec shop: command -v claude", "exec shop: command -v codex", "create-session shop/main-2 agent=codex worktree=main-2 disposable=false",
+		`create-session shop/main-2 prompt="fix the flaky test"`)
 }
 
 func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {
