@@ -89,13 +89,17 @@ export function Sandbox({ sb: name }) {
   );
 }
 
-/** The form that starts a session: a name, an agent, and for a shell session its command. */
+/**
+ * The form that starts a session: a name, an agent, and its first prompt (the agent
+ * starts working on it at once), or for a shell session its command.
+ */
 function NewSession({ sb }) {
   const [open, setOpen] = useState(false);
   const [agents, setAgents] = useState(null);
   const [agent, setAgent] = useState('claude');
   const [name, setName] = useState('');
   const [command, setCommand] = useState('');
+  const [prompt, setPrompt] = useState('');
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState(null);
   useEffect(() => {
@@ -124,6 +128,7 @@ function NewSession({ sb }) {
     try {
       const body = { name: name.trim() || agent, agent };
       if (agent === 'shell' && command.trim()) body.command = command.trim();
+      if (agent !== 'shell' && prompt.trim()) body.prompt = prompt.trim();
       const info = await api('POST', `${sandboxPath(sb)}/sessions`, body);
       await refreshSessions(sb);
       navigate(urls.session(sb, info.name));
@@ -157,6 +162,18 @@ function NewSession({ sb }) {
           ))}
         </select>
       </label>
+      {agent !== 'shell' && (
+        <label>
+          First prompt
+          <textarea
+            name="prompt"
+            rows={3}
+            value={prompt}
+            placeholder="Optional: what the agent starts working on at once"
+            onInput={(e) => setPrompt(e.currentTarget.value)}
+          />
+        </label>
+      )}
       {agent === 'shell' && (
         <label>
           Command
