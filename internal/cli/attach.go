@@ -109,7 +109,7 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 				text := e.Text
 				switch e.Kind {
 				case "tool_call":
-					text = e.Tool + " " + string(e.Input)
+					text = e.Tool + " " + e.InputText()
 				case "tool_result":
 					text = e.Output
 				case "file_change":

@@ -243,7 +243,7 @@ func lastSaid(entries []transcript.Entry) string {
 		case transcript.KindUser:
 			text = "› " + e.Text
 		case transcript.KindToolCall:
-			text = e.Tool + " " + string(e.Input)
+			text = e.Tool + " " + e.InputText()
 		default:
 			continue
 		}

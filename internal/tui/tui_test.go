@@ -40,6 +40,8 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	f.addSandbox("web", "/src/web", "running", session.Info{Name: "ui", Agent: "gemini", Status: "waiting"})
 	f.transcript["api/fix-auth"] = []transcript.Entry{
 		{Kind: transcript.KindUser, Text: "make login faster"},
+		// As the daemon's JSON brings it: encoding/json escapes < > & in strings.
+		{Kind: transcript.KindToolCall, Tool: "Bash", Input: []byte(`{"command":"go test ./... 2\u003e\u00261 \u0026\u0026 echo ok"}`)},
 		{Kind: transcript.KindAssistant, Text: "Looking at the session cache first."},
 	}
 	f.screens["api/docs:"] = "$ make docs\nbuilt 14 pages\n$ \x1b]0;title\x07\n"
@@ -60,7 +62,10 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 
 	// The preview shows the selected session's conversation.
 	u.press("down", "down")
-	u.waitFor("Looking at the session cache first.")
+	s = u.waitFor("Looking at the session cache first.")
+	if !strings.Contains(s, `Bash {"command":"go test ./... 2>&1 && echo ok"}`) {
+		t.Errorf("the preview does not show the tool call as the agent wrote it:\n%s", s)
+	}
 	// Without a transcript, the preview shows the session's screen, control characters
 	// shown, not obeyed.
 	u.press("down")

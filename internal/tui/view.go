@@ -292,7 +292,7 @@ func conversation(entries []transcript.Entry, w, h int) []string {
 		case transcript.KindAssistant:
 			label, text, st = "agent", e.Text, styleAssist
 		case transcript.KindToolCall:
-			label, text, st = "tool", e.Tool+" "+string(e.Input), styleTool
+			label, text, st = "tool", e.Tool+" "+e.InputText(), styleTool
 		case transcript.KindToolResult:
 			label, text, st = "  ⎿", e.Output, styleDim
 		case transcript.KindFileChange:
