@@ -127,6 +127,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdRestart(f),
 		newCmdTranscript(f),
 		newCmdSync(f),
+		newCmdMerge(f),
 		newCmdSnapshot(f),
 		newCmdSnapshots(f),
 		newCmdRestore(f),

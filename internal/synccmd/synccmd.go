@@ -122,18 +122,11 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 	if err != nil {
 		return err
 	}
-	res, err := Fetch(ctx, c, g, sb, true, errOut)
+	res, err := Sync(ctx, c, g, sb, errOut)
 	if err != nil {
 		return err
 	}
 	hostCode := g.RunsOnHost(ctx, res, sb.BaseCommit)
-	record, _ := json.Marshal(struct {
-		gitsync.Result
-		Mode string `json:"mode"`
-	}{res, "manual"})
-	if err := c.Do(ctx, http.MethodPost, wire.SandboxPath(sb.Name, "/syncs"), bytes.NewReader(record), nil); err != nil {
-		fmt.Fprintf(errOut, "paddock: warning: the sync was not recorded: %v\n", err)
-	}
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -178,6 +171,23 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 		break
 	}
 	return nil
+}
+
+// Sync is a sync of the sandbox into the repository of g: the fetch, which reports (see
+// Fetch), and its record with the daemon (a failure to record is said on errOut).
+func Sync(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, errOut io.Writer) (gitsync.Result, error) {
+	res, err := Fetch(ctx, c, g, sb, true, errOut)
+	if err != nil {
+		return res, err
+	}
+	record, _ := json.Marshal(struct {
+		gitsync.Result
+		Mode string `json:"mode"`
+	}{res, "manual"})
+	if err := c.Do(ctx, http.MethodPost, wire.SandboxPath(sb.Name, "/syncs"), bytes.NewReader(record), nil); err != nil {
+		fmt.Fprintf(errOut, "paddock: warning: the sync was not recorded: %v\n", err)
+	}
+	return res, nil
 }
 
 // Word is one word of a command the user is told to run, made safe to print and to

@@ -1,0 +1,320 @@
+package gitsync
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// The merge of a sandbox's work into the host repository's current branch, after a sync
+// brought it into refs/paddock/SANDBOX/*: `paddock merge`, and the web UI's Merge through
+// the daemon, which both plan it here (what would be merged, what runs code on the host
+// once it is, what refuses it) and then run it.
+//
+// A merge is the user's own operation in the user's own repository, but what it brings
+// in is the sandbox's, so host git runs it as it runs a sync (safeConfig): no hooks (a
+// hooks path inside the work tree, .husky or .githooks, would run the agent's post-merge
+// hook as the merge ends; the user's own hooks in .git/hooks do not run either, so run
+// your checks after), no fsmonitor, no external diff. git reads the merge's attributes
+// from the host's working tree, but the checkout that ends it applies the incoming
+// .gitattributes: a filter (or merge or diff driver) named there runs if the host's config
+// defines one of that name. The plan refuses such a merge outright (FilterRefusal), with
+// or without confirmation: review the file and merge by hand.
+
+// MergeRequest is what to merge.
+type MergeRequest struct {
+	// Sandbox names the sandbox; Base is the commit it started from.
+	Sandbox, Base string
+	// Branch is the sandbox's branch to merge; empty, Current.
+	Branch string
+	// Current is the branch the sandbox's /workspace has checked out ("" when detached).
+	Current string
+	// WIP merges the branch's uncommitted work too (its WIP commit on top of it).
+	WIP bool
+}
+
+// MergePlan is what a merge would do, worked out before anything changes.
+type MergePlan struct {
+	Sandbox string `json:"sandbox"`
+	// Branch is the sandbox's branch, Ref what is merged (the branch's ref, or its WIP
+	// ref), Commit the commit Ref points at.
+	Branch string `json:"branch"`
+	Ref    string `json:"ref"`
+	Commit string `json:"commit"`
+	// Into is the host's current branch; Head its commit before the merge.
+	Into string `json:"into"`
+	Head string `json:"head"`
+	// Commits are the commits that would come in ("abbrev subject"), newest first.
+	Commits []string `json:"commits"`
+	// Files are the files they change ("STATUS\tPATH"), from where the two meet.
+	Files []string `json:"files"`
+	// FastForward says the host's branch only moves to Commit.
+	FastForward bool `json:"fast_forward"`
+	// RunsOnHost are the files that run code on the host once merged: the merge needs
+	// the user's yes when there are any.
+	RunsOnHost []HostCode `json:"runs_on_host"`
+	// Uncommitted says the branch has uncommitted work in the sandbox that is not
+	// merged (merge with WIP to include it), WIPRef its ref.
+	Uncommitted bool   `json:"uncommitted,omitempty"`
+	WIPRef      string `json:"wip_ref,omitempty"`
+}
+
+// UpToDate says there is nothing to merge.
+func (p MergePlan) UpToDate() bool { return len(p.Commits) == 0 }
+
+// MergeResult is what a merge did.
+type MergeResult struct {
+	MergePlan
+	// New is the host branch's commit after the merge (Commit for a fast-forward, else a
+	// merge commit).
+	New string `json:"new"`
+}
+
+// CurrentBranch asks the sandbox which branch /workspace has checked out ("" when its
+// HEAD is detached).
+func CurrentBranch(ctx context.Context, stream Stream) (string, error) {
+	var out, errOut bytes.Buffer
+	code, err := stream(ctx, []string{"git", "symbolic-ref", "-q", "--short", "HEAD"}, SandboxGitEnv, nil, &out, &errOut)
+	if err != nil {
+		return "", err
+	}
+	b := strings.TrimSpace(out.String())
+	if code != 0 || !refName("refs/heads/"+b) {
+		return "", nil
+	}
+	return b, nil
+}
+
+// PlanMerge works out a merge of the sandbox's fetched work into the host's current
+// branch, refusing (apperr, exit 2) a host that is mid-merge or rebase, on no branch or
+// with uncommitted changes, a branch the sandbox does not have, and incoming attributes
+// that would run a driver the host defines.
+func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error) {
+	p := MergePlan{Sandbox: req.Sandbox}
+	if err := g.hostReady(ctx); err != nil {
+		return p, err
+	}
+	head, err := g.Run(ctx, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		return p, apperr.Invalid("git switch to the branch to merge into, then run it again",
+			"the host repository %s is on no branch (detached HEAD)", g.Repo)
+	}
+	p.Into = strings.TrimPrefix(strings.TrimSpace(head), "refs/heads/")
+	if p.Head, err = g.Run(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+		return p, apperr.Invalid("commit something on it first", "the host's branch %s has no commits yet", p.Into)
+	}
+	p.Head = strings.TrimSpace(p.Head)
+	ns := Namespace(req.Sandbox)
+	refs, err := g.Refs(ctx, ns)
+	if err != nil {
+		return p, err
+	}
+	branches := sandboxBranches(refs, ns)
+	p.Branch = req.Branch
+	if p.Branch == "" {
+		p.Branch = req.Current
+	}
+	if p.Branch == "" {
+		return p, apperr.Invalid(fmt.Sprintf("name one: paddock merge %s BRANCH (its branches: %s)", req.Sandbox, strings.Join(branches, ", ")),
+			"sandbox %q is on no branch (its HEAD is detached)", req.Sandbox)
+	}
+	if _, ok := refs[ns+p.Branch]; !ok {
+		return p, apperr.Invalid(fmt.Sprintf("its branches: %s", strings.Join(branches, ", ")),
+			"sandbox %q has no branch %q", req.Sandbox, p.Branch)
+	}
+	p.Ref = ns + p.Branch
+	wip := ns + WIPBranch + "-" + p.Branch
+	if p.Branch == req.Current {
+		wip = ns + WIPBranch
+	}
+	if id, ok := refs[wip]; ok && id != refs[p.Ref] {
+		if parent, err := g.Run(ctx, "rev-parse", "--verify", "-q", id+"^1"); err == nil && strings.TrimSpace(parent) == refs[p.Ref] {
+			p.WIPRef = wip
+			if req.WIP {
+				p.Ref = wip
+			} else {
+				p.Uncommitted = true
+			}
+		}
+	}
+	p.Commit = refs[p.Ref]
+	log, err := g.Run(ctx, "log", "--no-show-signature", "--format=%h %s", "--end-of-options", p.Head+".."+p.Commit)
+	if err != nil {
+		return p, err
+	}
+	p.Commits = lines(log)
+	if p.UpToDate() {
+		return p, nil
+	}
+	p.FastForward = g.isAncestor(ctx, p.Head, p.Commit)
+	from := p.Head
+	if !p.FastForward {
+		mb, err := g.Run(ctx, "merge-base", p.Head, p.Commit)
+		if err != nil {
+			return p, err
+		}
+		from = strings.TrimSpace(mb)
+	}
+	files, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-status", "--end-of-options", from, p.Commit)
+	if err != nil {
+		return p, err
+	}
+	p.Files = lines(files)
+	p.RunsOnHost = append([]HostCode{}, g.RunsOnHost(ctx, Result{Updates: []Update{{Ref: p.Ref, Old: from, New: p.Commit, Files: p.Files}}}, from)...)
+	if err := g.checkDrivers(ctx, p, from); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Merge runs a planned merge: a fast-forward when the plan is one, else a merge commit.
+// A merge that conflicts is aborted, leaving the host as it was (exit 4, the files named).
+func (g *Git) Merge(ctx context.Context, p MergePlan) (MergeResult, error) {
+	r := MergeResult{MergePlan: p}
+	if p.UpToDate() {
+		r.New = p.Head
+		return r, nil
+	}
+	// The host may have moved since the plan: merge what was planned, into what it was planned on.
+	if err := g.hostReady(ctx); err != nil {
+		return r, err
+	}
+	if now, _ := g.Run(ctx, "rev-parse", "--verify", "-q", "HEAD"); strings.TrimSpace(now) != p.Head {
+		return r, apperr.Conflict("run it again", "the host's branch %s moved since the merge was planned", p.Into)
+	}
+	msg := fmt.Sprintf("Merge the agent's work from sandbox %s (%s)", p.Sandbox, p.Branch)
+	_, err := g.Run(ctx, "-c", "merge.autoStash=false", "-c", "merge.verifySignatures=false", "-c", "commit.gpgSign=false",
+		"merge", "--no-edit", "--ff", "--no-stat", "--no-log", "-m", msg, "--end-of-options", p.Commit)
+	if err != nil {
+		conflicted, _ := g.Run(ctx, "diff", "--name-only", "--diff-filter=U")
+		if g.inProgress(ctx) != "" {
+			g.Run(ctx, "merge", "--abort")
+		}
+		if c := lines(conflicted); len(c) > 0 {
+			return r, apperr.Conflict(fmt.Sprintf("merge it by hand: git merge %s", p.Ref),
+				"the agent's %s conflicts with %s in %s; nothing was changed", p.Branch, p.Into, strings.Join(c, ", "))
+		}
+		return r, apperr.Invalid("", "git merge refused: %s", lastLine(err.Error()))
+	}
+	now, err := g.Run(ctx, "rev-parse", "HEAD")
+	r.New = strings.TrimSpace(now)
+	return r, err
+}
+
+// hostReady refuses a host repository mid-merge, rebase, cherry-pick, revert or bisect,
+// or with uncommitted changes to tracked files (untracked files are the user's, and git
+// refuses a merge that would overwrite one).
+func (g *Git) hostReady(ctx context.Context) error {
+	if what := g.inProgress(ctx); what != "" {
+		return apperr.Invalid("finish or abort it (git status says how), then run it again",
+			"the host repository %s is in the middle of a %s", g.Repo, what)
+	}
+	st, err := g.Run(ctx, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=none")
+	if err != nil {
+		return err
+	}
+	if dirty := lines(st); len(dirty) > 0 {
+		if len(dirty) > 5 {
+			dirty = append(dirty[:5], "...")
+		}
+		return apperr.Invalid("commit or stash them (git stash), then run it again",
+			"the host repository %s has uncommitted changes: %s", g.Repo, strings.Join(dirty, "; "))
+	}
+	return nil
+}
+
+// inProgress names the operation the host repository is in the middle of, or "".
+func (g *Git) inProgress(ctx context.Context) string {
+	dir, err := g.Run(ctx, "rev-parse", "--absolute-git-dir")
+	if dir = strings.TrimSpace(dir); err != nil || dir == "" {
+		return ""
+	}
+	for _, s := range []struct{ file, what string }{
+		{"MERGE_HEAD", "merge"}, {"rebase-merge", "rebase"}, {"rebase-apply", "rebase"},
+		{"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"}, {"BISECT_LOG", "bisect"},
+	} {
+		if _, err := os.Lstat(filepath.Join(dir, s.file)); err == nil {
+			return s.what
+		}
+	}
+	return ""
+}
+
+// isAncestor says whether a is an ancestor of b.
+func (g *Git) isAncestor(ctx context.Context, a, b string) bool {
+	_, err := g.Run(ctx, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
+// sandboxBranches are the sandbox's branches among its fetched refs, sorted.
+func sandboxBranches(refs map[string]string, ns string) []string {
+	var out []string
+	for ref := range refs {
+		b := strings.TrimPrefix(ref, ns)
+		if b != WIPBranch && !strings.HasPrefix(b, WIPBranch+"-") {
+			out = append(out, b)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// driverAttr finds the drivers a .gitattributes line names: filter=, merge= and diff=.
+var driverAttr = regexp.MustCompile(`(?:^|\s)(filter|merge|diff)=(\S+)`)
+
+// checkDrivers refuses a merge whose incoming .gitattributes (any changed since from)
+// name a filter, merge or diff driver the host's config defines: the checkout that ends
+// the merge, or a later merge or diff, would run it on the sandbox's content.
+func (g *Git) checkDrivers(ctx context.Context, p MergePlan, from string) error {
+	defined := g.definedDrivers(ctx)
+	if len(defined) == 0 {
+		return nil
+	}
+	for _, f := range p.Files {
+		fields := strings.Split(f, "\t")
+		name := fields[len(fields)-1]
+		if path.Base(name) != ".gitattributes" || strings.HasPrefix(f, "D") {
+			continue
+		}
+		text, err := g.Run(ctx, "cat-file", "blob", p.Commit+":"+name)
+		if err != nil {
+			continue
+		}
+		var named []string
+		for _, m := range driverAttr.FindAllStringSubmatch(text, -1) {
+			if defined[m[1]+"."+m[2]] && !slices.Contains(named, m[1]+"="+m[2]) {
+				named = append(named, m[1]+"="+m[2])
+			}
+		}
+		if len(named) > 0 {
+			return apperr.Invalid(fmt.Sprintf("read %s in `git show %s:%s`; if you trust it, merge by hand: git merge %s", name, p.Ref, name, p.Ref),
+				"the agent's %s changes %s to name %s, which your git config defines: merging it would run that program on the sandbox's files; paddock merge does not",
+				p.Branch, name, strings.Join(named, ", "))
+		}
+	}
+	return nil
+}
+
+// definedDrivers are the drivers the host's config (the repository's, the user's and
+// the system's) defines, as "filter.NAME", "merge.NAME" and "diff.NAME".
+func (g *Git) definedDrivers(ctx context.Context) map[string]bool {
+	cmd := exec.CommandContext(ctx, "git", "-C", g.Repo, "config", "--name-only", "--get-regexp", `^(filter|merge|diff)\..+\.(clean|smudge|process|driver|command|textconv)$`)
+	out, _ := cmd.Output()
+	defined := map[string]bool{}
+	for _, key := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if i := strings.LastIndex(key, "."); i > 0 {
+			defined[key[:i]] = true
+		}
+	}
+	return defined
+}
