@@ -65,9 +65,11 @@ type Agent struct {
 	// Fork starts conversation {id} as a copy of {from}; nil when the agent cannot fork.
 	Fork []string
 	// Ask sends {prompt} to conversation {id} and prints the answer, for Answer to read;
-	// AskNew does so for a conversation with no transcript yet (Ask when nil). Nil Ask:
-	// paddock types the message into the session and reads the answer from the
-	// transcript, which needs Parse and an Idle hook.
+	// AskNew does so for a conversation with no transcript yet (Ask when nil). Only for
+	// an agent without Parse or an Idle hook, and only while its session's process is not
+	// running (which would not see the exchange): with both, paddock types the message
+	// into the session and reads the answer from the transcript, so that the session
+	// holds one conversation.
 	Ask, AskNew []string
 	// AskOnStdin sends Ask's message on the agent's stdin instead of as {prompt}.
 	AskOnStdin bool

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +313,46 @@ func upAgent(t *testing.T, a agentRun) (paddockRun, func(stdin string, args ...s
 		return must("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", session)
 	}
 	return paddock, must, screen
+}
+
+// typedSeesHistory types msg into session target (as `echo MSG | paddock chat TARGET`
+// does) and fails the test unless the model's request for it carries want before it, in
+// that order: the conversation the session continues.
+func typedSeesHistory(t *testing.T, must func(stdin string, args ...string) string, model scriptedModel, target, msg string, wait time.Duration, want ...string) {
+	t.Helper()
+	before := len(model.Requests())
+	must(msg, "chat", target)
+	var req *modeltest.Request
+	waitUntil(t, wait, "the typed message's request", func() bool {
+		for _, r := range model.Requests()[before:] {
+			if r.Contains(msg) && len(r.Messages) > 1 {
+				req = &r
+				return true
+			}
+		}
+		return false
+	})
+	if err := inOrder(*req, append(want, msg)...); err != nil {
+		t.Fatalf("the request of the message typed after --non-interactive: %v", err)
+	}
+}
+
+// inOrder checks that the request's messages carry want, each after the one before.
+func inOrder(r modeltest.Request, want ...string) error {
+	var history strings.Builder
+	for _, m := range r.Messages {
+		fmt.Fprintf(&history, "\n[%s] %s", m.Role, m.Text)
+		for _, res := range m.ToolResults {
+			fmt.Fprintf(&history, "\n[tool result] %s", res)
+		}
+	}
+	h, at := history.String(), 0
+	for _, w := range want {
+		i := strings.Index(h[at:], w)
+		if i < 0 {
+			return fmt.Errorf("%q is not in the history after what came before it; the history:%s", w, h)
+		}
+		at += i + len(w)
+	}
+	return nil
 }

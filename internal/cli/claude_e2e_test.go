@@ -112,9 +112,9 @@ func TestClaudeEndToEnd(t *testing.T) {
 }
 
 // askEdges checks `chat --non-interactive` at the edges, on session repo/claude after
-// claudeEndToEndIn: a busy session is refused at once, a turn the agent ends with an
-// API error fails the command with that error, and a session whose process is gone is
-// brought back, resuming its conversation, to answer.
+// claudeEndToEndIn: a busy session is refused at once, a session whose process is gone
+// is brought back, resuming its conversation, to answer, and a turn the agent ends with
+// an API error fails the command with that error.
 func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.Anthropic) {
 	idle := func() bool { return strings.Contains(must("", "chat", "repo", "--list"), "idle") }
 	waitUntil(t, 60*time.Second, "the session to go idle", idle)
@@ -131,7 +131,28 @@ func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.A
 		t.Errorf("the busy session was refused after %v, not at once", d)
 	}
 	model.SetDelay(0)
-	waitUntil(t, 60*time.Second, "the slow turn to end", idle)
+	waitUntil(t, 60*time.Second, "the slow turn to end, saved", func() bool {
+		return idle() && strings.Contains(must("", "transcript", "repo/claude"), "ECHO: a slow turn")
+	})
+
+	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
+	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
+	})
+	before := len(model.Requests())
+	if answer := must("", "chat", "repo/claude", "--non-interactive", "-m", "after the kill"); strings.TrimSpace(answer) != "ECHO: after the kill" {
+		t.Fatalf("--non-interactive to an exited session answered %q", answer)
+	}
+	for _, r := range model.Requests()[before:] {
+		if r.Contains("after the kill") {
+			if err := inOrder(r, "typed after the questions", "a slow turn", "after the kill"); err != nil {
+				t.Fatalf("the session brought back for the question did not resume its conversation: %v", err)
+			}
+		}
+	}
+	if list := must("", "chat", "repo", "--list"); !strings.Contains(list, "idle") {
+		t.Fatalf("after the question the session is not back at its prompt:\n%s", list)
+	}
 
 	// The model fails every try: Claude Code gives up, and so does the command.
 	for range 15 {
@@ -143,23 +164,6 @@ func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.A
 		t.Fatalf("--non-interactive whose turn failed: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	waitUntil(t, 20*time.Second, "the session idle after the failed turn", idle)
-
-	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
-	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {
-		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
-	})
-	before := len(model.Requests())
-	if answer := must("", "chat", "repo/claude", "--non-interactive", "-m", "after the kill"); strings.TrimSpace(answer) != "ECHO: after the kill" {
-		t.Fatalf("--non-interactive to an exited session answered %q", answer)
-	}
-	for _, r := range model.Requests()[before:] {
-		if r.Contains("after the kill") && !r.Contains("typed after the questions") {
-			t.Fatal("the session brought back for the question did not resume its conversation")
-		}
-	}
-	if list := must("", "chat", "repo", "--list"); !strings.Contains(list, "idle") {
-		t.Fatalf("after the question the session is not back at its prompt:\n%s", list)
-	}
 }
 
 // TestClaudeEndToEndDocker is the same, in a docker container whose image has Claude Code
@@ -335,7 +339,11 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	}
 	// Text from the sandbox is printed by transcript with its control characters shown, so
 	// an answer cannot retitle, clear or drive the user's terminal.
-	must("retitle \x1b]0;pwned\x07 now", "chat", "repo/claude", "--non-interactive")
+	// (The text comes from a command's output: typed into the session, an escape would be
+	// a key.)
+	if answer := must(`RUN: printf 'retitle \033]0;pwned\007 now'`, "chat", "repo/claude", "--non-interactive"); !strings.HasPrefix(answer, "DONE: retitle") {
+		t.Fatalf("--non-interactive answered a turn with a tool call %q, not its final answer", answer)
+	}
 	shown := must("", "transcript", "repo/claude")
 	if strings.ContainsRune(shown, 0x1b) || !strings.Contains(shown, `retitle \x1b]0;pwned\x07 now`) {
 		t.Fatalf("transcript printed the sandbox's control characters as they are:\n%q", shown)
@@ -344,7 +352,12 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	// typed into it reaches the model after the typed turn and the questions, with their
 	// answers, in order.
 	typedSeesHistory(t, must, model, "repo/claude", "typed after the questions", slow*60*time.Second,
-		"RUN: id -un", "DONE:", "what is the status?", "ECHO: what is the status?", "retitle", "ECHO: retitle")
+		"RUN: id -un", "DONE:", "what is the status?", "ECHO: what is the status?", "RUN: printf", "DONE: retitle")
+	// Its turn saved before the agent is killed below (its transcript is written a moment
+	// after the turn).
+	waitUntil(t, slow*20*time.Second, "the typed turn in the transcript", func() bool {
+		return strings.Contains(must("", "transcript", "repo/claude"), "ECHO: typed after the questions")
+	})
 	// The tool call reads as Claude made it, without the JSON escapes of < > &.
 	if !regexp.MustCompile(`(?m)^tool_call +Bash .*id -un > /workspace/whoami.txt && pwd`).MatchString(shown) || strings.Contains(shown, `\u00`) {
 		t.Fatalf("transcript shows the tool call with JSON escapes:\n%s", shown)

@@ -72,6 +72,8 @@ func TestCodexEndToEnd(t *testing.T) {
 	if strings.TrimSpace(answer) != "ECHO: status please" {
 		t.Fatalf("--non-interactive answered %q", answer)
 	}
+	typedSeesHistory(t, must, model, "repo/codex", "typed after the question", 60*time.Second,
+		"RUN: id -un", "DONE:", "status please", "ECHO: status please")
 	transcript := must("", "transcript", "repo/codex", "--json")
 	if !strings.Contains(transcript, "codex.txt") {
 		t.Fatalf("the transcript lacks the command:\n%s", transcript)

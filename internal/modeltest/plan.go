@@ -67,6 +67,14 @@ type fault struct {
 // others: api_error). Calls queue: Fail(429); Fail(429) fails the next two.
 func (s *Anthropic) Fail(status int) { s.queue(fault{status: status}) }
 
+// ClearFaults forgets the faults Fail and Drop queued that no request has taken yet (a
+// client that gave up retrying left them).
+func (s *Anthropic) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Drop makes the server cut the next streamed answer short: it sends message_start and
 // part of the text, then closes the connection without message_stop.
 func (s *Anthropic) Drop() { s.queue(fault{drop: true}) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // AttachArgv is the command that attaches a terminal to a session (or, with name "",
@@ -81,9 +79,6 @@ func waitTaken(ctx context.Context, c *guestclient.Client, name, before, text st
 		}
 	}
 }
-
-// maxAnswer is the most of an agent's print-mode output Ask reads.
-const maxAnswer = 64 << 20
 
 // How long Send waits for typed text to show: a program busy when the text came (an
 // agent starting, or a slow VM) shows nothing until it reads it, and an Enter pressed
@@ -172,105 +167,6 @@ func (s *Service) WaitReady(ctx context.Context, sandboxName, name string, timeo
 	}
 	st := s.waitStatus(ctx, t, timeout, func(st string) bool { return st != "starting" })
 	return st, nil
-}
-
-// Ask sends one message to a session's conversation with the agent's non-interactive
-// mode and returns the final answer. The interactive session keeps running; a busy one
-// is refused at once.
-func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (string, error) {
-	t, err := s.resolve(ctx, sandboxName, name)
-	if err != nil {
-		return "", err
-	}
-	sess := t.session()
-	sess.Fresh = s.fresh(ctx, t, sess)
-	l, err := readLive(ctx, t.client, name)
-	if err != nil {
-		return "", err
-	}
-	if st, _ := statusOf(l, name); st == "working" {
-		return "", apperr.Conflict(fmt.Sprintf("wait for it, or watch it with `paddock chat %s/%s`", sandboxName, name),
-			"session %q is busy: its agent is working", name)
-	}
-	argv := t.agent.AskArgv(sess, text)
-	if argv == nil {
-		return s.askThroughSession(ctx, t, l, text)
-	}
-	env := append([]string{"PADDOCK_SESSION=" + name}, t.env()...)
-	var stdin io.Reader
-	if t.agent.AskOnStdin {
-		stdin = strings.NewReader(text)
-	}
-	// The answer is the agent's print mode's output (its JSON included): large for a long
-	// turn, but bounded, as the sandbox's program chooses how much it prints.
-	stdout, stderr, code, err := t.client.Output(ctx, guestclient.ExecOptions{Argv: argv, Env: env, Dir: sess.Dir, Stdin: stdin}, maxAnswer)
-	if err != nil {
-		return "", fmt.Errorf("%s's answer: %w", t.agent.Name, err)
-	}
-	answer, resumeID, aerr := t.agent.Answer([]byte(stdout))
-	if aerr != nil {
-		return "", fmt.Errorf("%s exited %d: %v %s", t.agent.Name, code, aerr, strings.TrimSpace(tailOf(stderr)))
-	}
-	if resumeID != "" && resumeID != t.se.ResumeID {
-		// The agent continued the conversation under a new id: follow it, so that a
-		// restart resumes what was said here too.
-		s.store.SetResumeID(ctx, t.sb.ID, name, resumeID)
-	}
-	return answer, nil
-}
-
-// askThroughSession types the message into the running session, waits for the agent's
-// hook to report the turn done, and reads the answer from the transcript: for agents
-// whose non-interactive mode cannot share the conversation with the interactive one.
-func (s *Service) askThroughSession(ctx context.Context, t *target, l live, text string) (string, error) {
-	name := t.se.Name
-	if t.agent.Parse == nil || !t.agent.Status.Idle {
-		return "", apperr.Invalid("attach with `paddock chat "+t.sb.Name+"/"+name+"` instead", "agent %s has no non-interactive mode", t.agent.Name)
-	}
-	if st, _ := statusOf(l, name); st == "exited" {
-		return "", apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", t.sb.Name, name), "session %q has exited", name)
-	}
-	if _, code, err := run(ctx, t.client, "sh", "-c", `printf '{"status":"working"}' > "$1/$2.json"`, "sh", StatusDir, name); err != nil || code != 0 {
-		return "", fmt.Errorf("mark session %q busy: %v", name, err)
-	}
-	if err := s.Send(ctx, t.sb.Name, name, text); err != nil {
-		return "", err
-	}
-	if st := s.waitStatus(ctx, t, 30*time.Minute, func(st string) bool { return st != "working" }); st == "exited" {
-		return "", fmt.Errorf("session %q exited before answering", name)
-	}
-	// The hook may run before the transcript has the answer: read it until it does.
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		// The turn's end may have taught paddock the conversation's id (Codex reports it
-		// then), which names the transcript.
-		if se, err := s.store.GetSession(ctx, t.sb.ID, name); err == nil {
-			t.se = se
-		}
-		entries, _, err := s.readTranscript(ctx, t.client, t.sb, t.se, false)
-		if err != nil {
-			return "", err
-		}
-		if answer := answerAfter(entries, text); answer != "" {
-			return answer, nil
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("session %q answered nothing paddock could read in its transcript", name)
-		}
-	}
-}
-
-// answerAfter is the last assistant message after the user message holding text.
-func answerAfter(entries []transcript.Entry, text string) string {
-	answer, seen := "", false
-	for _, e := range entries {
-		switch {
-		case e.Kind == "user" && strings.Contains(e.Text, strings.TrimSpace(text)):
-			seen, answer = true, ""
-		case seen && e.Kind == "assistant" && e.Text != "":
-			answer = e.Text
-		}
-	}
-	return answer
 }
 
 // Rename renames a session: its tmux session and its record.

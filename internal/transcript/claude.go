@@ -23,7 +23,10 @@ type claudeLine struct {
 	Timestamp   time.Time `json:"timestamp"`
 	IsSidechain bool      `json:"isSidechain"`
 	IsMeta      bool      `json:"isMeta"`
-	Message     struct {
+	// IsAPIErrorMessage marks the assistant line Claude Code writes itself when a
+	// turn fails ("API Error: ..."), which no model said.
+	IsAPIErrorMessage bool `json:"isApiErrorMessage"`
+	Message           struct {
 		ID      string          `json:"id"`
 		Content json.RawMessage `json:"content"`
 		Usage   *struct {
@@ -59,7 +62,8 @@ type claudeBlock struct {
 // response's usage: it is counted once, on the response's first entry,
 // taken from the response's last line (earlier versions wrote partial
 // output counts on the first lines).
-// Write, Edit, MultiEdit and NotebookEdit calls whose result is not an error
+// The line Claude Code writes when a turn fails (isApiErrorMessage) is an
+// error entry. Write, Edit, MultiEdit and NotebookEdit calls whose result is not an error
 // give a file_change entry.
 func ParseClaude(r io.Reader) ([]Entry, error) {
 	b := newBuilder()
@@ -96,6 +100,10 @@ func ParseClaude(r io.Reader) ([]Entry, error) {
 			if !l.IsMeta {
 				claudeUser(b, l.Timestamp, blocks)
 			}
+			return nil
+		}
+		if l.IsAPIErrorMessage {
+			claudeError(b, l.Timestamp, blocks)
 			return nil
 		}
 		resp := responses[l.Message.ID]
@@ -169,6 +177,17 @@ func claudeUser(b *builder, t time.Time, blocks []claudeBlock) {
 	if len(texts) > 0 {
 		b.add(Entry{Time: t, Kind: KindUser, Text: strings.Join(texts, "\n")})
 	}
+}
+
+// claudeError adds the error entry of a failed turn's line.
+func claudeError(b *builder, t time.Time, blocks []claudeBlock) {
+	var texts []string
+	for _, bl := range blocks {
+		if bl.Type == "text" && strings.TrimSpace(bl.Text) != "" {
+			texts = append(texts, bl.Text)
+		}
+	}
+	b.add(Entry{Time: t, Kind: KindError, Text: strings.Join(texts, "\n")})
 }
 
 // claudeAssistant adds the entries of an assistant line: text and tool

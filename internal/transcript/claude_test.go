@@ -57,6 +57,17 @@ func TestParseClaudeLines(t *testing.T) {
 			},
 		},
 		{
+			name: "a turn that failed (Claude Code 2.1.330, its model answering 400)",
+			lines: []string{
+				`{"type":"user","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hello three"}}`,
+				`{"type":"assistant","timestamp":"2026-01-01T00:00:05Z","message":{"id":"77ce3148","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0},"content":[{"type":"text","text":"API Error: 400 modeltest: scripted 400"}]},"error":"unknown","isApiErrorMessage":true}`,
+			},
+			want: []Entry{
+				{Kind: KindUser, Text: "hello three"},
+				{Kind: KindError, Text: "API Error: 400 modeltest: scripted 400"},
+			},
+		},
+		{
 			name: "Edit and NotebookEdit change files; sidechain and meta lines are skipped",
 			lines: []string{
 				`{"type":"user","timestamp":"2026-01-01T00:00:00Z","isMeta":true,"message":{"content":"<local-command-caveat>x</local-command-caveat>"}}`,

@@ -58,7 +58,9 @@ func (u codexUsage) usage() Usage {
 // calls (the custom tool, or a patch given to a shell command) give one
 // file_change entry per file the patch adds, updates, deletes or moves to,
 // made absolute against the session's working directory, unless the call's
-// output reports a failure. Files written by shell commands are not seen.
+// output reports a failure. Files written by shell commands are not seen. A
+// turn that ended in an error (a task_complete event with one) gives an
+// error entry.
 func ParseCodex(r io.Reader) ([]Entry, error) {
 	b := newBuilder()
 	cwd := ""
@@ -99,9 +101,15 @@ func ParseCodex(r io.Reader) ([]Entry, error) {
 				Info *struct {
 					Last *codexUsage `json:"last_token_usage"`
 				} `json:"info"`
+				Error *struct {
+					Message string `json:"message"`
+				} `json:"error"`
 			}
 			if err := json.Unmarshal(l.Payload, &p); err != nil {
 				return fmt.Errorf("decode event_msg: %w", err)
+			}
+			if p.Type == "task_complete" && p.Error != nil {
+				b.add(Entry{Time: l.Timestamp, Kind: KindError, Text: p.Error.Message})
 			}
 			if p.Type == "token_count" && !records && p.Info != nil && p.Info.Last != nil {
 				u := p.Info.Last.usage()

@@ -56,6 +56,17 @@ func TestParseCodexLines(t *testing.T) {
 			},
 		},
 		{
+			name: "a turn that failed (Codex 0.169.0, its model answering 401)",
+			lines: []string{meta,
+				`{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello two"}]}}`,
+				`{"timestamp":"2026-01-01T00:00:07Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":null,"error":{"message":"unexpected status 401 Unauthorized: Your authentication token has been invalidated.","codex_error_info":{"http_connection_failed":{"http_status_code":401}}}}}`,
+			},
+			want: []Entry{
+				{Kind: KindUser, Text: "hello two"},
+				{Kind: KindError, Text: "unexpected status 401 Unauthorized: Your authentication token has been invalidated."},
+			},
+		},
+		{
 			name: "a patch run through the shell, older output and token_count usage",
 			lines: []string{meta,
 				`{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"}]}}`,

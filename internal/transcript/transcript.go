@@ -21,6 +21,9 @@ const (
 	KindToolResult = "tool_result"
 	// KindFileChange is a file a successful tool call wrote or edited.
 	KindFileChange = "file_change"
+	// KindError is the agent's report that a turn failed (an API error it gave up
+	// on), in place of the model's answer.
+	KindError = "error"
 )
 
 // Entry is one event of a conversation.
@@ -29,7 +32,8 @@ type Entry struct {
 	Time time.Time `json:"time"`
 	// Kind is one of the Kind constants.
 	Kind string `json:"kind"`
-	// Text is the message text, for user and assistant entries.
+	// Text is the message text, for user and assistant entries, and the error's, for
+	// error entries.
 	Text string `json:"text,omitempty"`
 	// Tool is the tool name, for tool_call, tool_result and file_change.
 	Tool string `json:"tool,omitempty"`

@@ -2,12 +2,6 @@
 package claude
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -30,9 +24,6 @@ var Agent = &agents.Agent{
 	New:       []string{"--session-id", "{id}"},
 	Resume:    []string{"--resume", "{id}"},
 	Fork:      []string{"--resume", "{from}", "--fork-session", "--session-id", "{id}"},
-	Ask:       []string{"-p", "{prompt}", "--output-format", "stream-json", "--verbose", "--resume", "{id}"},
-	AskNew:    []string{"-p", "{prompt}", "--output-format", "stream-json", "--verbose", "--session-id", "{id}"},
-	Answer:    answer,
 	ChoosesID: true,
 	Env:       []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
 	Files:     files,
@@ -42,7 +33,7 @@ var Agent = &agents.Agent{
 	State:      []string{"{home}/.claude/projects"},
 	Transcript: "{home}/.claude/projects/{dir-}/{id}.jsonl",
 	Parse:      transcript.ParseClaude,
-	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification, Stop"},
+	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification, Stop, StopFailure"},
 }
 
 // files skip every dialog Claude Code shows before its prompt in a fresh home: onboarding,
@@ -70,30 +61,10 @@ func files(s agents.Session) []agents.File {
 				"UserPromptSubmit": hook("working"),
 				"Notification":     hook("waiting"),
 				"Stop":             hook("idle"),
+				// A turn that fails (an API error Claude Code gave up on) runs
+				// StopFailure, not Stop: the agent is back at its prompt.
+				"StopFailure": hook("idle"),
 			},
 		}},
 	}
-}
-
-// answer reads the stream-json output: the final "result" line holds the answer.
-func answer(output []byte) (string, string, error) {
-	sc := bufio.NewScanner(bytes.NewReader(output))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var line struct {
-			Type      string `json:"type"`
-			Subtype   string `json:"subtype"`
-			Result    string `json:"result"`
-			IsError   bool   `json:"is_error"`
-			SessionID string `json:"session_id"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "result" {
-			continue
-		}
-		if line.IsError {
-			return "", line.SessionID, fmt.Errorf("claude: %s: %s", line.Subtype, line.Result)
-		}
-		return line.Result, line.SessionID, nil
-	}
-	return "", "", errors.New("claude printed no result: " + agents.Tail(output))
 }

@@ -2,9 +2,6 @@
 package gemini
 
 import (
-	"encoding/json"
-	"errors"
-
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -31,9 +28,6 @@ var Agent = &agents.Agent{
 	Command:   []string{"gemini", "-m", Model, "-y"},
 	New:       []string{"--session-id", "{id}"},
 	Resume:    []string{"-r", "{id}"},
-	Ask:       []string{"-r", "{id}", "-o", "json", "-p", "{prompt}"},
-	AskNew:    []string{"--session-id", "{id}", "-o", "json", "-p", "{prompt}"},
-	Answer:    answer,
 	ChoosesID: true,
 	Files:     files,
 	Memory:    inside.Home + "/.gemini/GEMINI.md",
@@ -73,15 +67,4 @@ func files(s agents.Session) []agents.File {
 		}},
 		{Path: inside.Home + "/.gemini/trustedFolders.json", Mode: 0o600, Merge: map[string]any{s.Dir: "TRUST_FOLDER"}},
 	}
-}
-
-// answer reads the JSON output's response.
-func answer(output []byte) (string, string, error) {
-	var out struct {
-		Response string `json:"response"`
-	}
-	if err := json.Unmarshal(output, &out); err != nil || out.Response == "" {
-		return "", "", errors.New("gemini printed no response: " + agents.Tail(output))
-	}
-	return out.Response, "", nil
 }

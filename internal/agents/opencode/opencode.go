@@ -3,12 +3,6 @@
 package opencode
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
-	"strings"
-
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -40,10 +34,6 @@ var Agent = &agents.Agent{
 	Resume:  []string{"-s", "{id}"},
 	// The message goes on stdin: OpenCode quotes an argument holding spaces, and reads
 	// one starting with "-" as a flag.
-	Ask:        []string{"run", "--session", "{id}", "--format", "json"},
-	AskNew:     []string{"run", "--format", "json"},
-	AskOnStdin: true,
-	Answer:     answer,
 	Env: []string{
 		// No model list from models.dev, no update check or self-upgrade, and none of
 		// Claude Code's files read as its own.
@@ -131,47 +121,3 @@ export const PaddockStatus = async () => {
   };
 };
 `
-
-// answer reads what "opencode run --format json" prints: one event a line, each with the
-// session's id; the answer is the text after the last step began.
-func answer(output []byte) (string, string, error) {
-	var id string
-	var texts []string
-	sc := bufio.NewScanner(bytes.NewReader(output))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Type      string `json:"type"`
-			SessionID string `json:"sessionID"`
-			Part      struct {
-				Text string `json:"text"`
-			} `json:"part"`
-			Error *struct {
-				Name string `json:"name"`
-				Data struct {
-					Message string `json:"message"`
-				} `json:"data"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		if ev.SessionID != "" {
-			id = ev.SessionID
-		}
-		switch ev.Type {
-		case "step_start":
-			texts = nil
-		case "text":
-			texts = append(texts, ev.Part.Text)
-		case "error":
-			if ev.Error != nil {
-				return "", id, errors.New("opencode: " + ev.Error.Name + ": " + ev.Error.Data.Message)
-			}
-		}
-	}
-	if text := strings.TrimSpace(strings.Join(texts, "")); text != "" {
-		return text, id, nil
-	}
-	return "", id, errors.New("opencode printed no answer: " + agents.Tail(output))
-}

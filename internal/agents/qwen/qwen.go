@@ -4,10 +4,6 @@
 package qwen
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -31,8 +27,6 @@ var Agent = &agents.Agent{
 	Command:   []string{"qwen", "--auth-type", "openai-responses", "-m", Model, "--approval-mode", "yolo"},
 	New:       []string{"--session-id", "{id}"},
 	Resume:    []string{"-r", "{id}"},
-	Ask:       []string{"-r", "{id}", "--output-format", "json", "{prompt}"},
-	Answer:    answer,
 	ChoosesID: true,
 	// Quiet about running with every permission: paddock's sandbox is the sandbox.
 	Env:    []string{"QWEN_CODE_SUPPRESS_YOLO_WARNING=1"},
@@ -66,21 +60,4 @@ func files(agents.Session) []agents.File {
 			"Notification":       []any{hook("waiting", "^permission_prompt$"), hook("idle", "^idle_prompt$")},
 		},
 	}}}
-}
-
-// answer reads the final result of Qwen Code's JSON output (a list of events whose last
-// is {"type": "result", "result": TEXT}).
-func answer(output []byte) (string, string, error) {
-	var events []struct {
-		Type   string `json:"type"`
-		Result string `json:"result"`
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(output), &events); err == nil {
-		for i := len(events) - 1; i >= 0; i-- {
-			if events[i].Type == "result" && events[i].Result != "" {
-				return events[i].Result, "", nil
-			}
-		}
-	}
-	return "", "", errors.New("qwen printed no result: " + agents.Tail(output))
 }
