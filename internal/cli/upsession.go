@@ -59,8 +59,10 @@ func startExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
-	if err := firstSession(ctx, f, c, opts, info); err != nil {
-		return err
+	if len(opts.agents) > 0 {
+		if err := firstSession(ctx, f, c, opts, info); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(f.IO.Out, info.Name)
 	return nil
