@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/images/build", s.hostOnly(s.buildImage))
 	mux.HandleFunc("POST /v1/images/load", s.hostOnly(s.loadImage))
 	s.netRoutes(mux)
+	s.gitRoutes(mux)
 	s.webRoutes(mux)
 	s.sessionRoutes(mux)
 	s.notifyRoutes(mux)

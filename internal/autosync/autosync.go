@@ -131,7 +131,7 @@ func (s *Syncer) worker(ctx context.Context, name string, kick <-chan struct{}) 
 		if c == nil {
 			continue
 		}
-		if err := s.syncNow(ctx, sb, c); err != nil {
+		if _, err := s.syncNow(ctx, sb, c, sb.SyncMode); err != nil {
 			s.log.Warn("automatic sync", "sandbox", sb.Name, "mode", sb.SyncMode, "err", err)
 			s.opts.Sandboxes.Emit(ctx, sb, events.Event{Kind: "sync-failed", Detail: sb.SyncMode + ": " + err.Error(),
 				Attrs: map[string]string{"mode": sb.SyncMode, "error": err.Error()}})
@@ -139,22 +139,23 @@ func (s *Syncer) worker(ctx context.Context, name string, kick <-chan struct{}) 
 	}
 }
 
-// syncNow fetches a sandbox's work into its host repository and records what came.
-func (s *Syncer) syncNow(ctx context.Context, sb store.Sandbox, c *guestclient.Client) error {
+// syncNow fetches a sandbox's work into its host repository and records what came, as a
+// sync of mode.
+func (s *Syncer) syncNow(ctx context.Context, sb store.Sandbox, c *guestclient.Client, mode string) (gitsync.Result, error) {
 	if fi, err := os.Stat(sb.SourcePath + "/.git"); err != nil || fi == nil {
-		return fmt.Errorf("the host repository %s has moved or was deleted", sb.SourcePath)
+		return gitsync.Result{}, fmt.Errorf("the host repository %s has moved or was deleted", sb.SourcePath)
 	}
 	g := &gitsync.Git{Repo: sb.SourcePath}
 	res, err := g.Sync(ctx, sb.Name, sb.BaseCommit, inside.Workspace, guestStream(c))
 	if err != nil {
-		return err
+		return res, err
 	}
 	data, _ := json.Marshal(struct {
 		gitsync.Result
 		Mode string `json:"mode"`
-	}{res, sb.SyncMode})
-	s.log.Info("automatic sync", "sandbox", sb.Name, "mode", sb.SyncMode, "refs", len(res.Updates))
-	return s.record(ctx, sb, sb.SyncMode, len(res.Updates), string(data))
+	}{res, mode})
+	s.log.Info("sync", "sandbox", sb.Name, "mode", mode, "refs", len(res.Updates))
+	return res, s.record(ctx, sb, mode, len(res.Updates), string(data))
 }
 
 // Record records what a sync run elsewhere (`paddock sync`) fetched into sb's host

@@ -40,3 +40,23 @@ func (s *Service) RecordSync(ctx context.Context, name, result string) error {
 	}
 	return s.syncer.Record(ctx, sb, result)
 }
+
+// SyncNow syncs a sandbox into its host repository on the daemon's machine, now (the web
+// UI's Sync): see autosync.Syncer.Sync.
+func (s *Service) SyncNow(ctx context.Context, name string) (autosync.SyncAnswer, error) {
+	sb, err := s.record(ctx, name)
+	if err != nil {
+		return autosync.SyncAnswer{}, err
+	}
+	return s.syncer.Sync(ctx, sb)
+}
+
+// Merge syncs a sandbox into its host repository on the daemon's machine and merges its
+// branch there (the web UI's Merge): see autosync.Syncer.Merge.
+func (s *Service) Merge(ctx context.Context, name string, opts autosync.MergeOptions) (autosync.MergeAnswer, error) {
+	sb, err := s.record(ctx, name)
+	if err != nil {
+		return autosync.MergeAnswer{}, err
+	}
+	return s.syncer.Merge(ctx, sb, opts)
+}
