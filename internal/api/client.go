@@ -407,6 +407,8 @@ type EventsQuery struct {
 	Until string
 	// NoFollow ends the stream after the stored events.
 	NoFollow bool
+	// Last sends the newest Last stored events first, when Since is empty.
+	Last int
 }
 
 // Events streams events to fn, oldest first, until ctx is done, fn fails, or (with Until
@@ -422,7 +424,7 @@ func (c *Client) Events(ctx context.Context, q EventsQuery, fn func(events.Event
 			}
 			return err
 		}
-		q.Since = resume
+		q.Since, q.Last = resume, 0
 	}
 }
 

@@ -36,9 +36,11 @@ type eventsRequest struct {
 	sandbox string
 	// history is whether stored events are sent first, those matching query.
 	history bool
-	query   store.EventQuery
-	follow  bool
-	sse     bool
+	// last, with no since, asks for the newest last stored events first.
+	last   int
+	query  store.EventQuery
+	follow bool
+	sse    bool
 }
 
 func parseEventsRequest(r *http.Request, now time.Time) (eventsRequest, error) {
@@ -56,6 +58,13 @@ func parseEventsRequest(r *http.Request, now time.Time) (eventsRequest, error) {
 			return er, apperr.Invalid("give since as a duration (1h), a time (RFC 3339) or a seq", "since: %v", err)
 		}
 		er.history, er.query.AfterSeq, er.query.Since = true, p.Seq, p.Time
+	}
+	if l := q.Get("last"); l != "" && since == "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return er, apperr.Invalid("give last as a number of events", "last: %q is not a number of events", l)
+		}
+		er.last, er.history = n, n > 0
 	}
 	if until := q.Get("until"); until != "" {
 		p, err := events.ParsePoint(until, now, false)
@@ -111,6 +120,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if er.last > 0 {
+		if er.query.AfterSeq, err = st.SeqBeforeLast(ctx, er.sandbox, er.last); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	out := newEventWriter(w, er.sse)
 	var sent int64
@@ -249,6 +264,9 @@ func eventsPath(q EventsQuery) string {
 	}
 	if q.NoFollow {
 		v.Set("follow", "false")
+	}
+	if q.Last > 0 && q.Since == "" {
+		v.Set("last", strconv.Itoa(q.Last))
 	}
 	if len(v) == 0 {
 		return "/v1/events"

@@ -19,20 +19,22 @@ type eventsOptions struct {
 	since    string
 	until    string
 	noFollow bool
+	last     int
 	json     bool
 }
 
 func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) *cobra.Command {
 	opts := &eventsOptions{}
 	cmd := &cobra.Command{
-		Use:   "events [--sandbox NAME] [--since 1h] [--until TIME | --no-follow] [--json]",
-		Short: "Follow what happens in sandboxes: TIME SANDBOX KIND DETAIL, until Ctrl-C",
-		Long: `Print events as they happen: sandboxes created, started, stopped and removed; sessions
-started, their status (working, waiting, idle) and their exit; ports that open and close
-inside; branches that move; syncs; refused egress.
+		Use:   "events [--sandbox NAME] [--since 1h | --last N] [--until TIME | --no-follow] [--json]",
+		Short: "Show what happened in sandboxes lately, then follow: TIME SANDBOX KIND DETAIL, until Ctrl-C",
+		Long: `Print the last 20 recorded events, then each new one as it happens: sandboxes created,
+started, stopped and removed; sessions started, their status (working, waiting, idle) and
+their exit; ports that open and close inside; branches that move; syncs; refused egress.
 
-With --since, the recorded events from then come first. With --until or --no-follow, only
-recorded events are printed, and the command exits. --since and --until take a duration
+With --since, the recorded events from then come first instead; --last N sets how many
+(0: only new ones). With --until or --no-follow, only recorded events are printed, and the
+command exits. --since and --until take a duration
 back from now (10m, 1h), a time (2006-01-02T15:04:05Z, "2006-01-02 15:04", 2006-01-02);
 --since also takes a seq (the "seq" of --json), to resume after it.`,
 		Args: exactArgs(0, "no arguments (name the sandbox with --sandbox)"),
@@ -47,6 +49,7 @@ back from now (10m, 1h), a time (2006-01-02T15:04:05Z, "2006-01-02 15:04", 2006-
 	cmd.Flags().StringVar(&opts.since, "since", "", "print the recorded events from this time (or after this seq) first")
 	cmd.Flags().StringVar(&opts.until, "until", "", "print the recorded events up to this time, and exit")
 	cmd.Flags().BoolVar(&opts.noFollow, "no-follow", false, "print the recorded events, and exit")
+	cmd.Flags().IntVar(&opts.last, "last", 20, "without --since: print this many recorded events first (0: only new ones)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per line")
 	return cmd
 }
@@ -63,13 +66,19 @@ func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
 			return usagef("--until: %v", err)
 		}
 	}
+	if opts.last < 0 {
+		return usagef("--last: %d is not a number of events (0 prints only new ones)", opts.last)
+	}
 	c, err := f.Client(ctx)
 	if err != nil {
 		return err
 	}
 	q := api.EventsQuery{Sandbox: opts.sandbox, Since: opts.since, Until: opts.until, NoFollow: opts.noFollow}
-	if opts.noFollow && q.Since == "" {
+	switch {
+	case opts.noFollow && q.Since == "":
 		q.Since = "0" // the whole recorded history
+	case q.Since == "" && q.Until == "":
+		q.Last = opts.last // the latest events, then the new ones
 	}
 	enc := json.NewEncoder(f.IO.Out)
 	return c.Events(ctx, q, func(ev events.Event) error {

@@ -126,3 +126,16 @@ func (s *Store) LastEventSeq(ctx context.Context) (int64, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events").Scan(&seq)
 	return seq, err
 }
+
+// SeqBeforeLast is the seq after which the newest n events (of the named sandbox, or of
+// all with none named) begin: a point to read them from, oldest first. It is 0 when there
+// are n events or fewer.
+func (s *Store) SeqBeforeLast(ctx context.Context, sandbox string, n int) (int64, error) {
+	query, args := "SELECT seq FROM events", []any{}
+	if sandbox != "" {
+		query, args = query+" WHERE sandbox = ?", append(args, sandbox)
+	}
+	var seq int64
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MIN(seq), 1) - 1 FROM ("+query+" ORDER BY seq DESC LIMIT ?)", append(args, n)...).Scan(&seq)
+	return seq, err
+}
