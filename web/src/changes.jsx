@@ -1,12 +1,14 @@
 // The agent's work as it is now: the commits since the sandbox's starting commit and the
 // diff of /workspace against it, committed or not, read with git inside the sandbox
 // (hooks, fsmonitor, external diff and textconv off). Bringing it into the host
-// repository is `paddock sync`, which runs git on the host.
+// repository is a sync and a merge, which run git on the host: the Sync and Merge buttons
+// ask the daemon to run them (POST .../sync and .../merge, the same plan and refusals as
+// `paddock merge`) when the daemon's machine holds the sandbox's host repository.
 import { useEffect, useState } from 'preact/hooks';
-import { run } from './api.js';
+import { api, run, sandboxPath } from './api.js';
 import { urls } from './router.jsx';
 import { sandbox, useStore } from './store.js';
-import { Bar, ErrorText } from './ui.jsx';
+import { Action, Bar, ErrorText } from './ui.jsx';
 
 const git = ['git', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external=', '-c', 'color.ui=false'];
 
@@ -78,6 +80,7 @@ export function Changes({ sb: name }) {
         </button>
       </Bar>
       <main>
+        {sb && <GitActions sb={sb} running={running} onDone={() => setTick((n) => n + 1)} />}
         {sb && !running && <p class="muted">Start the sandbox to see its changes.</p>}
         {sb && !base && <p class="muted">This sandbox has no starting commit to compare with.</p>}
         <ErrorText err={err} />
@@ -140,5 +143,107 @@ function FileDiff({ f }) {
         </pre>
       )}
     </details>
+  );
+}
+
+/** How many commits and files, in words. */
+const counts = (p) =>
+  `${p.commits.length} commit${p.commits.length === 1 ? '' : 's'}, ${(p.files || []).length} file${(p.files || []).length === 1 ? '' : 's'}`;
+
+/**
+ * Sync and Merge, run by the daemon in the sandbox's host repository. Merge first shows
+ * the plan (commits, files, fast-forward or merge commit, the files that run code on the
+ * host once merged) and merges only on a second press.
+ */
+function GitActions({ sb, running, onDone }) {
+  const [note, setNote] = useState('');
+  const [plan, setPlan] = useState(null);
+  if (!sb.source_path) {
+    return (
+      <p class="muted small git-actions">
+        No Sync or Merge here: they run git in the sandbox's host repository, and this daemon's machine does not hold
+        it (the sandbox was made from another machine). Run <code>paddock merge {sb.name}</code> in your clone.
+      </p>
+    );
+  }
+  const post = (what, body) => api('POST', `${sandboxPath(sb.name)}/${what}`, body);
+  const sync = async () => {
+    setPlan(null);
+    const r = await post('sync', {});
+    const n = (r.updates || []).length;
+    setNote(n === 0 ? 'Synced: nothing new.' : `Synced: ${n} ref${n === 1 ? '' : 's'} updated in the host repository.`);
+    onDone();
+  };
+  const check = async () => {
+    setNote('');
+    const p = await post('merge', { check: true });
+    if (p.commits.length === 0) {
+      setPlan(null);
+      setNote(`${p.into} already has everything on ${p.branch}: nothing to merge.` + (p.uncommitted ? ' (Uncommitted work in the sandbox is not merged.)' : ''));
+      return;
+    }
+    setPlan(p);
+  };
+  const merge = async () => {
+    const a = await post('merge', { branch: plan.branch, yes: (plan.runs_on_host || []).length > 0 });
+    if (a.needs_yes) {
+      setPlan(a);
+      return;
+    }
+    setPlan(null);
+    setNote(
+      `Merged ${a.branch} into ${a.into} (${a.fast_forward ? 'fast-forward' : 'merge commit'}, ${counts(a)}). ` +
+        `To undo, on the host: git reset --hard ${a.head.slice(0, 12)}`,
+    );
+    onDone();
+  };
+  return (
+    <section class="card git-actions">
+      <p>
+        <Action run={sync} disabled={!running} class="small">
+          Sync
+        </Action>{' '}
+        <Action run={check} disabled={!running} class="small">
+          Merge…
+        </Action>
+      </p>
+      {note && <p class="small git-note">{note}</p>}
+      {plan && (
+        <div class="merge-plan">
+          <p>
+            Merge <span class="mono">{plan.branch}</span> into <span class="mono">{plan.into}</span> in {sb.source_path}:{' '}
+            {plan.fast_forward ? 'a fast-forward' : 'a merge commit'}, {counts(plan)}.
+          </p>
+          <ul class="plain">
+            {plan.commits.map((c) => (
+              <li key={c} class="mono small">
+                {c}
+              </li>
+            ))}
+          </ul>
+          {(plan.runs_on_host || []).length > 0 && (
+            <div class="error merge-warning" role="alert">
+              These files run code on the daemon's machine once merged; read them first:
+              <ul class="plain">
+                {plan.runs_on_host.map((h) => (
+                  <li key={h.path} class="mono small">
+                    {h.path} ({h.why})
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
+          {plan.uncommitted && <p class="muted small">Uncommitted work in the sandbox is not merged.</p>}
+          <p>
+            <Action run={merge} class="small">
+              {(plan.runs_on_host || []).length > 0 ? 'Merge anyway' : `Merge into ${plan.into}`}
+            </Action>{' '}
+            <button type="button" class="small" onClick={() => setPlan(null)}>
+              Cancel
+            </button>
+          </p>
+        </div>
+      )}
+    </section>
   );
 }
