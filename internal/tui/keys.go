@@ -21,6 +21,7 @@ var keyHelp = [][2]string{
 	{"n", "new session"},
 	{"R", "restart: start a stopped sandbox, resume the session's conversation"},
 	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
+	{"M", "merge the sandbox's branch into the host repo's current branch (says what and asks first)"},
 	{"D", "the sandbox's diff against where it started"},
 	{"m", "send the session a one-line message without attaching"},
 	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
@@ -31,7 +32,7 @@ var keyHelp = [][2]string{
 	{"q ctrl-c", "quit"},
 }
 
-const footerKeys = "enter attach · n new · R restart · s sync · D diff · m message · f fork · x stop · d delete · / filter · ? help · q quit"
+const footerKeys = "enter attach · n new · R restart · s sync · M merge · D diff · m message · f fork · x stop · d delete · / filter · ? help · q quit"
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := msg.String()
@@ -162,6 +163,8 @@ func (m *Model) listKey(k string) tea.Cmd {
 		return m.restart(r)
 	case "s":
 		return m.runCLI("syncing "+r.sandbox, "sync "+r.sandbox, r.sandbox, "sync", r.sandbox)
+	case "M":
+		return m.askMerge(r.sandbox)
 	case "D":
 		return m.runCLI("diffing "+r.sandbox, "diff "+r.sandbox, r.sandbox, "diff", r.sandbox)
 	case "x":

@@ -136,6 +136,8 @@ type (
 		title   string
 		pager   string
 		refresh []string
+		// ask, when set, is a question to put next (a merge planned, to confirm).
+		ask *confirmation
 	}
 	tickMsg   time.Time
 	screenMsg struct {
@@ -451,6 +453,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.pager != "" || msg.title != "" {
 			m.openPager(msg.title, msg.pager)
+		}
+		if msg.ask != nil && msg.err == nil {
+			m.confirm, m.mode = *msg.ask, modeConfirm
 		}
 		return m, tea.Batch(cmds...)
 	case dialogResultMsg:
