@@ -287,7 +287,18 @@ func (s *Service) firstPrompt(ctx context.Context, t *target, sandboxName, promp
 		return apperr.Conflict(fmt.Sprintf("see its screen with `paddock chat %s/%s`", sandboxName, t.se.Name),
 			"session %s/%s %s before its first prompt could be sent", sandboxName, t.se.Name, st)
 	}
+	// Busy from now, as with a message asked through chat --non-interactive: a listing
+	// right after `up --prompt` says working until the agent's hook ends the turn, not
+	// idle while the agent is still taking the prompt in (and so nothing to merge yet).
+	if t.agent.Status.Idle {
+		if err := setStatus(ctx, t.client, t.se.Name, "working"); err != nil {
+			return err
+		}
+	}
 	if err := s.Send(ctx, sandboxName, t.se.Name, prompt); err != nil {
+		if t.agent.Status.Idle {
+			setStatus(context.WithoutCancel(ctx), t.client, t.se.Name, "idle")
+		}
 		return fmt.Errorf("session %s/%s started, but its first prompt was not sent (%s): %w", sandboxName, t.se.Name, retry, err)
 	}
 	return nil
