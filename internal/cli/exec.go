@@ -14,6 +14,8 @@ type execOptions struct {
 	tty  bool
 	env  []string
 	dir  string
+	// shell is `paddock shell`: its own failures exit by kind, not 125.
+	shell bool
 }
 
 func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cobra.Command {
@@ -54,7 +56,7 @@ func newCmdShell(f *Factory, runF func(context.Context, *execOptions) error) *co
 		Short: "Open an interactive shell in a sandbox (exec -t NAME -- bash)",
 		Args:  exactArgs(1, "one sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &execOptions{name: args[0], argv: []string{"bash", "-l"}, tty: true}
+			opts := &execOptions{name: args[0], argv: []string{"bash", "-l"}, tty: true, shell: true}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -66,12 +68,19 @@ func newCmdShell(f *Factory, runF func(context.Context, *execOptions) error) *co
 func runExec(ctx context.Context, f *Factory, opts *execOptions) error {
 	c, err := f.Client(ctx)
 	if err != nil {
+		if opts.shell {
+			return err
+		}
 		return withExecCode(err)
 	}
-	e := front.Exec{Name: opts.name, Argv: opts.argv, Env: opts.env, Dir: opts.dir, TTY: opts.tty}
+	e := front.Exec{Name: opts.name, Argv: opts.argv, Env: opts.env, Dir: opts.dir, TTY: opts.tty, Shell: opts.shell}
 	code, err := front.RunExec(ctx, c.Client, front.Streams{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, e)
 	// The process's code, or exec's own failure said and mapped as the lean front does.
-	if code := front.ExecExit(f.IO.ErrOut, code, err); code != 0 {
+	exit := front.ExecExit
+	if opts.shell {
+		exit = front.ShellExit
+	}
+	if code := exit(f.IO.ErrOut, code, err); code != 0 {
 		return &exitError{code}
 	}
 	return nil

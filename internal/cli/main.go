@@ -160,6 +160,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdDaemon(f),
 		newCmdGuest(f),
 	)
+	settleGroups(root)
 	return root
 }
 

@@ -159,6 +159,10 @@ func TestFrontAnswersAsTheFullProgram(t *testing.T) {
 	if _, errOut, code := h.run("paddock", "", "exec", "nosuch", "true"); code != 125 || !strings.Contains(errOut, `no sandbox named "nosuch"`) || !strings.Contains(errOut, "hint: ") {
 		t.Errorf("exec in no sandbox: %q exit %d, want the daemon's error with its hint, exit 125", errOut, code)
 	}
+	// shell is no exec for scripts: a sandbox not found exits 3, as everywhere else.
+	if _, errOut, code := h.run("paddock", "", "shell", "nosuch"); code != 3 || !strings.Contains(errOut, `no sandbox named "nosuch"`) {
+		t.Errorf("shell in no sandbox: %q exit %d, want the daemon's error, exit 3", errOut, code)
+	}
 	if out, _, _ := h.run("paddock", "", "exec", "-t", "r", "--", "sh", "-c", "echo $TERM; stty size"); out != "xterm-256color\r\n24 80\r\n" {
 		t.Errorf("exec -t with no terminal here: %q, want xterm-256color and 24 80", out)
 	}

@@ -22,6 +22,9 @@ type Exec struct {
 	Env  []string
 	Dir  string
 	TTY  bool
+	// Shell is `paddock shell`: an interactive shell, whose own failures (no such
+	// sandbox) exit as every other command's do, not with ExecFailed.
+	Shell bool
 }
 
 // ExecFailed is exec's exit code for its own failures, distinct from the process's (as
@@ -89,6 +92,17 @@ func ExecExit(w io.Writer, code int, err error) int {
 		return 127
 	}
 	return ExecFailed
+}
+
+// ShellExit is ExecExit for `paddock shell`: a failure of the command itself exits by
+// its kind (3 for a sandbox not found), as every command but exec does; exec keeps
+// ExecFailed so that a script tells its own failure from the process's code.
+func ShellExit(w io.Writer, code int, err error) int {
+	if err == nil || code == 127 {
+		return ExecExit(w, code, err)
+	}
+	Report(w, err)
+	return CodeOf(err)
 }
 
 // Report writes an error as the user sees it: "paddock: MESSAGE" and, when it has one,

@@ -78,6 +78,9 @@ func Main() int {
 		// says why it cannot be reached.
 		return handOver(os.Args)
 	}
+	if l.exec.Shell {
+		return ShellExit(os.Stderr, code, err)
+	}
 	return ExecExit(os.Stderr, code, err)
 }
 
@@ -260,7 +263,7 @@ func parse(args []string) (l line, ok bool) {
 		if len(p.args) != 1 || strings.HasPrefix(p.args[0], "-") {
 			return l, false
 		}
-		return line{context: p.context, exec: Exec{Name: p.args[0], Argv: []string{"bash", "-l"}, TTY: true}}, true
+		return line{context: p.context, exec: Exec{Name: p.args[0], Argv: []string{"bash", "-l"}, TTY: true, Shell: true}}, true
 	case "exec":
 		e, ok := p.exec()
 		return line{context: p.context, exec: e}, ok
