@@ -33,6 +33,8 @@ type MergeOptions struct {
 	Yes bool `json:"yes,omitempty"`
 	// Check only plans the merge.
 	Check bool `json:"check,omitempty"`
+	// Commit, when set, is the commit the plan shown merged (gitsync.MergeRequest.Expect).
+	Commit string `json:"commit,omitempty"`
 }
 
 // MergeAnswer is the daemon's merge: its plan, and whether it ran.
@@ -93,7 +95,7 @@ func (s *Syncer) Merge(ctx context.Context, sb store.Sandbox, opts MergeOptions)
 		return MergeAnswer{}, err
 	}
 	g := &gitsync.Git{Repo: sb.SourcePath}
-	plan, err := g.PlanMerge(ctx, gitsync.MergeRequest{Sandbox: sb.Name, Base: sb.BaseCommit, Branch: opts.Branch, Current: current, WIP: opts.WIP})
+	plan, err := g.PlanMerge(ctx, gitsync.MergeRequest{Sandbox: sb.Name, Base: sb.BaseCommit, Branch: opts.Branch, Current: current, WIP: opts.WIP, Expect: opts.Commit})
 	if err != nil {
 		return MergeAnswer{}, err
 	}

@@ -17,6 +17,7 @@ import (
 
 type mergeOptions struct {
 	name, branch string
+	expect       string
 	wip, yes     bool
 	check, json  bool
 }
@@ -60,6 +61,7 @@ git config defines: that program would run on the sandbox's files. Merge such wo
 	cmd.Flags().BoolVar(&opts.wip, "wip", false, "merge the branch's uncommitted work in the sandbox too")
 	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "merge without asking, even when files that run code on this machine change")
 	cmd.Flags().BoolVar(&opts.check, "check", false, "sync and say what would be merged, merging nothing")
+	cmd.Flags().StringVar(&opts.expect, "commit", "", "merge only if the branch is still at this `COMMIT` (the one --check showed); refused (exit 4) if it moved")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the merge (or with --check, the plan) as JSON")
 	return cmd
 }
@@ -89,7 +91,7 @@ func runMerge(ctx context.Context, f *Factory, opts *mergeOptions) error {
 	if !opts.json {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: synced %s: %s\n", sb.Name, syncSummary(res))
 	}
-	plan, err := g.PlanMerge(ctx, gitsync.MergeRequest{Sandbox: sb.Name, Base: sb.BaseCommit, Branch: opts.branch, Current: current, WIP: opts.wip})
+	plan, err := g.PlanMerge(ctx, gitsync.MergeRequest{Sandbox: sb.Name, Base: sb.BaseCommit, Branch: opts.branch, Current: current, WIP: opts.wip, Expect: opts.expect})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type MergeRequest struct {
 	Current string
 	// WIP merges the branch's uncommitted work too (its WIP commit on top of it).
 	WIP bool
+	// Expect, when set, is the commit the user was shown: a branch that has moved since
+	// is refused (exit 4), so that what is merged is what was shown, warnings included.
+	Expect string
 }
 
 // MergePlan is what a merge would do, worked out before anything changes.
@@ -148,6 +151,9 @@ func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error
 		}
 	}
 	p.Commit = refs[p.Ref]
+	if req.Expect != "" && !strings.HasPrefix(p.Commit, req.Expect) {
+		return p, apperr.Conflict("look at it again, then merge", "the agent's %s moved since it was shown (now %s, shown %s)", p.Branch, Short(p.Commit), Short(req.Expect))
+	}
 	log, err := g.Run(ctx, "log", "--no-show-signature", "--format=%h %s", "--end-of-options", p.Head+".."+p.Commit)
 	if err != nil {
 		return p, err

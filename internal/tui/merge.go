@@ -16,6 +16,7 @@ import (
 type mergePlan struct {
 	Branch      string   `json:"branch"`
 	Ref         string   `json:"ref"`
+	Commit      string   `json:"commit"`
 	Into        string   `json:"into"`
 	Commits     []string `json:"commits"`
 	Files       []string `json:"files"`
@@ -56,8 +57,10 @@ func (m *Model) askMerge(sb string) tea.Cmd {
 			return doneMsg{info: info, refresh: []string{sb}}
 		}
 		return doneMsg{info: "merge of " + sb + " planned", refresh: []string{sb}, ask: &confirmation{
-			text:   mergeQuestion(sb, p),
-			action: func() tea.Cmd { return m.runCLI("merging "+sb, "merge "+sb, sb, "merge", sb, "--yes") },
+			text: mergeQuestion(sb, p),
+			action: func() tea.Cmd {
+				return m.runCLI("merging "+sb, "merge "+sb, sb, "merge", sb, p.Branch, "--commit", p.Commit, "--yes")
+			},
 		}}
 	})
 }

@@ -14,11 +14,11 @@ func TestMergeAsksFirst(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
 	count := filepath.Join(t.TempDir(), "count")
-	plan := `{"branch":"main","ref":"refs/paddock/api/main","into":"trunk","commits":["abc add x"],"files":["A\tx","M\tMakefile"],` +
+	plan := `{"branch":"main","ref":"refs/paddock/api/main","commit":"c0ffee","into":"trunk","commits":["abc add x"],"files":["A\tx","M\tMakefile"],` +
 		`"fast_forward":true,"runs_on_host":[{"ref":"refs/paddock/api/main","path":"Makefile","why":"make runs its recipes"}],"uncommitted":true}`
 	cmds := &commandLog{scripts: map[string]string{
 		"merge": `n=$(($(cat ` + count + ` 2>/dev/null || echo 0) + 1)); echo $n > ` + count + `
-if [ $n -ge 3 ]; then echo "paddock: merged api's main into trunk (fast-forward from 0123)" >&2; else echo '` + plan + `'; fi`,
+if [ $n -ge 3 ]; then echo "paddock: merged api's main into trunk (fast-forward from 0123)" >&2; else printf '%s\n' '` + plan + `'; fi`,
 	}}
 	u := startTUI(t, f, cmds, 200, 16)
 	u.waitFor("fix-auth")
@@ -34,7 +34,7 @@ if [ $n -ge 3 ]; then echo "paddock: merged api's main into trunk (fast-forward 
 	u.waitFor("Merge api's main into trunk")
 	u.press("y")
 	u.waitFor("merged api's main into trunk (fast-forward from 0123)")
-	if got := cmds.log(); !slices.Equal(got, []string{"merge api --check --json", "merge api --check --json", "merge api --yes"}) {
+	if got := cmds.log(); !slices.Equal(got, []string{"merge api --check --json", "merge api --check --json", "merge api main --commit c0ffee --yes"}) {
 		t.Fatalf("commands run: %q", got)
 	}
 }

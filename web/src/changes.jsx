@@ -185,7 +185,7 @@ function GitActions({ sb, running, onDone }) {
     setPlan(p);
   };
   const merge = async () => {
-    const a = await post('merge', { branch: plan.branch, yes: (plan.runs_on_host || []).length > 0 });
+    const a = await post('merge', { branch: plan.branch, commit: plan.commit, yes: (plan.runs_on_host || []).length > 0 });
     if (a.needs_yes) {
       setPlan(a);
       return;
