@@ -200,10 +200,10 @@ function GitActions({ sb, running, onDone }) {
   return (
     <section class="card git-actions">
       <p>
-        <Action run={sync} disabled={!running} class="small">
+        <Action run={sync} disabled={!running} class="small" data-git="sync">
           Sync
         </Action>{' '}
-        <Action run={check} disabled={!running} class="small">
+        <Action run={check} disabled={!running} class="small" data-git="check">
           Merge…
         </Action>
       </p>
@@ -235,10 +235,10 @@ function GitActions({ sb, running, onDone }) {
           )}
           {plan.uncommitted && <p class="muted small">Uncommitted work in the sandbox is not merged.</p>}
           <p>
-            <Action run={merge} class="small">
+            <Action run={merge} class="small" data-git="merge">
               {(plan.runs_on_host || []).length > 0 ? 'Merge anyway' : `Merge into ${plan.into}`}
             </Action>{' '}
-            <button type="button" class="small" onClick={() => setPlan(null)}>
+            <button type="button" class="small" data-git="cancel" onClick={() => setPlan(null)}>
               Cancel
             </button>
           </p>
