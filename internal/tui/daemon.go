@@ -190,6 +190,9 @@ func (m *Model) readTranscript(sb, name string) tea.Cmd {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		entries, err := d.Transcript(cctx, sb, name)
+		if isNotFound(err) {
+			err = nil // no conversation yet (a session starting): nothing to show, no error
+		}
 		return transcriptMsg{key: sb + "/" + name, entries: entries, err: err}
 	}
 }

@@ -205,7 +205,12 @@ func (f *fakeDaemon) publish(ev events.Event) {
 func (f *fakeDaemon) Transcript(ctx context.Context, sb, name string) ([]transcript.Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.transcript[sb+"/"+name], nil
+	entries, ok := f.transcript[sb+"/"+name]
+	if !ok {
+		// As the daemon answers for a session whose agent has written none yet.
+		return nil, apperr.NotFound("", "session %q has no transcript paddock can read (agent claude)", name)
+	}
+	return entries, nil
 }
 
 func (f *fakeDaemon) Start(ctx context.Context, name string) (sandbox.Info, error) {

@@ -241,7 +241,12 @@ func (m *Model) restart(r row) tea.Cmd {
 			done.err = fmt.Errorf("restart %s/%s: %w", sb, name, err)
 			return done
 		}
-		done.info = fmt.Sprintf("%s/%s resumed: %s", sb, name, info.Status)
+		// The row shows the status as it changes; the info line says only what stays
+		// true ("resumed: starting" stayed there after the row said idle).
+		done.info = fmt.Sprintf("%s/%s resumed", sb, name)
+		if info.Status == "exited" || info.Status == "error" {
+			done.info += ", then " + info.Status
+		}
 		return done
 	})
 }

@@ -127,6 +127,20 @@ func TestFilterKeepsMatchingSessions(t *testing.T) {
 	u.waitFor("fix-auth")
 }
 
+// TestPreviewOfAStartingSession: a session whose agent has written no conversation yet
+// is previewed as having none, not with the daemon's "no transcript" error.
+func TestPreviewOfAStartingSession(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fresh", Agent: "claude", Status: "starting"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("fresh")
+	u.press("down", "down")
+	s := u.waitFor("(no conversation yet)")
+	if strings.Contains(s, "no transcript") {
+		t.Errorf("the preview of a starting session reads as an error:\n%s", s)
+	}
+}
+
 func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
@@ -137,6 +151,13 @@ func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 	s := u.waitFor("api/fix-auth resumed")
 	if l := lineWith(s, "fix-auth "); !strings.Contains(l, "working") {
 		t.Errorf("after R the session is not shown working: %q", l)
+	}
+	// The status moves on; nothing on the screen still says the one of the moment R ran.
+	f.publish(events.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
+		Detail: "fix-auth is idle", Attrs: map[string]string{"status": "idle"}})
+	s = u.waitFor("idle")
+	if strings.Contains(s, "resumed: working") {
+		t.Errorf("after the session went idle, the info line still gives its old status:\n%s", s)
 	}
 }
 
