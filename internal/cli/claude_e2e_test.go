@@ -303,6 +303,11 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	waitUntil(t, slow*30*time.Second, "the session to go idle", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
+	// Claude Code started and worked a turn without asking for a host of its own: no
+	// update, no plugin marketplace (downloads.claude.ai) left for the user to review.
+	if denials := must("", "net", "denials", "--sandbox", "repo"); strings.Contains(denials, "claude.ai") {
+		t.Fatalf("Claude Code asked for a host of Anthropic's besides the model's:\n%s", denials)
+	}
 	if model.Key() != realKey {
 		t.Fatalf("the model server got key %q, want the real one", model.Key())
 	}
@@ -347,6 +352,10 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	shown := must("", "transcript", "repo/claude")
 	if strings.ContainsRune(shown, 0x1b) || !strings.Contains(shown, `retitle \x1b]0;pwned\x07 now`) {
 		t.Fatalf("transcript printed the sandbox's control characters as they are:\n%q", shown)
+	}
+	// The tool call reads as Claude made it, without the JSON escapes of < > &.
+	if !regexp.MustCompile(`(?m)^tool_call +Bash .*id -un > /workspace/whoami.txt && pwd`).MatchString(shown) || strings.Contains(shown, `\u00`) {
+		t.Fatalf("transcript shows the tool call with JSON escapes:\n%s", shown)
 	}
 	// One conversation: the session itself took those questions, so the next message
 	// typed into it reaches the model after the typed turn and the questions, with their

@@ -25,16 +25,24 @@ var Agent = &agents.Agent{
 	Resume:    []string{"--resume", "{id}"},
 	Fork:      []string{"--resume", "{from}", "--fork-session", "--session-id", "{id}"},
 	ChoosesID: true,
-	Env:       []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
-	Files:     files,
-	Memory:    inside.Home + "/.claude/CLAUDE.md",
+	// No update, no telemetry, and no fetch of Anthropic's plugin marketplace at start
+	// (from downloads.claude.ai, a denial on every new sandbox otherwise).
+	Env:    []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1"},
+	Files:  files,
+	Memory: inside.Home + "/.claude/CLAUDE.md",
 
 	// The working directory with every "/" made "-", then the session id.
 	State:      []string{"{home}/.claude/projects"},
 	Transcript: "{home}/.claude/projects/{dir-}/{id}.jsonl",
 	Parse:      transcript.ParseClaude,
-	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification, Stop, StopFailure"},
+	Status:     agents.Status{Ready: true, Idle: true, Source: "its hooks: SessionStart, UserPromptSubmit, Notification (a permission, question or plan waiting for an answer), Stop, StopFailure"},
 }
+
+// NeedsAnswer matches the kinds of Claude Code's Notification hook (its
+// notification_type) that wait for the user's answer: a permission, which is also how
+// a question (AskUserQuestion) and a plan to approve (ExitPlanMode) ask, and an MCP
+// server's request. Claude Code takes a matcher of names and "|" as a list of exact names.
+const NeedsAnswer = "permission_prompt|worker_permission_prompt|elicitation_dialog|elicitation_url_dialog|agent_needs_input"
 
 // files skip every dialog Claude Code shows before its prompt in a fresh home: onboarding,
 // "use this API key?", folder trust and the bypass-permissions warning; and install the
@@ -59,8 +67,12 @@ func files(s agents.Session) []agents.File {
 			"hooks": map[string]any{
 				"SessionStart":     hook("idle"),
 				"UserPromptSubmit": hook("working"),
-				"Notification":     hook("waiting"),
-				"Stop":             hook("idle"),
+				// Only a notification that something waits for the user's answer
+				// (a permission, a question, a plan to approve, an MCP server's
+				// request) makes waiting; "Claude is waiting for your input" a minute
+				// after a finished turn (idle_prompt) leaves the status as it is.
+				"Notification": []any{agents.Hook("waiting", NeedsAnswer, 0)},
+				"Stop":         hook("idle"),
 				// A turn that fails (an API error Claude Code gave up on) runs
 				// StopFailure, not Stop: the agent is back at its prompt.
 				"StopFailure": hook("idle"),

@@ -63,7 +63,10 @@ func files(s agents.Session) []agents.File {
 			"hooksConfig": map[string]any{"notifications": false},
 			// A Gemini that starts cleans up the project's chats it finds no messages in,
 			// which deleted the chat of another session just started in the same sandbox.
-			"general": map[string]any{"sessionRetention": map[string]any{"enabled": false}},
+			// Nor does it look for a newer version (on npm's registry) or install one:
+			// the sandbox's image pins it.
+			"general": map[string]any{"sessionRetention": map[string]any{"enabled": false},
+				"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 		}},
 		{Path: inside.Home + "/.gemini/trustedFolders.json", Mode: 0o600, Merge: map[string]any{s.Dir: "TRUST_FOLDER"}},
 	}
