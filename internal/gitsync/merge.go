@@ -158,7 +158,7 @@ func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error
 	if err != nil {
 		return p, err
 	}
-	p.Commits = lines(log)
+	p.Commits, p.Files = append([]string{}, lines(log)...), []string{} // [] in JSON, not null
 	if p.UpToDate() {
 		return p, nil
 	}
@@ -175,7 +175,7 @@ func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error
 	if err != nil {
 		return p, err
 	}
-	p.Files = lines(files)
+	p.Files = append(p.Files, lines(files)...)
 	p.RunsOnHost = append([]HostCode{}, g.RunsOnHost(ctx, Result{Updates: []Update{{Ref: p.Ref, Old: from, New: p.Commit, Files: p.Files}}}, from)...)
 	if err := g.checkDrivers(ctx, p, from); err != nil {
 		return p, err
