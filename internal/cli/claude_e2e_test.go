@@ -367,10 +367,6 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	waitUntil(t, slow*20*time.Second, "the typed turn in the transcript", func() bool {
 		return strings.Contains(must("", "transcript", "repo/claude"), "ECHO: typed after the questions")
 	})
-	// The tool call reads as Claude made it, without the JSON escapes of < > &.
-	if !regexp.MustCompile(`(?m)^tool_call +Bash .*id -un > /workspace/whoami.txt && pwd`).MatchString(shown) || strings.Contains(shown, `\u00`) {
-		t.Fatalf("transcript shows the tool call with JSON escapes:\n%s", shown)
-	}
 
 	// Kill the agent's process: the session shows exited; restart resumes the conversation.
 	// (SIGKILL: under gVisor's 2022 runsc, Claude Code heeds neither SIGTERM nor SIGHUP.)
