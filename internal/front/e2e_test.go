@@ -340,6 +340,7 @@ func TestFrontSync(t *testing.T) {
 	if out, _, code := h.run("paddock", "", "sync", "r"); code != 0 || !strings.Contains(out, "refs/paddock/r/wip (updated): 1 commit(s), 1 file(s)") || !strings.Contains(out, "A\tb.txt") {
 		t.Errorf("sync after a diff: %q exit %d, want the uncommitted work reported", out, code)
 	}
+	h.run("paddock-full", "", "exec", "r", "--", "rm", "b.txt")
 	if _, errOut, code := same("no such sandbox", "sync", "nosuch"); code != 3 || !strings.Contains(errOut, `no sandbox named "nosuch"`) {
 		t.Errorf("sync of no sandbox: %q exit %d, want not found, exit 3", errOut, code)
 	}
