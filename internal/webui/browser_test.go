@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,12 +166,18 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// waitFor waits until the JavaScript expression is true, failing with what after 30 s.
+// waitFor waits until the JavaScript expression is true, failing with what after a minute.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
 	// A minute: a real agent CLI's turn, on 2 cores shared with the rest of the suite
 	// (a Kubernetes cluster among it), took over 30 s once.
-	deadline := time.Now().Add(60 * time.Second)
+	b.waitOr(what, expr, time.Minute, nil)
+}
+
+// waitOr is waitFor for as long as within, that, failing, shows what diag says too.
+func (b *browser) waitOr(what, expr string, within time.Duration, diag func() string) {
+	b.t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		// An error is a page still loading (or navigating away): try again.
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
@@ -178,6 +185,9 @@ func (b *browser) waitFor(what, expr string) {
 			return
 		}
 		if time.Now().After(deadline) {
+			if diag != nil {
+				b.t.Fatalf("waiting for %s (%s): %v\n%s", what, expr, err, diag())
+			}
 			b.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, b.text("body"))
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -312,7 +322,30 @@ func TestBrowser(t *testing.T) {
 	login := d.web()
 
 	b := newBrowser(t, chrome)
+	b.trace()
 	b.do(chromedp.Navigate(login))
+	// The sign-in page has the UI's look: a button a thumb hits, commands shown as code.
+	// Before signing in, the browser has no cookie: the manifest (what "Add to Home
+	// Screen" reads) and its icon come without one.
+	b.waitFor("the sign-in page's look", `getComputedStyle(document.querySelector('form[action="/login"] button')).backgroundColor === 'rgb(31, 111, 92)' && !!document.querySelector('p code') && !document.body.innerText.includes('`+"`"+`')`)
+	b.smallTargets("the sign-in page")
+	b.fits("the sign-in page")
+	b.shot("sign-in")
+	base := login[:strings.Index(login, "/login?")]
+	manifest := getJSON[struct {
+		Name  string `json:"name"`
+		Icons []struct {
+			Src string `json:"src"`
+		} `json:"icons"`
+	}](t, base+"/manifest.webmanifest")
+	if manifest.Name != "paddock" || len(manifest.Icons) == 0 {
+		t.Fatalf("the manifest without a cookie: %+v", manifest)
+	}
+	if resp, err := http.Get(base + manifest.Icons[0].Src); err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Fatalf("the manifest's icon without a cookie: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	b.tap(`form[action="/login"] button`)
 
 	// The list: the sandbox and its session, with its status, live.
@@ -398,6 +431,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("no allow rule for example.com after the tap: %+v", rules)
 	}
 	b.fits("the sandbox")
+	b.smallTargets("the sandbox")
 	b.shot("sandbox")
 
 	// Changes: the agent's commits and diff, read with git inside the sandbox.
@@ -422,13 +456,47 @@ func TestBrowser(t *testing.T) {
 	b.waitFor("the conversation screen", `!!document.querySelector('.sendbox textarea')`)
 	b.typeIn(".sendbox textarea", "RUN: echo hello from the phone > /workspace/phone.txt")
 	b.tap(`.sendbox button[type="submit"]`)
-	b.waitFor("the tool call and the answer", `!!document.querySelector('.tool[data-tool="Bash"] .mark.done') && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('DONE:'))`)
+	b.waitOr("the tool call and the answer", `!!document.querySelector('.tool[data-tool="Bash"] .mark.done') && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('DONE:'))`, time.Minute,
+		func() string { return d.conversationState(b, "repo", "claude") })
 	b.waitFor("the prompt", `[...document.querySelectorAll('.msg.user')].some(e => e.textContent.includes('RUN: echo hello from the phone'))`)
 	if code := d.inside("grep", "-q", "hello from the phone", "/workspace/phone.txt"); code != 0 {
 		t.Fatal("the tool did not run in the sandbox")
 	}
 	b.fits("the conversation")
+	b.smallTargets("the conversation")
 	b.shot("conversation")
+
+	// An agent's hooks may report its turn over before it has written the turn's last
+	// lines (Claude Code's Stop hook runs before its transcript is flushed): the page
+	// reads the transcript again over the seconds after, and shows what came late.
+	notify := func(status string) {
+		if code := d.inside("/opt/paddock/bin/paddock", "guest", "notify", "--session", "claude", "--status", status); code != 0 {
+			t.Fatalf("guest notify: exit %d", code)
+		}
+	}
+	said := func(text string) string {
+		return `[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('` + text + `'))`
+	}
+	notify("working")
+	b.waitFor("the working status", `!!document.querySelector('.bar [data-status="working"]')`)
+	notify("idle")
+	b.waitFor("the idle status", `!!document.querySelector('.bar [data-status="idle"]')`)
+	time.Sleep(1500 * time.Millisecond)
+	d.appendAnswer("repo", "claude", "LATE: written after the hook")
+	// Within 15 s: Claude Code's own Notification hook reports the session waiting a
+	// minute after its turn, which would show it anyway, a minute late.
+	b.waitOr("the answer written after the hook", said("LATE: written after the hook"), 15*time.Second, func() string { return d.conversationState(b, "repo", "claude") })
+	// The session's events lost (a phone whose stream died unseen): the page, shown
+	// again, reads the transcript again.
+	eval[any](b, `sessionStorage.setItem('drop-session', 'claude')`)
+	b.do(chromedp.Reload())
+	b.waitFor("the conversation again", said("LATE: written after the hook"))
+	notify("working")
+	d.appendAnswer("repo", "claude", "LATE: its events lost")
+	notify("idle")
+	eval[any](b, `document.dispatchEvent(new Event('visibilitychange'))`)
+	b.waitOr("the answer whose events were lost, once the page is shown again", said("LATE: its events lost"), 15*time.Second, func() string { return d.conversationState(b, "repo", "claude") })
+	eval[any](b, `sessionStorage.removeItem('drop-session')`)
 
 	// What the conversation cost, an estimate, on the list: the sandbox's and the session's.
 	b.do(chromedp.Navigate(strings.Replace(login, "/login?", "/?", 1)))
@@ -437,4 +505,14 @@ func TestBrowser(t *testing.T) {
 		const se = document.querySelector('[data-sandbox="repo"] [data-session="claude"] .cost');
 		return !!sb && !!se && /~\$/.test(sb.textContent) && /~\$/.test(se.textContent) && /model calls/.test(se.title);
 	})()`)
+	// However narrow its line, a cost is not cut in two ("~" above "<$0.01").
+	if lines := eval[[]int](b, `(() => {
+		const card = document.querySelector('[data-sandbox="repo"]');
+		card.style.width = '60px';
+		const lines = [...card.querySelectorAll('.cost')].map(e => new Set([...e.getClientRects()].map(r => Math.round(r.top))).size);
+		card.style.width = '';
+		return lines;
+	})()`); len(lines) != 2 || lines[0] != 1 || lines[1] != 1 {
+		t.Errorf("the costs on a narrow card take %v lines each, want 1 each", lines)
+	}
 }

@@ -1,13 +1,19 @@
 // A session's conversation, from its transcript: your messages, the agent's answers,
-// each tool call folded with its result, and the files it changed. It reloads when the
-// session's status changes, and every few seconds while the agent works.
+// each tool call folded with its result, and the files it changed. It reloads on the
+// sandbox's events, every few seconds while the agent works, a few times over the
+// seconds after the session's status changes (an agent's hooks report its turn over
+// before it has written the turn's last lines), and when the event stream comes back or
+// the page is shown again (events may have been lost meanwhile).
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, sessionPath } from './api.js';
-import { onEvent } from './events.js';
+import { onCatchUp, onEvent } from './events.js';
 import { Link, urls } from './router.jsx';
 import { SessionActions } from './sandbox.jsx';
 import { refreshSessions, session, useStore } from './store.js';
 import { Bar, ErrorText, Status } from './ui.jsx';
+
+/** When the transcript is read again after a status change, in ms from the change. */
+const SETTLE_MS = [200, 1000, 2500, 5000, 10000];
 
 export function Conversation({ sb, name }) {
   useStore();
@@ -16,29 +22,44 @@ export function Conversation({ sb, name }) {
   const [err, setErr] = useState(null);
   const list = useRef(null);
   const stick = useRef(true);
+  const settleRef = useRef(null);
 
   useEffect(() => {
     let alive = true;
     let timer = null;
+    const later = [];
+    // Reads may answer out of order: an older read's answer never replaces a newer one's.
+    let started = 0;
+    let shown = 0;
     const load = async () => {
+      const n = ++started;
       try {
         const e = await api('GET', `${sessionPath(sb, name)}/transcript`);
-        if (alive) {
+        if (alive && n > shown) {
+          shown = n;
           setEntries(e || []);
           setErr(null);
         }
       } catch (e) {
-        if (alive) setErr(e);
+        if (alive && n > shown) setErr(e);
       }
     };
     const soon = () => {
       clearTimeout(timer);
       timer = setTimeout(load, 200);
     };
+    const settle = () => {
+      later.splice(0).forEach(clearTimeout);
+      for (const ms of SETTLE_MS) later.push(setTimeout(load, ms));
+    };
+    settleRef.current = settle;
     load();
     const off = onEvent((ev) => {
-      if (ev.sandbox === sb && (!ev.session || ev.session === name)) soon();
+      if (ev.sandbox !== sb || (ev.session && ev.session !== name)) return;
+      if (ev.kind === 'session-status') settle();
+      else soon();
     });
+    const offCatchUp = onCatchUp(load);
     const poll = setInterval(() => {
       const cur = session(sb, name);
       // A shell session has no transcript to poll for.
@@ -47,10 +68,22 @@ export function Conversation({ sb, name }) {
     return () => {
       alive = false;
       off();
+      offCatchUp();
       clearTimeout(timer);
+      later.forEach(clearTimeout);
       clearInterval(poll);
+      settleRef.current = null;
     };
   }, [sb, name]);
+
+  // A status change the page learnt otherwise than by its event (a listing read after
+  // the stream came back, or while polling) settles the transcript too.
+  const status = s && s.status;
+  const lastStatus = useRef(status);
+  useEffect(() => {
+    if (lastStatus.current && status && lastStatus.current !== status && settleRef.current) settleRef.current();
+    lastStatus.current = status;
+  }, [status]);
 
   // Keep the newest message in view, unless you scrolled up to read.
   useEffect(() => {

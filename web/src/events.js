@@ -14,6 +14,24 @@ export function onEvent(f) {
   return () => listeners.delete(f);
 }
 
+const catchUps = new Set();
+
+/**
+ * Calls f when the page may have missed what no event will repeat: the stream came back
+ * after being down, or the page is shown again. Returns a function that stops it.
+ */
+export function onCatchUp(f) {
+  catchUps.add(f);
+  return () => catchUps.delete(f);
+}
+
+function catchUp() {
+  for (const f of catchUps) f();
+}
+
+/** Whether the stream was open once: an open after that is a reconnection. */
+let opened = false;
+
 let source = null;
 /** The seq of the last event seen, to resume after. */
 let lastSeq = null;
@@ -54,6 +72,8 @@ export function connect() {
   es.onopen = () => {
     setFeed('live');
     stopPolling();
+    if (opened) catchUp();
+    opened = true;
   };
   es.onmessage = (m) => {
     let ev;
@@ -85,8 +105,12 @@ export function connect() {
 // catch up, when the page is shown again.
 document.addEventListener('visibilitychange', () => {
   if (document.visibilityState !== 'visible') return;
-  if (!source || source.readyState === EventSource.CLOSED) connect();
-  else refreshAll();
+  if (!source || source.readyState === EventSource.CLOSED) {
+    connect(); // which catches up once open
+  } else {
+    refreshAll();
+    catchUp();
+  }
 });
 
 const timers = new Map();

@@ -44,10 +44,13 @@ export function Sandbox({ sb: name }) {
             {sb.runtime ? ` (${sb.runtime})` : ''} · network {sb.network}
             {sb.source_path ? ` · ${sb.source_path}` : sb.source_url ? ` · ${sb.source_url}` : ''}
             {cost(sb.usage) && (
-              <span class="cost">
-                {' · '}
-                {cost(sb.usage)} ({costTitle(sb.usage)})
-              </span>
+              <>
+                <span class="cost">
+                  {' · '}
+                  {cost(sb.usage)}
+                </span>{' '}
+                ({costTitle(sb.usage)})
+              </>
             )}
           </div>
           {sb.detail && <p class="error">{sb.detail}</p>}
