@@ -9,14 +9,13 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 func newCmdAttach(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach [SANDBOX]",
-		Short: "Attach to a sandbox's sessions in tmux (Ctrl-b d detaches; they keep running)",
+		Short: "Attach to a sandbox's sessions in tmux (Ctrl-b d detaches, Ctrl-b Ctrl-b d inside your own tmux; they keep running)",
 		Args:  maxArgs(1, "at most one sandbox"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -31,7 +30,7 @@ func newCmdAttach(f *Factory) *cobra.Command {
 			if err := wake(ctx, f, c, sb, name); err != nil {
 				return err
 			}
-			return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+			return attachSession(ctx, f, sb, name)
 		},
 	}
 }

@@ -214,7 +214,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		return nil
 	}
-	return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+	return attachSession(ctx, f, sb, name)
 }
 
 func isTerminal(s any) bool {
