@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -275,8 +274,18 @@ func sandboxBranches(refs map[string]string, ns string) []string {
 	return out
 }
 
-// driverAttr finds the drivers a .gitattributes line names: filter=, merge= and diff=.
-var driverAttr = regexp.MustCompile(`(?:^|\s)(filter|merge|diff)=(\S+)`)
+// namedDrivers are the drivers a .gitattributes file names, as "filter.NAME",
+// "merge.NAME" and "diff.NAME" (in a macro's definition too).
+func namedDrivers(text string) []string {
+	var out []string
+	for _, word := range strings.Fields(text) {
+		kind, name, ok := strings.Cut(word, "=")
+		if ok && name != "" && (kind == "filter" || kind == "merge" || kind == "diff") && !slices.Contains(out, kind+"."+name) {
+			out = append(out, kind+"."+name)
+		}
+	}
+	return out
+}
 
 // checkDrivers refuses a merge whose incoming .gitattributes (any changed since from)
 // name a filter, merge or diff driver the host's config defines: the checkout that ends
@@ -297,9 +306,9 @@ func (g *Git) checkDrivers(ctx context.Context, p MergePlan, from string) error 
 			continue
 		}
 		var named []string
-		for _, m := range driverAttr.FindAllStringSubmatch(text, -1) {
-			if defined[m[1]+"."+m[2]] && !slices.Contains(named, m[1]+"="+m[2]) {
-				named = append(named, m[1]+"="+m[2])
+		for _, d := range namedDrivers(text) {
+			if defined[d] {
+				named = append(named, strings.Replace(d, ".", "=", 1))
 			}
 		}
 		if len(named) > 0 {
