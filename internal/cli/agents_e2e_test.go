@@ -150,6 +150,14 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 	if strings.TrimSpace(answer) != "ECHO: what is the status?" {
 		t.Fatalf("--non-interactive answered %q", answer)
 	}
+	// One conversation: the session took the question, so the next message typed into it
+	// reaches the model after the typed turn and the question, with their answers.
+	typedSeesHistory(t, must, a.model, target, "typed after the question", 90*time.Second,
+		"RUN: id -un", "DONE:", "what is the status?", "ECHO: what is the status?")
+	waitUntil(t, 30*time.Second, "the typed turn in the transcript", func() bool {
+		out, _, _ := paddock("", "transcript", target)
+		return strings.Contains(out, "ECHO: typed after the question")
+	})
 
 	// Kill the agent: restart resumes the conversation.
 	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '"+a.kill+"' || true")

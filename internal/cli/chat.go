@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -44,7 +45,7 @@ session inside the sandbox; detaching (Ctrl-b d) leaves it running.
   paddock chat myrepo/fix-auth-bug                     attach
   paddock chat myrepo --new fix-auth-bug --agent codex start a session (and attach)
   echo "go on" | paddock chat myrepo/fix-auth-bug      piped input becomes the next prompt
-  echo "status?" | paddock chat myrepo/fix-auth-bug --non-interactive   the final answer on stdout
+  echo "status?" | paddock chat myrepo/fix-auth-bug --non-interactive   typed into the session; its answer on stdout
   paddock chat myrepo --list                           NAME AGENT STATUS MESSAGES LAST-ACTIVITY COST
   paddock chat myrepo --rename fix-auth-bug auth-v2
   paddock chat myrepo/fix-auth-bug --rm                end the session
@@ -88,7 +89,7 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 	cmd.Flags().StringVar(&opts.rename, "rename", "", "rename a session: --rename OLD NEW")
 	cmd.Flags().StringVar(&opts.fork, "fork", "", "start session NEW continuing a copy of SANDBOX/SESSION's conversation (Claude Code); the original goes on unchanged")
 	cmd.Flags().BoolVar(&opts.remove, "rm", false, "end the session SANDBOX/SESSION: its agent's process ends; its transcript stays in the sandbox")
-	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "send stdin (or -m) as one message, print the final answer, exit")
+	cmd.Flags().BoolVar(&opts.nonInteractive, "non-interactive", false, "type stdin (or -m) into the session as one message, wait for the turn to end, print the agent's final answer (exit 4 when it is busy; a sandbox with no session gets one)")
 	cmd.Flags().StringVarP(&opts.message, "message", "m", "", "the message to send, instead of stdin")
 	return cmd
 }
@@ -139,6 +140,12 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 	}
 
 	var sb, name string
+	if opts.nonInteractive && opts.newName == "" && opts.fork == "" {
+		// A question to a sandbox with no session starts one to take it.
+		if opts.newName, err = firstSessionFor(ctx, f, c, opts); err != nil {
+			return err
+		}
+	}
 	if opts.fork != "" {
 		from := ""
 		if sb, from, err = resolveTarget(ctx, f, c, opts.target, true); err != nil {
@@ -215,6 +222,28 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		return nil
 	}
 	return attachSession(ctx, f, sb, name)
+}
+
+// firstSessionFor is the name of the session `chat SANDBOX --non-interactive` starts
+// when the sandbox has none (named after its agent, which it sets in opts), "" when it
+// has sessions or one is named.
+func firstSessionFor(ctx context.Context, f *Factory, c *api.Client, opts *chatOptions) (string, error) {
+	if strings.Contains(opts.target, "/") {
+		return "", nil
+	}
+	sb, _, err := resolveTarget(ctx, f, c, opts.target, false)
+	if err != nil {
+		return "", err
+	}
+	if list, err := c.Sessions(ctx, sb); err != nil || len(list) > 0 {
+		return "", err
+	}
+	if opts.agent == "" {
+		if opts.agent, err = chooseAgent(ctx, f, c, sb, "NAME"); err != nil {
+			return "", err
+		}
+	}
+	return opts.agent, nil
 }
 
 func isTerminal(s any) bool {

@@ -98,6 +98,15 @@ func TestCodexEndToEnd(t *testing.T) {
 
 	// The real key is nowhere in the sandbox: no process's environment, no file.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
+
+	// A question to a sandbox with no session starts one of its agent to take it.
+	must("", "chat", "repo/codex", "--rm")
+	if answer := must("", "chat", "repo", "--non-interactive", "-m", "from no session"); strings.TrimSpace(answer) != "ECHO: from no session" {
+		t.Fatalf("--non-interactive to a sandbox with no session answered %q", answer)
+	}
+	if list := must("", "chat", "repo", "--list"); !strings.Contains(list, "repo/codex") || !strings.Contains(list, "idle") {
+		t.Fatalf("the session started for the question:\n%s", list)
+	}
 }
 
 // TestCodexTwoSessions: two Codex conversations in one sandbox stay apart, each resumed

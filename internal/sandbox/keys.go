@@ -22,6 +22,9 @@ type ProviderInfo struct {
 	Key string `json:"key"`
 	// Login is the subscription login (`paddock login NAME`) that can stand for its key.
 	Login string `json:"login,omitempty"`
+	// KeyEnv names the daemon's environment variable the key comes from, when Key is
+	// "env" (ANTHROPIC_API_KEY).
+	KeyEnv string `json:"key_env,omitempty"`
 }
 
 // Providers lists the credential proxy's model providers and where their keys come from.
@@ -39,7 +42,7 @@ func (s *Service) Providers() []ProviderInfo {
 		if s.hasLogin(p.Login) {
 			key = "login"
 		}
-		out = append(out, ProviderInfo{Name: name, Key: key, Login: p.Login})
+		out = append(out, ProviderInfo{Name: name, Key: key, Login: p.Login, KeyEnv: p.KeyEnv()})
 	}
 	return out
 }

@@ -192,9 +192,12 @@ func setStatus(ctx context.Context, c *guestclient.Client, name, status string) 
 // running, as the running one would not see the exchange.
 func (s *Service) askPrintMode(ctx context.Context, t *target, status, text string) (string, error) {
 	name, sandboxName := t.se.Name, t.sb.Name
-	if status != "exited" || t.agent.Ask == nil {
-		return "", apperr.Invalid(fmt.Sprintf("type it into the session with `paddock chat %s/%s -m TEXT` and watch it with `paddock chat %s/%s`", sandboxName, name, sandboxName, name),
-			"agent %s does not tell paddock when a turn ends, so its answer cannot be read from its running session", t.agent.Name)
+	hint := fmt.Sprintf("type it into the session with `paddock chat %s/%s -m TEXT` and watch it with `paddock chat %s/%s`", sandboxName, name, sandboxName, name)
+	switch {
+	case t.agent.Ask == nil:
+		return "", apperr.Invalid(hint, "agent %s has no non-interactive mode", t.agent.Name)
+	case status != "exited":
+		return "", apperr.Conflict(hint, "agent %s does not tell paddock when a turn ends, so its answer cannot be read from its running session %q", t.agent.Name, name)
 	}
 	sess := t.session()
 	sess.Fresh = s.fresh(ctx, t, sess)

@@ -12,6 +12,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -101,7 +102,7 @@ func (s *Service) fresh(ctx context.Context, t *target, sess agents.Session) boo
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// Send types text into a session's prompt and presses Enter, as a person would.
+// Send pastes text into a session's prompt and presses Enter, as a person would.
 func (s *Service) Send(ctx context.Context, sandboxName, name, text string) error {
 	t, err := s.resolve(ctx, sandboxName, name)
 	if err != nil {
@@ -116,14 +117,16 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	}
 	text = strings.TrimRight(text, "\n")
 	before := screenOf(ctx, t.client, name)
-	if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil || code != 0 {
-		return fmt.Errorf("type into session %q: %v %s", name, err, out)
+	if err := paste(ctx, t.client, name, text); err != nil {
+		return err
 	}
 	// Enter separately, once the program has taken the text in (it shows on the screen):
 	// an Enter that arrives while a busy program is still reading the text is read as part
 	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
 	waitTaken(ctx, t.client, name, before, text)
-	time.Sleep(100 * time.Millisecond)
+	// And a moment after it shows: Gemini CLI, just resumed, was seen dropping an Enter
+	// pressed 100 ms after a paste.
+	time.Sleep(500 * time.Millisecond)
 	// A program that is still busy (loading a resumed conversation) can drop the Enter,
 	// and then nothing on the screen changes. Press it again, as a person would, while the
 	// screen stays as it was (a few times, a couple of seconds apart).
@@ -135,6 +138,24 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 		if before == "" || screenChanged(ctx, t.client, name, before, 2*time.Second) {
 			return nil
 		}
+	}
+	return nil
+}
+
+// pasteScript loads its standard input into a tmux buffer of its own ($3) and pastes it
+// into session $2 on the server at $1: bracketed, when the program there asked for that.
+const pasteScript = `tmux -S "$1" load-buffer -b "$3" - && tmux -S "$1" paste-buffer -p -d -b "$3" -t "=$2:"`
+
+// paste puts text into a session's prompt as a paste, not key by key: a program that
+// takes some keys as commands (Gemini CLI shows its shortcuts on "?", even mid-text)
+// gets the text as it is, a newline in it does not submit it early, and its length is
+// not bound by what a tmux command line carries.
+func paste(ctx context.Context, c *guestclient.Client, name, text string) error {
+	out := limitbuf.Buffer{Max: maxOutput}
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", pasteScript, "sh", Socket, name, "paddock-" + newUUID()},
+		Stdin: strings.NewReader(text), Stdout: &out, Stderr: &out})
+	if err != nil || code != 0 {
+		return fmt.Errorf("type into session %q: exit %d: %v %s", name, code, err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

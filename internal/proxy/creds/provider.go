@@ -191,6 +191,15 @@ func (p *Provider) Key(ctx context.Context) (string, error) { return p.key.get(c
 // "command" says only that one is configured.
 func (p *Provider) KeySource() string { return p.key.source() }
 
+// KeyEnv is the environment variable of the daemon the key is read from, when that is
+// where it comes from ("" otherwise): a name to show, never the key.
+func (p *Provider) KeyEnv() string {
+	if p.key.source() != "env" {
+		return ""
+	}
+	return p.key.env
+}
+
 // KeyFile is the file `paddock key set` writes the provider's key to, "" when the daemon
 // keeps no key files.
 func (p *Provider) KeyFile() string { return p.key.file }
