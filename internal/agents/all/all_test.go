@@ -80,6 +80,7 @@ func TestCodexConfig(t *testing.T) {
 	var conf struct {
 		ModelProvider  string   `toml:"model_provider"`
 		Notify         []string `toml:"notify"`
+		CheckUpdate    *bool    `toml:"check_for_update_on_startup"`
 		ModelProviders map[string]struct {
 			BaseURL string `toml:"base_url"`
 			EnvKey  string `toml:"env_key"`
@@ -99,6 +100,10 @@ func TestCodexConfig(t *testing.T) {
 	}
 	if conf.Projects[`/workspace/.worktrees/a"b`].TrustLevel != "trusted" {
 		t.Errorf("the working directory is not trusted: %+v", conf.Projects)
+	}
+	// Codex looks for no newer version of itself: the image pins it.
+	if conf.CheckUpdate == nil || *conf.CheckUpdate {
+		t.Errorf("check_for_update_on_startup is not false: %v", conf.CheckUpdate)
 	}
 	if len(conf.Notify) < 4 || conf.Notify[0] != "/opt/paddock/bin/paddock" || !strings.HasSuffix(conf.Notify[len(conf.Notify)-1], "-{id}.jsonl") {
 		t.Errorf("notify %q", conf.Notify)
