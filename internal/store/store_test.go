@@ -134,6 +134,26 @@ func TestEvents(t *testing.T) {
 	if len(evs) != 1 || evs[0].Session != "w" || evs[0].Attrs["status"] != "idle" || !evs[0].Time.Equal(base.Add(2*time.Minute)) {
 		t.Errorf("stored event %+v", evs)
 	}
+	// The newest n events, of all or of one sandbox, begin after SeqBeforeLast.
+	for _, tt := range []struct {
+		sandbox string
+		n       int
+		want    string
+	}{
+		{"", 2, "a:session-status a:stopped"},
+		{"b", 5, "b:created"},
+		{"a", 2, "a:session-status a:stopped"},
+		{"", 10, "a:created b:created a:session-status a:stopped"},
+	} {
+		after, err := s.SeqBeforeLast(ctx, tt.sandbox, tt.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := s.Events(ctx, EventQuery{Sandbox: tt.sandbox, AfterSeq: after})
+		if got := kinds(evs); got != tt.want {
+			t.Errorf("the last %d of %q = %q, want %q", tt.n, tt.sandbox, got, tt.want)
+		}
+	}
 	if ok, _ := s.HasEvents(ctx, "b"); !ok {
 		t.Error("HasEvents(b) = false")
 	}
