@@ -27,7 +27,9 @@ func newCmdSync(f *Factory) *cobra.Command {
 		Long: `Fetch every branch of the sandbox, and its uncommitted and untracked work (as a commit on
 refs/paddock/SANDBOX/wip, made without touching the agent's working tree or index), into the host
 repository under refs/paddock/SANDBOX/. Nothing is written to your working tree or current branch:
-sync prints the git command to merge or check out what arrived.
+sync prints the git command to merge or check out what arrived (` + "`paddock merge`" + ` syncs and
+merges in one step). It says what is new since the last sync, whatever else fetched in between
+(paddock diff fetches into the same refs).
 
 With --files, copy files that are not in git (build outputs, reports) out of /workspace into the
 same paths of the host repository; an existing host file is never overwritten without --force.`,

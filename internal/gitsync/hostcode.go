@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -66,6 +67,13 @@ func (g *Git) RunsOnHost(ctx context.Context, res Result, base string) []HostCod
 		for _, f := range u.Files {
 			fields := strings.Split(f, "\t")
 			p := fields[len(fields)-1]
+			if strings.HasPrefix(p, `"`) {
+				// git quotes a name with a byte outside ASCII ("\303\274/.envrc"):
+				// its base is what says whether it runs.
+				if raw, err := strconv.Unquote(p); err == nil {
+					p = raw
+				}
+			}
 			if seen[p] {
 				continue
 			}

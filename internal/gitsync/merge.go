@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // The merge of a sandbox's work into the host repository's current branch, after a sync
@@ -151,7 +152,7 @@ func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error
 	}
 	p.Commit = refs[p.Ref]
 	if req.Expect != "" && !strings.HasPrefix(p.Commit, req.Expect) {
-		return p, apperr.Conflict("look at it again, then merge", "the agent's %s moved since it was shown (now %s, shown %s)", p.Branch, Short(p.Commit), Short(req.Expect))
+		return p, apperr.Conflict("look at it again, then merge", "the agent's %s moved since it was shown (now %s, shown %s)", termtext.Escape(p.Branch), Short(p.Commit), Short(req.Expect))
 	}
 	log, err := g.Run(ctx, "log", "--no-show-signature", "--format=%h %s", "--end-of-options", p.Head+".."+p.Commit)
 	if err != nil {
@@ -206,8 +207,8 @@ func (g *Git) Merge(ctx context.Context, p MergePlan) (MergeResult, error) {
 			g.Run(ctx, "merge", "--abort")
 		}
 		if c := lines(conflicted); len(c) > 0 {
-			return r, apperr.Conflict(fmt.Sprintf("merge it by hand: git merge %s", p.Ref),
-				"the agent's %s conflicts with %s in %s; nothing was changed", p.Branch, p.Into, strings.Join(c, ", "))
+			return r, apperr.Conflict(fmt.Sprintf("merge it by hand: git merge %s", termtext.Escape(p.Ref)),
+				"the agent's %s conflicts with %s in %s; nothing was changed", termtext.Escape(p.Branch), p.Into, strings.Join(c, ", "))
 		}
 		return r, apperr.Invalid("", "git merge refused: %s", lastLine(err.Error()))
 	}
@@ -261,7 +262,8 @@ func (g *Git) isAncestor(ctx context.Context, a, b string) bool {
 	return err == nil
 }
 
-// sandboxBranches are the sandbox's branches among its fetched refs, sorted.
+// sandboxBranches are the sandbox's branches among its fetched refs, sorted, made safe
+// to print.
 func sandboxBranches(refs map[string]string, ns string) []string {
 	var out []string
 	for ref := range refs {
@@ -271,7 +273,7 @@ func sandboxBranches(refs map[string]string, ns string) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return escaped(out) // the sandbox names them: they are printed
 }
 
 // namedDrivers are the drivers a .gitattributes file names, as "filter.NAME",
@@ -295,26 +297,31 @@ func (g *Git) checkDrivers(ctx context.Context, p MergePlan, from string) error 
 	if len(defined) == 0 {
 		return nil
 	}
-	for _, f := range p.Files {
-		fields := strings.Split(f, "\t")
-		name := fields[len(fields)-1]
-		if path.Base(name) != ".gitattributes" || strings.HasPrefix(f, "D") {
+	// The names as git has them (-z): a listing for people quotes a name with a byte
+	// outside ASCII, and a .gitattributes under such a directory must not pass unread.
+	changed, err := g.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z", "--diff-filter=d", "--end-of-options", from, p.Commit)
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Split(changed, "\x00") {
+		if path.Base(name) != ".gitattributes" {
 			continue
 		}
 		text, err := g.Run(ctx, "cat-file", "blob", p.Commit+":"+name)
 		if err != nil {
-			continue
+			return err
 		}
 		var named []string
 		for _, d := range namedDrivers(text) {
 			if defined[d] {
-				named = append(named, strings.Replace(d, ".", "=", 1))
+				named = append(named, termtext.Escape(strings.Replace(d, ".", "=", 1)))
 			}
 		}
 		if len(named) > 0 {
-			return apperr.Invalid(fmt.Sprintf("read %s in `git show %s:%s`; if you trust it, merge by hand: git merge %s", name, p.Ref, name, p.Ref),
+			shown := termtext.Escape(name)
+			return apperr.Invalid(fmt.Sprintf("read it: git show %s:%s; if you trust it, merge by hand: git merge %s", termtext.Escape(p.Ref), shown, termtext.Escape(p.Ref)),
 				"the agent's %s changes %s to name %s, which your git config defines: merging it would run that program on the sandbox's files; paddock merge does not",
-				p.Branch, name, strings.Join(named, ", "))
+				termtext.Escape(p.Branch), shown, strings.Join(named, ", "))
 		}
 	}
 	return nil

@@ -166,8 +166,8 @@ func Run(ctx context.Context, c *wire.Client, sb Sandbox, remote string, asJSON 
 		if branch == gitsync.WIPBranch || strings.HasPrefix(branch, gitsync.WIPBranch+"-") {
 			continue
 		}
-		fmt.Fprintf(errOut, "to merge:  git merge %s\nor review: git switch -c %s %s\n",
-			Word(u.Ref), Word("review-"+strings.ReplaceAll(branch, "/", "-")), Word(u.Ref))
+		fmt.Fprintf(errOut, "to merge:  git merge %s\nor review: git switch -c %s %s\none step:  paddock merge %s %s   (syncs, says what comes in, asks first if it runs code here)\n",
+			Word(u.Ref), Word("review-"+strings.ReplaceAll(branch, "/", "-")), Word(u.Ref), Word(name), Word(branch))
 		break
 	}
 	return nil
