@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,21 +330,7 @@ func TestBrowser(t *testing.T) {
 	b.smallTargets("the sign-in page")
 	b.fits("the sign-in page")
 	b.shot("sign-in")
-	base := login[:strings.Index(login, "/login?")]
-	manifest := getJSON[struct {
-		Name  string `json:"name"`
-		Icons []struct {
-			Src string `json:"src"`
-		} `json:"icons"`
-	}](t, base+"/manifest.webmanifest")
-	if manifest.Name != "paddock" || len(manifest.Icons) == 0 {
-		t.Fatalf("the manifest without a cookie: %+v", manifest)
-	}
-	if resp, err := http.Get(base + manifest.Icons[0].Src); err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
-		t.Fatalf("the manifest's icon without a cookie: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
-	}
+	publicFiles(t, login[:strings.Index(login, "/login?")])
 	b.tap(`form[action="/login"] button`)
 
 	// The list: the sandbox and its session, with its status, live.
@@ -457,7 +442,7 @@ func TestBrowser(t *testing.T) {
 	b.typeIn(".sendbox textarea", "RUN: echo hello from the phone > /workspace/phone.txt")
 	b.tap(`.sendbox button[type="submit"]`)
 	b.waitOr("the tool call and the answer", `!!document.querySelector('.tool[data-tool="Bash"] .mark.done') && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('DONE:'))`, time.Minute,
-		func() string { return d.conversationState(b, "repo", "claude") })
+		func() string { return d.conversationState(b, "repo", "claude", "DONE:") })
 	b.waitFor("the prompt", `[...document.querySelectorAll('.msg.user')].some(e => e.textContent.includes('RUN: echo hello from the phone'))`)
 	if code := d.inside("grep", "-q", "hello from the phone", "/workspace/phone.txt"); code != 0 {
 		t.Fatal("the tool did not run in the sandbox")
@@ -466,37 +451,7 @@ func TestBrowser(t *testing.T) {
 	b.smallTargets("the conversation")
 	b.shot("conversation")
 
-	// An agent's hooks may report its turn over before it has written the turn's last
-	// lines (Claude Code's Stop hook runs before its transcript is flushed): the page
-	// reads the transcript again over the seconds after, and shows what came late.
-	notify := func(status string) {
-		if code := d.inside("/opt/paddock/bin/paddock", "guest", "notify", "--session", "claude", "--status", status); code != 0 {
-			t.Fatalf("guest notify: exit %d", code)
-		}
-	}
-	said := func(text string) string {
-		return `[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('` + text + `'))`
-	}
-	notify("working")
-	b.waitFor("the working status", `!!document.querySelector('.bar [data-status="working"]')`)
-	notify("idle")
-	b.waitFor("the idle status", `!!document.querySelector('.bar [data-status="idle"]')`)
-	time.Sleep(1500 * time.Millisecond)
-	d.appendAnswer("repo", "claude", "LATE: written after the hook")
-	// Within 15 s: Claude Code's own Notification hook reports the session waiting a
-	// minute after its turn, which would show it anyway, a minute late.
-	b.waitOr("the answer written after the hook", said("LATE: written after the hook"), 15*time.Second, func() string { return d.conversationState(b, "repo", "claude") })
-	// The session's events lost (a phone whose stream died unseen): the page, shown
-	// again, reads the transcript again.
-	eval[any](b, `sessionStorage.setItem('drop-session', 'claude')`)
-	b.do(chromedp.Reload())
-	b.waitFor("the conversation again", said("LATE: written after the hook"))
-	notify("working")
-	d.appendAnswer("repo", "claude", "LATE: its events lost")
-	notify("idle")
-	eval[any](b, `document.dispatchEvent(new Event('visibilitychange'))`)
-	b.waitOr("the answer whose events were lost, once the page is shown again", said("LATE: its events lost"), 15*time.Second, func() string { return d.conversationState(b, "repo", "claude") })
-	eval[any](b, `sessionStorage.removeItem('drop-session')`)
+	d.catchUp(b, "repo", "claude")
 
 	// What the conversation cost, an estimate, on the list: the sandbox's and the session's.
 	b.do(chromedp.Navigate(strings.Replace(login, "/login?", "/?", 1)))

@@ -79,15 +79,25 @@ func (b *browser) pageTrace() string {
 	return v
 }
 
-// conversationState says, for a conversation the page did not show in time, what the
-// daemon reads of the session's transcript now, the file itself inside the sandbox
-// with its time, the session's status, and what the page learnt and when: whether the
-// agent had not finished yet, or had and the page was not told.
-func (d *daemon) conversationState(b *browser, sb, name string) string {
+// conversationState says, for a conversation the page did not show in time, whether
+// the agent had not written answer yet or had and the page was not told; with what the
+// daemon reads of the session's transcript now, the file itself inside the sandbox with
+// its time, the session's status, and what the page learnt and when.
+func (d *daemon) conversationState(b *browser, sb, name, answer string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out strings.Builder
 	fmt.Fprintf(&out, "now: %s\n", time.Now().UTC().Format("15:04:05.000"))
+	entries, err := d.client.Transcript(ctx, sb, name)
+	answered := false
+	for _, e := range entries {
+		answered = answered || (e.Kind == "assistant" && strings.Contains(e.Text, answer))
+	}
+	if answered {
+		fmt.Fprintf(&out, "THE PAGE IS BEHIND: the daemon reads %q in the transcript now, and the page does not show it\n", answer)
+	} else {
+		fmt.Fprintf(&out, "THE AGENT IS LATE: the transcript holds no %q yet\n", answer)
+	}
 	if list, err := d.client.Sessions(ctx, sb); err != nil {
 		fmt.Fprintf(&out, "sessions: %v\n", err)
 	} else {
@@ -95,7 +105,6 @@ func (d *daemon) conversationState(b *browser, sb, name string) string {
 			fmt.Fprintf(&out, "session %s: %s %s\n", s.Name, s.Status, s.Detail)
 		}
 	}
-	entries, err := d.client.Transcript(ctx, sb, name)
 	fmt.Fprintf(&out, "the transcript as the daemon reads it (err %v):\n", err)
 	for _, e := range entries {
 		line, _ := json.Marshal(e)
@@ -170,4 +179,70 @@ func getJSON[T any](t *testing.T, url string) T {
 		t.Fatalf("GET %s: %v: %s", url, err, body)
 	}
 	return v
+}
+
+// publicFiles checks that the web UI's manifest, which "Add to Home Screen" reads, and
+// its icon are served without a cookie.
+func publicFiles(t *testing.T, base string) {
+	t.Helper()
+	manifest := getJSON[struct {
+		Name  string `json:"name"`
+		Icons []struct {
+			Src string `json:"src"`
+		} `json:"icons"`
+	}](t, base+"/manifest.webmanifest")
+	if manifest.Name != "paddock" || len(manifest.Icons) == 0 {
+		t.Fatalf("the manifest without a cookie: %+v", manifest)
+	}
+	resp, err := http.Get(base + manifest.Icons[0].Src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Fatalf("the manifest's icon without a cookie: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+}
+
+// catchUp checks that a conversation's page shows what the agent writes to its
+// transcript after its hooks reported the turn over, and what comes while the page's
+// events are lost, once the page is shown again.
+func (d *daemon) catchUp(b *browser, sb, name string) {
+	b.t.Helper()
+	// An agent's hooks may report its turn over before it has written the turn's last
+	// lines (Claude Code's Stop hook runs before its transcript is flushed): the page
+	// reads the transcript again over the seconds after, and shows what came late.
+	notify := func(status string) {
+		b.t.Helper()
+		if code := d.inside("/opt/paddock/bin/paddock", "guest", "notify", "--session", name, "--status", status); code != 0 {
+			b.t.Fatalf("guest notify: exit %d", code)
+		}
+	}
+	said := func(text string) string {
+		return `[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('` + text + `'))`
+	}
+	state := func(text string) func() string {
+		return func() string { return d.conversationState(b, sb, name, text) }
+	}
+	notify("working")
+	b.waitFor("the working status", `!!document.querySelector('.bar [data-status="working"]')`)
+	notify("idle")
+	b.waitFor("the idle status", `!!document.querySelector('.bar [data-status="idle"]')`)
+	time.Sleep(1500 * time.Millisecond)
+	d.appendAnswer(sb, name, "LATE: written after the hook")
+	// Within 15 s: Claude Code's own Notification hook reports the session waiting a
+	// minute after its turn, which would show it anyway, a minute late.
+	b.waitOr("the answer written after the hook", said("LATE: written after the hook"), 15*time.Second, state("LATE: written after the hook"))
+
+	// The session's events lost (a phone whose stream died unseen): the page, shown
+	// again, reads the transcript again.
+	eval[any](b, `sessionStorage.setItem('drop-session', '`+name+`')`)
+	b.do(chromedp.Reload())
+	b.waitFor("the conversation again", said("LATE: written after the hook"))
+	notify("working")
+	d.appendAnswer(sb, name, "LATE: its events lost")
+	notify("idle")
+	eval[any](b, `document.dispatchEvent(new Event('visibilitychange'))`)
+	b.waitOr("the answer whose events were lost, once the page is shown again", said("LATE: its events lost"), 15*time.Second, state("LATE: its events lost"))
+	eval[any](b, `sessionStorage.removeItem('drop-session')`)
 }
