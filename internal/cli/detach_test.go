@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -33,4 +34,48 @@ func TestDetachKeys(t *testing.T) {
 	if got := detachKeys(tmuxEnv, outerPrefix); got != "Ctrl-b d" {
 		t.Errorf("inside a tmux whose prefix is Ctrl-a: %q, want Ctrl-b d", got)
 	}
+}
+
+// TestDetachKeysNested: the keys attach says inside the user's tmux detach the client
+// of the sandbox's tmux nested in it and leave the user's own attached (real tmux
+// servers, the user's client in a terminal of its own).
+func TestDetachKeysNested(t *testing.T) {
+	testenv.Program(t, "tmux", "apt-get install tmux")
+	testenv.Program(t, "script", "apt-get install util-linux")
+	dir := t.TempDir()
+	sock := func(name string) string { return filepath.Join(dir, name) }
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, s := range []string{"sandbox", "user", "terminal"} {
+		t.Cleanup(func() { exec.Command("tmux", "-S", sock(s), "kill-server").Run() })
+	}
+	// The sandbox's tmux; the user's, whose pane runs the nested client as attach does;
+	// and a terminal in which the user's client runs.
+	tmux("-S", sock("sandbox"), "new-session", "-d", "-s", "agent", "sleep 60")
+	tmux("-S", sock("user"), "new-session", "-d", "-s", "mine", "env -u TMUX tmux -S "+sock("sandbox")+" attach -t agent; sleep 60")
+	tmux("-S", sock("terminal"), "new-session", "-d", "-s", "t", "env -u TMUX script -qfc 'tmux -S "+sock("user")+" attach -t mine' /dev/null; sleep 60")
+	clients := func(s string) int {
+		out, _ := exec.Command("tmux", "-S", sock(s), "list-clients").Output()
+		return strings.Count(string(out), "\n")
+	}
+	waitFor := func(what string, ok func() bool) {
+		for i := 0; i < 100 && !ok(); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !ok() {
+			t.Fatalf("%s: the sandbox's tmux has %d clients, the user's %d", what, clients("sandbox"), clients("user"))
+		}
+	}
+	waitFor("both attached", func() bool { return clients("sandbox") == 1 && clients("user") == 1 })
+	keys := detachKeys(sock("user")+",1,0", outerPrefix)
+	if !strings.Contains(keys, "Ctrl-b Ctrl-b d") {
+		t.Fatalf("attach says %q", keys)
+	}
+	tmux("-S", sock("terminal"), "send-keys", "-t", "t", "C-b", "C-b", "d")
+	waitFor("after Ctrl-b Ctrl-b d", func() bool { return clients("sandbox") == 0 && clients("user") == 1 })
 }
