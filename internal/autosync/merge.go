@@ -107,7 +107,7 @@ func (s *Syncer) Merge(ctx context.Context, sb store.Sandbox, opts MergeOptions)
 		a.NeedsYes = true
 		return a, nil
 	}
-	done, err := g.Merge(ctx, plan)
+	done, err := g.Merge(ctx, plan, true)
 	if err != nil {
 		return a, err
 	}

@@ -129,7 +129,7 @@ func runMerge(ctx context.Context, f *Factory, opts *mergeOptions) error {
 	} else if len(plan.RunsOnHost) > 0 {
 		printRunsOnHost(f.IO.ErrOut, plan)
 	}
-	done, err := g.Merge(ctx, plan)
+	done, err := g.Merge(ctx, plan, false)
 	if err != nil {
 		return err
 	}

@@ -183,9 +183,11 @@ func (g *Git) PlanMerge(ctx context.Context, req MergeRequest) (MergePlan, error
 	return p, nil
 }
 
-// Merge runs a planned merge: a fast-forward when the plan is one, else a merge commit.
-// A merge that conflicts is aborted, leaving the host as it was (exit 4, the files named).
-func (g *Git) Merge(ctx context.Context, p MergePlan) (MergeResult, error) {
+// Merge runs a planned merge: a fast-forward when the plan is one, else a merge commit,
+// signed as the user's config says unless unsigned (the daemon's merge, where no
+// passphrase prompt can ask). A merge that conflicts is aborted, leaving the host as it
+// was (exit 4, the files named).
+func (g *Git) Merge(ctx context.Context, p MergePlan, unsigned bool) (MergeResult, error) {
 	r := MergeResult{MergePlan: p}
 	if p.UpToDate() {
 		r.New = p.Head
@@ -199,8 +201,11 @@ func (g *Git) Merge(ctx context.Context, p MergePlan) (MergeResult, error) {
 		return r, apperr.Conflict("run it again", "the host's branch %s moved since the merge was planned", p.Into)
 	}
 	msg := fmt.Sprintf("Merge the agent's work from sandbox %s (%s)", p.Sandbox, p.Branch)
-	_, err := g.Run(ctx, "-c", "merge.autoStash=false", "-c", "merge.verifySignatures=false", "-c", "commit.gpgSign=false",
-		"merge", "--no-edit", "--ff", "--no-stat", "--no-log", "-m", msg, "--end-of-options", p.Commit)
+	args := []string{"-c", "merge.autoStash=false", "-c", "merge.verifySignatures=false"}
+	if unsigned {
+		args = append(args, "-c", "commit.gpgSign=false")
+	}
+	_, err := g.Run(ctx, append(args, "merge", "--no-edit", "--ff", "--no-stat", "--no-log", "-m", msg, "--end-of-options", p.Commit)...)
 	if err != nil {
 		conflicted, _ := g.Run(ctx, "diff", "--name-only", "--diff-filter=U")
 		if g.inProgress(ctx) != "" {
