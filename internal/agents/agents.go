@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -71,6 +72,9 @@ type Agent struct {
 	// into the session and reads the answer from the transcript, so that the session
 	// holds one conversation.
 	Ask, AskNew []string
+	// EnterAfter is how long after a pasted message shows on its screen the agent takes
+	// the Enter that submits it (0: 100 ms).
+	EnterAfter time.Duration
 	// AskOnStdin sends Ask's message on the agent's stdin instead of as {prompt}.
 	AskOnStdin bool
 	// Answer reads the final answer (and the conversation's id, when it says one) from

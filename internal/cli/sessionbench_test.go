@@ -94,8 +94,10 @@ func BenchmarkAttach(b *testing.B) {
 }
 
 // BenchmarkAskClaude measures `paddock chat --non-interactive` with the real Claude Code
-// against a scripted model: its overhead beyond running the same `claude -p --resume`
-// directly on the host against the same model server, in the same run.
+// against a scripted model: the message pasted into the session's Claude Code, the turn
+// waited for, the answer read from the transcript. The baseline is what a user would
+// otherwise run for one answer, `claude -p --resume` directly on the host against the
+// same model server, in the same run.
 func BenchmarkAskClaude(b *testing.B) {
 	if _, err := exec.LookPath("claude"); err != nil {
 		b.Skip("claude is not installed")

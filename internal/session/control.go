@@ -124,9 +124,12 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	// an Enter that arrives while a busy program is still reading the text is read as part
 	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
 	waitTaken(ctx, t.client, name, before, text)
-	// And a moment after it shows: Gemini CLI, just resumed, was seen dropping an Enter
-	// pressed 100 ms after a paste.
-	time.Sleep(500 * time.Millisecond)
+	// And a moment after it shows (longer for an agent that needs it).
+	settle := 100 * time.Millisecond
+	if t.agent.EnterAfter > 0 {
+		settle = t.agent.EnterAfter
+	}
+	time.Sleep(settle)
 	// A program that is still busy (loading a resumed conversation) can drop the Enter,
 	// and then nothing on the screen changes. Press it again, as a person would, while the
 	// screen stays as it was (a few times, a couple of seconds apart).

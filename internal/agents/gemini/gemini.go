@@ -2,6 +2,8 @@
 package gemini
 
 import (
+	"time"
+
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
@@ -29,8 +31,11 @@ var Agent = &agents.Agent{
 	New:       []string{"--session-id", "{id}"},
 	Resume:    []string{"-r", "{id}"},
 	ChoosesID: true,
-	Files:     files,
-	Memory:    inside.Home + "/.gemini/GEMINI.md",
+	// Just resumed, it was seen dropping an Enter pressed 100 ms (and 250 ms) after a
+	// paste showed, and submitting nothing.
+	EnterAfter: 500 * time.Millisecond,
+	Files:      files,
+	Memory:     inside.Home + "/.gemini/GEMINI.md",
 
 	// Chats are named after the minute they began and the id's first 8 characters.
 	State:      []string{"{home}/.gemini/tmp"},
