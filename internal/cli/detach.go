@@ -9,15 +9,60 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/shell"
 )
 
 // attachSession attaches the terminal to session name of sandbox sb (every session,
 // with name "") after saying which keys detach. The sandbox's tmux takes Ctrl-b as its
 // prefix; inside the user's own tmux with that prefix too, Ctrl-b d would detach the
-// user's tmux instead, so the keys said are the ones that reach the sandbox's.
+// user's tmux instead: there the session opens in a window of the user's tmux of its
+// own, which the user leaves with their own keys, and the pane they typed in stays
+// theirs.
 func attachSession(ctx context.Context, f *Factory, sb, name string) error {
-	fmt.Fprintf(f.IO.ErrOut, "paddock: %s detaches (the session keeps running)\n", detachKeys(os.Getenv("TMUX"), outerPrefix))
+	tmuxEnv := os.Getenv("TMUX")
+	if tmuxEnv != "" && os.Getenv(inWindowEnv) == "" && isTerminal(f.IO.Out) {
+		if socket, _, _ := strings.Cut(tmuxEnv, ","); outerPrefix(socket) == "C-b" {
+			return attachInWindow(ctx, f, socket, sb, name)
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %s detaches (the session keeps running)\n", detachKeys(tmuxEnv, outerPrefix))
 	return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+}
+
+// inWindowEnv marks a paddock that attach started in a window of the user's tmux, which
+// attaches there and opens no further window.
+const inWindowEnv = "PADDOCK_TMUX_WINDOW"
+
+// attachInWindow opens a window in the user's tmux server at socket that runs this
+// paddock's attach to sb (its session name, with name not ""), with the daemon and
+// context this command talks to, and says how to come back and how to detach.
+func attachInWindow(ctx context.Context, f *Factory, socket, sb, name string) error {
+	self, err := f.Executable()
+	if err != nil {
+		return err
+	}
+	target, argv := sb, []string{self, "attach", sb}
+	if name != "" {
+		target, argv = sb+"/"+name, []string{self, "chat", sb + "/" + name}
+	}
+	args := []string{"-S", socket, "new-window", "-n", target, "-e", inWindowEnv + "=1"}
+	if dir, err := os.Getwd(); err == nil {
+		args = append(args, "-c", dir)
+	}
+	if p, err := f.Paths(); err == nil && p.Home != "" {
+		args = append(args, "-e", "PADDOCK_HOME="+p.Home)
+	}
+	if f.remote != "" {
+		args = append(args, "-e", "PADDOCK_CONTEXT="+f.remote)
+	}
+	// One word to tmux, which runs it with the shell: each argument quoted.
+	args = append(args, shell.Join(argv))
+	if out, err := exec.CommandContext(ctx, "tmux", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("open a window in your tmux: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	fmt.Fprintf(f.IO.ErrOut, "paddock: %s is open in a new window of your tmux: Ctrl-b l comes back here; "+
+		"in it, Ctrl-b Ctrl-b d detaches (the session keeps running)\n", target)
+	return nil
 }
 
 // detachKeys are the keys that detach from the sandbox's tmux, typed in a terminal

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
+	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -78,4 +83,59 @@ func TestDetachKeysNested(t *testing.T) {
 	}
 	tmux("-S", sock("terminal"), "send-keys", "-t", "t", "C-b", "C-b", "d")
 	waitFor("after Ctrl-b Ctrl-b d", func() bool { return clients("sandbox") == 0 && clients("user") == 1 })
+}
+
+// TestAttachInsideTmuxOpensAWindow: attached from a terminal inside the user's own tmux
+// (a real one) whose prefix is Ctrl-b, a session opens in a new window of that tmux,
+// named after it, running paddock's attach to it against the same daemon; the pane the
+// user typed in stays theirs, and the message says how to come back and to detach.
+func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
+	testenv.Program(t, "tmux", "apt-get install tmux")
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "user.sock")
+	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "sleep 60").CombinedOutput(); err != nil {
+		t.Fatalf("start a tmux server: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-S", socket, "kill-server").Run() })
+	t.Setenv("TMUX", socket+",1,0")
+	t.Setenv(inWindowEnv, "")
+	// paddock's own program, as the window runs it: it writes down how it was run.
+	record := filepath.Join(dir, "ran")
+	self := filepath.Join(dir, "paddock it's")
+	script := "#!/bin/sh\nprintf '%s|' \"$@\" \"$PADDOCK_HOME\" \"$" + inWindowEnv + "\" > '" + record + "'\nsleep 60\n"
+	if err := os.WriteFile(self, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	var errOut strings.Builder
+	f := NewFactory(IOStreams{In: tty, Out: tty, ErrOut: &errOut})
+	f.Executable = func() (string, error) { return self, nil }
+	home := filepath.Join(dir, "home")
+	f.Paths = func() (config.Paths, error) { return config.Paths{Home: home}, nil }
+
+	if err := attachSession(context.Background(), f, "repo", "claude"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "repo/claude is open in a new window of your tmux") || !strings.Contains(errOut.String(), "Ctrl-b l") {
+		t.Errorf("attach said %q", errOut.String())
+	}
+	out, err := exec.Command("tmux", "-S", socket, "list-windows", "-t", "mine", "-F", "#{window_name}").Output()
+	if err != nil || !strings.Contains(string(out), "repo/claude") || !strings.Contains(string(out), "sleep") {
+		t.Fatalf("the user's tmux has windows %q (%v): want theirs and repo/claude", out, err)
+	}
+	var ran []byte
+	for i := 0; i < 100; i++ {
+		if ran, err = os.ReadFile(record); err == nil && len(ran) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if want := "chat|repo/claude|" + home + "|1|"; string(ran) != want {
+		t.Fatalf("the window ran paddock with %q, want %q", ran, want)
+	}
 }
