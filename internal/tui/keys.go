@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -207,6 +208,10 @@ func (m *Model) attach(sb, name string) tea.Cmd {
 	return tea.ExecProcess(cmd, func(err error) tea.Msg {
 		if err != nil {
 			return doneMsg{err: fmt.Errorf("attach %s: %w", target, err), refresh: []string{sb}}
+		}
+		if os.Getenv("TMUX") != "" {
+			// Inside the user's own tmux, chat opens the session in a window of it.
+			return doneMsg{info: "back from " + target, refresh: []string{sb}}
 		}
 		return doneMsg{info: "detached from " + target, refresh: []string{sb}}
 	})
