@@ -134,6 +134,13 @@ func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.A
 	waitUntil(t, 60*time.Second, "the slow turn to end, saved", func() bool {
 		return idle() && strings.Contains(must("", "transcript", "repo/claude"), "ECHO: a slow turn")
 	})
+	// A session whose agent waits for an answer to its own question (its Notification hook
+	// says so) is refused too: the message would answer the question.
+	must("", "exec", "repo", "--", "sh", "-c", `printf '{"status":"waiting"}' > /run/paddock/sessions/claude.json`)
+	if _, errOut, code := paddock("", "chat", "repo/claude", "--non-interactive", "-m", "are you free now?"); code != 4 || !strings.Contains(errOut, "waits for your answer") {
+		t.Fatalf("--non-interactive to a waiting session: exit %d\n%s", code, errOut)
+	}
+	must("", "exec", "repo", "--", "sh", "-c", `printf '{"status":"idle"}' > /run/paddock/sessions/claude.json`)
 
 	must("", "exec", "repo", "--", "sh", "-c", "pkill -KILL -f '^[c]laude --dangerously-skip-permissions' || true")
 	waitUntil(t, 20*time.Second, "the session to show exited", func() bool {

@@ -34,8 +34,8 @@ const maxAnswer = 64 << 20
 // a person would, so that the conversation the session shows and continues (and its
 // transcript) holds it, and the answer is read from the transcript once the agent's
 // hook reports the turn over. A session whose process exited is brought back first,
-// resuming its conversation; one still starting is waited for; a busy one (working) is
-// refused at once. A turn the agent ends with an error (its model's API failing) is an
+// resuming its conversation; one still starting is waited for; a busy one (working), or
+// one whose agent waits for an answer to its own question (waiting), is refused at once. A turn the agent ends with an error (its model's API failing) is an
 // error. An agent whose hooks do not tell a turn's end (goose, Aider) is asked through
 // its print mode instead, on its saved conversation, and only while its session's
 // process is not running: a running one would not see that exchange.
@@ -59,6 +59,11 @@ func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (stri
 	case "working":
 		return "", apperr.Conflict(fmt.Sprintf("wait for its turn to end (`paddock chat %s --list` shows it idle), or watch it with `paddock chat %s/%s`", sandboxName, sandboxName, name),
 			"session %q is busy: its agent is working", name)
+	case "waiting":
+		// Its agent waits for an answer to its own question (a permission, a choice), which
+		// a message pasted there would take as one.
+		return "", apperr.Conflict(fmt.Sprintf("answer it with `paddock chat %s/%s`", sandboxName, name),
+			"session %q waits for your answer to its agent's question", name)
 	case "exited":
 		if _, err := s.Restart(ctx, sandboxName, name); err != nil {
 			return "", fmt.Errorf("bring back session %q: %w", name, err)
