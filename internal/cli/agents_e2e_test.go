@@ -39,6 +39,19 @@ func TestGeminiEndToEnd(t *testing.T) {
 	modeltest.RequireCLI(t, "gemini")
 	model := modeltest.NewGemini(t)
 	cliEndToEnd(t, gemini(model))
+
+	// A turn whose model calls fail: Gemini CLI gives up, and --non-interactive fails
+	// with its error (its transcript's error record), not at the end of a long wait.
+	paddock, must := newPaddock(t), mustSucceed(t, newPaddock(t))
+	waitUntil(t, 60*time.Second, "the session to go idle", func() bool {
+		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
+	})
+	model.SetFailing(400)
+	out, errOut, code := paddock("", "chat", "repo/gemini", "--non-interactive", "-m", "this turn fails")
+	model.SetFailing(0)
+	if code != 1 || !strings.Contains(errOut, "API Error") || out != "" {
+		t.Fatalf("--non-interactive whose turn failed: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
 }
 
 func gemini(model *modeltest.Gemini) agentRun {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -22,9 +23,14 @@ import (
 // responseMimeType of application/json: the CLI's next-speaker check) is answered
 // {"reasoning": ..., "next_speaker": "user"}.
 type Gemini struct {
-	srv *httptest.Server
-	log log
+	srv     *httptest.Server
+	log     log
+	failing atomic.Int32 // an HTTP status every model call is answered with, or 0
 }
+
+// SetFailing makes the server answer every model call with HTTP status and an
+// INVALID_ARGUMENT error, until SetFailing(0).
+func (s *Gemini) SetFailing(status int) { s.failing.Store(int32(status)) }
 
 // GeminiCached is the cachedContentTokenCount of every usage the Gemini server
 // reports (counted in its promptTokenCount, as Gemini's are).
@@ -98,6 +104,8 @@ func (s *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, http.StatusBadRequest, parseErr.Error())
 	case method == "countTokens":
 		writeJSONBody(w, map[string]any{"totalTokens": len(body) / 4})
+	case s.failing.Load() != 0:
+		geminiError(w, int(s.failing.Load()), "modeltest: scripted failure")
 	case method == "generateContent" || method == "streamGenerateContent":
 		s.answer(w, rec, req, method == "streamGenerateContent")
 	default:

@@ -45,7 +45,8 @@ type geminiMessage struct {
 // id replacing the earlier one (a model turn is written again once its
 // tools ran), and {"$set": ...} updates, whose messages are the CLI's own
 // session context and are skipped like other lines that are no message. write_file and replace
-// calls that did not fail give a file_change entry.
+// calls that did not fail give a file_change entry. An "error" record (a turn that
+// failed: "[API Error: ...]") gives an error entry.
 func ParseGemini(r io.Reader) ([]Entry, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -58,7 +59,7 @@ func ParseGemini(r io.Reader) ([]Entry, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("decode message record: %w", err)
 		}
-		if m.Type != "user" && m.Type != "gemini" {
+		if m.Type != "user" && m.Type != "gemini" && m.Type != "error" {
 			return nil
 		}
 		key := m.ID
@@ -112,6 +113,10 @@ func geminiEntries(b *builder, m geminiMessage) error {
 	txt, err := text(m.Content)
 	if err != nil {
 		return err
+	}
+	if m.Type == "error" {
+		b.add(Entry{Time: m.Timestamp, Kind: KindError, Text: txt})
+		return nil
 	}
 	if m.Type == "user" {
 		// The CLI's own first message, the environment it describes, is no one's turn.

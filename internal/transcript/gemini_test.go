@@ -20,6 +20,9 @@ var geminiRecords = []string{
 		`"tokens":{"input":100,"output":10,"cached":30,"thoughts":5,"tool":0,"total":145}}`,
 	`{"id":"i1","timestamp":"2026-01-01T00:00:05Z","type":"info","content":"Request cancelled."}`,
 	`{"id":"g2","timestamp":"2026-01-01T00:00:06Z","type":"gemini","content":[{"text":"DONE: "},{"text":"a.txt"}]}`,
+	// A turn that failed, as Gemini CLI 0.61.0 recorded its model answering 400.
+	`{"id":"u2","timestamp":"2026-01-01T00:00:07Z","type":"user","content":"this fails"}`,
+	`{"id":"e1","timestamp":"2026-01-01T00:00:08Z","type":"error","content":"[API Error: {\"error\":{\"code\":400}}]"}`,
 }
 
 func TestParseGemini(t *testing.T) {
@@ -34,6 +37,8 @@ func TestParseGemini(t *testing.T) {
 		{Kind: KindToolCall, Tool: "replace", CallID: "c3", Input: raw(`{"file_path":"/w/c.txt"}`)},
 		{Kind: KindToolResult, Tool: "replace", CallID: "c3", Output: "no match"},
 		{Kind: KindAssistant, Text: "DONE: \na.txt"},
+		{Kind: KindUser, Text: "this fails"},
+		{Kind: KindError, Text: `[API Error: {"error":{"code":400}}]`},
 	}
 	// An earlier record of g1, before its tool calls finished, replaced by
 	// the later one with the same id.
