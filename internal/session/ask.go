@@ -35,10 +35,11 @@ const maxAnswer = 64 << 20
 // transcript) holds it, and the answer is read from the transcript once the agent's
 // hook reports the turn over. A session whose process exited is brought back first,
 // resuming its conversation; one still starting is waited for; a busy one (working), or
-// one whose agent waits for an answer to its own question (waiting), is refused at once. A turn the agent ends with an error (its model's API failing) is an
-// error. An agent whose hooks do not tell a turn's end (goose, Aider) is asked through
-// its print mode instead, on its saved conversation, and only while its session's
-// process is not running: a running one would not see that exchange.
+// one whose agent waits for an answer to its own question (waiting), is refused at
+// once. A turn the agent ends with an error (its model's API failing) is an error. An
+// agent whose hooks do not tell a turn's end (goose, Aider) is asked through its print
+// mode instead, on its saved conversation, and only while its session's process is not
+// running: a running one would not see that exchange.
 func (s *Service) Ask(ctx context.Context, sandboxName, name, text string) (string, error) {
 	t, err := s.resolve(ctx, sandboxName, name)
 	if err != nil {
@@ -123,6 +124,9 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, text string)
 		return "", fmt.Errorf("session %q shows no sign of the message %v after it was typed: see its screen with `paddock chat %s/%s`", name, lostWait, sandboxName, name)
 	case st == "exited":
 		return "", fmt.Errorf("session %q exited before answering: see its screen with `paddock chat %s/%s`", name, sandboxName, name)
+	case st == "waiting":
+		return "", apperr.Conflict(fmt.Sprintf("answer it with `paddock chat %s/%s`", sandboxName, name),
+			"session %q stopped its turn to ask you something", name)
 	case st == "working" && !failed:
 		return "", fmt.Errorf("session %q is still working after %v: watch it with `paddock chat %s/%s`", name, turnWait, sandboxName, name)
 	case failed:
