@@ -280,6 +280,9 @@ type RuntimeReport struct {
 	// Available is true when the engine has the runtime registered and it can run a
 	// sandbox.
 	Available bool `json:"available"`
+	// Isolation is the tier a sandbox gets under this runtime (runsc: a user-space
+	// kernel), for the automatic choices.
+	Isolation Isolation `json:"isolation,omitempty"`
 	// Detail says what the runtime is or, when it is not available, why.
 	Detail string `json:"detail,omitempty"`
 	Fix    string `json:"fix,omitempty"`

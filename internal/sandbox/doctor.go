@@ -23,8 +23,16 @@ type BackendReport struct {
 	// disk quota.
 	Findings []backend.Finding `json:"findings,omitempty"`
 	// VM says its sandboxes are virtual machines with a kernel of their own (the vagrant
-	// backend on a hypervisor): the strongest isolation, for "Just do it".
+	// backend on a hypervisor).
 	VM bool `json:"vm,omitempty"`
+	// Isolation, Preference, Emulated and Slow are the backend's description
+	// (backend.Description): its tier of isolation, its place among the defaults (0:
+	// none), whether its sandboxes are emulated here and what that costs. "Just do it"
+	// chooses by them.
+	Isolation  backend.Isolation `json:"isolation,omitempty"`
+	Preference int               `json:"preference,omitempty"`
+	Emulated   bool              `json:"emulated,omitempty"`
+	Slow       string            `json:"slow,omitempty"`
 }
 
 // Doctor checks every backend this daemon has.
@@ -32,7 +40,9 @@ func (s *Service) Doctor(ctx context.Context) []BackendReport {
 	var out []BackendReport
 	def, _ := s.PickBackend(ctx, "")
 	for name, b := range s.opts.Backends {
-		r := BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name}
+		d := backend.Describe(b)
+		r := BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name,
+			Isolation: d.Isolation, Preference: d.Default, Emulated: d.Emulated, Slow: d.Slow}
 		if err := b.Available(ctx); err != nil {
 			r.Available = false
 			r.Reason = err.Error()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -84,8 +85,23 @@ type Options struct {
 	Events *events.Bus
 }
 
-// Preference is the order in which backends are tried when none is configured.
-var Preference = []string{"bwrap", "docker"}
+// Preference is the order in which backends are tried when none is named or
+// configured: those whose description gives them a place in it (Description.Default),
+// by that place, leaving out any emulated here (a VM without KVM), which the user must
+// name.
+func Preference(backends map[string]backend.Backend) []string {
+	var names []string
+	for n, b := range backends {
+		if d := backend.Describe(b); d.Default > 0 && !d.Emulated {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		di, dj := backend.Describe(backends[names[i]]).Default, backend.Describe(backends[names[j]]).Default
+		return di < dj || di == dj && names[i] < names[j]
+	})
+	return names
+}
 
 // Service manages sandboxes. It is safe for concurrent use; lifecycle operations on one
 // sandbox are serialised.
@@ -218,7 +234,7 @@ func (s *Service) PickBackend(ctx context.Context, name string) (backend.Backend
 		return b, nil
 	}
 	var reasons []error
-	for _, n := range Preference {
+	for _, n := range Preference(s.opts.Backends) {
 		if b, ok := s.opts.Backends[n]; ok {
 			err := b.Available(ctx)
 			if err == nil {

@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api"
@@ -342,8 +343,17 @@ func (d *dialog) view(w, h int) string {
 		lines = append(lines, label(fNetwork, "network")+choice(fNetwork, net))
 	}
 	lines = append(lines, label(fJustDoIt, "Just do it")+check(d.justDoIt)+" strongest isolation here, every permission, the agent told its machine is disposable")
+	// The choice and its warning, wrapped under the field to the box's width.
+	note := func(style lipgloss.Style, text string) {
+		for _, l := range strings.Split(ansi.Wrap(text, max(20, min(w-2, 110)-4-15), " "), "\n") {
+			lines = append(lines, "               "+style.Render(l))
+		}
+	}
 	if d.justDoIt && p.why != "" {
-		lines = append(lines, "               "+styleDim.Render(p.why))
+		note(styleDim, p.why)
+	}
+	if d.justDoIt && p.warn != "" && p.backend != "" {
+		note(styleTool, "! "+p.warn)
 	}
 	if d.justDoIt && p.agent != "" && !p.disposable {
 		lines = append(lines, "               "+styleDim.Render(p.agent+" reads no memory file: it is not told its machine is disposable"))

@@ -15,6 +15,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -28,6 +29,8 @@ type plan struct {
 	disposable bool
 	why        string // the backend choice, for "Just do it"
 	prompt     string // the agent's first message, "" for none
+	// warn says, for "Just do it", that a stronger tier is here but emulated (slow).
+	warn string
 }
 
 // projectPath is the project field as an absolute path.
@@ -147,34 +150,69 @@ func (d *dialog) suggestName() {
 	d.name.CursorEnd()
 }
 
-// chooseJustDoIt picks the strongest isolation this daemon has for unattended work.
-func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why string) {
+// chooseJustDoIt picks the strongest isolation this daemon has for unattended work,
+// from the backends' descriptions (their tier of isolation, and their runtimes'), never
+// one emulated here: why says what it picked and why; warn, when a stronger tier is
+// here but emulated, what that costs and how to choose it anyway.
+func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why, warn string) {
+	type option struct {
+		backend, runtime string
+		tier             backend.Isolation
+		pref             int
+		emulated         bool
+		slow             string
+	}
+	var opts []option
 	for _, b := range backends {
-		if b.VM && b.Available {
-			return b.Name, "", b.Name + ": a virtual machine with a kernel of its own; what the agent does stays inside it"
+		if !b.Available || b.Isolation == backend.IsolationUnranked {
+			continue
 		}
-	}
-	var docker, bwrap *sandbox.BackendReport
-	for i := range backends {
-		switch b := &backends[i]; b.Name {
-		case "docker":
-			docker = b
-		case "bwrap":
-			bwrap = b
-		}
-	}
-	if docker != nil && docker.Available {
-		for _, r := range docker.Runtimes {
-			if r.Name == "runsc" && r.Available {
-				return "docker", "runsc", "docker under gVisor (runsc): a kernel of its own between agent and host; no VM backend here"
+		opts = append(opts, option{b.Name, "", b.Isolation, b.Preference, b.Emulated, b.Slow})
+		for _, r := range b.Runtimes {
+			if r.Available && r.Isolation > b.Isolation {
+				opts = append(opts, option{b.Name, r.Name, r.Isolation, b.Preference, b.Emulated, b.Slow})
 			}
 		}
-		return "docker", "", "docker: gVisor (runsc) is not registered with the engine, and no VM backend is here"
 	}
-	if bwrap != nil && bwrap.Available {
-		return "bwrap", "", "bwrap: docker is not available (see `paddock doctor`), and no VM backend is here"
+	// Strongest first; within a tier, the daemon's own order of defaults (a backend
+	// with none, such as a cluster, after), then the name.
+	rank := func(p int) int {
+		if p == 0 {
+			return 1 << 30
+		}
+		return p
 	}
-	return "", "", ""
+	sort.SliceStable(opts, func(i, j int) bool {
+		a, b := opts[i], opts[j]
+		if a.tier != b.tier {
+			return a.tier > b.tier
+		}
+		if rank(a.pref) != rank(b.pref) {
+			return rank(a.pref) < rank(b.pref)
+		}
+		return a.backend < b.backend
+	})
+	var slow *option
+	for i := range opts {
+		o := &opts[i]
+		if o.emulated {
+			if slow == nil {
+				slow = o
+			}
+			continue
+		}
+		why = "picked " + backendText(o.backend, o.runtime) + " (" + o.tier.String() + "): the strongest isolation here that is not emulated"
+		if slow != nil && slow.tier > o.tier {
+			warn = slow.backend + " (" + slow.tier.String() + ") is here but emulated: " + slow.slow +
+				"; to use it anyway, untick Just do it and choose it as the backend"
+		}
+		return o.backend, o.runtime, why, warn
+	}
+	if slow != nil {
+		return "", "", "", "only emulated backends are here (" + slow.backend + ": " + slow.slow +
+			"): untick Just do it and choose one as the backend, or see `paddock doctor`"
+	}
+	return "", "", "", ""
 }
 
 // validate works out the plan, or why it cannot work, before anything is made.
@@ -210,7 +248,10 @@ func (d *dialog) validate() (plan, bool) {
 	}
 	if p.isNew {
 		if d.justDoIt {
-			p.backend, p.runtime, p.why = chooseJustDoIt(d.backends)
+			p.backend, p.runtime, p.why, p.warn = chooseJustDoIt(d.backends)
+			if p.backend == "" && p.warn != "" {
+				return fail("%s", p.warn)
+			}
 			if p.backend == "" {
 				return fail("no backend is available here: run `paddock doctor`")
 			}

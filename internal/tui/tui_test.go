@@ -281,12 +281,13 @@ func gitRepo(t *testing.T, branch string) string {
 }
 
 func doctorWith(dockerOK, runsc bool) api.Doctor {
-	docker := sandbox.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd"}
+	docker := sandbox.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd",
+		Isolation: backend.IsolationContainer, Preference: 2}
 	if runsc {
-		docker.Runtimes = []backend.RuntimeReport{{Name: "runsc", Available: true}}
+		docker.Runtimes = []backend.RuntimeReport{{Name: "runsc", Available: true, Isolation: backend.IsolationUserKernel}}
 	}
 	return api.Doctor{
-		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true}, docker},
+		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true, Isolation: backend.IsolationNamespaces, Preference: 1}, docker},
 		Agents: []sandbox.AgentReport{{Name: "claude", Available: true, Disposable: true}, {Name: "codex", Available: true, Disposable: true},
 			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}, {Name: "shell", Available: true}},
 	}
@@ -343,7 +344,7 @@ func TestDialogCreatesSandboxAndSession(t *testing.T) {
 	}
 	u.press("space")
 	s := u.waitFor("will create sandbox shop on docker under runsc")
-	if !strings.Contains(s, "docker under gVisor (runsc)") {
+	if !strings.Contains(s, "picked docker under runsc (user-space kernel): the strongest isolation here that is not") {
 		t.Errorf("Just do it does not say why it chose the backend:\n%s", s)
 	}
 	// The daemon's sandbox appears once up has run (the fake up adds it).
@@ -530,25 +531,69 @@ func TestRunsBesideSessions(t *testing.T) {
 
 // TestJustDoItPrefersAVM: with a backend whose sandboxes are VMs of their own available,
 // "Just do it" picks it over docker under gVisor, and says why; without one (a Vagrant on
-// its docker provider reports no VM), gVisor it is.
+// its docker provider is a container), gVisor it is; a VM emulated here (a microVM
+// without KVM) is never picked, and the dialog's warning says what it would cost.
 func TestJustDoItPrefersAVM(t *testing.T) {
 	for _, c := range []struct {
-		vm   bool
-		want string
+		vm             bool
+		want, wantWarn string
 	}{
-		{true, "vagrant: a virtual machine with a kernel of its own"},
-		{false, "docker under gVisor (runsc)"},
+		{true, "picked vagrant (vm): the strongest isolation here that is not emulated", ""},
+		{false, "picked docker under runsc (user-space kernel)", ""},
 	} {
 		backends := doctorWith(true, true).Backends
-		backends = append(backends, sandbox.BackendReport{Name: "vagrant", Available: true, VM: c.vm})
-		if name, _, why := chooseJustDoIt(backends); !strings.HasPrefix(why, c.want) || (c.vm && name != "vagrant") {
-			t.Errorf("VM %v: Just do it chose %s: %q", c.vm, name, why)
+		tier := backend.IsolationContainer
+		if c.vm {
+			tier = backend.IsolationVM
+		}
+		backends = append(backends, sandbox.BackendReport{Name: "vagrant", Available: true, VM: c.vm, Isolation: tier})
+		if name, _, why, warn := chooseJustDoIt(backends); !strings.HasPrefix(why, c.want) || (c.vm && name != "vagrant") || warn != "" {
+			t.Errorf("VM %v: Just do it chose %s: %q (warning %q)", c.vm, name, why, warn)
 		}
 	}
-	unavailable := append(doctorWith(true, false).Backends, sandbox.BackendReport{Name: "vagrant", Available: false, VM: true})
-	if name, _, _ := chooseJustDoIt(unavailable); name != "docker" {
+	unavailable := append(doctorWith(true, false).Backends, sandbox.BackendReport{Name: "vagrant", Available: false, VM: true, Isolation: backend.IsolationVM})
+	if name, _, _, _ := chooseJustDoIt(unavailable); name != "docker" {
 		t.Errorf("an unavailable VM backend was chosen: %s", name)
 	}
+	slowVM := sandbox.BackendReport{Name: "microvm", Available: true, VM: true, Isolation: backend.IsolationVM, Emulated: true,
+		Slow: "no KVM (/dev/kvm: no such file or directory): QEMU emulates the processor, about 100 s to start a sandbox"}
+	name, runtime, why, warn := chooseJustDoIt(append(doctorWith(true, true).Backends, slowVM))
+	if name != "docker" || runtime != "runsc" || !strings.Contains(why, "not emulated") {
+		t.Errorf("with an emulated VM here, Just do it chose %s/%s: %q", name, runtime, why)
+	}
+	if !strings.Contains(warn, "microvm (vm) is here but emulated: no KVM") || !strings.Contains(warn, "about 100 s to start") ||
+		!strings.Contains(warn, "choose it as the backend") {
+		t.Errorf("the warning about the emulated VM is %q", warn)
+	}
+	// Only an emulated backend: nothing is picked, and the refusal says why.
+	if name, _, _, warn := chooseJustDoIt([]sandbox.BackendReport{slowVM}); name != "" || !strings.Contains(warn, "only emulated backends are here") {
+		t.Errorf("with only an emulated VM, Just do it chose %q (%q)", name, warn)
+	}
+}
+
+// TestDialogWarnsOfAnEmulatedVM: where a microVM would be emulated (no KVM), Just do it
+// picks docker under gVisor and the dialog says what the VM would cost, and how to have
+// it anyway.
+func TestDialogWarnsOfAnEmulatedVM(t *testing.T) {
+	f := newFake()
+	f.doctor = doctorWith(true, true)
+	f.doctor.Backends = append(f.doctor.Backends, sandbox.BackendReport{Name: "microvm", Available: true, VM: true,
+		Isolation: backend.IsolationVM, Emulated: true, Slow: "no KVM: QEMU emulates the processor, about 100 s to start a sandbox"})
+	repo := gitRepo(t, "main")
+	u := startTUI(t, f, nil, 130, 30)
+	u.waitFor("No sandboxes yet")
+	u.press("n")
+	u.waitFor("New session")
+	u.press("ctrl+u")
+	u.typeText(repo)
+	u.waitFor("will create sandbox shop on bwrap")
+	for range 7 {
+		u.press("down")
+	}
+	u.press("space")
+	u.waitFor("will create sandbox shop on docker under runsc")
+	u.waitFor("microvm (vm) is here but emulated: no KVM: QEMU emulates the processor, about 100 s to")
+	u.waitFor("untick Just do it and choose it as the backend")
 }
 
 // TestCostFollowsUsage: a model call's usage event shows the sandbox's estimated cost on

@@ -139,6 +139,12 @@ func absOption(opts map[string]any, key string) (string, error) {
 // Name implements backend.Backend.
 func (b *Bwrap) Name() string { return Name }
 
+// Describe implements backend.Describer: namespaces under the host's kernel, the
+// default backend where it works (nothing to install but bubblewrap, quick to start).
+func (b *Bwrap) Describe() backend.Description {
+	return backend.Description{Isolation: backend.IsolationNamespaces, Default: 1}
+}
+
 // Available runs a trivial sandbox to prove bubblewrap and user namespaces work here.
 func (b *Bwrap) Available(ctx context.Context) error {
 	if b.bwrap == "" {

@@ -73,7 +73,10 @@ type Docker struct {
 	guestVols map[string]string // guest volume → its CreatedAt, once its content was checked
 }
 
-var _ backend.Backend = (*Docker)(nil)
+var (
+	_ backend.Backend   = (*Docker)(nil)
+	_ backend.Describer = (*Docker)(nil)
+)
 
 // New constructs the backend; DOCKER_HOST and friends are honoured. Options: image,
 // runtime (the engine's OCI runtime, e.g. "runsc" for gVisor). Sandboxes get the direct
@@ -98,6 +101,16 @@ func New(env backend.Env) (*Docker, error) {
 
 // Name implements backend.Backend.
 func (d *Docker) Name() string { return Name }
+
+// Describe implements backend.Describer: a container, second to bwrap as the default;
+// under gVisor when the config makes runsc the default runtime.
+func (d *Docker) Describe() backend.Description {
+	iso := backend.IsolationContainer
+	if d.runtime == Runsc {
+		iso = backend.IsolationUserKernel
+	}
+	return backend.Description{Isolation: iso, Default: 2}
+}
 
 // Available pings the engine and checks the default image exists.
 func (d *Docker) Available(ctx context.Context) error {

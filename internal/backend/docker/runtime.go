@@ -83,7 +83,7 @@ func (d *Docker) CheckRuntime(ctx context.Context, runtime string, openNetwork b
 // Runtimes implements backend.RuntimeSelector: whether runsc is installed on this host,
 // registered with the engine, and able to start the sandbox image.
 func (d *Docker) Runtimes(ctx context.Context) []backend.RuntimeReport {
-	r := backend.RuntimeReport{Name: Runsc}
+	r := backend.RuntimeReport{Name: Runsc, Isolation: backend.IsolationUserKernel}
 	_, lookErr := exec.LookPath(Runsc)
 	info, err := d.cli.Info(ctx)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 var (
 	_ backend.Reporter    = (*Kubernetes)(nil)
+	_ backend.Describer   = (*Kubernetes)(nil)
 	_ backend.LimitReader = (*Kubernetes)(nil)
 	_ backend.Placer      = (*Kubernetes)(nil)
 )

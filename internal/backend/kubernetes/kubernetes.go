@@ -87,6 +87,12 @@ func New(env backend.Env) (*Kubernetes, error) {
 // Name implements backend.Backend.
 func (k *Kubernetes) Name() string { return Name }
 
+// Describe implements backend.Describer: a pod's container, on a cluster that may be
+// elsewhere, so never the default.
+func (k *Kubernetes) Describe() backend.Description {
+	return backend.Description{Isolation: backend.IsolationContainer}
+}
+
 // PlacementKeys names what `up` may say of where a sandbox goes on this backend.
 func (k *Kubernetes) PlacementKeys() []string { return []string{PlaceContext, PlaceNamespace} }
 

@@ -58,6 +58,14 @@ func TestAvailability(t *testing.T) {
 		if !found {
 			t.Fatal("doctor says nothing of the acceleration")
 		}
+		// Emulated is data on the backend's description: no automatic choice takes it.
+		if d := b.Describe(); !d.Emulated || d.Isolation != backend.IsolationVM || !strings.Contains(d.Slow, "no KVM") ||
+			!strings.Contains(d.Slow, "100 s to start") {
+			t.Fatalf("under TCG the backend describes itself as %+v, want an emulated VM saying what it costs", d)
+		}
+		if d := newBackend(t, map[string]any{"accel": "kvm"}).Describe(); d.Emulated {
+			t.Fatalf("under KVM the backend describes itself as emulated: %+v", d)
+		}
 	})
 	t.Run("firecracker", func(t *testing.T) {
 		b := newBackend(t, nil)

@@ -60,6 +60,7 @@ var (
 	_ backend.LimitReader = (*MicroVM)(nil)
 	_ backend.Reporter    = (*MicroVM)(nil)
 	_ backend.VM          = (*MicroVM)(nil)
+	_ backend.Describer   = (*MicroVM)(nil)
 
 	_ backend.ImagePreparer = (*MicroVM)(nil)
 )
@@ -84,6 +85,18 @@ func (m *MicroVM) PlacementKeys() []string { return []string{PlaceVMM} }
 
 // OwnKernel implements backend.VM: every sandbox runs its own kernel.
 func (m *MicroVM) OwnKernel() bool { return true }
+
+// Describe implements backend.Describer: a VM, emulated where QEMU, the default
+// monitor, runs it under TCG (no working /dev/kvm, or accel = "tcg"), and then slow: measured here, about 110 s
+// from up to a ready sandbox and about a minute for a trivial agent turn.
+func (m *MicroVM) Describe() backend.Description {
+	d := backend.Description{Isolation: backend.IsolationVM}
+	if accel, why := m.qemu.accel(); m.settings.VMM != VMMFirecracker && accel == "tcg" {
+		d.Emulated = true
+		d.Slow = "no KVM (" + why + "): QEMU emulates the processor, about 100 s to start a sandbox and a minute a turn"
+	}
+	return d
+}
 
 // meta is what the backend keeps of a sandbox, in its directory.
 type meta struct {

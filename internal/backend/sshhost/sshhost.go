@@ -54,6 +54,7 @@ var (
 	_ backend.Placer      = (*SSH)(nil)
 	_ backend.LimitReader = (*SSH)(nil)
 	_ backend.Closer      = (*SSH)(nil)
+	_ backend.Describer   = (*SSH)(nil)
 )
 
 // New constructs the backend; no host is reached until a sandbox needs it.
@@ -75,6 +76,10 @@ func New(env backend.Env) (*SSH, error) {
 
 // Name implements backend.Backend.
 func (b *SSH) Name() string { return Name }
+
+// Describe implements backend.Describer: a host the user names, unranked, so never
+// chosen for the user.
+func (b *SSH) Describe() backend.Description { return backend.Description{} }
 
 // PlacementKeys implements backend.Placer: `up --host NAME`.
 func (b *SSH) PlacementKeys() []string { return []string{PlaceHost} }

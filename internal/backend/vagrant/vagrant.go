@@ -31,6 +31,11 @@ func init() {
 	backend.RegisterMachine(Name)
 }
 
+var (
+	_ backend.Backend   = (*Vagrant)(nil)
+	_ backend.Describer = (*Vagrant)(nil)
+)
+
 // Vagrant is the backend.
 type Vagrant struct {
 	dir      string
@@ -114,6 +119,15 @@ func (v *Vagrant) provider() string {
 
 // OwnKernel implements backend.VM: machines are VMs unless the provider is docker.
 func (v *Vagrant) OwnKernel() bool { return v.provider() != "" && v.provider() != "docker" }
+
+// Describe implements backend.Describer: a VM on a hypervisor provider, a container on
+// the docker provider; never the default (it provisions a whole machine).
+func (v *Vagrant) Describe() backend.Description {
+	if v.OwnKernel() {
+		return backend.Description{Isolation: backend.IsolationVM}
+	}
+	return backend.Description{Isolation: backend.IsolationContainer}
+}
 
 // Report implements backend.Reporter: what a machine isolates here, and what it does not.
 func (v *Vagrant) Report(ctx context.Context) []backend.Finding {

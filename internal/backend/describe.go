@@ -1,0 +1,79 @@
+package backend
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Isolation is how strongly a sandbox is kept from the host, weakest first. Automatic
+// choices (the default backend, the TUI's "Just do it") read it, with Emulated, from a
+// backend's Description; none of them tests a backend's name.
+type Isolation int
+
+// The tiers of isolation.
+const (
+	// IsolationUnranked is for backends no automatic choice takes: what their sandboxes
+	// are depends on a machine the user names (a remote host over SSH).
+	IsolationUnranked Isolation = iota
+	// IsolationNamespaces: the host's kernel, behind namespaces, a system call filter
+	// and a cgroup (bubblewrap).
+	IsolationNamespaces
+	// IsolationContainer: a container engine's container under the host's kernel (runc).
+	IsolationContainer
+	// IsolationUserKernel: a kernel in user space between the agent and the host's
+	// kernel (gVisor's runsc).
+	IsolationUserKernel
+	// IsolationVM: a virtual machine with a kernel of its own.
+	IsolationVM
+)
+
+var isolationNames = []string{"", "namespaces", "container", "user-space kernel", "vm"}
+
+// String names the tier as the doctor and the dialog say it.
+func (i Isolation) String() string {
+	if int(i) < len(isolationNames) && i >= 0 {
+		return isolationNames[i]
+	}
+	return fmt.Sprintf("isolation(%d)", int(i))
+}
+
+// MarshalText writes the tier's name, for the wire.
+func (i Isolation) MarshalText() ([]byte, error) { return []byte(i.String()), nil }
+
+// UnmarshalText reads a tier's name; an unknown one is unranked.
+func (i *Isolation) UnmarshalText(b []byte) error {
+	*i = Isolation(max(0, slices.Index(isolationNames, string(b))))
+	return nil
+}
+
+// Description is what a backend is on this machine, as data, given when the daemon
+// constructs it: what the automatic choices of a backend read.
+type Description struct {
+	// Isolation is the tier of its sandboxes under its default runtime.
+	Isolation Isolation
+	// Default orders the backends `paddock up` takes when none is named or configured:
+	// 1 first, then 2; 0 never (a backend that needs setting up, or reaches beyond this
+	// machine).
+	Default int
+	// Emulated says its sandboxes run under an emulator here (a VM where KVM does not
+	// work): they work, slowly, and no automatic choice takes the backend; the user
+	// still may, by naming it.
+	Emulated bool
+	// Slow says, when Emulated, why and what it costs, in words for the user ("no
+	// /dev/kvm: QEMU emulates the processor, about 100 s to start a sandbox").
+	Slow string
+}
+
+// Describer is implemented by backends that describe themselves; a backend that does
+// not is unranked, and never chosen for the user.
+type Describer interface {
+	Describe() Description
+}
+
+// Describe is b's description, or the zero one (unranked) when it gives none.
+func Describe(b Backend) Description {
+	if d, ok := b.(Describer); ok {
+		return d.Describe()
+	}
+	return Description{}
+}
