@@ -138,8 +138,14 @@ func wake(ctx context.Context, f *Factory, c *api.Client, sb, name string) error
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: %s was stopped; starting it again\n", sb)
 	}
-	if _, err := c.Start(ctx, sb); err != nil {
+	started, err := c.Start(ctx, sb)
+	if err != nil {
 		return err
+	}
+	// The daemon resumes the sessions the stop found running; one that had ended is
+	// resumed here when it is the one asked for.
+	for _, s := range started.Resumed {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: resumed session %s/%s\n", sb, termtext.Escape(s))
 	}
 	list, err := c.Sessions(ctx, sb)
 	if err != nil {

@@ -37,6 +37,9 @@ func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, con
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s is %s\n", info.Name, info.State)
+			for _, s := range info.Resumed {
+				fmt.Fprintf(f.IO.ErrOut, "paddock: resumed session %s/%s\n", info.Name, termtext.Escape(s))
+			}
 			if info.Detail != "" {
 				fmt.Fprintf(f.IO.ErrOut, "paddock: %s %s\n", info.Name, termtext.Escape(info.Detail))
 			}

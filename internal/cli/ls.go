@@ -56,13 +56,11 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	if err != nil {
 		return err
 	}
-	var running []string
-	for _, sb := range list {
-		if sb.State == "running" {
-			running = append(running, sb.Name)
-		}
+	shown := make([]lscmd.Sandbox, len(list))
+	for i, sb := range list {
+		shown[i] = lscmd.Sandbox{Name: sb.Name, State: sb.State}
 	}
-	sessions := lscmd.Sessions[session.Info](ctx, c.Client, running)
+	sessions := lscmd.Sessions[session.Info](ctx, c.Client, lscmd.WithSessions(shown))
 	type entry struct {
 		sandbox.Info
 		Sessions []session.Info `json:"sessions"`

@@ -135,6 +135,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer meter.Close()
 	credsProxy.SetMeter(meter)
+	// The session service keeps the sessions of the sandboxes reconcile starts again.
+	sessions := session.New(svc, log)
 	svc.Reconcile(ctx)
 
 	ln, err := listen(p.Socket)
@@ -144,7 +146,6 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	sessions := session.New(svc, log)
 	apiSrv := api.NewServer(svc, sessions, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)

@@ -53,8 +53,8 @@ func (u *Usage) text() string {
 	return termtext.Cost(u.Requests, u.Unpriced, u.CostUSD)
 }
 
-// Sessions returns the sessions of the sandboxes named running, by sandbox name, as
-// T (session.Info, or Session); a sandbox that cannot say has none.
+// Sessions returns the sessions of the sandboxes named (WithSessions), by sandbox name,
+// as T (session.Info, or Session); a sandbox that cannot say has none.
 func Sessions[T any](ctx context.Context, c *wire.Client, running []string) map[string][]T {
 	var all map[string][]T
 	if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, &all); err != nil {
@@ -80,6 +80,18 @@ func Sessions[T any](ctx context.Context, c *wire.Client, running []string) map[
 	return all
 }
 
+// WithSessions names the sandboxes whose sessions a listing shows: the running ones,
+// and the stopped ones, whose sessions show as stopped (start resumes them).
+func WithSessions(list []Sandbox) []string {
+	var names []string
+	for _, sb := range list {
+		if sb.State == "running" || sb.State == "stopped" || sb.State == "suspended" {
+			names = append(names, sb.Name)
+		}
+	}
+	return names
+}
+
 // Run prints the table of the daemon's sandboxes to out, or on errOut that there are
 // none yet.
 func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
@@ -91,13 +103,7 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, "no sandboxes yet: create one with `paddock up PATH`")
 		return nil
 	}
-	var running []string
-	for _, sb := range list {
-		if sb.State == "running" {
-			running = append(running, sb.Name)
-		}
-	}
-	sessions := Sessions[Session](ctx, c, running)
+	sessions := Sessions[Session](ctx, c, WithSessions(list))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	// On a team's server, an admin sees whose each sandbox is (the host's own: "-").
 	owners := false

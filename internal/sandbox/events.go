@@ -110,6 +110,12 @@ func (s *Service) fromAgent(ctx context.Context, sb store.Sandbox, kind string, 
 	if id := attrs["agent_session"]; kind == guestproto.EventSessionStatus && id != "" && ev.Session != "" {
 		s.learnResumeID(ctx, sb, ev.Session, id)
 	}
+	if kind == guestproto.EventSessionExited && ev.Session != "" {
+		// Its process ended while the sandbox ran: a start of the sandbox leaves it.
+		if err := s.opts.Store.SetSessionEnded(ctx, sb.ID, ev.Session, true); err != nil {
+			s.log.Warn("record a session's end", "sandbox", sb.Name, "session", ev.Session, "err", err)
+		}
+	}
 	s.Emit(ctx, sb, ev)
 }
 

@@ -62,6 +62,33 @@ type Info struct {
 	// Usage is what the sandbox's model calls through the credential proxy used, with
 	// their estimated cost; nil when it made none (or the daemon does not meter).
 	Usage *store.UsageSum `json:"usage,omitempty"`
+	// Resumed names the sessions a start brought back, each continuing its conversation.
+	Resumed []string `json:"resumed,omitempty"`
+}
+
+// SessionKeeper is what the session service does as a sandbox stops and starts: the
+// sandbox service knows nothing of sessions itself (SetSessionKeeper).
+type SessionKeeper interface {
+	// Stopping records, as the sandbox stops, which of its sessions' processes run.
+	Stopping(ctx context.Context, sb store.Sandbox)
+	// Started resumes every session of the started sandbox but those whose process had
+	// ended before it stopped, and names them; a session that cannot be resumed is
+	// named in the error, and the others still are.
+	Started(ctx context.Context, sb store.Sandbox) ([]string, error)
+}
+
+// SetSessionKeeper tells the service what to do with sessions as sandboxes stop and
+// start.
+func (s *Service) SetSessionKeeper(k SessionKeeper) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keeper = k
+}
+
+func (s *Service) sessionKeeper() SessionKeeper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keeper
 }
 
 // Options configure a Service.
@@ -121,6 +148,7 @@ type Service struct {
 	clients map[string]*conn       // by sandbox ID
 	// newest finds a sandbox's newest snapshot (SetSnapshots), for a sandbox its backend lost.
 	newest func(ctx context.Context, name string) (id string, at time.Time, ok bool)
+	keeper SessionKeeper
 }
 
 // SetSnapshots tells the service how to find a sandbox's newest snapshot, so that a
@@ -400,7 +428,17 @@ func (s *Service) Start(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	s.Emit(ctx, sb, events.Event{Kind: "started"})
-	return s.info(ctx, sb), nil
+	var resumed []string
+	var rerr error
+	if k := s.sessionKeeper(); k != nil {
+		resumed, rerr = k.Started(ctx, sb)
+	}
+	in := s.info(ctx, sb)
+	in.Resumed = resumed
+	if rerr != nil {
+		in.Detail = strings.TrimSpace(in.Detail + " " + rerr.Error())
+	}
+	return in, nil
 }
 
 // Stop stops a sandbox, keeping its workspace.
@@ -413,6 +451,9 @@ func (s *Service) Stop(ctx context.Context, name string) (Info, error) {
 	b, err := s.backendOf(sb)
 	if err != nil {
 		return Info{}, err
+	}
+	if k := s.sessionKeeper(); k != nil {
+		k.Stopping(ctx, sb)
 	}
 	s.dropClient(sb.ID)
 	if err := b.Stop(ctx, backend.ID(sb.ID)); err != nil {
@@ -597,6 +638,7 @@ func (s *Service) Reconcile(ctx context.Context) {
 		s.log.Error("reconcile: list sandboxes", "err", err)
 		return
 	}
+	var revive []string
 	for _, sb := range rows {
 		if sb.State == "creating" {
 			// The daemon died while creating it: finish the job of the failed create.
@@ -609,6 +651,12 @@ func (s *Service) Reconcile(ctx context.Context) {
 		}
 		in := s.info(ctx, sb)
 		s.log.Info("reconcile", "sandbox", sb.Name, "recorded", sb.State, "actual", in.State)
+		if sb.State == "running" && in.State == "stopped" {
+			// It went down without paddock stopping it (the host rebooted): it comes
+			// back, and its sessions with it.
+			revive = append(revive, sb.Name)
+			continue
+		}
 		if in.State != sb.State && (in.State == "running" || in.State == "stopped" || in.State == string(backend.StateSuspended)) {
 			sb.State = in.State
 			s.opts.Store.UpdateSandbox(ctx, sb)
@@ -619,6 +667,23 @@ func (s *Service) Reconcile(ctx context.Context) {
 				s.log.Error("reconnect to a running sandbox", "sandbox", sb.Name, "err", err)
 			}
 		}
+	}
+	if len(revive) > 0 {
+		go s.revive(ctx, revive)
+	}
+}
+
+// revive starts again, one after another, the sandboxes that were running when the
+// daemon last knew and are found stopped (after a host reboot), resuming their sessions,
+// while the daemon serves.
+func (s *Service) revive(ctx context.Context, names []string) {
+	for _, name := range names {
+		info, err := s.Start(ctx, name)
+		if err != nil {
+			s.log.Error("reconcile: start a sandbox that was running before", "sandbox", name, "err", err)
+			continue
+		}
+		s.log.Info("reconcile: started a sandbox that was running before", "sandbox", name, "resumed", info.Resumed)
 	}
 }
 

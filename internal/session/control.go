@@ -50,6 +50,11 @@ func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, 
 	if err := s.launch(ctx, t, argv); err != nil {
 		return Info{}, err
 	}
+	if t.se.Ended {
+		if err := s.store.SetSessionEnded(ctx, t.sb.ID, name, false); err != nil {
+			s.log.Warn("record a restarted session", "sandbox", sandboxName, "session", name, "err", err)
+		}
+	}
 	s.sandboxes.Emit(ctx, t.sb, events.Event{Kind: "session-restarted", Session: name, Detail: name,
 		Attrs: map[string]string{"agent": t.agent.Name}})
 	return s.info(ctx, t)

@@ -48,7 +48,8 @@ type Info struct {
 	Name    string `json:"name"`
 	Agent   string `json:"agent"`
 	// Status is working, waiting (for the human), idle, running (no hook says more),
-	// starting, exited or error.
+	// starting, exited, stopped (its sandbox is stopped; starting it resumes the
+	// session) or error.
 	Status       string    `json:"status"`
 	Detail       string    `json:"detail,omitempty"`
 	ResumeID     string    `json:"resume_id,omitempty"`
@@ -78,12 +79,15 @@ type Service struct {
 	log       *slog.Logger
 }
 
-// New returns a Service over the sandbox service.
+// New returns a Service over the sandbox service, and makes it the sandbox service's
+// keeper of sessions: a sandbox's start resumes the sessions its stop found running.
 func New(sandboxes *sandbox.Service, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{sandboxes: sandboxes, store: sandboxes.Store(), log: log}
+	s := &Service{sandboxes: sandboxes, store: sandboxes.Store(), log: log}
+	sandboxes.SetSessionKeeper(keeper{s})
+	return s
 }
 
 // target is a resolved sandbox and session.

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/guestproto"
@@ -127,6 +128,11 @@ func (s *Service) List(ctx context.Context, sandboxName string) ([]Info, error) 
 	for _, se := range rows {
 		in := Info{Sandbox: sb.Name, Name: se.Name, Agent: se.Agent, ResumeID: se.ResumeID, CreatedAt: se.CreatedAt}
 		switch {
+		case cerr != nil && !se.Ended && apperr.KindOf(cerr) == apperr.KindConflict:
+			// Its sandbox is stopped (or suspended): starting it resumes the session.
+			in.Status, in.Detail = "stopped", "its sandbox is stopped: `paddock start "+sb.Name+"` resumes it"
+		case cerr != nil && se.Ended:
+			in.Status, in.Detail = "exited", "it had ended before its sandbox stopped: `paddock restart "+sb.Name+"/"+se.Name+"` brings it back"
 		case cerr != nil:
 			in.Status, in.Detail = "exited", "the sandbox is not running"
 		case lerr != nil:

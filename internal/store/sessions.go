@@ -20,17 +20,20 @@ type Session struct {
 	// Command is the command line of a shell session.
 	Command string
 	// Dir is the working directory when not /workspace (a worktree).
-	Dir       string
+	Dir string
+	// Ended says its process ended while its sandbox ran (its agent quit): starting the
+	// sandbox again leaves it, where it resumes every other session.
+	Ended     bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const sessionCols = "sandbox_id, name, agent, resume_id, command, dir, created_at, updated_at"
+const sessionCols = "sandbox_id, name, agent, resume_id, command, dir, ended, created_at, updated_at"
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	var c, u int64
-	err := row.Scan(&s.SandboxID, &s.Name, &s.Agent, &s.ResumeID, &s.Command, &s.Dir, &c, &u)
+	err := row.Scan(&s.SandboxID, &s.Name, &s.Agent, &s.ResumeID, &s.Command, &s.Dir, &s.Ended, &c, &u)
 	s.CreatedAt, s.UpdatedAt = time.Unix(0, c), time.Unix(0, u)
 	return s, err
 }
@@ -38,8 +41,8 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 // CreateSession inserts a session; ErrNameTaken if the sandbox has one by that name.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
 	t := now()
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sessions ("+sessionCols+") VALUES (?,?,?,?,?,?,?,?)",
-		se.SandboxID, se.Name, se.Agent, se.ResumeID, se.Command, se.Dir, t, t)
+	_, err := s.db.ExecContext(ctx, "INSERT INTO sessions ("+sessionCols+") VALUES (?,?,?,?,?,?,?,?,?)",
+		se.SandboxID, se.Name, se.Agent, se.ResumeID, se.Command, se.Dir, se.Ended, t, t)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") {
 		return fmt.Errorf("session %q: %w", se.Name, ErrNameTaken)
 	}
@@ -77,6 +80,13 @@ func (s *Store) ListSessions(ctx context.Context, sandboxID string) ([]Session, 
 func (s *Store) SetResumeID(ctx context.Context, sandboxID, name, resumeID string) error {
 	_, err := s.db.ExecContext(ctx, "UPDATE sessions SET resume_id = ?, updated_at = ? WHERE sandbox_id = ? AND name = ?",
 		resumeID, now(), sandboxID, name)
+	return err
+}
+
+// SetSessionEnded records whether a session's process ended while its sandbox ran.
+func (s *Store) SetSessionEnded(ctx context.Context, sandboxID, name string, ended bool) error {
+	_, err := s.db.ExecContext(ctx, "UPDATE sessions SET ended = ?, updated_at = ? WHERE sandbox_id = ? AND name = ?",
+		ended, now(), sandboxID, name)
 	return err
 }
 
