@@ -36,7 +36,9 @@ type Session struct {
 	Name   string `json:"name"`
 	Agent  string `json:"agent"`
 	Status string `json:"status"`
-	Usage  *Usage `json:"usage,omitempty"`
+	// Stale: the status is as last read (the sandbox was slow to answer).
+	Stale bool   `json:"stale,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Usage is what the table shows of model calls' usage: fields of store.UsageSum.
@@ -138,6 +140,9 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 			if status == "waiting" {
 				status = NeedsYouMark + " waiting for you"
 				waiting = append(waiting, sb.Name+"/"+s.Name)
+			}
+			if s.Stale {
+				status += " (last known)"
 			}
 			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t\t\t%s\n", sb.Name, s.Name, s.Agent, status, s.Usage.text())
 		}

@@ -50,7 +50,10 @@ type Info struct {
 	// Status is working, waiting (for the human), idle, running (no hook says more),
 	// starting, exited, stopped (its sandbox is stopped; starting it resumes the
 	// session) or error.
-	Status       string    `json:"status"`
+	Status string `json:"status"`
+	// Stale says Status is as last read: the sandbox did not answer the listing in
+	// time (Detail says when that was); a read goes on for the next listing.
+	Stale        bool      `json:"stale,omitempty"`
 	Detail       string    `json:"detail,omitempty"`
 	ResumeID     string    `json:"resume_id,omitempty"`
 	Messages     int       `json:"messages"`
@@ -77,6 +80,8 @@ type Service struct {
 	sandboxes *sandbox.Service
 	store     *store.Store
 	log       *slog.Logger
+	// known is what listings last read of each sandbox's sessions (listBounded).
+	known known
 }
 
 // New returns a Service over the sandbox service, and makes it the sandbox service's

@@ -169,7 +169,7 @@ func (s *Service) ListAll(ctx context.Context) (map[string][]Info, error) {
 			continue
 		}
 		g.Go(func() error {
-			list, err := s.List(ctx, sb.Name)
+			list, err := s.listBounded(ctx, sb.ID, sb.Name)
 			if err == nil && len(list) > 0 {
 				mu.Lock()
 				out[sb.Name] = list
