@@ -8,12 +8,13 @@ import (
 
 // How long a listing of every sandbox's sessions waits for one sandbox's live read.
 // One whose last read took longer than slowRead is slow (an emulated VM, a machine
-// under load, a tmux server that does not answer): it gets slowWait, and the others
-// freshWait. Past its wait, the listing shows what the last read said, marked Stale,
-// and the read goes on in the background for the next listing.
+// under load, a tmux server that does not answer): it gets slowWait (none: ls then
+// costs what it costs without it), and the others freshWait. Past its wait, the
+// listing shows what the last read said, marked Stale, and the read goes on in the
+// background for the next listing.
 const (
-	slowRead  = 250 * time.Millisecond
-	slowWait  = 100 * time.Millisecond
+	slowRead  = 100 * time.Millisecond
+	slowWait  = 0
 	freshWait = 2 * time.Second
 	// readLimit bounds a read left to finish in the background.
 	readLimit = 30 * time.Second
@@ -82,6 +83,11 @@ func (s *Service) listBounded(ctx context.Context, id, name string) ([]Info, err
 	case <-t.C:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	select {
+	case <-r.done: // answered as the wait ended
+		return r.list, r.err
+	default:
 	}
 	if !seen {
 		<-r.done // nothing known yet: this once, the listing waits
