@@ -29,6 +29,8 @@ type Sandbox struct {
 	Owner     string    `json:"owner,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
 	Usage     *Usage    `json:"usage,omitempty"`
+	// Stale: the state is as last read (the backend was slow to answer).
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Session is what the table shows of a session: fields of session.Info.
@@ -130,7 +132,11 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 				owner = "\t" + termtext.Escape(sb.Owner)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, sb.State, sb.Network, termtext.Age(time.Since(sb.CreatedAt)), sb.Usage.text(), owner)
+		state := sb.State
+		if sb.Stale {
+			state += " (last known)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, state, sb.Network, termtext.Age(time.Since(sb.CreatedAt)), sb.Usage.text(), owner)
 		if sb.Detail != "" && sb.State != "running" {
 			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
 			fmt.Fprintf(tw, "  %s\n", termtext.Escape(sb.Detail))

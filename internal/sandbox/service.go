@@ -24,6 +24,7 @@ import (
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/lastread"
 	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
@@ -62,6 +63,9 @@ type Info struct {
 	// Usage is what the sandbox's model calls through the credential proxy used, with
 	// their estimated cost; nil when it made none (or the daemon does not meter).
 	Usage *store.UsageSum `json:"usage,omitempty"`
+	// Stale says State and Detail are as last read: the backend did not answer the
+	// listing in time (see lastread); a read goes on for the next listing.
+	Stale bool `json:"stale,omitempty"`
 	// Resumed names the sessions a start brought back, each continuing its conversation.
 	Resumed []string `json:"resumed,omitempty"`
 }
@@ -149,6 +153,8 @@ type Service struct {
 	// newest finds a sandbox's newest snapshot (SetSnapshots), for a sandbox its backend lost.
 	newest func(ctx context.Context, name string) (id string, at time.Time, ok bool)
 	keeper SessionKeeper
+	// known is what listings last read of each sandbox's live state, by ID.
+	known lastread.Cache[Info]
 }
 
 // SetSnapshots tells the service how to find a sandbox's newest snapshot, so that a
@@ -313,7 +319,7 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 	for range min(listWorkers, len(seen)) {
 		wg.Go(func() {
 			for i := range work {
-				out[i] = s.infoWith(ctx, seen[i], listed[seen[i].Backend])
+				out[i] = s.infoBounded(ctx, seen[i], listed[seen[i].Backend])
 			}
 		})
 	}
@@ -323,6 +329,17 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 	close(work)
 	wg.Wait()
 	return out, nil
+}
+
+// infoBounded is infoWith, waiting for the backend no longer than its last read of
+// this sandbox earned (lastread.Cache): past that, the state as last read, marked Stale.
+func (s *Service) infoBounded(ctx context.Context, sb store.Sandbox, listed map[backend.ID]backend.Status) Info {
+	in, stale, _, err := s.known.Get(ctx, sb.ID, func(ctx context.Context) (Info, error) { return s.infoWith(ctx, sb, listed), nil })
+	if err != nil {
+		return s.infoWith(ctx, sb, listed)
+	}
+	in.Stale = stale
+	return in
 }
 
 // listWorkers is how many sandboxes' states List reads at once.
@@ -427,6 +444,7 @@ func (s *Service) Start(ctx context.Context, name string) (Info, error) {
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
 		return Info{}, err
 	}
+	s.known.Forget(sb.ID)
 	s.Emit(ctx, sb, events.Event{Kind: "started"})
 	var resumed []string
 	var rerr error
@@ -463,6 +481,7 @@ func (s *Service) Stop(ctx context.Context, name string) (Info, error) {
 	if err := s.opts.Store.UpdateSandbox(ctx, sb); err != nil {
 		return Info{}, err
 	}
+	s.known.Forget(sb.ID)
 	s.Emit(ctx, sb, events.Event{Kind: "stopped"})
 	return s.info(ctx, sb), nil
 }

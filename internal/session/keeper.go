@@ -20,6 +20,7 @@ var _ sandbox.SessionKeeper = keeper{}
 // is gone) is marked so, each whose process runs is marked to be resumed. A sandbox
 // whose state cannot be read keeps what was recorded (its sessions' ends, as they came).
 func (k keeper) Stopping(ctx context.Context, sb store.Sandbox) {
+	defer k.s.known.Forget(sb.ID) // the next listing waits for what the stop leaves
 	rows, err := k.s.store.ListSessions(ctx, sb.ID)
 	if err != nil || len(rows) == 0 {
 		return
@@ -51,6 +52,7 @@ func (k keeper) Stopping(ctx context.Context, sb store.Sandbox) {
 // on its conversation (its agent's resume id). One whose process still runs (a VM
 // resumed from suspension brings its processes back) is left as it is.
 func (k keeper) Started(ctx context.Context, sb store.Sandbox) ([]string, error) {
+	defer k.s.known.Forget(sb.ID)
 	rows, err := k.s.store.ListSessions(ctx, sb.ID)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/lastread"
 	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/store"
@@ -81,7 +82,7 @@ type Service struct {
 	store     *store.Store
 	log       *slog.Logger
 	// known is what listings last read of each sandbox's sessions (listBounded).
-	known known
+	known lastread.Cache[[]Info]
 }
 
 // New returns a Service over the sandbox service, and makes it the sandbox service's
