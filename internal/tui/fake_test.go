@@ -161,9 +161,14 @@ func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info,
 	}
 	out := append([]session.Info(nil), f.sessions[name]...)
 	if sb.State != "running" {
-		// As the daemon answers: the sessions are there, their processes are not.
+		// As the daemon answers: the sessions are there, their processes are not; those
+		// that ran when the sandbox stopped are stopped (start resumes them).
 		for i := range out {
-			out[i].Status, out[i].Detail = "exited", "the sandbox is not running"
+			if out[i].Status == "exited" {
+				out[i].Detail = "the sandbox is not running"
+			} else {
+				out[i].Status, out[i].Detail = "stopped", "its sandbox is stopped"
+			}
 		}
 	}
 	return out, nil
@@ -220,6 +225,13 @@ func (f *fakeDaemon) Start(ctx context.Context, name string) (sandbox.Info, erro
 	sb := f.sandboxes[name]
 	sb.State = "running"
 	f.sandboxes[name] = sb
+	// As the daemon does: every session but one that had exited is resumed.
+	for i, se := range f.sessions[name] {
+		if se.Status != "exited" {
+			f.sessions[name][i].Status = "running"
+			sb.Resumed = append(sb.Resumed, se.Name)
+		}
+	}
 	return sb, nil
 }
 
@@ -231,7 +243,9 @@ func (f *fakeDaemon) Stop(ctx context.Context, name string) (sandbox.Info, error
 	sb.State = "stopped"
 	f.sandboxes[name] = sb
 	for i := range f.sessions[name] {
-		f.sessions[name][i].Status = "exited"
+		if f.sessions[name][i].Status != "exited" {
+			f.sessions[name][i].Status = "stopped"
+		}
 	}
 	return sb, nil
 }

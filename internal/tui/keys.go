@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -232,11 +233,18 @@ func (m *Model) restart(r row) tea.Cmd {
 	return m.call(what, func(ctx context.Context) doneMsg {
 		done := doneMsg{refresh: []string{sb}}
 		if stopped {
-			if _, err := d.Start(ctx, sb); err != nil {
+			started, err := d.Start(ctx, sb)
+			if err != nil {
 				done.err = fmt.Errorf("start %s: %w", sb, err)
 				return done
 			}
 			done.info = sb + " started"
+			if len(started.Resumed) > 0 {
+				done.info += ", resumed " + strings.Join(started.Resumed, ", ")
+			}
+			if slices.Contains(started.Resumed, name) {
+				return done // the start resumed it
+			}
 		}
 		if name == "" {
 			return done

@@ -141,6 +141,21 @@ func TestPreviewOfAStartingSession(t *testing.T) {
 	}
 }
 
+// TestRestartOfASessionTheStartResumes: R on a session of a stopped sandbox that was
+// running when it stopped starts the sandbox, which resumes the session: no restart of
+// its own (which the daemon would refuse, the session running).
+func TestRestartOfASessionTheStartResumes(t *testing.T) {
+	f := newFake()
+	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "stopped"})
+	u := startTUI(t, f, nil, 120, 16)
+	u.waitFor("stopped")
+	u.press("down", "down", "R")
+	u.waitFor("api started, resumed fix-auth")
+	if calls := f.callLog(); !slices.Equal(calls, []string{"start api"}) {
+		t.Errorf("calls %q, want only the start", calls)
+	}
+}
+
 func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
