@@ -93,6 +93,9 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, text string)
 	if err := setStatus(ctx, t.client, name, "working"); err != nil {
 		return "", err
 	}
+	if !t.agent.Status.Ready {
+		settled(ctx, t.client, name, readyWait)
+	}
 	if err := s.Send(ctx, sandboxName, name, text); err != nil {
 		setStatus(context.WithoutCancel(ctx), t.client, name, "idle")
 		return "", err

@@ -177,6 +177,28 @@ func screenOf(ctx context.Context, c *guestclient.Client, name string) string {
 	return screen
 }
 
+// settleFor is how long an agent's screen must stay as it is before settled takes the
+// agent to be at its prompt.
+const settleFor = 700 * time.Millisecond
+
+// settled waits, at most timeout, for the screen of an agent whose hooks do not say when
+// it is at its prompt (Codex) to be drawn and to stay as it is for settleFor: a message
+// pasted while it is still drawing its first screen shows in its input, but the Enter
+// that follows is lost, and the message is never sent.
+func settled(ctx context.Context, c *guestclient.Client, name string, timeout time.Duration) {
+	last, since := "", time.Now()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		now := screenOf(ctx, c, name)
+		if now != last || strings.TrimSpace(now) == "" {
+			last, since = now, time.Now()
+			continue
+		}
+		if time.Since(since) >= settleFor {
+			return
+		}
+	}
+}
+
 // screenChanged reports whether the session's screen differs from before within timeout.
 func screenChanged(ctx context.Context, c *guestclient.Client, name, before string, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

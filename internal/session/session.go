@@ -305,6 +305,9 @@ func (s *Service) firstPrompt(ctx context.Context, t *target, sandboxName, promp
 			return err
 		}
 	}
+	if !t.agent.Status.Ready {
+		settled(ctx, t.client, t.se.Name, promptWait)
+	}
 	if err := s.Send(ctx, sandboxName, t.se.Name, prompt); err != nil {
 		if t.agent.Status.Idle {
 			setStatus(context.WithoutCancel(ctx), t.client, t.se.Name, "idle")
