@@ -178,7 +178,13 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 		return strings.Contains(must("", "chat", "repo", "--list"), "exited")
 	})
 	// The dead pane still shows the old prompt: wait for the new process's screen, drawn
-	// and settled, before typing (an agent without hooks reports no readiness).
+	// and settled, before typing (an agent without hooks reports no readiness). A resumed
+	// agent may draw exactly the screen it had when it was killed: then its pane, alive
+	// again, tells.
+	alive := func() bool {
+		out, _, code := paddock("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "display-message", "-p", "-t", a.agent, "#{pane_dead}")
+		return code == 0 && strings.TrimSpace(out) == "0"
+	}
 	old := pane()
 	must("", "restart", target)
 	last, same := "", 0
@@ -189,8 +195,9 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 		} else {
 			last, same = p, 0
 		}
-		// The resumed history shown, and the screen still for a second.
-		return p != old && strings.Contains(p, a.ready) && strings.Contains(p, "what is the status?") && same >= 5
+		// The resumed history shown (its last message: the earlier ones may have scrolled
+		// off a screen of 50 lines), and the screen still for a second.
+		return strings.Contains(p, a.ready) && strings.Contains(p, "typed after the question") && same >= 5 && (p != old || alive())
 	})
 	before := len(a.model.Requests())
 	must("after the restart", "chat", target)

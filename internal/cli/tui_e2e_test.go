@@ -108,7 +108,9 @@ func TestTUIEndToEnd(t *testing.T) {
 
 	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("pdk-tui-%d", os.Getpid())}
 	// The server inherits this environment: PATH with paddock (this test binary), PADDOCK_HOME.
-	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "paddock")
+	// tmux is only the test's terminal: the TUI runs as in a terminal of its own, without
+	// TMUX (inside the user's own tmux, an attach opens a window of it instead).
+	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "env -u TMUX paddock")
 	t.Cleanup(func() { exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
 	tt.waitFor(10*time.Second, "1 sandbox · 0 sessions")
 
