@@ -205,7 +205,14 @@ func (g *Git) Merge(ctx context.Context, p MergePlan, unsigned bool) (MergeResul
 	if unsigned {
 		args = append(args, "-c", "commit.gpgSign=false")
 	}
-	_, err := g.Run(ctx, append(args, "merge", "--no-edit", "--ff", "--no-stat", "--no-log", "-m", msg, "--end-of-options", p.Commit)...)
+	// Once git starts, it finishes or is undone, whoever cancels (a browser gone, Ctrl-C):
+	// a merge cut off halfway would leave the user's repository mid-merge.
+	ctx = context.WithoutCancel(ctx)
+	// --no-overwrite-ignore: a file the agent committed never replaces the user's ignored
+	// one (a .env, a tool under .venv or node_modules); git refuses and changes nothing.
+	// --commit --no-squash: the user's branch.NAME.mergeOptions cannot leave it half done.
+	_, err := g.Run(ctx, append(args, "merge", "--no-edit", "--ff", "--commit", "--no-squash", "--no-overwrite-ignore",
+		"--no-stat", "--no-log", "-m", msg, "--end-of-options", p.Commit)...)
 	if err != nil {
 		conflicted, _ := g.Run(ctx, "diff", "--name-only", "--diff-filter=U")
 		if g.inProgress(ctx) != "" {
@@ -215,7 +222,7 @@ func (g *Git) Merge(ctx context.Context, p MergePlan, unsigned bool) (MergeResul
 			return r, apperr.Conflict(fmt.Sprintf("merge it by hand: git merge %s", termtext.Escape(p.Ref)),
 				"the agent's %s conflicts with %s in %s; nothing was changed", termtext.Escape(p.Branch), p.Into, strings.Join(c, ", "))
 		}
-		return r, apperr.Invalid("", "git merge refused: %s", lastLine(err.Error()))
+		return r, apperr.Invalid("", "git merge refused: %s", termtext.Escape(strings.TrimSpace(err.Error())))
 	}
 	now, err := g.Run(ctx, "rev-parse", "HEAD")
 	r.New = strings.TrimSpace(now)

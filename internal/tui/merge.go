@@ -59,7 +59,8 @@ func (m *Model) askMerge(sb string) tea.Cmd {
 		return doneMsg{info: "merge of " + sb + " planned", refresh: []string{sb}, ask: &confirmation{
 			text: mergeQuestion(sb, p),
 			action: func() tea.Cmd {
-				return m.runCLI("merging "+sb, "merge "+sb, sb, "merge", sb, p.Branch, "--commit", p.Commit, "--yes")
+				// Flags first, then --: the branch is the sandbox's to name, and never read as a flag.
+				return m.runCLI("merging "+sb, "merge "+sb, sb, "merge", "--commit", p.Commit, "--yes", "--", sb, p.Branch)
 			},
 		}}
 	})

@@ -34,7 +34,7 @@ if [ $n -ge 3 ]; then echo "paddock: merged api's main into trunk (fast-forward 
 	u.waitFor("Merge api's main into trunk")
 	u.press("y")
 	u.waitFor("merged api's main into trunk (fast-forward from 0123)")
-	if got := cmds.log(); !slices.Equal(got, []string{"merge api --check --json", "merge api --check --json", "merge api main --commit c0ffee --yes"}) {
+	if got := cmds.log(); !slices.Equal(got, []string{"merge api --check --json", "merge api --check --json", "merge --commit c0ffee --yes -- api main"}) {
 		t.Fatalf("commands run: %q", got)
 	}
 }
