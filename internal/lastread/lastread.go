@@ -60,10 +60,14 @@ func (c *Cache[T]) Get(ctx context.Context, key string, readFn func(context.Cont
 			start := time.Now()
 			r.v, r.err = readFn(rctx)
 			c.mu.Lock()
-			if r.err == nil {
-				c.last[key] = answer[T]{v: r.v, at: time.Now(), took: time.Since(start)}
+			// A read Forget dropped while it ran (a start or stop since) tells its own
+			// caller only: it is no answer for the next listing.
+			if c.reads[key] == r {
+				if r.err == nil {
+					c.last[key] = answer[T]{v: r.v, at: time.Now(), took: time.Since(start)}
+				}
+				delete(c.reads, key)
 			}
-			delete(c.reads, key)
 			c.mu.Unlock()
 			close(r.done)
 		}()
@@ -105,10 +109,11 @@ func (c *Cache[T]) Get(ctx context.Context, key string, readFn func(context.Cont
 	return last.v, true, last.at, nil
 }
 
-// Forget drops key's last answer (a sandbox removed, or changed by the daemon itself:
-// the next Get waits for a fresh read).
+// Forget drops key's last answer and any read under way (a sandbox removed, or changed
+// by the daemon itself: the next Get waits for a read that starts after it).
 func (c *Cache[T]) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.last, key)
+	delete(c.reads, key)
 }
