@@ -90,14 +90,7 @@ func (s *Service) askThroughSession(ctx context.Context, t *target, text string)
 	from := len(before) // the turn's entries come after these
 	// Busy from now: a second ask is refused, and the wait below waits for the hook that
 	// ends the turn (an agent with no hook at the turn's start, Codex, reports none).
-	if err := setStatus(ctx, t.client, name, "working"); err != nil {
-		return "", err
-	}
-	if !t.agent.Status.Ready {
-		settled(ctx, t.client, name, readyWait)
-	}
-	if err := s.Send(ctx, sandboxName, name, text); err != nil {
-		setStatus(context.WithoutCancel(ctx), t.client, name, "idle")
+	if err := s.startTurn(ctx, t, text, readyWait); err != nil {
 		return "", err
 	}
 	var turn []transcript.Entry
@@ -189,6 +182,29 @@ func turnAfter(entries []transcript.Entry, text string) []transcript.Entry {
 		return nil
 	}
 	return entries[at:]
+}
+
+// startTurn types text into the session as a turn of its conversation. An agent whose
+// hook ends its turns is marked working from now (its own hook at the turn's start may
+// come late, or never: Codex has none), and idle again if the text could not be sent;
+// one whose hooks do not say it is at its prompt is first given up to wait to settle.
+func (s *Service) startTurn(ctx context.Context, t *target, text string, wait time.Duration) error {
+	name := t.se.Name
+	if t.agent.Status.Idle {
+		if err := setStatus(ctx, t.client, name, "working"); err != nil {
+			return err
+		}
+	}
+	if !t.agent.Status.Ready {
+		settled(ctx, t.client, name, wait)
+	}
+	if err := s.Send(ctx, t.sb.Name, name, text); err != nil {
+		if t.agent.Status.Idle {
+			setStatus(context.WithoutCancel(ctx), t.client, name, "idle")
+		}
+		return err
+	}
+	return nil
 }
 
 // setStatus writes a session's status file, as its agent's hooks do.

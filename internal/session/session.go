@@ -300,18 +300,7 @@ func (s *Service) firstPrompt(ctx context.Context, t *target, sandboxName, promp
 	// Busy from now, as with a message asked through chat --non-interactive: a listing
 	// right after `up --prompt` says working until the agent's hook ends the turn, not
 	// idle while the agent is still taking the prompt in (and so nothing to merge yet).
-	if t.agent.Status.Idle {
-		if err := setStatus(ctx, t.client, t.se.Name, "working"); err != nil {
-			return err
-		}
-	}
-	if !t.agent.Status.Ready {
-		settled(ctx, t.client, t.se.Name, promptWait)
-	}
-	if err := s.Send(ctx, sandboxName, t.se.Name, prompt); err != nil {
-		if t.agent.Status.Idle {
-			setStatus(context.WithoutCancel(ctx), t.client, t.se.Name, "idle")
-		}
+	if err := s.startTurn(ctx, t, prompt, promptWait); err != nil {
 		return fmt.Errorf("session %s/%s started, but its first prompt was not sent (%s): %w", sandboxName, t.se.Name, retry, err)
 	}
 	return nil
