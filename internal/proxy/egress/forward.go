@@ -45,7 +45,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		x.fail(w, http.StatusBadRequest, "paddock: bad host in request URL: %v", err)
 		return
 	}
-	x.host, x.port = host, 80
+	x.host, x.port, x.path = host, 80, r.URL.Path
 	if p := r.URL.Port(); p != "" {
 		if x.port, err = parsePort(p); err != nil {
 			x.fail(w, http.StatusBadRequest, "paddock: bad port in request URL: %v", err)

@@ -140,6 +140,30 @@ func TestForwardPlainHTTP(t *testing.T) {
 
 // TestForwardStreams checks that a response reaches the sandbox as the server sends it: the first
 // of three server-sent events must be readable before the server sends the last.
+// TestRequestsObserved: every request the policy decides reaches OnRequest, allowed or
+// refused, with the plain request's path but never its query (it may carry a secret).
+func TestRequestsObserved(t *testing.T) {
+	up := startUpstream(t)
+	fn := newFakeNet(t)
+	fn.name("allowed.test", "203.0.113.10")
+	fn.route("203.0.113.10:80", up.Listener.Addr().String())
+	e := startProxy(t, fn)
+	e.rules.set(egress.Policy{Global: []egress.Rule{allow("allowed.test", "global")}})
+
+	e.roundTrip(t, "GET http://allowed.test/a/b?token=s3cr3t HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+	e.roundTrip(t, "CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n")
+	got := e.seen.all()
+	if len(got) != 2 {
+		t.Fatalf("OnRequest got %d requests, want 2: %+v", len(got), got)
+	}
+	if r := got[0]; !r.Allowed || r.Method != "GET" || r.Host != "allowed.test" || r.Port != 80 || r.Path != "/a/b" || r.Sandbox != sandbox {
+		t.Errorf("allowed request seen as %+v", r)
+	}
+	if r := got[1]; r.Allowed || r.Method != "CONNECT" || r.Host != "denied.test" || r.Port != 443 || r.Path != "" || r.Reason == "" {
+		t.Errorf("refused request seen as %+v", r)
+	}
+}
+
 func TestForwardStreams(t *testing.T) {
 	firstRead := make(chan struct{})
 	var lastSent atomic.Bool

@@ -120,6 +120,24 @@ func (d *denials) all() []egress.Denial {
 	return append([]egress.Denial(nil), d.list...)
 }
 
+// requests records what OnRequest receives.
+type requests struct {
+	mu   sync.Mutex
+	list []egress.Request
+}
+
+func (d *requests) add(x egress.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.list = append(d.list, x)
+}
+
+func (d *requests) all() []egress.Request {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]egress.Request(nil), d.list...)
+}
+
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -144,6 +162,7 @@ type env struct {
 	net     *fakeNet
 	rules   *policyStore
 	denials *denials
+	seen    *requests
 	logs    *syncBuffer
 	stop    func() // stops the proxy and waits for Serve to return
 }
@@ -152,13 +171,14 @@ const sandbox = "myrepo"
 
 func startProxy(t testing.TB, fn *fakeNet) *env {
 	t.Helper()
-	e := &env{net: fn, rules: &policyStore{}, denials: &denials{}, logs: &syncBuffer{}}
+	e := &env{net: fn, rules: &policyStore{}, denials: &denials{}, seen: &requests{}, logs: &syncBuffer{}}
 	p := egress.New(egress.Options{
-		Policy:   e.rules.Policy,
-		OnDenial: e.denials.add,
-		LookupIP: fn.LookupIP,
-		Dial:     fn.Dial,
-		Logger:   slog.New(slog.NewTextHandler(e.logs, nil)),
+		Policy:    e.rules.Policy,
+		OnDenial:  e.denials.add,
+		OnRequest: e.seen.add,
+		LookupIP:  fn.LookupIP,
+		Dial:      fn.Dial,
+		Logger:    slog.New(slog.NewTextHandler(e.logs, nil)),
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

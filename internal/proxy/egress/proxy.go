@@ -35,6 +35,31 @@ type Denial struct {
 	Repeat bool
 }
 
+// Request is one request the policy decided, allowed or refused: what a sandbox reached
+// for, as the proxy saw it. Learn mode, the session record and alarms read it.
+type Request struct {
+	// Time is when the request was decided.
+	Time time.Time
+	// Sandbox is the sandbox that made the request.
+	Sandbox string
+	// Method is the request's method: CONNECT for a tunnel, else the plain HTTP method.
+	Method string
+	// Host is the destination host as the sandbox wrote it, normalised; Port its port.
+	Host string
+	Port int
+	// Path is the plain HTTP request's path, without its query (which may carry
+	// secrets); empty for a tunnel, whose path the proxy never sees.
+	Path string
+	// Allowed says whether the request was let through to be dialled; Reason says why
+	// not when it was refused.
+	Allowed bool
+	Reason  string
+	// Explicit says an explicit rule allowed it (not a wildcard or a default).
+	Explicit bool
+	// Repeat is true for a refusal identical to one less than the repeat window ago.
+	Repeat bool
+}
+
 // Options configures a Proxy. Only Policy is required.
 type Options struct {
 	// Policy returns the current policy of a sandbox; it is called for every request, so rule changes
@@ -43,6 +68,10 @@ type Options struct {
 	// OnDenial records a denial (the daemon writes it to its database). May be nil. It is called on
 	// the request's goroutine, so it should not block for long.
 	OnDenial func(Denial)
+	// OnRequest, when set, is told of every request the policy decided, allowed or refused
+	// (a refusal is told to OnDenial too), before any byte goes to the destination. It is
+	// called on the request's goroutine, so it should not block for long.
+	OnRequest func(Request)
 	// LookupIP resolves a host name; nil means net.DefaultResolver.LookupNetIP with network "ip". The
 	// proxy resolves names itself: the sandbox has no DNS.
 	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -60,17 +89,18 @@ type Options struct {
 
 // Proxy enforces egress policies. One Proxy serves every sandbox; Handler binds it to one.
 type Proxy struct {
-	policy   func(ctx context.Context, sandbox string) (Policy, error)
-	onDenial func(Denial)
-	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
-	log      *slog.Logger
-	repeats  *repeats
+	policy    func(ctx context.Context, sandbox string) (Policy, error)
+	onDenial  func(Denial)
+	onRequest func(Request)
+	lookup    func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	log       *slog.Logger
+	repeats   *repeats
 }
 
 // New builds a Proxy from opts, filling in the defaults documented on Options.
 func New(opts Options) *Proxy {
-	p := &Proxy{policy: opts.Policy, onDenial: opts.OnDenial, lookup: opts.LookupIP, dial: opts.Dial, log: opts.Logger,
+	p := &Proxy{policy: opts.Policy, onDenial: opts.OnDenial, onRequest: opts.OnRequest, lookup: opts.LookupIP, dial: opts.Dial, log: opts.Logger,
 		repeats: newRepeats(opts.RepeatWindow)}
 	if p.lookup == nil {
 		p.lookup = defaultLookupIP
@@ -168,6 +198,8 @@ func (h *handler) closeIdle() {
 
 // exchange is what the log line of one request reports.
 type exchange struct {
+	method    string
+	path      string
 	host      string
 	port      int
 	status    int
@@ -193,7 +225,7 @@ func (h *handler) fold(x *exchange, now time.Time) bool {
 // identical refusals): never a header, a path or a query, which may carry secrets.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var x exchange
+	x := exchange{method: r.Method}
 	switch {
 	case r.Method == http.MethodConnect:
 		h.connect(w, r, &x)
@@ -248,6 +280,7 @@ func (h *handler) admit(ctx context.Context, w http.ResponseWriter, x *exchange,
 		h.deny(w, x, host, d.Reason) // before any DNS query: a denied name is never resolved
 		return nil, false, false
 	case isIP:
+		h.decided(x, host, true, "", true)
 		return []netip.Addr{netip.MustParseAddr(host)}, true, true
 	}
 	addrs, err = h.p.lookup(ctx, host)
@@ -265,7 +298,17 @@ func (h *handler) admit(ctx context.Context, w http.ResponseWriter, x *exchange,
 			return nil, false, false
 		}
 	}
+	h.decided(x, host, true, "", d.Explicit)
 	return addrs, d.Explicit, true
+}
+
+// decided tells OnRequest of the policy's answer to x.
+func (h *handler) decided(x *exchange, host string, allowed bool, reason string, explicit bool) {
+	if h.p.onRequest == nil {
+		return
+	}
+	h.p.onRequest(Request{Time: time.Now(), Sandbox: h.sandbox, Method: x.method, Host: host, Port: x.port, Path: x.path,
+		Allowed: allowed, Reason: reason, Explicit: explicit, Repeat: x.repeat})
 }
 
 // deny answers 403 with the command that would allow the destination, and records the denial.
@@ -277,6 +320,7 @@ func (h *handler) deny(w http.ResponseWriter, x *exchange, host, reason string) 
 	if h.p.onDenial != nil {
 		h.p.onDenial(Denial{Time: now, Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason, Repeat: repeat})
 	}
+	h.decided(x, host, false, reason, false)
 	hint := host
 	if x.port != 80 && x.port != 443 {
 		hint = joinHostPort(host, x.port)
