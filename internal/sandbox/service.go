@@ -192,7 +192,8 @@ func New(opts Options) *Service {
 	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
 		Logger: log})
 	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
-	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, Logger: log})
+	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, OnRequest: s.observeEgress,
+		Logger: log})
 	return s
 }
 
