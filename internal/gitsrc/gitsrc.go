@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/gitsync"
 )
 
 // URL matches what git itself takes as a remote URL: scheme://... or user@host:path.
@@ -31,9 +32,16 @@ type Source struct {
 	Dirty []string
 }
 
-// Git runs git in dir with no terminal prompt and returns its output, trimmed.
+// Git runs git in dir with no terminal prompt and returns its output, trimmed. Like every
+// host git command, it runs no hook, fsmonitor or external diff (gitsync.HostConfig).
 func Git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	return hostGit(ctx, dir, nil, args...)
+}
+
+// hostGit is Git with more config (-c pairs) before args.
+func hostGit(ctx context.Context, dir string, config []string, args ...string) (string, error) {
+	full := append(append(append([]string{"-C", dir}, gitsync.HostConfig()...), config...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -74,7 +82,9 @@ func Describe(ctx context.Context, repo string) (Source, error) {
 	s.Origin, _ = Git(ctx, repo, "remote", "get-url", "origin")
 	s.GitName, _ = Git(ctx, repo, "config", "user.name")
 	s.GitEmail, _ = Git(ctx, repo, "config", "user.email")
-	status, err := Git(ctx, repo, "status", "--porcelain", "--untracked-files=all")
+	// The user's filters stay off too, and the index is left as it is: reading what is
+	// uncommitted runs nothing and writes nothing.
+	status, err := hostGit(ctx, repo, gitsync.NoFilters(ctx, repo), "--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return s, err
 	}
@@ -90,7 +100,7 @@ func Describe(ctx context.Context, repo string) (Source, error) {
 // Bundle streams a bundle of repo's HEAD, every branch and every tag; wait reports how
 // git ended, once the stream is read.
 func Bundle(ctx context.Context, repo string) (bundle io.ReadCloser, wait func() error, err error) {
-	cmd := exec.CommandContext(ctx, "git", "-C", repo, "bundle", "create", "-q", "-", "HEAD", "--branches", "--tags")
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", repo}, gitsync.HostConfig()...), "bundle", "create", "-q", "-", "HEAD", "--branches", "--tags")...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -155,7 +165,7 @@ func Clone(ctx context.Context, url, dir string, opts CloneOptions) error {
 		env = append(env, "GIT_ALLOW_PROTOCOL="+remoteProtocols, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
 	}
 	run := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd := exec.CommandContext(ctx, "git", append(gitsync.HostConfig(), args...)...)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return apperr.Invalid("check the URL and that `git clone` of it works on this host",

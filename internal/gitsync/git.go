@@ -23,16 +23,25 @@ import (
 // safeConfig turns off every way a repository's content or config could run a program
 // in a host git command on fetched work, and the packfile URIs a sandbox's upload-pack
 // could offer (a URL of its choosing that host git would fetch).
-var safeConfig = []string{
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "core.fsmonitor=false",
-	"-c", "core.untrackedCache=false",
-	"-c", "diff.external=",
+var safeConfig = append(HostConfig(),
 	"-c", "fetch.recurseSubmodules=false",
 	"-c", "submodule.recurse=false",
 	"-c", "protocol.paddock.allow=always",
 	"-c", "core.sshCommand=false",
 	"-c", "fetch.uriProtocols=",
+)
+
+// HostConfig is what every host git command takes before its own arguments so that no
+// config of the repository (nor the user's) makes it run a program: no hooks, no
+// fsmonitor, no external diff. Commands on fetched work add more (safeConfig); a command
+// that may check files out or compare their content turns filters off too (NoFilters).
+func HostConfig() []string {
+	return []string{
+		"-c", "core.hooksPath=/dev/null",
+		"-c", "core.fsmonitor=false",
+		"-c", "core.untrackedCache=false",
+		"-c", "diff.external=",
+	}
 }
 
 // Git runs host git commands in one repository.
@@ -171,4 +180,25 @@ func (g *Git) Refs(ctx context.Context, prefix string) (map[string]string, error
 		}
 	}
 	return refs, nil
+}
+
+// NoFilters is config that turns off every filter driver defined for the repository in
+// dir (its config, the user's, the system's): a command that compares files' content with
+// these runs no clean or smudge program. A file whose filter changes its content (git-lfs)
+// and whose stat git no longer trusts may then show as changed.
+func NoFilters(ctx context.Context, dir string) []string {
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "config", "--name-only", "--get-regexp", `^filter\..+\.(clean|smudge|process|required)$`)
+	out, _ := cmd.Output()
+	var args []string
+	seen := map[string]bool{}
+	for _, key := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		i := strings.LastIndex(key, ".")
+		if i <= 0 || seen[key[:i]] {
+			continue
+		}
+		d := key[:i]
+		seen[d] = true
+		args = append(args, "-c", d+".clean=", "-c", d+".smudge=", "-c", d+".process=", "-c", d+".required=false")
+	}
+	return args
 }
