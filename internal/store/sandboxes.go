@@ -144,6 +144,12 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM net_denials WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM net_learned WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM net_learning WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
