@@ -12,8 +12,8 @@ import (
 
 // memHeads keeps heads in memory, as the store does in its table.
 type memHeads struct {
-	mu    sync.Mutex
-	seq   map[string]int64
+	mu   sync.Mutex
+	seq  map[string]int64
 	hash map[string]string
 }
 
