@@ -1,193 +1,26 @@
 // Package backendtest is the conformance suite every backend must pass. A backend's test
 // calls Run with a Harness; the suite drives the backend through its lifecycle and checks,
-// through the real guest, exec, PTYs, files, tunnels and isolation.
+// through the real guest, exec, PTYs, files, tunnels and isolation. The checks themselves
+// are in package conform, which `paddock verify` runs too.
 package backendtest
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/paddockhq/paddock/internal/backend"
-	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/backend/conform"
 )
 
 // Harness is what the suite needs from a backend's test.
-type Harness struct {
-	// Backend under test.
-	Backend backend.Backend
-	// Spec returns a spec for a new sandbox with the given ID; the suite sets nothing
-	// else, so the harness fills AgentBinary, AgentSHA256 and anything backend-specific.
-	Spec func(id backend.ID) backend.Spec
-	// Leftovers, when set, lists what a destroyed sandbox left on the host (processes,
-	// mounts, directories, containers, volumes); the suite requires it to be empty.
-	Leftovers func(id backend.ID) []string
-	// HostSecrets, optional, are host paths (in directories that exist) where the suite
-	// plants a secret file while it runs, besides the ones it always plants (the daemon's
-	// home, and /etc as root): the places this backend could expose. No process inside may
-	// read them.
-	HostSecrets []string
-	// LimitsEndSandbox says the backend's memory and process limits bind the sandbox as a
-	// whole, not each process in it: a fork bomb or a memory hog ends the whole sandbox,
-	// which its engine starts again. So it is under gVisor (runsc), whose user-space kernel
-	// is what the host's limits count, and whose 2022 builds keep no per-process count of
-	// their own. The limits checks then require that, instead of a refused fork and a
-	// killed process in a sandbox that goes on.
-	LimitsEndSandbox bool
-	// Allows, optional, names what this backend lets a process inside do that the
-	// KernelSurface and AgentUntraceable checks otherwise fail on, each with why: a
-	// kernel of the sandbox's own serves the call (gVisor's, in user space, never the
-	// host's), or the filter that would refuse it is the engine's, not paddock's. The
-	// keys are the checks' names for what they try: a call ("io_uring_setup",
-	// "unshare(CLONE_NEWUSER)"), or "ptrace-seize", "ptrace-attach", "agent-environ",
-	// "agent-mem". The checks log what they allow, and fail on anything else.
-	Allows map[string]string
-	// Dir, optional, is the backend's own directory on the host: the soak test requires
-	// that cycles leave no entry behind in it.
-	Dir string
-	// PidsLimit, when set, is the process limit every sandbox of this backend has,
-	// whatever its spec asks: Kubernetes limits every pod of a node alike (the kubelet's
-	// podPidsLimit) and cannot limit one. The limits sandbox then asks for it.
-	PidsLimit int64
-	// Machine, when set, says the sandbox is a whole machine of its own (a VM) whose user
-	// has root through sudo and whose network is the machine's: the boundary is the
-	// machine, not a namespace on the host. The checks of what a process inside may do
-	// to its own kernel (Privileges, KernelSurface), of its network (Network, Egress, DNS,
-	// Metadata) and of limits (the machine's size is its limit) are then skipped, each
-	// saying so with this reason; every other check runs.
-	Machine string
-}
+type Harness = conform.Harness
 
-// Run runs the whole suite. Subtests share one sandbox where that is safe, so the suite
-// stays fast; the lifecycle test uses its own.
+// Run runs the whole suite, each check a subtest of t.
 func Run(t *testing.T, h Harness) {
-	// machine skips a check that a whole machine of the sandbox's own contradicts.
-	machine := func(f func(t *testing.T)) func(t *testing.T) {
-		return func(t *testing.T) {
-			if h.Machine != "" {
-				t.Skip("the sandbox is a machine of its own: " + h.Machine)
-			}
-			f(t)
-		}
-	}
-	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, h) })
-	t.Run("Limits", machine(func(t *testing.T) { testLimits(t, h) }))
-
-	ctx := context.Background()
-	id := newID()
-	sb := start(t, h, id)
-	t.Run("Exec", func(t *testing.T) { testExec(t, sb) })
-	t.Run("Environment", func(t *testing.T) { testEnvironment(t, sb) })
-	t.Run("PTY", func(t *testing.T) { testPTY(t, sb) })
-	t.Run("Files", func(t *testing.T) { testFiles(t, sb) })
-	t.Run("Tar", func(t *testing.T) { testTar(t, sb) })
-	t.Run("SymlinkEscape", func(t *testing.T) { testSymlinkEscape(t, sb) })
-	t.Run("Tunnels", func(t *testing.T) { testTunnels(t, sb) })
-	t.Run("Network", machine(func(t *testing.T) { testNetwork(t, sb) }))
-	t.Run("HostSecrets", func(t *testing.T) { testHostSecrets(t, sb) })
-	t.Run("WriteRace", func(t *testing.T) { testWriteRace(t, sb) })
-	t.Run("Hardlinks", func(t *testing.T) { testHardlinks(t, sb) })
-	t.Run("Egress", machine(func(t *testing.T) { testEgress(t, sb) }))
-	t.Run("DNS", machine(func(t *testing.T) { testDNS(t, sb) }))
-	t.Run("Metadata", machine(func(t *testing.T) { testMetadata(t, sb) }))
-	t.Run("HostLoopback", func(t *testing.T) { testHostLoopback(t, sb) })
-	t.Run("OwnPids", func(t *testing.T) { testOwnPids(t, sb) })
-	t.Run("KernelReadOnly", func(t *testing.T) { testKernelReadOnly(t, sb) })
-	t.Run("Privileges", machine(func(t *testing.T) { testPrivileges(t, sb) }))
-	t.Run("HostSockets", func(t *testing.T) { testHostSockets(t, sb) })
-	t.Run("TIOCSTI", func(t *testing.T) { testTIOCSTI(t, sb) })
-	t.Run("KernelSurface", machine(func(t *testing.T) { testKernelSurface(t, sb) }))
-	t.Run("AgentUntraceable", func(t *testing.T) { testAgentUntraceable(t, sb) })
-	t.Run("OutputFlood", func(t *testing.T) { testOutputFlood(t, sb) })
-	t.Run("Reconnect", func(t *testing.T) { testReconnect(t, sb) })
-	if err := h.Backend.Destroy(ctx, id); err != nil {
-		t.Fatalf("Destroy: %v", err)
-	}
+	conform.Suite(adapt{t}, h)
 }
 
-// sandbox is a running sandbox with a connected client.
-type sandbox struct {
-	h      Harness
-	id     backend.ID
-	client *guestclient.Client
-}
+// adapt is a *testing.T as a conform.T: its subtests are subtests of the test.
+type adapt struct{ *testing.T }
 
-func newID() backend.ID {
-	b := make([]byte, 5)
-	rand.Read(b)
-	return backend.ID("t" + hex.EncodeToString(b))
-}
-
-func start(t *testing.T, h Harness, id backend.ID) *sandbox {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := h.Backend.Create(ctx, h.Spec(id)); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() { h.Backend.Destroy(context.Background(), id) })
-	if err := h.Backend.Start(ctx, id); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	return &sandbox{h: h, id: id, client: connect(t, h, id)}
-}
-
-func connect(t *testing.T, h Harness, id backend.ID) *guestclient.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) {
-		return h.Backend.Dial(ctx, id)
-	}, "conformance")
-	if err != nil {
-		t.Fatalf("connect to agent: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// run executes a shell command in the sandbox and returns its exit code and output.
-func (sb *sandbox) run(t *testing.T, script string) (int, string, string) {
-	t.Helper()
-	return runWith(t, sb.client, guestclient.ExecOptions{Argv: []string{"sh", "-c", script}})
-}
-
-func runWith(t *testing.T, c *guestclient.Client, opts guestclient.ExecOptions) (int, string, string) {
-	t.Helper()
-	// Generous: a command that works may be slow under emulation (the memory hog takes
-	// about 50 s in a VM under TCG on a busy machine); this only bounds a hang.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr strings.Builder
-	opts.Stdout, opts.Stderr = &stdout, &stderr
-	code, err := c.Exec(ctx, opts)
-	if err != nil {
-		t.Fatalf("exec %q: %v", opts.Argv, err)
-	}
-	return code, stdout.String(), stderr.String()
-}
-
-// mustRun runs a script that must succeed and returns its trimmed stdout.
-func (sb *sandbox) mustRun(t *testing.T, script string) string {
-	t.Helper()
-	code, out, errOut := sb.run(t, script)
-	if code != 0 {
-		t.Fatalf("%q exited %d: %s%s", script, code, out, errOut)
-	}
-	return strings.TrimSpace(out)
-}
-
-func wantState(t *testing.T, h Harness, id backend.ID, want backend.State) {
-	t.Helper()
-	st, err := h.Backend.State(context.Background(), id)
-	if err != nil {
-		t.Fatalf("State: %v", err)
-	}
-	if st.State != want {
-		t.Fatalf("State = %s (%s), want %s", st.State, st.Detail, want)
-	}
+func (a adapt) Run(name string, f func(t conform.T)) bool {
+	return a.T.Run(name, func(t *testing.T) { f(adapt{t}) })
 }

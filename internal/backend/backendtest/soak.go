@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/backend/conform"
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
@@ -59,7 +60,7 @@ func cycle(t *testing.T, h Harness, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	id := newID()
+	id := conform.NewID()
 	if err := h.Backend.Create(ctx, h.Spec(id)); err != nil {
 		t.Fatalf("cycle %d: Create: %v", n, err)
 	}

@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
@@ -32,12 +31,12 @@ func (h Harness) smallLimits() backend.Limits {
 }
 
 // testLimits runs the limit checks in a sandbox of their own.
-func testLimits(t *testing.T, h Harness) {
+func testLimits(t T, h Harness) {
 	lr, ok := h.Backend.(backend.LimitReader)
 	if !ok {
 		t.Fatalf("backend %s enforces no resource limits: it does not implement backend.LimitReader", h.Backend.Name())
 	}
-	id := newID()
+	id := NewID()
 	spec := h.Spec(id)
 	want := h.smallLimits()
 	spec.CPUs, spec.MemoryBytes, spec.PidsLimit = want.CPUs, want.MemoryBytes, want.Pids
@@ -60,23 +59,23 @@ func testLimits(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatalf("Limits: %v", err)
 	}
-	t.Run("Reported", func(t *testing.T) {
+	t.Run("Reported", func(t T) {
 		if got != want {
 			t.Fatalf("the backend enforces %+v, want %+v", got, want)
 		}
 	})
 	if h.LimitsEndSandbox {
-		t.Run("ForkBomb", func(t *testing.T) { testLimitEndsSandbox(t, sb, forkBombArgv(h.smallLimits().Pids)) })
+		t.Run("ForkBomb", func(t T) { testLimitEndsSandbox(t, sb, forkBombArgv(h.smallLimits().Pids)) })
 		sb.client = connect(t, h, id)
-		t.Run("MemoryHog", func(t *testing.T) { testLimitEndsSandbox(t, sb, memoryHogArgv()) })
+		t.Run("MemoryHog", func(t T) { testLimitEndsSandbox(t, sb, memoryHogArgv()) })
 		sb.client = connect(t, h, id)
-		t.Run("TmpFull", func(t *testing.T) { testTmpFull(t, sb) })
+		t.Run("TmpFull", func(t T) { testTmpFull(t, sb) })
 		return
 	}
-	t.Run("ForkBomb", func(t *testing.T) { testForkBomb(t, sb) })
+	t.Run("ForkBomb", func(t T) { testForkBomb(t, sb) })
 	sb.client = connect(t, h, id) // the bomb restarted the sandbox, and its client ended with it
-	t.Run("MemoryHog", func(t *testing.T) { testMemoryHog(t, sb) })
-	t.Run("TmpFull", func(t *testing.T) { testTmpFull(t, sb) })
+	t.Run("MemoryHog", func(t T) { testMemoryHog(t, sb) })
+	t.Run("TmpFull", func(t T) { testTmpFull(t, sb) })
 }
 
 // forkBomb forks sleeping children until fork fails, says so once, and goes on trying,
@@ -103,7 +102,7 @@ print("started", started, "without a failure", flush=True)
 // meanwhile, that a process started before keeps answering, that the guest and the host
 // side answer, that a second exec returns (it cannot fork: it must say so, not hang),
 // and that the sandbox can be stopped, bomb and all, and started again.
-func testForkBomb(t *testing.T, sb *sandbox) {
+func testForkBomb(t T, sb *sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A process started before the bomb: cat, which echoes its input and forks nothing.
@@ -178,7 +177,7 @@ func testForkBomb(t *testing.T, sb *sandbox) {
 
 // testMemoryHog makes a process take more memory than the sandbox has: it must be killed
 // or refused, and the sandbox must go on.
-func testMemoryHog(t *testing.T, sb *sandbox) {
+func testMemoryHog(t T, sb *sandbox) {
 	// tail keeps its input's last line, here one line of twice the sandbox's memory.
 	hog := "head -c " + strconv.FormatInt(2*smallLimits.MemoryBytes, 10) + " /dev/zero | tail -n 1 >/dev/null"
 	code, _, errOut := sb.run(t, hog)
@@ -196,7 +195,7 @@ func testMemoryHog(t *testing.T, sb *sandbox) {
 
 // testTmpFull writes past the size of /tmp, which must fail with ENOSPC: /tmp is a memory
 // filesystem, and an unsized one could take the host's memory.
-func testTmpFull(t *testing.T, sb *sandbox) {
+func testTmpFull(t T, sb *sandbox) {
 	size, err := strconv.ParseInt(sb.mustRun(t, "df -B1 --output=size /tmp | tail -n 1 | tr -d ' '"), 10, 64)
 	if err != nil {
 		t.Fatalf("size of /tmp: %v", err)

@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -102,7 +101,7 @@ type hostListeners struct {
 
 // listenHost listens on TCP and UDP at each address ("" for every address), each on a
 // port of its own.
-func listenHost(t *testing.T, addrs ...string) *hostListeners {
+func listenHost(t T, addrs ...string) *hostListeners {
 	hl := &hostListeners{}
 	for _, a := range addrs {
 		ln, err := net.Listen("tcp", net.JoinHostPort(a, "0"))
@@ -155,7 +154,7 @@ func (hl *hostListeners) close() {
 }
 
 // check fails the test if anything reached the host's sockets.
-func (hl *hostListeners) check(t *testing.T) {
+func (hl *hostListeners) check(t T) {
 	t.Helper()
 	time.Sleep(100 * time.Millisecond) // a datagram in flight
 	hl.mu.Lock()
@@ -182,7 +181,7 @@ func pairs(port int, hosts ...string) string {
 
 // hostAddrs returns the host's own addresses that a sandbox with a route out would reach:
 // every global or private unicast address, IPv4 and IPv6.
-func hostAddrs(t *testing.T) []string {
+func hostAddrs(t T) []string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +204,7 @@ var publicV4, publicV6 = []string{"1.1.1.1", "8.8.8.8"}, []string{"2606:4700:470
 // TCP and UDP to public IPv4 and IPv6 addresses and to the host's own addresses, plain
 // HTTP to a bare IP with the proxy variables unset, and ICMP and raw sockets. The host
 // listens on each of its addresses to see what arrives.
-func testEgress(t *testing.T, sb *sandbox) {
+func testEgress(t T, sb *sandbox) {
 	hl := listenHost(t, "")
 	host := hostAddrs(t)
 	tcpPort, udpPort := port(hl.tcp[0].Addr()), port(hl.udp[0].LocalAddr())
@@ -240,7 +239,7 @@ print("done")
 
 // testDNS checks no name resolves and no resolver answers: not the sandbox's, not the
 // host's (from the host's /etc/resolv.conf), not a public one, over UDP or TCP.
-func testDNS(t *testing.T, sb *sandbox) {
+func testDNS(t T, sb *sandbox) {
 	servers := append(append([]string(nil), publicV4...), publicV6...)
 	if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
@@ -277,7 +276,7 @@ print("done")
 
 // testMetadata checks the cloud metadata services (AWS, GCP, Azure, ECS, Alibaba, AWS's
 // IPv6 one) are out of reach: no route to them at all.
-func testMetadata(t *testing.T, sb *sandbox) {
+func testMetadata(t T, sb *sandbox) {
 	fails := sb.probe(t, netProbe+`print("done")`,
 		"TCP_REMOTE="+pairs(80, "169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254"),
 		"UDP_REMOTE="+pairs(53, "169.254.169.253"),
@@ -287,7 +286,7 @@ func testMetadata(t *testing.T, sb *sandbox) {
 
 // testHostLoopback checks the host's loopback services are out of reach on IPv4 and
 // IPv6, over TCP and UDP, by address and by the name localhost.
-func testHostLoopback(t *testing.T, sb *sandbox) {
+func testHostLoopback(t T, sb *sandbox) {
 	hl := listenHost(t, "127.0.0.1", "::1")
 	var tcp, udp []string
 	for i := range hl.tcp {

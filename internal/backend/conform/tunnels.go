@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"bufio"
@@ -7,11 +7,10 @@ import (
 	"io"
 	"net"
 	"strings"
-	"testing"
 )
 
 // echoServer is a host-side TCP server that answers each line with "echo: LINE".
-func echoServer(t *testing.T) net.Listener {
+func echoServer(t T) net.Listener {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +38,7 @@ func echoServer(t *testing.T) net.Listener {
 	return ln
 }
 
-func testTunnels(t *testing.T, sb *sandbox) {
+func testTunnels(t T, sb *sandbox) {
 	ctx := ctxT(t)
 	echo := echoServer(t)
 	dialEcho := func(ctx context.Context) (net.Conn, error) {
@@ -55,7 +54,7 @@ func testTunnels(t *testing.T, sb *sandbox) {
 		t.Fatal("Reverse reported port 0")
 	}
 
-	t.Run("reverse from a sandbox process", func(t *testing.T) {
+	t.Run("reverse from a sandbox process", func(t T) {
 		// bash's /dev/tcp connects from inside the sandbox to its own loopback.
 		script := fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d; echo hello >&3; head -n1 <&3`, rev.Port())
 		code, out, errOut := runWith(t, sb.client, execOpts("bash", "-c", script))
@@ -63,7 +62,7 @@ func testTunnels(t *testing.T, sb *sandbox) {
 			t.Fatalf("code %d out %q err %q", code, out, errOut)
 		}
 	})
-	t.Run("forward", func(t *testing.T) {
+	t.Run("forward", func(t T) {
 		// Forward dials the sandbox's loopback, where the reverse listener answers: the
 		// bytes cross the guest twice and reach the host echo server.
 		conn, err := sb.client.Forward(ctx, rev.Port())
@@ -81,7 +80,7 @@ func testTunnels(t *testing.T, sb *sandbox) {
 			}
 		}
 	})
-	t.Run("forward half close", func(t *testing.T) {
+	t.Run("forward half close", func(t T) {
 		code, _, _ := runWith(t, sb.client, execOpts("sh", "-c", "command -v python3"))
 		if code != 0 {
 			t.Skip("no python3 in the sandbox image to run a listener")
@@ -122,7 +121,7 @@ c.sendall(b"got %%d bytes" %% len(data)); c.close()
 			t.Fatalf("reply %q", reply)
 		}
 	})
-	t.Run("forward to a closed port", func(t *testing.T) {
+	t.Run("forward to a closed port", func(t T) {
 		if conn, err := sb.client.Forward(ctx, freeLoopbackPort(t, sb)); err == nil {
 			conn.Close()
 			t.Fatal("Forward to a port nobody listens on succeeded")

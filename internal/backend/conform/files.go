@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"archive/tar"
@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/inside"
@@ -18,15 +17,15 @@ import (
 
 const ws = inside.Workspace
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func testFiles(t *testing.T, sb *sandbox) {
+func testFiles(t T, sb *sandbox) {
 	ctx, c := ctxT(t), sb.client
-	t.Run("binary round trip", func(t *testing.T) {
+	t.Run("binary round trip", func(t T) {
 		data := make([]byte, 1<<20)
 		rand.Read(data)
 		data = append(data, 0, '\r', '\n', 0xff, 0) // bytes a text path would mangle
@@ -46,7 +45,7 @@ func testFiles(t *testing.T, sb *sandbox) {
 			t.Fatalf("inside the sandbox the file is %q, want mode 640 size 1048581", out)
 		}
 	})
-	t.Run("large", func(t *testing.T) {
+	t.Run("large", func(t T) {
 		const size = 64 << 20
 		h := sha256.New()
 		src := io.TeeReader(io.LimitReader(rand.Reader, size), h)
@@ -65,7 +64,7 @@ func testFiles(t *testing.T, sb *sandbox) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("atomic overwrite", func(t *testing.T) {
+	t.Run("atomic overwrite", func(t T) {
 		if _, err := c.WriteFile(ctx, ws, "atomic.txt", 0, false, strings.NewReader("old")); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +77,7 @@ func testFiles(t *testing.T, sb *sandbox) {
 			t.Fatalf("after an interrupted write: %q, want the old content and no temporary file", got)
 		}
 	})
-	t.Run("stat list mkdir remove", func(t *testing.T) {
+	t.Run("stat list mkdir remove", func(t T) {
 		if err := c.Mkdir(ctx, ws, "d/e/f", 0o755, true); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +147,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return 0, errors.New("source failed")
 }
 
-func testTar(t *testing.T, sb *sandbox) {
+func testTar(t T, sb *sandbox) {
 	ctx, c := ctxT(t), sb.client
 	sb.mustRun(t, `mkdir -p /workspace/tree/sub && cd /workspace/tree && printf 'x' > 'name with spaces' &&
 		printf '\377\000bin' > sub/bin && printf 'é' > 'ünïcode' && chmod 750 sub && printf '#!/bin/sh\n' > run.sh &&
@@ -191,7 +190,7 @@ func testTar(t *testing.T, sb *sandbox) {
 	}
 }
 
-func testSymlinkEscape(t *testing.T, sb *sandbox) {
+func testSymlinkEscape(t T, sb *sandbox) {
 	ctx, c := ctxT(t), sb.client
 	sb.mustRun(t, "ln -sfn /etc /workspace/evil && ln -sfn ../../../../etc/hostname /workspace/rel && mkdir -p /workspace/box && ln -sfn / /workspace/box/root")
 	checks := []struct {
@@ -265,7 +264,7 @@ func testSymlinkEscape(t *testing.T, sb *sandbox) {
 		}},
 	}
 	for _, tc := range checks {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, func(t T) {
 			if err := tc.op(); err == nil {
 				t.Fatal("reached outside the root; it must be refused")
 			}

@@ -1,10 +1,9 @@
-package backendtest
+package conform
 
 import (
 	"context"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,7 +59,7 @@ print "done\n";
 // testKernelSurface checks that calls into the kernel's riskiest surfaces fail inside:
 // io_uring, keyrings, eBPF, perf events, a new user namespace (by unshare and by clone),
 // mount and userfaultfd. The harness's Allows lists those the backend lets through, and why.
-func testKernelSurface(t *testing.T, sb *sandbox) {
+func testKernelSurface(t T, sb *sandbox) {
 	numbers := map[string]int{
 		"io_uring_setup": unix.SYS_IO_URING_SETUP, "keyctl": unix.SYS_KEYCTL, "bpf": unix.SYS_BPF,
 		"perf_event_open": unix.SYS_PERF_EVENT_OPEN, "unshare": unix.SYS_UNSHARE, "clone": unix.SYS_CLONE,
@@ -77,7 +76,7 @@ func testKernelSurface(t *testing.T, sb *sandbox) {
 
 // notAllowed drops, and logs, the findings of a probe that the backend allows: those whose
 // first word is a key of Harness.Allows.
-func (sb *sandbox) notAllowed(t *testing.T, fails []string) []string {
+func (sb *sandbox) notAllowed(t T, fails []string) []string {
 	t.Helper()
 	var out []string
 	for _, f := range fails {
@@ -133,7 +132,7 @@ print "done\n";
 // testAgentUntraceable checks that no process inside can trace the guest, which
 // would let it stop the guest (wedging the sandbox) or speak on the daemon's connection,
 // nor read its memory or environment; and that the guest answers afterwards.
-func testAgentUntraceable(t *testing.T, sb *sandbox) {
+func testAgentUntraceable(t T, sb *sandbox) {
 	fails := sb.probeArgv(t, []string{"perl", "-e", agentProbe}, "NR_PTRACE="+strconv.Itoa(unix.SYS_PTRACE))
 	noFailures(t, "the guest is within reach of the sandbox's processes", sb.notAllowed(t, fails))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

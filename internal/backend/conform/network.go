@@ -1,11 +1,10 @@
-package backendtest
+package conform
 
 import (
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -16,7 +15,7 @@ func execOpts(argv ...string) guestclient.ExecOptions { return guestclient.ExecO
 func sleepShort() { time.Sleep(50 * time.Millisecond) }
 
 // freeLoopbackPort finds a port nobody listens on in the sandbox's loopback.
-func freeLoopbackPort(t *testing.T, sb *sandbox) uint32 {
+func freeLoopbackPort(t T, sb *sandbox) uint32 {
 	t.Helper()
 	for p := 20000 + time.Now().Nanosecond()%20000; ; p++ {
 		code, _, _ := sb.run(t, fmt.Sprintf("grep -qi ':%04X ' /proc/net/tcp", p))
@@ -28,7 +27,7 @@ func freeLoopbackPort(t *testing.T, sb *sandbox) uint32 {
 
 // testNetwork checks the sandbox has loopback only: no other interface, no route, and
 // the host's own loopback services are out of reach.
-func testNetwork(t *testing.T, sb *sandbox) {
+func testNetwork(t T, sb *sandbox) {
 	ifaces := sb.mustRun(t, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
 	if ifaces != "lo" {
 		t.Errorf("network interfaces in the sandbox: %q, want only lo", ifaces)

@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"context"
@@ -6,14 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-func testExec(t *testing.T, sb *sandbox) {
+func testExec(t T, sb *sandbox) {
 	for _, tc := range []struct {
 		name           string
 		script         string
@@ -26,21 +25,21 @@ func testExec(t *testing.T, sb *sandbox) {
 		{"killed by signal", "kill -9 $$", 137, "", ""},
 		{"working directory", "pwd", 0, "/workspace\n", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, func(t T) {
 			code, out, errOut := sb.run(t, tc.script)
 			if code != tc.code || out != tc.stdout || errOut != tc.stderr {
 				t.Fatalf("got code %d stdout %q stderr %q; want %d %q %q", code, out, errOut, tc.code, tc.stdout, tc.stderr)
 			}
 		})
 	}
-	t.Run("stdin", func(t *testing.T) {
+	t.Run("stdin", func(t T) {
 		in := strings.Repeat("line of input\n", 10000)
 		code, out, _ := runWith(t, sb.client, guestclient.ExecOptions{Argv: []string{"cat"}, Stdin: strings.NewReader(in)})
 		if code != 0 || out != in {
 			t.Fatalf("cat echoed %d bytes (code %d), want %d", len(out), code, len(in))
 		}
 	})
-	t.Run("not found", func(t *testing.T) {
+	t.Run("not found", func(t T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		code, err := sb.client.Exec(ctx, guestclient.ExecOptions{Argv: []string{"/no/such/program"}})
@@ -48,14 +47,14 @@ func testExec(t *testing.T, sb *sandbox) {
 			t.Fatalf("exec of a missing program: code %d, err %v; want 127 and an error", code, err)
 		}
 	})
-	t.Run("env and dir", func(t *testing.T) {
+	t.Run("env and dir", func(t T) {
 		code, out, _ := runWith(t, sb.client, guestclient.ExecOptions{
 			Argv: []string{"sh", "-c", "echo $GREETING; pwd"}, Env: []string{"GREETING=hello"}, Dir: "/tmp"})
 		if code != 0 || out != "hello\n/tmp\n" {
 			t.Fatalf("got %q", out)
 		}
 	})
-	t.Run("concurrent", func(t *testing.T) {
+	t.Run("concurrent", func(t T) {
 		errs := make(chan error, 8)
 		for i := range 8 {
 			go func() {
@@ -78,7 +77,7 @@ func testExec(t *testing.T, sb *sandbox) {
 
 // testEnvironment checks the sandbox carries nothing of the host's environment and runs
 // as the non-root user agent.
-func testEnvironment(t *testing.T, sb *sandbox) {
+func testEnvironment(t T, sb *sandbox) {
 	t.Setenv("PADDOCK_CONFORMANCE_SECRET", "host-secret-value")
 	if got := sb.mustRun(t, "id -u; id -un; echo $HOME"); got != "1000\nagent\n/home/agent" {
 		t.Fatalf("user: got %q, want uid 1000 named agent with home /home/agent", got)
@@ -111,7 +110,7 @@ func testEnvironment(t *testing.T, sb *sandbox) {
 	}
 }
 
-func testPTY(t *testing.T, sb *sandbox) {
+func testPTY(t T, sb *sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stdinR, stdinW := ioPipe()

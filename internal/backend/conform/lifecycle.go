@@ -1,17 +1,16 @@
-package backendtest
+package conform
 
 import (
 	"bytes"
 	"context"
 	"strings"
-	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
-func testLifecycle(t *testing.T, h Harness) {
+func testLifecycle(t T, h Harness) {
 	ctx := context.Background()
-	id := newID()
+	id := NewID()
 	spec := h.Spec(id)
 	wantState(t, h, id, backend.StateMissing)
 	if err := h.Backend.Create(ctx, spec); err != nil {
@@ -91,7 +90,7 @@ func toBytes(ss []string) [][]byte {
 
 // testReconnect checks that the guest is resident: a client going away leaves processes
 // running, and a new connection finds them.
-func testReconnect(t *testing.T, sb *sandbox) {
+func testReconnect(t T, sb *sandbox) {
 	sb.mustRun(t, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /tmp/sleeper.pid")
 	sb.client.Close()
 	sb.client = connect(t, sb.h, sb.id)

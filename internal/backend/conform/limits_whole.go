@@ -1,9 +1,8 @@
-package backendtest
+package conform
 
 import (
 	"context"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -14,7 +13,7 @@ import (
 // whole sandbox, its processes with it, while the host side keeps answering; then the
 // sandbox comes back by itself (its engine restarts it), empty, with a new guest that
 // answers. The caller connects sb anew afterwards.
-func testLimitEndsSandbox(t *testing.T, sb *sandbox, argv []string) {
+func testLimitEndsSandbox(t T, sb *sandbox, argv []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	before, err := sb.client.Info(ctx)

@@ -1,4 +1,4 @@
-package backendtest
+package conform
 
 import (
 	"archive/tar"
@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -30,13 +29,13 @@ import (
 // probe runs a python3 program in the sandbox and returns the lines it printed that start
 // with "FAIL " (what it managed to do that it must not). The program must print "done" as
 // its last line, so that one that crashed half-way never passes for one that found nothing.
-func (sb *sandbox) probe(t *testing.T, program string, env ...string) []string {
+func (sb *sandbox) probe(t T, program string, env ...string) []string {
 	t.Helper()
 	return sb.probeArgv(t, []string{"python3", "-c", program}, env...)
 }
 
 // probeArgv is probe for a program in any language: argv runs it.
-func (sb *sandbox) probeArgv(t *testing.T, argv []string, env ...string) []string {
+func (sb *sandbox) probeArgv(t T, argv []string, env ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +55,7 @@ func (sb *sandbox) probeArgv(t *testing.T, argv []string, env ...string) []strin
 }
 
 // noFailures fails the test with every finding of a probe.
-func noFailures(t *testing.T, what string, fails []string) {
+func noFailures(t T, what string, fails []string) {
 	t.Helper()
 	if len(fails) > 0 {
 		t.Errorf("%s:\n  %s", what, strings.Join(fails, "\n  "))
@@ -72,7 +71,7 @@ func randomHex(n int) string {
 // testHostSecrets plants a secret on the host where a careless backend would let it
 // through (the daemon's home, the host's /etc that bwrap shows read-only, and the places
 // the harness names) and checks nothing inside can read it, nor /etc/shadow, nor /root.
-func testHostSecrets(t *testing.T, sb *sandbox) {
+func testHostSecrets(t T, sb *sandbox) {
 	secret := "paddock-conformance-secret-" + randomHex(8)
 	places := append([]string(nil), sb.h.HostSecrets...)
 	if home, err := os.UserHomeDir(); err == nil && home != "/" {
@@ -139,7 +138,7 @@ print("done")
 // beneath a directory that a process inside flips, as fast as it can, between a real
 // directory and a symlink to a directory outside the workspace. Nothing may land in or
 // vanish from that outside directory, however the race falls.
-func testWriteRace(t *testing.T, sb *sandbox) {
+func testWriteRace(t T, sb *sandbox) {
 	ctx, c := ctxT(t), sb.client
 	outside := "/tmp/race-outside-" + randomHex(4)
 	sb.mustRun(t, "rm -rf /workspace/race && mkdir -p /workspace/race "+outside+" && echo sentinel > "+outside+"/victim")
@@ -232,7 +231,7 @@ print("flips", flips, flush=True)
 // read-only, the guest binary, its identity files) into every place it may write: each
 // link must fail or give a file it cannot write. An archive's hard-link entries must not
 // make one either.
-func testHardlinks(t *testing.T, sb *sandbox) {
+func testHardlinks(t T, sb *sandbox) {
 	fails := sb.probe(t, `
 import os
 sources = ["/etc/passwd", "/etc/group", "/etc/hostname", "/etc/hosts", "/etc/os-release", "/etc/shadow",
@@ -279,7 +278,7 @@ print("done")
 
 // testOwnPids checks the sandbox sees its own processes only: a process the host runs
 // with a unique name must not be among them.
-func testOwnPids(t *testing.T, sb *sandbox) {
+func testOwnPids(t T, sb *sandbox) {
 	marker := "paddock-host-marker-" + randomHex(4)
 	cmd := exec.Command("sleep", "600")
 	cmd.Args[0] = marker
@@ -308,7 +307,7 @@ print("done")
 // or /sys can be written: each tree is on a read-only mount, or (bwrap, whose unprivileged
 // mode leaves /proc/sys on the proc mount) no file in it opens for writing, since uid 0 is
 // not mapped in the sandbox and nothing in it holds a capability.
-func testKernelReadOnly(t *testing.T, sb *sandbox) {
+func testKernelReadOnly(t T, sb *sandbox) {
 	fails := sb.probe(t, `
 import errno, os
 def readonly(p):
@@ -345,7 +344,7 @@ print("done")
 
 // testPrivileges checks every process in the sandbox (the one probing, the guest, its
 // init) has no_new_privs set and no capabilities at all.
-func testPrivileges(t *testing.T, sb *sandbox) {
+func testPrivileges(t T, sb *sandbox) {
 	fails := sb.probe(t, `
 import os
 checked = 0
@@ -384,7 +383,7 @@ print("done")
 // podman or D-Bus socket, no ssh agent (the host's SSH_AUTH_SOCK points at a live one
 // during the check), no Kubernetes service-account token, and no abstract unix socket of
 // the host.
-func testHostSockets(t *testing.T, sb *sandbox) {
+func testHostSockets(t T, sb *sandbox) {
 	sshDir := shortDir(t)
 	sshSock := filepath.Join(sshDir, "agent.sock")
 	ssh, err := net.Listen("unix", sshSock)
@@ -464,7 +463,7 @@ func acceptAny(lns ...net.Listener) <-chan string {
 }
 
 // shortDir is a temporary directory with a path short enough for a unix socket.
-func shortDir(t *testing.T) string {
+func shortDir(t T) string {
 	dir, err := os.MkdirTemp("", "pdk")
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +477,7 @@ func shortDir(t *testing.T) string {
 // terminal among anyone's descriptors but the sandbox's own pseudo-terminals, TIOCSTI
 // refused on its streams); with one, what it pushes lands in its own pseudo-terminal,
 // read back by itself, or is refused.
-func testTIOCSTI(t *testing.T, sb *sandbox) {
+func testTIOCSTI(t T, sb *sandbox) {
 	fails := sb.probe(t, `
 import os, fcntl, stat
 TIOCSTI = 0x5412  # termios.TIOCSTI, when python3-minimal has no termios module
@@ -555,7 +554,7 @@ else:
 // testOutputFlood runs `yes` and checks that the host side's memory stays bounded while
 // the reader does not keep up, that cancelling the call returns within a second, and that
 // the process is gone inside the sandbox within a second too.
-func testOutputFlood(t *testing.T, sb *sandbox) {
+func testOutputFlood(t T, sb *sandbox) {
 	marker := "paddock-flood-" + randomHex(4)
 	heap := func() uint64 {
 		runtime.GC()
