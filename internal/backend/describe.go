@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -76,4 +77,34 @@ func Describe(b Backend) Description {
 		return d.Describe()
 	}
 	return Description{}
+}
+
+// Expect is what the security checks (the conformance suite, `paddock verify`) expect of
+// a backend's sandboxes where it differs from a namespaced sandbox on the host's kernel:
+// conform.Harness's fields of the same names say what each means.
+type Expect struct {
+	// Machine, when set, says the sandbox is a whole machine of its own, and why the
+	// checks of its kernel, network and limits do not apply.
+	Machine string
+	// LimitsEndSandbox says a fork bomb or a memory hog ends the whole sandbox.
+	LimitsEndSandbox bool
+	// Allows names what a process inside may do that the kernel checks otherwise
+	// refuse, each with why.
+	Allows map[string]string
+	// PidsLimit is the process limit every sandbox has whatever its spec asks, if any.
+	PidsLimit int64
+}
+
+// Expecter is implemented by backends whose sandboxes the checks expect something
+// other than the zero Expect of.
+type Expecter interface {
+	Expect(ctx context.Context) Expect
+}
+
+// ExpectOf is what the checks expect of b's sandboxes.
+func ExpectOf(ctx context.Context, b Backend) Expect {
+	if e, ok := b.(Expecter); ok {
+		return e.Expect(ctx)
+	}
+	return Expect{}
 }

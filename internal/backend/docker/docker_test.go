@@ -2,9 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend"
@@ -50,23 +47,6 @@ func TestConformance(t *testing.T) {
 			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
-		Allows:    engineAllows(t),
+		Allows:    b.Expect(context.Background()).Allows,
 	})
-}
-
-// engineAllows is what the engine's default seccomp profile lets through that the
-// conformance suite's kernel check refuses: io_uring before Docker Engine 25.0, whose
-// profile refuses it.
-func engineAllows(t *testing.T) map[string]string {
-	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").Output()
-	if err != nil {
-		t.Logf("the engine's version is unknown (%v): expecting every call refused", err)
-		return nil
-	}
-	version := strings.TrimSpace(string(out))
-	major, _, _ := strings.Cut(version, ".")
-	if n, err := strconv.Atoi(major); err != nil || n >= 25 {
-		return nil
-	}
-	return map[string]string{"io_uring_setup": "the default seccomp profile of Docker Engine " + version + " allows io_uring (25.0 refuses it)"}
 }

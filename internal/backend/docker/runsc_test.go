@@ -43,19 +43,15 @@ func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 // TestConformanceRunsc runs the whole conformance suite on docker with gVisor.
 func TestConformanceRunsc(t *testing.T) {
 	b, agent := runscBackend(t)
+	expect := b.Expect(context.Background())
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
 			return backend.Spec{ID: id, Name: "gv-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
 		},
 		Leftovers:        b.Leftovers,
-		LimitsEndSandbox: true,
-		Allows: map[string]string{
-			"io_uring_setup":         "gVisor implements io_uring itself: the host kernel's is never reached",
-			"unshare(CLONE_NEWUSER)": "a user namespace of gVisor's kernel, not of the host's",
-			"agent-environ": "gVisor's /proc opens a process's environ for its own user even when it is not dumpable; " +
-				"the agent's environment is the one every process of the sandbox is given",
-		},
+		LimitsEndSandbox: expect.LimitsEndSandbox,
+		Allows:           expect.Allows,
 	})
 }
 
