@@ -92,8 +92,9 @@ func (p *Rules) RecordDenial(d egress.Denial) {
 		Attrs: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "reason": d.Reason}})
 }
 
-// Flush writes every repeat of a denial not written yet.
+// Flush writes every repeat of a denial, and every request learned, not written yet.
 func (p *Rules) Flush(ctx context.Context) error {
+	p.flushLearned(ctx)
 	p.denials.mu.Lock()
 	defer p.denials.mu.Unlock()
 	return p.flushLocked(ctx)

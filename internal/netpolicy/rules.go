@@ -39,6 +39,7 @@ type Rules struct {
 	opts    Options
 	log     *slog.Logger
 	denials pendingDenials // repeats of egress denials not written yet
+	learn   learner        // sandboxes in learn mode, and what they reached for not written yet
 }
 
 // New constructs Rules.

@@ -1,0 +1,254 @@
+package netpolicy
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/paddockhq/paddock/internal/proxy/egress"
+	"github.com/paddockhq/paddock/internal/store"
+)
+
+// WildcardMin is how many distinct subdomains of one registrable domain a proposal
+// must need before it proposes *.domain instead of each host.
+const WildcardMin = 3
+
+// Proposal is the smallest allowlist that would have allowed what a sandbox used while
+// it learned, as a diff against its rules today.
+type Proposal struct {
+	Learning Learning `json:"learning"`
+	// Lines are today's rules (Op " "), each with what it allowed or refused, then the
+	// rules to add (Op "+") and, when pruning, the sandbox's own allow rules never used
+	// (Op "-").
+	Lines []ProposalLine `json:"lines"`
+	// Refused are destinations a deny rule refused: a proposal never overrides one.
+	Refused []LearnedDest `json:"refused,omitempty"`
+	// Applied says the additions (and removals) were made.
+	Applied bool `json:"applied,omitempty"`
+}
+
+// ProposalLine is one rule of a proposal.
+type ProposalLine struct {
+	// Op is "+" for a rule to add, "-" for one to remove, " " for one kept.
+	Op      string `json:"op"`
+	Action  string `json:"action"`
+	Pattern string `json:"pattern"`
+	// Scope is "default", "global" or the sandbox's name.
+	Scope string `json:"scope"`
+	// Requests is how many requests the rule decided while learning (for a rule to add:
+	// how many were refused for want of it); Hosts the destinations those went to.
+	Requests int      `json:"requests"`
+	Hosts    []string `json:"hosts,omitempty"`
+}
+
+// LearnedDest is a destination a learning sandbox reached for.
+type LearnedDest struct {
+	Host     string   `json:"host"`
+	Port     int      `json:"port"`
+	Requests int      `json:"requests"`
+	Refused  int      `json:"refused"`
+	Reason   string   `json:"reason,omitempty"`
+	Methods  []string `json:"methods,omitempty"`
+	Paths    []string `json:"paths,omitempty"`
+	First    string   `json:"first_seen"`
+	Last     string   `json:"last_seen"`
+}
+
+// Propose computes a sandbox's proposal from what it learned, against its rules today.
+// With prune, the sandbox's own allow rules that allowed nothing are proposed for removal.
+func (p *Rules) Propose(ctx context.Context, sandbox string, prune bool) (Proposal, error) {
+	lr, err := p.Learning(ctx, sandbox)
+	if err != nil {
+		return Proposal{}, err
+	}
+	sb, err := p.opts.Sandboxes.Get(ctx, sandbox)
+	if err != nil {
+		return Proposal{}, err
+	}
+	learned, err := p.opts.Store.NetLearnedOf(ctx, sb.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	pol, err := p.Egress(ctx, sandbox)
+	if err != nil {
+		return Proposal{}, err
+	}
+	rules, err := p.List(ctx, sandbox)
+	if err != nil {
+		return Proposal{}, err
+	}
+	return propose(lr, sb.Name, pol, rules, learned, prune), nil
+}
+
+// ApplyProposal makes a sandbox's proposal its rules, through Set (and Remove when
+// pruning), as `paddock net allow` would; it returns the proposal applied.
+func (p *Rules) ApplyProposal(ctx context.Context, sandbox string, prune bool) (Proposal, error) {
+	prop, err := p.Propose(ctx, sandbox, prune)
+	if err != nil {
+		return Proposal{}, err
+	}
+	for _, l := range prop.Lines {
+		switch l.Op {
+		case "+":
+			if _, err := p.Set(ctx, sandbox, l.Pattern, l.Action); err != nil {
+				return Proposal{}, err
+			}
+		case "-":
+			if err := p.Remove(ctx, sandbox, l.Pattern); err != nil {
+				return Proposal{}, err
+			}
+		}
+	}
+	prop.Applied = true
+	return prop, nil
+}
+
+// ruleKey identifies a rule by scope and canonical pattern.
+func ruleKey(scope, pattern string) string {
+	if norm, err := egress.ParsePattern(pattern); err == nil {
+		pattern = norm
+	}
+	return scope + "\x00" + pattern
+}
+
+// propose is Propose on data: each destination is decided against today's policy. One
+// that a rule allows counts for that rule; one a deny rule refuses is left refused; one
+// nothing allows (or only a wildcard or default, for a private address) needs a rule of
+// its own: its host, or host:port off ports 80 and 443. WildcardMin or more such hosts
+// under one registrable domain (a public suffix and one label more, by the public
+// suffix list, which counts suffixes such as github.io too) become *.domain, unless a
+// deny rule names something under that domain; a public suffix is never wildcarded.
+func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learned []store.NetLearned, prune bool) Proposal {
+	prop := Proposal{Learning: lr, Lines: []ProposalLine{}}
+	type use struct {
+		n     int
+		hosts []string
+	}
+	used := map[string]*use{}
+	count := func(key, dest string, n int) {
+		u := used[key]
+		if u == nil {
+			u = &use{}
+			used[key] = u
+		}
+		u.n += n
+		u.hosts = addOnce(u.hosts, dest, 10)
+	}
+	needs := map[string]*use{} // by the exact pattern each destination needs
+	var needOrder []string
+	for _, d := range learned {
+		dest := hostPort(d.Host, d.Port)
+		dec := pol.Decide(d.Host, d.Port)
+		private := d.Refused > 0 && (strings.Contains(d.Reason, "private address") || strings.Contains(d.Reason, "bare IP"))
+		switch {
+		case dec.Allowed && !(private && !dec.Explicit):
+			count(ruleKey(scopeOf(dec.Scope, sandbox), dec.Rule), dest, d.Count)
+		case !dec.Allowed && dec.Rule != "":
+			count(ruleKey(scopeOf(dec.Scope, sandbox), dec.Rule), dest, d.Count)
+			prop.Refused = append(prop.Refused, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
+				Reason: dec.Reason, Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+		default:
+			pat := d.Host
+			if d.Port != 80 && d.Port != 443 {
+				pat = dest
+			}
+			if needs[pat] == nil {
+				needs[pat] = &use{}
+				needOrder = append(needOrder, pat)
+			}
+			needs[pat].n += d.Count
+			needs[pat].hosts = addOnce(needs[pat].hosts, dest, 10)
+		}
+	}
+	for _, r := range rules {
+		l := ProposalLine{Op: " ", Action: r.Action, Pattern: r.Pattern, Scope: r.Scope}
+		if u := used[ruleKey(r.Scope, r.Pattern)]; u != nil {
+			l.Requests, l.Hosts = u.n, u.hosts
+		} else if prune && r.Scope == sandbox && r.Action == "allow" {
+			l.Op = "-"
+		}
+		prop.Lines = append(prop.Lines, l)
+	}
+
+	// Group the hosts on ports 80 and 443 by registrable domain.
+	groups := map[string][]string{}
+	for _, pat := range needOrder {
+		if strings.Contains(pat, ":") || isIP(pat) {
+			continue
+		}
+		dom, err := publicsuffix.EffectiveTLDPlusOne(pat)
+		if err != nil || dom == pat {
+			continue
+		}
+		groups[dom] = append(groups[dom], pat)
+	}
+	wild := map[string]string{} // host -> the wildcard that covers it
+	for dom, hosts := range groups {
+		if len(hosts) >= WildcardMin && !denied(pol, dom) {
+			for _, h := range hosts {
+				wild[h] = "*." + dom
+			}
+		}
+	}
+	var adds []ProposalLine
+	seen := map[string]int{}
+	for _, pat := range needOrder {
+		target := pat
+		if w, ok := wild[pat]; ok {
+			target = w
+		}
+		u := needs[pat]
+		if i, ok := seen[target]; ok {
+			adds[i].Requests += u.n
+			for _, h := range u.hosts {
+				adds[i].Hosts = addOnce(adds[i].Hosts, h, 10)
+			}
+			continue
+		}
+		seen[target] = len(adds)
+		adds = append(adds, ProposalLine{Op: "+", Action: "allow", Pattern: target, Scope: sandbox, Requests: u.n, Hosts: slices.Clone(u.hosts)})
+	}
+	slices.SortFunc(adds, func(a, b ProposalLine) int { return strings.Compare(a.Pattern, b.Pattern) })
+	prop.Lines = append(prop.Lines, adds...)
+	return prop
+}
+
+// scopeOf maps a Decision's scope to a Rule's: "sandbox" (a rule found in the sandbox's
+// own list) is the sandbox's name.
+func scopeOf(scope, sandbox string) string {
+	if scope == "sandbox" {
+		return sandbox
+	}
+	return scope
+}
+
+// denied reports whether a deny rule names dom, something under it, or a domain above it.
+func denied(pol egress.Policy, dom string) bool {
+	for _, r := range append(slices.Clone(pol.Global), pol.Sandbox...) {
+		if r.Action != egress.Deny {
+			continue
+		}
+		h := strings.TrimPrefix(r.Pattern, "*.")
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			h = host
+		}
+		if h == dom || strings.HasSuffix(h, "."+dom) || strings.HasSuffix(dom, "."+h) {
+			return true
+		}
+	}
+	return false
+}
+
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+func isIP(s string) bool {
+	_, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	return err == nil
+}
