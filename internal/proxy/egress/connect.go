@@ -49,18 +49,17 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, x *exchange) {
 		x.errDetail = err.Error()
 		return
 	}
-	// Bytes the client sent right after its request (say a TLS ClientHello) are already buffered.
-	var early []byte
-	if n := buffered.Reader.Buffered(); n > 0 {
-		early, _ = buffered.Reader.Peek(n)
-	}
-	x.up, x.down = splice(r.Context(), client, upstream, early)
+	// What the client sends first (say a TLS ClientHello, perhaps already buffered) is read
+	// and judged before any of it goes upstream.
+	first := func() ([]byte, error) { return h.screenTLS(x, host, isIP, client, buffered.Reader) }
+	x.up, x.down = splice(r.Context(), client, upstream, first)
 }
 
-// splice copies client to upstream (after early) and upstream to client. When one side finishes
+// splice copies client to upstream and upstream to client; what the client sends starts
+// with what first returns, and nothing goes upstream if first fails. When one side finishes
 // sending, the other is told so with a half-close and may go on answering; when both have finished,
 // or either fails, or ctx is done, both connections are closed.
-func splice(ctx context.Context, client, upstream net.Conn, early []byte) (up, down int64) {
+func splice(ctx context.Context, client, upstream net.Conn, first func() ([]byte, error)) (up, down int64) {
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
@@ -74,6 +73,11 @@ func splice(ctx context.Context, client, upstream net.Conn, early []byte) (up, d
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		early, err := first()
+		if err != nil {
+			closeBoth()
+			return
+		}
 		if len(early) > 0 {
 			n, err := upstream.Write(early)
 			up += int64(n)
