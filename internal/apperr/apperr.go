@@ -17,6 +17,8 @@ const (
 	KindConflict    Kind = "conflict"    // a name is taken, the sandbox is running...
 	KindUnavailable Kind = "unavailable" // a backend or the daemon cannot serve this here
 	KindInternal    Kind = "internal"    // a failure the user cannot fix by changing the command
+	// KindCheckFailed: a security check found a sandbox does not hold (paddock verify).
+	KindCheckFailed Kind = "check_failed"
 
 	// The kinds only the API's TCP listener answers (paddock web): the unix socket's
 	// file mode is its authentication.
@@ -66,6 +68,11 @@ func Conflict(hint, format string, args ...any) *Error {
 // Unavailable reports something that cannot run here.
 func Unavailable(hint, format string, args ...any) *Error {
 	return newf(KindUnavailable, hint, format, args...)
+}
+
+// CheckFailed reports a security check that found a sandbox does not hold.
+func CheckFailed(hint, format string, args ...any) *Error {
+	return newf(KindCheckFailed, hint, format, args...)
 }
 
 // Unauthorized reports a request without valid credentials.

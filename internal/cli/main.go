@@ -71,7 +71,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 }
 
 // Exit codes: 0 success, 1 failure, 2 bad usage or input, 3 not found, 4 conflict with
-// the current state, 5 unavailable here. `exec` passes the process's own code through
+// the current state, 5 unavailable here, 6 a security check failed (verify). `exec` passes the process's own code through
 // and uses 125 for its own failures, as docker exec does.
 func ExitCode(err error) int {
 	var usage *usageError
@@ -120,6 +120,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdStop(f),
 		newCmdRm(f, nil),
 		newCmdDoctor(f, nil),
+		newCmdVerify(f, nil),
 		newCmdNet(f),
 		newCmdChat(f, nil),
 		newCmdAttach(f),

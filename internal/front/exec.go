@@ -127,6 +127,8 @@ func CodeOf(err error) int {
 		return 4
 	case apperr.KindUnavailable:
 		return 5
+	case apperr.KindCheckFailed:
+		return 6
 	}
 	return 1
 }

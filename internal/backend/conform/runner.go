@@ -43,6 +43,11 @@ type Result struct {
 // files, open connections, the shared sandbox's destroy) and returns what it has, with
 // ctx's error; the checks still running are left to the process's end.
 func Run(ctx context.Context, h Harness, progress func(Result)) ([]Result, error) {
+	return RunFunc(ctx, func(t T) { Suite(t, h) }, progress)
+}
+
+// RunFunc is Run for any suite: each check suite runs with t.Run is a result.
+func RunFunc(ctx context.Context, suite func(t T), progress func(Result)) ([]Result, error) {
 	r := &runner{progress: progress}
 	root := &runT{r: r}
 	done := make(chan struct{})
@@ -50,7 +55,7 @@ func Run(ctx context.Context, h Harness, progress func(Result)) ([]Result, error
 	go func() {
 		defer close(done)
 		defer root.finish()
-		Suite(root, h)
+		suite(root)
 	}()
 	select {
 	case <-done:

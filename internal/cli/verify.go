@@ -1,0 +1,326 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/daemon"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+type verifyOptions struct {
+	backends []string
+	json     bool
+}
+
+func newCmdVerify(f *Factory, runF func(context.Context, *verifyOptions) error) *cobra.Command {
+	opts := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Run the security checks against fresh sandboxes of each backend here, and report",
+		Long: `Creates sandboxes of each backend that works on this machine (or of those --backend names),
+acts inside them as a hostile agent would (reading the host's secrets, escaping by symlinks,
+reaching the host's network, its kernel, its sockets, the agent's own process), and prints
+each check: PASS, FAIL, or NOT APPLICABLE with why; the backend's isolation tier and the
+versions of what isolates it. It then removes every sandbox it made and checks nothing
+was left on the host. docs/security.md says what each check proves.
+
+Exit status: 0 when every check that applies holds, 6 when one fails (or something was
+left behind), 5 when a backend named with --backend cannot run here.`,
+		Args: exactArgs(0, "no arguments (name backends with --backend)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runVerify(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.backends, "backend", nil, "check only this `BACKEND` (repeatable; default: every backend that works here)")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// verifyReport is what verify found, on every backend it ran on.
+type verifyReport struct {
+	Backends []backendVerify `json:"backends"`
+	// Skipped are the backends that cannot run here, each with why.
+	Skipped []skippedBackend `json:"skipped"`
+}
+
+// backendVerify is one backend's checks.
+type backendVerify struct {
+	Name      string            `json:"name"`
+	Isolation backend.Isolation `json:"isolation"`
+	Versions  map[string]string `json:"versions"`
+	Checks    []conform.Result  `json:"checks"`
+	// LeftBehind is what the sandboxes verify made left on the host once destroyed.
+	LeftBehind []string `json:"left_behind"`
+	Passed     int      `json:"passed"`
+	Failed     int      `json:"failed"`
+	NotApplied int      `json:"not_applicable"`
+	Seconds    float64  `json:"seconds"`
+}
+
+// skippedBackend is a backend verify did not run on, and why.
+type skippedBackend struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
+	known := backend.Names()
+	for _, name := range opts.backends {
+		if !slices.Contains(known, name) {
+			return apperr.Invalid("run `paddock verify` with no --backend to check every backend that works here",
+				"unknown backend %q (known: %s)", name, strings.Join(known, ", "))
+		}
+	}
+	p, err := f.Paths()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(p.Config)
+	if err != nil {
+		return err
+	}
+	// Everything verify makes lives in a directory of its own, removed at the end: none of
+	// it is the daemon's, nor shows in its listings. Short, for the sandboxes' unix sockets.
+	tmp, err := os.MkdirTemp("", "pdkv")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o711); err != nil {
+		return err
+	}
+	agent, err := verifyAgent(cfg, filepath.Join(tmp, "agent"))
+	if err != nil {
+		return err
+	}
+	names := opts.backends
+	if len(names) == 0 {
+		names = known
+	}
+	report := verifyReport{Backends: []backendVerify{}, Skipped: []skippedBackend{}}
+	var unavailable []string
+	for _, name := range names {
+		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, "sb", name), Options: cfg.Backends[name],
+			ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
+		if err == nil {
+			err = b.Available(ctx)
+		}
+		if err != nil {
+			s := skippedBackend{Name: name, Reason: err.Error()}
+			var ue *backend.UnavailableError
+			if errors.As(err, &ue) {
+				s.Reason, s.Fix = ue.Reason, ue.Fix
+			}
+			report.Skipped = append(report.Skipped, s)
+			fmt.Fprintf(f.IO.ErrOut, "%s: skipped: %s\n", name, s.Reason)
+			if len(opts.backends) > 0 {
+				unavailable = append(unavailable, name)
+			}
+			closeBackend(b)
+			continue
+		}
+		bv, err := verifyBackend(ctx, f, b, agent, p)
+		closeBackend(b)
+		if bv != nil {
+			report.Backends = append(report.Backends, *bv)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if opts.json {
+		if err := writeJSON(f, report); err != nil {
+			return err
+		}
+	} else {
+		writeVerify(f.IO.Out, report)
+	}
+	return verifyOutcome(report, unavailable)
+}
+
+// verifyOutcome is the error verify exits with: the failed checks, else the backends
+// named that cannot run here.
+func verifyOutcome(report verifyReport, unavailable []string) error {
+	var failed []string
+	for _, bv := range report.Backends {
+		for _, c := range bv.Checks {
+			if c.Status == conform.Fail {
+				failed = append(failed, bv.Name+": "+c.Name)
+			}
+		}
+		if len(bv.LeftBehind) > 0 {
+			failed = append(failed, bv.Name+": left behind")
+		}
+	}
+	if len(failed) > 0 {
+		return apperr.CheckFailed("the report above says what each check found; docs/security.md says what it proves",
+			"%d security check(s) failed: %s", len(failed), strings.Join(failed, ", "))
+	}
+	if len(unavailable) > 0 {
+		return apperr.Unavailable("run `paddock doctor` for what each backend needs",
+			"cannot run here: %s", strings.Join(unavailable, ", "))
+	}
+	if len(report.Backends) == 0 {
+		return apperr.Unavailable("run `paddock doctor` for what each backend needs", "no backend works here: nothing was checked")
+	}
+	return nil
+}
+
+// verifyAgent installs the guest the daemon would inject (the config's, else the small
+// guest beside this binary, else this binary) in dir.
+func verifyAgent(cfg config.Config, dir string) (sandbox.AgentBinary, error) {
+	src := cfg.AgentBinary
+	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
+		src = env
+	}
+	if src == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return sandbox.AgentBinary{}, fmt.Errorf("find this executable to inject as the guest: %w", err)
+		}
+		src = daemon.GuestBinary(self)
+	}
+	return sandbox.InstallAgent(src, dir)
+}
+
+func closeBackend(b backend.Backend) {
+	if c, ok := b.(backend.Closer); ok {
+		c.Close()
+	}
+}
+
+// leftoverer is a backend that lists what a destroyed sandbox left on the host.
+type leftoverer interface {
+	Leftovers(id backend.ID) []string
+}
+
+// verifyBackend runs the checks on b, destroying every sandbox it made however the run
+// ends (Ctrl-C too), then looks for what they left.
+func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
+	name := b.Name()
+	desc := backend.Describe(b)
+	bv := &backendVerify{Name: name, Isolation: desc.Isolation, Versions: verifyVersions(ctx, desc.Isolation), LeftBehind: []string{}}
+	expect := backend.ExpectOf(ctx, b)
+	var mu sync.Mutex
+	var ids []backend.ID
+	h := conform.Harness{
+		Backend: b,
+		Spec: func(id backend.ID) backend.Spec {
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+			return backend.Spec{ID: id, Name: "verify-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+		},
+		// Where the daemon keeps its config and state: secrets planted there must stay out.
+		HostSecrets:      existingDirs(filepath.Join(filepath.Dir(p.Config), "verify-secret"), filepath.Join(p.State, "verify-secret")),
+		LimitsEndSandbox: expect.LimitsEndSandbox,
+		Allows:           expect.Allows,
+		PidsLimit:        expect.PidsLimit,
+		Machine:          expect.Machine,
+	}
+	lo, _ := b.(leftoverer)
+	if lo != nil {
+		h.Leftovers = lo.Leftovers
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: checking (isolation: %s)\n", name, desc.Isolation)
+	start := time.Now()
+	results, runErr := conform.Run(ctx, h, func(r conform.Result) {
+		line := fmt.Sprintf("%s: %-14s %s (%.1fs)", name, r.Status, r.Name, r.Seconds)
+		if r.Status != conform.Pass {
+			line += ": " + firstLine(r.Why)
+		}
+		fmt.Fprintln(f.IO.ErrOut, line)
+	})
+	// Whatever happened, no sandbox of verify's outlives it.
+	mu.Lock()
+	made := append([]backend.ID(nil), ids...)
+	mu.Unlock()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	for _, id := range made {
+		if err := b.Destroy(dctx, id); err != nil {
+			bv.LeftBehind = append(bv.LeftBehind, fmt.Sprintf("sandbox %s: destroy: %v", id, err))
+		}
+		if lo != nil {
+			bv.LeftBehind = append(bv.LeftBehind, lo.Leftovers(id)...)
+		}
+	}
+	bv.Checks, bv.Seconds = results, time.Since(start).Seconds()
+	for _, r := range results {
+		switch r.Status {
+		case conform.Pass:
+			bv.Passed++
+		case conform.Fail:
+			bv.Failed++
+		default:
+			bv.NotApplied++
+		}
+	}
+	if runErr != nil {
+		return bv, fmt.Errorf("verify of %s stopped (%w); its sandboxes were destroyed", name, runErr)
+	}
+	return bv, nil
+}
+
+// existingDirs keeps the paths whose directories exist.
+func existingDirs(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if fi, err := os.Stat(filepath.Dir(p)); err == nil && fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// verifyVersions are the versions of what isolates a sandbox of the tier: always the
+// kernel, and the tools of the tier.
+func verifyVersions(ctx context.Context, tier backend.Isolation) map[string]string {
+	v := map[string]string{}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		v["kernel"] = strings.TrimSpace(string(b))
+	}
+	tool := func(key string, argv ...string) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output(); err == nil {
+			v[key] = firstLine(strings.TrimSpace(string(out)))
+		}
+	}
+	switch tier {
+	case backend.IsolationNamespaces:
+		tool("bubblewrap", "bwrap", "--version")
+	case backend.IsolationContainer:
+		tool("docker", "docker", "version", "--format", "{{.Server.Version}}")
+	case backend.IsolationUserKernel:
+		tool("docker", "docker", "version", "--format", "{{.Server.Version}}")
+		tool("runsc", "runsc", "--version")
+	case backend.IsolationVM:
+		tool("qemu", "qemu-system-x86_64", "--version")
+	}
+	return v
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
