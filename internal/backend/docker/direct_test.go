@@ -154,6 +154,7 @@ func TestDirectChannel(t *testing.T) {
 	}
 	conn.Close()
 	c := connect(t, d, id)
+	CheckLogBounded(t, d, c, id)
 	// The exec bridge's socket gone, the daemon still reaches the guest.
 	runInside(t, c, "rm /run/paddock/agent.sock")
 	reachesGuest(t, d, id, "direct")

@@ -71,6 +71,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
+		LogConfig:     logConfig,
 		Runtime:       runtime,
 		Init:          boolPtr(true),
 		Resources: container.Resources{
@@ -124,6 +125,14 @@ func sandboxVolume(id backend.ID, what, target string, labels map[string]string)
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// logConfig bounds the container's log, which the engine writes on the host from
+// whatever reaches its process 1's stdout and stderr: the guest's last words when it
+// fails to start (`docker logs paddock-ID`), but also anything a process inside writes
+// to /proc/1/fd/1, which the engine's default (json-file, no max-size) would keep
+// growing until the container is removed. paddock never reads it; two files of 1 MiB at
+// most are kept, whatever the engine's default driver.
+var logConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "2"}}
 
 // Start starts the container and returns once the guest answers: on its direct channel
 // when the sandbox has one, else through the exec bridge.

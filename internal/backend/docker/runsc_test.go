@@ -89,6 +89,7 @@ func TestRunscIsGVisor(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("uname; dmesg: exit %d %v: %s", code, err, stdout.String())
 	}
+	docker.CheckLogBounded(t, b, c, id)
 	inside := strings.SplitN(stdout.String(), "\n", 2)
 	host, err := exec.Command("uname", "-r").Output()
 	if err != nil {
