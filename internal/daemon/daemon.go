@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/metering"
@@ -120,9 +121,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
+	flight, err := flightrec.New(flightrec.Options{Dir: filepath.Join(p.State, "records"), Heads: st, Logger: log.With("part", "flight")})
+	if err != nil {
+		return err
+	}
+	defer flight.Close() // after the services below, which record into it, have stopped
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
 		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
-		ReposDir: filepath.Join(p.Cache, "repos")})
+		ReposDir: filepath.Join(p.Cache, "repos"), Flight: flight})
 	defer svc.Close()
 	prices, err := metering.NewPrices(cfg.Prices)
 	if err != nil {

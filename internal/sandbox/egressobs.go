@@ -6,5 +6,6 @@ import "github.com/paddockhq/paddock/internal/proxy/egress"
 // (egress.Options.OnRequest), on the request's goroutine: each reader of them takes it in
 // turn and must not block.
 func (s *Service) observeEgress(r egress.Request) {
+	s.recordRequest(r)
 	s.net.Learn(r)
 }

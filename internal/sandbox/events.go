@@ -32,6 +32,7 @@ func (s *Service) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
 		return
 	}
 	s.bus.Publish(FromStore(rec))
+	s.recordEvent(ctx, sb.Name, FromStore(rec))
 }
 
 // FromStore is a recorded event as the bus and the API carry it.

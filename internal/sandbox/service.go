@@ -23,6 +23,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/lastread"
 	"github.com/paddockhq/paddock/internal/netpolicy"
@@ -114,6 +115,8 @@ type Options struct {
 	ReposDir string
 	// Events is the bus every recorded event is published on; nil makes one.
 	Events *events.Bus
+	// Flight is the flight recorder that keeps each sandbox's record (nil: none kept).
+	Flight *flightrec.Recorder
 }
 
 // Preference is the order in which backends are tried when none is named or
