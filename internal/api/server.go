@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
@@ -100,6 +101,8 @@ func (s *Server) Handler() http.Handler {
 	s.runRoutes(mux)
 	s.teamRoutes(mux)
 	s.usageRoutes(mux)
+	s.alarmRoutes(mux)
+	s.flightRoutes(mux)
 	return s.logged(mux)
 }
 
@@ -112,7 +115,8 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		}
 		start := time.Now()
 		note := &auditNote{}
-		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note))
+		caller, _ := who(r.Context())
+		r = r.WithContext(flightrec.WithWho(context.WithValue(r.Context(), auditNoteKey{}, note), caller))
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
 		s.log.Debug("api", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
@@ -339,6 +343,7 @@ func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.flight(r.Context(), r.PathValue("name"), flightrec.KindSync, map[string]string{"result": string(raw)})
 	w.WriteHeader(http.StatusNoContent)
 }
 

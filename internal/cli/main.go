@@ -113,6 +113,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(
 		newCmdUp(f, nil),
 		newCmdLs(f, nil),
+		newCmdAlarms(f, nil),
 		newCmdExec(f, nil),
 		newCmdShell(f, nil),
 		newCmdCp(f, nil),

@@ -51,6 +51,8 @@ type Config struct {
 	Run Run `toml:"run"`
 	// Auth says who may sign in over TCP besides the host's tokens: [auth.github].
 	Auth Auth `toml:"auth"`
+	// Alarms says what an alarm does beyond being recorded, shown and notified: [alarms].
+	Alarms Alarms `toml:"alarms"`
 	// Vagrant holds the vagrant backend's settings ([vagrant]; the backend checks them):
 	// the same as [backends.vagrant], which Load fills from it.
 	Vagrant map[string]any `toml:"vagrant"`
@@ -90,7 +92,8 @@ type Notify struct {
 	Headers map[string]string `toml:"headers"`
 	// Events are what to notify: "waiting" (a session waits for the human), "finished"
 	// (an agent ended its turn), "exited" (a session's process ended), "budget" (a
-	// budget 80% spent, or spent). Empty means all.
+	// budget 80% spent, or spent), "alarm" (an agent went for its own controls). Empty
+	// means all.
 	Events []string `toml:"events"`
 	// URL is where the web UI is reached from the phone (behind a proxy, say), for the
 	// link in each notification. Empty means the address paddock web serves.
@@ -100,8 +103,16 @@ type Notify struct {
 	Contact string `toml:"contact"`
 }
 
+// Alarms is [alarms]: what the daemon does when an agent goes for its own controls.
+type Alarms struct {
+	// Stop stops the sandbox of an agent that raised an alarm (every process in it, the
+	// agent and whatever it left running); its sessions resume at the next start. False
+	// (the default): the alarm is recorded, shown and notified, and the agent goes on.
+	Stop bool `toml:"stop"`
+}
+
 // NotifyEvents are the values [notify] events may hold.
-var NotifyEvents = []string{"waiting", "finished", "exited", "budget"}
+var NotifyEvents = []string{"waiting", "finished", "exited", "budget", "alarm"}
 
 // NotifyFormats are the values [notify] format may hold.
 var NotifyFormats = []string{"ntfy", "slack", "json"}

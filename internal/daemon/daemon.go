@@ -128,7 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer flight.Close() // after the services below, which record into it, have stopped
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
 		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
-		ReposDir: filepath.Join(p.Cache, "repos"), Flight: flight})
+		ReposDir: filepath.Join(p.Cache, "repos"), Alarms: cfg.Alarms, Flight: flight})
 	defer svc.Close()
 	prices, err := metering.NewPrices(cfg.Prices)
 	if err != nil {

@@ -31,6 +31,8 @@ type Sandbox struct {
 	Usage     *Usage    `json:"usage,omitempty"`
 	// Stale: the state is as last read (the backend was slow to answer).
 	Stale bool `json:"stale,omitempty"`
+	// Alarms counts the sandbox's standing alarms.
+	Alarms int `json:"alarms,omitempty"`
 }
 
 // Session is what the table shows of a session: fields of session.Info.
@@ -112,6 +114,7 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 	// On a team's server, an admin sees whose each sandbox is (the host's own: "-").
 	owners := false
 	var waiting []string // the sessions that wait for the user, as SANDBOX/SESSION
+	var alarmed []string // the sandboxes with standing alarms
 	for _, sb := range list {
 		owners = owners || sb.Owner != ""
 	}
@@ -136,6 +139,10 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 		if sb.Stale {
 			state += " (last known)"
 		}
+		if sb.Alarms > 0 {
+			state += " " + AlarmMark + " ALARM"
+			alarmed = append(alarmed, sb.Name)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", sb.Name, backend, state, sb.Network, termtext.Age(time.Since(sb.CreatedAt)), sb.Usage.text(), owner)
 		if sb.Detail != "" && sb.State != "running" {
 			// What the user must know ("VM crashed: restart to recover"): one cell, outside the columns.
@@ -156,7 +163,26 @@ func Run(ctx context.Context, c *wire.Client, out, errOut io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := alarms(out, alarmed); err != nil {
+		return err
+	}
 	return needsYou(out, waiting)
+}
+
+// AlarmMark marks, in ls, a sandbox whose agent went for its own controls.
+const AlarmMark = "⚠"
+
+// alarms says, under the table, which sandboxes have standing alarms and how to see them.
+func alarms(out io.Writer, alarmed []string) error {
+	if len(alarmed) == 0 {
+		return nil
+	}
+	see := "paddock alarms " + alarmed[0]
+	if len(alarmed) > 1 {
+		see = "paddock alarms"
+	}
+	_, err := fmt.Fprintf(out, "\n%s an agent went for its own controls in %s: %s\n", AlarmMark, strings.Join(alarmed, ", "), see)
+	return err
 }
 
 // NeedsYouMark marks, in ls, a session whose agent waits for the user.

@@ -32,6 +32,8 @@ const (
 	// Budget is a budget 80% spent, or spent (the meter's budget-warning and
 	// budget-spent events).
 	Budget = "budget"
+	// Alarm is an agent that went for its own controls (the alarm event).
+	Alarm = "alarm"
 	// Test is a notification sent by `paddock notify test`.
 	Test = "test"
 )
@@ -160,7 +162,7 @@ func (n *Notifier) Run(ctx context.Context, bus *events.Bus) {
 	for ctx.Err() == nil {
 		sub := bus.Subscribe(0, func(ev events.Event) bool {
 			return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed" ||
-				ev.Kind == "budget-warning" || ev.Kind == "budget-spent"
+				ev.Kind == "budget-warning" || ev.Kind == "budget-spent" || ev.Kind == "alarm"
 		})
 		n.follow(ctx, sub)
 		sub.Close()
@@ -202,6 +204,9 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	case "budget-warning", "budget-spent":
 		what = Budget
 		key += " " + ev.Kind
+	case "alarm":
+		what = Alarm
+		key += " alarm " + ev.Attrs["id"] // each alarm is news
 	case "session-status":
 		status := ev.Attrs["status"]
 		prev := n.status[key]
@@ -217,7 +222,7 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	default:
 		return Message{}, false
 	}
-	if (ev.Session == "" && what != Budget) || !n.wants(what) {
+	if (ev.Session == "" && what != Budget && what != Alarm) || !n.wants(what) {
 		return Message{}, false
 	}
 	now := ev.Time
@@ -243,6 +248,9 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 		if ev.Kind == "budget-spent" {
 			msg.Title = name + ": budget spent, the agent is stopped"
 		}
+	case Alarm:
+		name = strings.TrimSuffix(name, "/")
+		msg.Title, msg.Body = name+": alarm: the agent went for its own controls", ev.Detail
 	}
 	msg.URL = n.link(ev.Sandbox, ev.Session)
 	return msg, true

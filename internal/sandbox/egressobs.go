@@ -8,4 +8,7 @@ import "github.com/paddockhq/paddock/internal/proxy/egress"
 func (s *Service) observeEgress(r egress.Request) {
 	s.recordRequest(r)
 	s.net.Learn(r)
+	if f, ok := s.names.Check(r.Sandbox, r.Host, r.Time); ok {
+		s.raiseSoon(r.Sandbox, "", f)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/alarm"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
@@ -69,6 +70,9 @@ type Info struct {
 	Stale bool `json:"stale,omitempty"`
 	// Resumed names the sessions a start brought back, each continuing its conversation.
 	Resumed []string `json:"resumed,omitempty"`
+	// Alarms counts the sandbox's standing alarms: its agent went for its own controls
+	// (paddock alarms NAME says how).
+	Alarms int `json:"alarms,omitempty"`
 }
 
 // SessionKeeper is what the session service does as a sandbox stops and starts: the
@@ -117,6 +121,8 @@ type Options struct {
 	Events *events.Bus
 	// Flight is the flight recorder that keeps each sandbox's record (nil: none kept).
 	Flight *flightrec.Recorder
+	// Alarms says what an alarm does beyond being recorded ([alarms]).
+	Alarms config.Alarms
 }
 
 // Preference is the order in which backends are tried when none is named or
@@ -158,6 +164,8 @@ type Service struct {
 	keeper SessionKeeper
 	// known is what listings last read of each sandbox's live state, by ID.
 	known lastread.Cache[Info]
+	// names watches the host names sandboxes ask the egress proxy for (alarms).
+	names *alarm.Names
 }
 
 // SetSnapshots tells the service how to find a sandbox's newest snapshot, so that a
@@ -195,6 +203,7 @@ func New(opts Options) *Service {
 	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
 		Logger: log})
 	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
+	s.names = alarm.NewNames()
 	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, OnRequest: s.observeEgress,
 		Logger: log})
 	return s
@@ -332,6 +341,7 @@ func (s *Service) List(ctx context.Context) ([]Info, error) {
 	}
 	close(work)
 	wg.Wait()
+	s.standingAlarms(ctx, seen, out)
 	return out, nil
 }
 
@@ -355,7 +365,9 @@ func (s *Service) Get(ctx context.Context, name string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return s.info(ctx, sb), nil
+	in := []Info{s.info(ctx, sb)}
+	s.standingAlarms(ctx, []store.Sandbox{sb}, in)
+	return in[0], nil
 }
 
 // listStates reads the states of the sandboxes of each backend that lists them in one
