@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -91,12 +92,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	started := time.Now()
 	code, err := c.Exec(ctx, guestclient.ExecOptions{
 		Argv: req.Argv, Env: req.Env, Dir: req.Dir, TTY: req.TTY,
 		Size:  guestclient.Size{Rows: req.Rows, Cols: req.Cols},
 		Stdin: stdinR, Stdout: &streamWriter{ws, streamStdout}, Stderr: &streamWriter{ws, streamStderr},
 		Resize: resize, Signal: signals,
 	})
+	s.flightExec(ctx, r.PathValue("name"), req, code, err, time.Since(started))
 	exit := Control{Type: "exit", Code: code}
 	if err != nil {
 		exit.Error = err.Error()

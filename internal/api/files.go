@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
@@ -68,9 +69,11 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size, 10))
-	if _, err := c.ReadFile(r.Context(), root, p, w); err != nil {
+	n, err := c.ReadFile(r.Context(), root, p, w)
+	if err != nil {
 		s.log.Warn("read file", "path", p, "err", err)
 	}
+	s.flight(r.Context(), r.PathValue("name"), flightrec.KindCopyOut, map[string]string{"path": p, "root": root, "bytes": strconv.FormatInt(n, 10)})
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +121,11 @@ func (s *Server) tarOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-tar")
-	if err := c.TarOut(r.Context(), root, p, w); err != nil {
+	cw := &countingWriter{ResponseWriter: w}
+	defer func() {
+		s.flight(r.Context(), r.PathValue("name"), flightrec.KindCopyOut, map[string]string{"path": p, "root": root, "tar_bytes": strconv.FormatInt(cw.n, 10)})
+	}()
+	if err := c.TarOut(r.Context(), root, p, cw); err != nil {
 		// Headers are gone; cutting the stream short makes the client's tar reader fail.
 		s.log.Warn("tar out", "path", p, "err", err)
 		panic(http.ErrAbortHandler)
