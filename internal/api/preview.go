@@ -602,10 +602,9 @@ func (p *previews) dropKey(kh string) {
 // not refused here. A browser that sends no Fetch Metadata is served as before.
 var pageDest = map[string]bool{"document": true, "iframe": true, "frame": true}
 
-// pathFormHeaders are set on every answer of a path-form preview, the final one: the
-// proxy clears what was set before it for an informational (1xx) answer, and a browser
-// applies the final answer's policy. What the sandbox answers runs in an opaque origin:
-// its scripts cannot read the UI's pages, call the API with the browser's cookie, or
+// pathFormHeaders are set on every answer of a path-form preview, which is the final one
+// (the sandbox's informational answers are dropped: finalOnly). What the sandbox answers
+// runs in an opaque origin: its scripts cannot read the UI's pages, call the API with the browser's cookie, or
 // register a service worker.
 func pathFormHeaders(h http.Header) {
 	h.Add("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
@@ -626,7 +625,7 @@ const pathCookieMark = "pv~"
 // it in X-Forwarded-Prefix, and the cookies it sets are kept to the preview's path.
 func (p *previews) proxy(w http.ResponseWriter, r *http.Request, name string, port int, path, prefix string) {
 	rp := &httputil.ReverseProxy{
-		Transport: p.transport(name, port),
+		Transport: finalOnly{p.transport(name, port)},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = fmt.Sprintf("127.0.0.1:%d", port)
