@@ -143,6 +143,7 @@ func Run(ctx context.Context, opts Options) error {
 	credsProxy.SetMeter(meter)
 	// The session service keeps the sessions of the sandboxes reconcile starts again.
 	sessions := session.New(svc, log)
+	go sessions.WatchTranscripts(ctx, svc.Events())
 	svc.Reconcile(ctx)
 
 	ln, err := listen(p.Socket)

@@ -83,6 +83,8 @@ type Service struct {
 	log       *slog.Logger
 	// known is what listings last read of each sandbox's sessions (listBounded).
 	known lastread.Cache[[]Info]
+	// scan is how far each transcript was read for alarms (scanTranscript).
+	scan scanned
 }
 
 // New returns a Service over the sandbox service, and makes it the sandbox service's

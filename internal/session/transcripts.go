@@ -24,7 +24,11 @@ func (s *Service) readTranscript(ctx context.Context, c *guestclient.Client, sb 
 		return nil, false, nil
 	}
 	t := &target{sb: sb, se: se}
-	return agentTranscript(ctx, c, a, t.session(), cheap)
+	entries, ok, err := agentTranscript(ctx, c, a, t.session(), cheap)
+	if ok && err == nil {
+		s.scanTranscript(ctx, sb, se, entries)
+	}
+	return entries, ok, err
 }
 
 // maxTranscript is the most of a transcript read, from its file or its command: a long
