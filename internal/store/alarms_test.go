@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// Alarms survive a restart, are kept once while they stand, and stand until cleared.
+func TestAlarms(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Alarm{SandboxID: "id1", Sandbox: "one", Session: "main", Kind: "proc-root", Source: "transcript", Detail: "Bash reaches /proc/1/root"}
+	if _, added, err := s.AddAlarm(ctx, a); err != nil || !added {
+		t.Fatalf("add: %v %v", added, err)
+	}
+	if _, added, _ := s.AddAlarm(ctx, a); added {
+		t.Error("the same standing alarm was added twice")
+	}
+	b := a
+	b.Kind, b.Detail = "control-file", "control file changed: /workspace/.git/hooks/pre-commit"
+	if _, _, err := s.AddAlarm(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddAlarm(ctx, Alarm{SandboxID: "id2", Sandbox: "two", Kind: "dns-data", Source: "egress", Detail: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	counts, err := s.StandingAlarms(ctx)
+	if err != nil || counts["id1"] != 2 || counts["id2"] != 1 {
+		t.Fatalf("after a restart: %v %v", counts, err)
+	}
+	list, _ := s.Alarms(ctx, "id1", false)
+	if len(list) != 2 || list[0].Detail != a.Detail || list[0].Session != "main" {
+		t.Fatalf("alarms %+v", list)
+	}
+	if n, err := s.ClearAlarms(ctx, "id1", list[0].ID); err != nil || n != 1 {
+		t.Fatalf("clear one: %d %v", n, err)
+	}
+	if n, _ := s.ClearAlarms(ctx, "id1", list[0].ID); n != 0 {
+		t.Error("a cleared alarm was cleared again")
+	}
+	if _, added, _ := s.AddAlarm(ctx, a); !added {
+		t.Error("the same finding after a clear raised nothing")
+	}
+	if n, _ := s.ClearAlarms(ctx, "id1", 0); n != 2 {
+		t.Errorf("clear all: %d, want 2", n)
+	}
+	counts, _ = s.StandingAlarms(ctx)
+	if counts["id1"] != 0 || counts["id2"] != 1 {
+		t.Errorf("after clearing: %v", counts)
+	}
+	all, _ := s.Alarms(ctx, "id1", true)
+	if len(all) != 3 || all[0].Cleared.IsZero() {
+		t.Errorf("all: %+v", all)
+	}
+}
