@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -110,8 +110,8 @@ func (m *Model) openDialog() tea.Cmd {
 // defaultProject is the repository the TUI was started in, else the selected row's
 // project, else the directory the TUI was started in.
 func (m *Model) defaultProject() string {
-	if out, err := exec.Command("git", "-C", m.opts.Cwd, "rev-parse", "--show-toplevel").Output(); err == nil {
-		return strings.TrimSpace(string(out))
+	if top, err := gitsrc.Git(context.Background(), m.opts.Cwd, "rev-parse", "--show-toplevel"); err == nil {
+		return top
 	}
 	if r, ok := m.selected(); ok && r.project != "" && !strings.Contains(r.project, "://") {
 		return r.project

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -129,8 +129,8 @@ func (d *dialog) suggestName() {
 		return
 	}
 	base := "main"
-	if out, err := exec.Command("git", "-C", d.projectPath(), "symbolic-ref", "--short", "-q", "HEAD").Output(); err == nil {
-		base = strings.TrimSpace(string(out))
+	if branch, err := gitsrc.Git(context.Background(), d.projectPath(), "symbolic-ref", "--short", "-q", "HEAD"); err == nil {
+		base = branch
 	}
 	base = sandbox.NameFor(strings.ReplaceAll(base, "/", "-"))
 	if base == "" {
