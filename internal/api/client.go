@@ -275,6 +275,54 @@ func (c *Client) AllowDenial(ctx context.Context, id int64) (netpolicy.Rule, err
 	return out, err
 }
 
+// StartNetLearning puts a sandbox in egress learn mode for d (an hour when 0).
+func (c *Client) StartNetLearning(ctx context.Context, sandboxName string, d time.Duration) (netpolicy.Learning, error) {
+	req := NetLearnRequest{Sandbox: sandboxName}
+	if d != 0 {
+		req.For = d.String()
+	}
+	return c.netLearning(ctx, req)
+}
+
+// StopNetLearning ends a sandbox's egress learn mode.
+func (c *Client) StopNetLearning(ctx context.Context, sandboxName string) (netpolicy.Learning, error) {
+	return c.netLearning(ctx, NetLearnRequest{Sandbox: sandboxName, Stop: true})
+}
+
+func (c *Client) netLearning(ctx context.Context, req NetLearnRequest) (netpolicy.Learning, error) {
+	var out netpolicy.Learning
+	body, _ := json.Marshal(req)
+	err := c.Do(ctx, http.MethodPost, "/v1/net/learning", strings.NewReader(string(body)), &out)
+	return out, err
+}
+
+// NetLearnings lists the sandboxes in egress learn mode now.
+func (c *Client) NetLearnings(ctx context.Context) ([]netpolicy.Learning, error) {
+	var out []netpolicy.Learning
+	err := c.Do(ctx, http.MethodGet, "/v1/net/learning", nil, &out)
+	return out, err
+}
+
+// NetProposal returns the allowlist a sandbox's learn mode proposes, as a diff against
+// its rules; prune proposes removing its own allow rules never used.
+func (c *Client) NetProposal(ctx context.Context, sandboxName string, prune bool) (netpolicy.Proposal, error) {
+	var out netpolicy.Proposal
+	q := "/v1/net/proposal?sandbox=" + url.QueryEscape(sandboxName)
+	if prune {
+		q += "&prune=1"
+	}
+	err := c.Do(ctx, http.MethodGet, q, nil, &out)
+	return out, err
+}
+
+// ApplyNetProposal makes a sandbox's proposal its rules and returns what was applied.
+func (c *Client) ApplyNetProposal(ctx context.Context, sandboxName string, prune bool) (netpolicy.Proposal, error) {
+	var out netpolicy.Proposal
+	body, _ := json.Marshal(NetProposalRequest{Sandbox: sandboxName, Prune: prune})
+	err := c.Do(ctx, http.MethodPost, "/v1/net/proposal", strings.NewReader(string(body)), &out)
+	return out, err
+}
+
 func sessionPath(sandboxName, name string, rest ...string) string {
 	return sandboxPath(sandboxName, "/sessions/"+url.PathEscape(name)) + strings.Join(rest, "")
 }

@@ -23,6 +23,7 @@ func (s *Server) netRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/net/rules", s.removeNetRule)
 	mux.HandleFunc("GET /v1/net/denials", s.listDenials)
 	mux.HandleFunc("POST /v1/net/denials/{id}/allow", s.allowDenial)
+	s.netLearnRoutes(mux)
 }
 
 var errGlobalRule = apperr.Forbidden("scope the rule to one of your sandboxes (--sandbox NAME), or ask an admin",

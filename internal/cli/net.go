@@ -42,9 +42,12 @@ which beats a default; deny beats allow.
   paddock net allow localhost:8080 --sandbox myrepo  a service on the host's loopback
   paddock net deny github.com --global               take a default away
   paddock net denials                                what was refused
-  paddock net allow --denial 12                      allow what denial 12 was refused`,
+  paddock net allow --denial 12                      allow what denial 12 was refused
+  paddock net learn myrepo --for 2h                  record what it reaches for, then
+  paddock net propose myrepo --apply                 allow what it used`,
 	}
-	cmd.AddCommand(newCmdNetRule(f, "allow"), newCmdNetRule(f, "deny"), newCmdNetRm(f), newCmdNetLs(f), newCmdNetDenials(f))
+	cmd.AddCommand(newCmdNetRule(f, "allow"), newCmdNetRule(f, "deny"), newCmdNetRm(f), newCmdNetLs(f), newCmdNetDenials(f),
+		newCmdNetLearn(f), newCmdNetPropose(f))
 	return cmd
 }
 
@@ -147,7 +150,17 @@ func newCmdNetLs(f *Factory) *cobra.Command {
 			for _, r := range rules {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Action, r.Pattern, r.Scope)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if learning, err := c.NetLearnings(cmd.Context()); err == nil {
+				for _, l := range learning {
+					if opts.sandbox == "" || l.Sandbox == opts.sandbox {
+						fmt.Fprintf(f.IO.ErrOut, "sandbox %s is learning until %s: see paddock net propose %s\n", l.Sandbox, l.Until, l.Sandbox)
+					}
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&opts.sandbox, "sandbox", "", "the sandbox whose rules to list")

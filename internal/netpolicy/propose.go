@@ -26,6 +26,8 @@ type Proposal struct {
 	// rules to add (Op "+") and, when pruning, the sandbox's own allow rules never used
 	// (Op "-").
 	Lines []ProposalLine `json:"lines"`
+	// Learned are the destinations the sandbox reached for, by host and port.
+	Learned []LearnedDest `json:"learned"`
 	// Refused are destinations a deny rule refused: a proposal never overrides one.
 	Refused []LearnedDest `json:"refused,omitempty"`
 	// Applied says the additions (and removals) were made.
@@ -124,7 +126,11 @@ func ruleKey(scope, pattern string) string {
 // suffix list, which counts suffixes such as github.io too) become *.domain, unless a
 // deny rule names something under that domain; a public suffix is never wildcarded.
 func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learned []store.NetLearned, prune bool) Proposal {
-	prop := Proposal{Learning: lr, Lines: []ProposalLine{}}
+	prop := Proposal{Learning: lr, Lines: []ProposalLine{}, Learned: []LearnedDest{}}
+	for _, d := range learned {
+		prop.Learned = append(prop.Learned, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
+			Reason: d.Reason, Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+	}
 	type use struct {
 		n     int
 		hosts []string

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/apperr"
+)
+
+// NetLearnRequest is the body of POST /v1/net/learning.
+type NetLearnRequest struct {
+	Sandbox string `json:"sandbox"`
+	// For is how long to learn, as a Go duration ("30m", "2h"); empty means an hour.
+	For string `json:"for,omitempty"`
+	// Stop ends learning now instead.
+	Stop bool `json:"stop,omitempty"`
+}
+
+// NetProposalRequest is the body of POST /v1/net/proposal, which applies a proposal.
+type NetProposalRequest struct {
+	Sandbox string `json:"sandbox"`
+	// Prune removes the sandbox's own allow rules that allowed nothing while learning.
+	Prune bool `json:"prune,omitempty"`
+}
+
+func (s *Server) netLearnRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/net/learning", s.listNetLearning)
+	mux.HandleFunc("POST /v1/net/learning", s.netLearn)
+	mux.HandleFunc("GET /v1/net/proposal", s.netProposal)
+	mux.HandleFunc("POST /v1/net/proposal", s.applyNetProposal)
+}
+
+// mySandbox refuses a sandbox the caller does not see as not found.
+func (s *Server) mySandbox(w http.ResponseWriter, r *http.Request, name string) bool {
+	if name == "" {
+		s.writeError(w, r, apperr.Invalid("name the sandbox", "no sandbox given"))
+		return false
+	}
+	if !s.visible(r.Context(), name) {
+		s.writeError(w, r, apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox named %q", name))
+		return false
+	}
+	return true
+}
+
+func (s *Server) listNetLearning(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.NetLearnings(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	kept := list[:0]
+	for _, l := range list {
+		if s.visible(r.Context(), l.Sandbox) {
+			kept = append(kept, l)
+		}
+	}
+	writeJSON(w, http.StatusOK, kept)
+}
+
+func (s *Server) netLearn(w http.ResponseWriter, r *http.Request) {
+	var req NetLearnRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+		return
+	}
+	if !s.mySandbox(w, r, req.Sandbox) {
+		return
+	}
+	if req.Stop {
+		l, err := s.svc.StopNetLearning(r.Context(), req.Sandbox)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, l)
+		return
+	}
+	var d time.Duration
+	if req.For != "" {
+		var err error
+		if d, err = time.ParseDuration(req.For); err != nil || d <= 0 {
+			s.writeError(w, r, apperr.Invalid("give a duration such as 30m, 2h or 24h", "bad duration %q", req.For))
+			return
+		}
+	}
+	l, err := s.svc.StartNetLearning(r.Context(), req.Sandbox, d)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (s *Server) netProposal(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if !s.mySandbox(w, r, q.Get("sandbox")) {
+		return
+	}
+	p, err := s.svc.NetProposal(r.Context(), q.Get("sandbox"), q.Get("prune") == "1" || q.Get("prune") == "true", false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) applyNetProposal(w http.ResponseWriter, r *http.Request) {
+	var req NetProposalRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+		return
+	}
+	if !s.mySandbox(w, r, req.Sandbox) {
+		return
+	}
+	p, err := s.svc.NetProposal(r.Context(), req.Sandbox, req.Prune, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
