@@ -7,34 +7,41 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/docker/docker/api/types/mount"
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
-// The direct channel: the guest also listens on a unix socket in a directory of the
-// host bind-mounted into the container, and the daemon connects to it there, so a
-// connection's bytes go from one process to the other through the kernel instead of
-// through the engine's exec stream (a hijacked HTTP connection, copied by dockerd and by
-// the runtime's shim on the way). The exec bridge stays the channel whenever the direct
-// one is absent or not to be trusted: remote engines, runsc, a daemon not run by root,
-// sandboxes made before it, or a socket the sandbox has tampered with.
+// The direct channel: the guest also listens on a unix socket in a small tmpfs of the
+// container's own, and the daemon connects to it through the container's root as the
+// host sees it (/proc/PID/root), so a connection's bytes go from one process to the
+// other through the kernel instead of through the engine's exec stream (a hijacked HTTP
+// connection, copied by dockerd and by the runtime's shim on the way). The exec bridge
+// stays the channel whenever the direct one is absent or not to be trusted: remote
+// engines, runsc, a daemon not run by root, sandboxes made before it, or a socket the
+// sandbox has tampered with.
 //
-// The host's side: <Env.Dir>/direct, mode 0700 and the daemon's, holds one directory per
-// sandbox, owned by the sandbox's user so that its guest can make its socket there. The
-// sandbox controls what that directory holds, never the directory itself or its parent:
-// so the daemon opens the socket's entry without following a symlink (O_PATH|O_NOFOLLOW),
-// checks it is a socket, connects through its descriptor, and checks the peer is a
-// process of the sandbox's user in the container's PID namespace before saying a word.
+// The directory is the sandbox's: a tmpfs of 64 KiB and 16 inodes, nosuid, nodev and
+// noexec, charged to the container's memory, that no host path shows. Whatever the agent
+// makes there (a setuid file, a FIFO, links, a large file) stays in the container and goes
+// with it. Sandboxes of older paddocks bind-mounted a host directory there (under
+// <Env.Dir>/direct), which Destroy still removes. The sandbox controls what the directory
+// holds and its whole root: so the daemon finds the container's process 1 in its PID
+// namespace as last inspected, resolves the socket's path beneath its root without
+// following a symlink (openat2, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), checks it is a
+// socket, connects through its descriptor, and checks the peer is a process of the
+// sandbox's user in the container's PID namespace before saying a word.
 const (
 	// directTarget is where the sandbox sees its directory.
 	directTarget = "/run/paddock-direct"
 	// directSocket is the guest's socket there.
 	directSocket = directTarget + "/agent.sock"
+	// directTmpfs are the directory's mount options: room for the socket and little else.
+	directTmpfs = "mode=0700,uid=1000,gid=1000,size=64k,nr_inodes=16"
 	// sandboxUID is the sandbox's user as the host sees it (no user namespace remapping).
 	sandboxUID = 1000
 )
@@ -43,28 +50,26 @@ const (
 // nothing listening): the exec bridge is the channel.
 var errNoDirect = errors.New("no direct channel")
 
-// directRoot is the host directory of the sandboxes' directories, or "" when this
-// backend has no direct channel.
-func (d *Docker) directRoot() string {
-	if d.dir == "" || os.Geteuid() != 0 || !strings.HasPrefix(d.cli.DaemonHost(), "unix://") {
-		return ""
-	}
-	return filepath.Join(d.dir, "direct")
+// canDirect says whether this backend gives sandboxes the direct channel: it has a
+// directory of its own (the daemon's), runs as root, and its engine answers on a local
+// unix socket.
+func (d *Docker) canDirect() bool {
+	return d.dir != "" && os.Geteuid() == 0 && strings.HasPrefix(d.cli.DaemonHost(), "unix://")
 }
 
-// directDir is the host directory of one sandbox's direct channel, or "".
+// directDir is the host directory an older paddock bind-mounted as a sandbox's direct
+// channel, or "" when this backend has none.
 func (d *Docker) directDir(id backend.ID) string {
-	root := d.directRoot()
-	if root == "" {
+	if !d.canDirect() {
 		return ""
 	}
-	return filepath.Join(root, string(id))
+	return filepath.Join(d.dir, "direct", string(id))
 }
 
 // engineHere says whether the engine runs on this machine and as this machine's root: its
 // name is this host's, and it remaps no users (userns-remap, rootless), whose uid 1000
-// inside would not own the directory. The answer is kept; an engine that cannot answer is
-// asked again next time.
+// inside would not be the host's nor its PIDs this machine's. The answer is kept; an
+// engine that cannot answer is asked again next time.
 func (d *Docker) engineHere(ctx context.Context) bool {
 	d.mu.Lock()
 	known, here := d.hereKnown, d.here
@@ -89,34 +94,15 @@ func (d *Docker) engineHere(ctx context.Context) bool {
 	return here
 }
 
-// makeDirectDir makes the sandbox's directory, given to its user, and returns the mount
-// that shows it inside; nil when the sandbox gets no direct channel.
-func (d *Docker) makeDirectDir(ctx context.Context, spec backend.Spec, runtime string) (*mount.Mount, error) {
-	dir := d.directDir(spec.ID)
-	// gVisor keeps the sockets bound inside to itself: the host could not connect.
-	if dir == "" || runtime == Runsc || !d.engineHere(ctx) {
-		return nil, nil
-	}
-	root := filepath.Dir(dir)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("make the sandboxes' socket directory: %w", err)
-	}
-	if err := os.Chmod(root, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("make the sandbox's socket directory: %w", err)
-	}
-	// Lchown: never follow what might be there; the entry was made just now by us in a
-	// directory only we can write.
-	if err := os.Lchown(dir, sandboxUID, sandboxUID); err != nil {
-		return nil, fmt.Errorf("give the sandbox its socket directory: %w", err)
-	}
-	return &mount.Mount{Type: mount.TypeBind, Source: dir, Target: directTarget}, nil
+// wantsDirect says whether a sandbox made now gets the direct channel: gVisor keeps the
+// sockets bound inside to itself, and a remote or remapping engine's PIDs and users are
+// not this host's.
+func (d *Docker) wantsDirect(ctx context.Context, runtime string) bool {
+	return d.canDirect() && runtime != Runsc && d.engineHere(ctx)
 }
 
-// removeDirectDir removes the sandbox's directory and what the sandbox put in it;
-// os.RemoveAll removes symlinks, never what they point to.
+// removeDirectDir removes the host directory an older paddock made for the sandbox and
+// what the sandbox put in it; os.RemoveAll removes symlinks, never what they point to.
 func (d *Docker) removeDirectDir(id backend.ID) error {
 	dir := d.directDir(id)
 	if dir == "" {
@@ -128,28 +114,71 @@ func (d *Docker) removeDirectDir(id backend.ID) error {
 	return nil
 }
 
+// errStale says the container's process 1 as last inspected is gone or another: inspect
+// it again.
+var errStale = errors.New("the container's process changed")
+
+// directProc is what the direct channel knows of a sandbox's container, as last inspected.
+type directProc struct {
+	pid    int    // its process 1, on the host
+	ns     string // its PID namespace
+	direct bool   // its guest listens on directSocket
+}
+
 // dialDirect connects to the guest's socket in the sandbox's directory. It returns an
 // error wrapping errNoDirect when there is nothing to connect to, and another error when
 // what is there is not the sandbox's guest: a symlink or anything but a socket in its
 // place, or a peer that is not a process of the sandbox.
 func (d *Docker) dialDirect(ctx context.Context, id backend.ID) (net.Conn, error) {
-	dir := d.directDir(id)
-	if dir == "" {
+	if !d.canDirect() {
 		return nil, errNoDirect
 	}
-	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, errNoDirect
+	for fresh := false; ; fresh = true {
+		conn, err := d.dialDirectOnce(ctx, id, fresh)
+		if !errors.Is(err, errStale) {
+			return conn, err
+		}
+		if fresh {
+			return nil, fmt.Errorf("%w: %v", errNoDirect, err)
+		}
 	}
+}
+
+// dialDirectOnce is dialDirect with the container as last inspected, or inspected again
+// when fresh.
+func (d *Docker) dialDirectOnce(ctx context.Context, id backend.ID, fresh bool) (net.Conn, error) {
+	p, err := d.containerProc(ctx, id, fresh)
 	if err != nil {
-		return nil, fmt.Errorf("open the sandbox's socket directory: %w", err)
+		return nil, fmt.Errorf("%w: %v", errNoDirect, err)
 	}
-	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, filepath.Base(directSocket), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
+	if !p.direct {
+		return nil, errNoDirect
+	}
+	// The descriptor of /proc/PID names that one process: if it ends and its PID is
+	// taken again, what is opened through it fails instead of naming the new one.
+	procfd, err := unix.Open("/proc/"+strconv.Itoa(p.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStale, err)
+	}
+	defer unix.Close(procfd)
+	if ns, err := readlinkAt(procfd, "ns/pid"); err != nil || ns != p.ns {
+		return nil, errStale
+	}
+	rootfd, err := unix.Openat(procfd, "root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStale, err)
+	}
+	defer unix.Close(rootfd)
+	fd, err := unix.Openat2(rootfd, strings.TrimPrefix(directSocket, "/"), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
 		return nil, fmt.Errorf("%w: the guest has not made its socket", errNoDirect)
-	}
-	if err != nil {
+	case errors.Is(err, unix.ENOSYS):
+		return nil, fmt.Errorf("%w: this kernel has no openat2", errNoDirect)
+	case err != nil:
 		return nil, fmt.Errorf("open the guest's socket: %w", err) // ELOOP: a symlink
 	}
 	defer unix.Close(fd)
@@ -158,7 +187,7 @@ func (d *Docker) dialDirect(ctx context.Context, id backend.ID) (net.Conn, error
 		return nil, fmt.Errorf("stat the guest's socket: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return nil, fmt.Errorf("the guest's socket in %s is not a socket (mode %o): refused", dir, st.Mode)
+		return nil, fmt.Errorf("the guest's socket %s in %s is not a socket (mode %o): refused", directSocket, id, st.Mode)
 	}
 	// The descriptor names the inode just checked; connecting through it cannot be
 	// redirected by a rename or a symlink put in its place since.
@@ -175,6 +204,16 @@ func (d *Docker) dialDirect(ctx context.Context, id backend.ID) (net.Conn, error
 		return nil, err
 	}
 	return conn, nil
+}
+
+// readlinkAt reads the symlink name beneath the directory dirfd.
+func readlinkAt(dirfd int, name string) (string, error) {
+	buf := make([]byte, 128)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // checkPeer makes sure the process at the other end is one of the sandbox's: its user,
@@ -202,11 +241,11 @@ func (d *Docker) checkPeer(ctx context.Context, id backend.ID, conn *net.UnixCon
 		return fmt.Errorf("the PID namespace of the process on the guest's socket: %w", err)
 	}
 	for fresh := false; ; fresh = true {
-		ns, err := d.containerPidNS(ctx, id, fresh)
+		p, err := d.containerProc(ctx, id, fresh)
 		if err != nil {
 			return err
 		}
-		if ns == peerNS {
+		if p.ns == peerNS {
 			return nil
 		}
 		if fresh {
@@ -215,30 +254,33 @@ func (d *Docker) checkPeer(ctx context.Context, id backend.ID, conn *net.UnixCon
 	}
 }
 
-// containerPidNS is the PID namespace of the sandbox's container, kept per sandbox until
-// fresh asks for it again (its container restarted, with a new namespace).
-func (d *Docker) containerPidNS(ctx context.Context, id backend.ID, fresh bool) (string, error) {
+// containerProc is the sandbox's container as the direct channel needs it, kept per
+// sandbox until fresh asks for it again (its container restarted, with a new process 1
+// and PID namespace).
+func (d *Docker) containerProc(ctx context.Context, id backend.ID, fresh bool) (directProc, error) {
 	d.mu.Lock()
-	ns, ok := d.pidNS[id]
+	p, ok := d.procs[id]
 	d.mu.Unlock()
 	if ok && !fresh {
-		return ns, nil
+		return p, nil
 	}
 	c, err := d.cli.ContainerInspect(ctx, containerName(id))
 	if err != nil {
-		return "", fmt.Errorf("inspect the sandbox's container: %w", err)
+		return directProc{}, fmt.Errorf("inspect the sandbox's container: %w", err)
 	}
 	if c.State == nil || c.State.Pid == 0 {
-		return "", fmt.Errorf("sandbox %s: %w", id, backend.ErrNotRunning)
+		return directProc{}, fmt.Errorf("sandbox %s: %w", id, backend.ErrNotRunning)
 	}
-	ns, err = pidNamespace(c.State.Pid)
+	ns, err := pidNamespace(c.State.Pid)
 	if err != nil {
-		return "", fmt.Errorf("the PID namespace of the sandbox's container: %w", err)
+		return directProc{}, fmt.Errorf("the PID namespace of the sandbox's container: %w", err)
 	}
+	p = directProc{pid: c.State.Pid, ns: ns,
+		direct: c.Config != nil && slices.Contains(c.Config.Cmd, directSocket) && c.HostConfig != nil && c.HostConfig.Runtime != Runsc}
 	d.mu.Lock()
-	d.pidNS[id] = ns
+	d.procs[id] = p
 	d.mu.Unlock()
-	return ns, nil
+	return p, nil
 }
 
 // pidNamespace names the PID namespace of a host process.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func directBackend(t *testing.T) (*Docker, sandbox.AgentBinary) {
 	if err := d.Available(context.Background()); err != nil {
 		testenv.Missing(t, "docker is not available: "+err.Error(), "sudo apt-get install docker.io, start dockerd, then paddock image build")
 	}
-	if d.directRoot() == "" {
+	if !d.canDirect() {
 		t.Skip("the direct channel needs root and a local engine")
 	}
 	guest, err := testenv.SmallGuest()
@@ -140,7 +141,7 @@ func reachesGuest(t *testing.T, d *Docker, id backend.ID, name string) {
 }
 
 // TestDirectChannel: the daemon's connections go through the socket in the sandbox's
-// directory, not an exec, and that directory goes with the sandbox.
+// directory, not an exec, and that directory is the container's: no host path.
 func TestDirectChannel(t *testing.T) {
 	d, agent := directBackend(t)
 	ctx := context.Background()
@@ -158,12 +159,8 @@ func TestDirectChannel(t *testing.T) {
 	// The exec bridge's socket gone, the daemon still reaches the guest.
 	runInside(t, c, "rm /run/paddock/agent.sock")
 	reachesGuest(t, d, id, "direct")
-	dir := d.directDir(id)
-	if err := d.Destroy(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("Destroy left the sandbox's socket directory %s (%v)", dir, err)
+	if entries, err := os.ReadDir(d.dir); err != nil || len(entries) > 0 {
+		t.Fatalf("the backend's directory on the host holds %v (%v), want nothing", entries, err)
 	}
 }
 
@@ -178,6 +175,47 @@ func TestDirectEscape(t *testing.T) {
 	id := startSandbox(t, d, agent, "escape")
 	c := connect(t, d, id)
 	hostDir := t.TempDir()
+
+	t.Run("FillItsDirectory", func(t *testing.T) {
+		// What an agent can make where its socket is: a setuid executable, a FIFO, a
+		// symlink, a hardlink and a 100 MB file. None of it may land on the host.
+		var out strings.Builder
+		code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "cd " + directTarget + " && " +
+			`printf '#!/bin/sh\nid\n' >suid; chmod 4755 suid; mkfifo fifo; ln -s /etc/shadow link; ln suid hard; ` +
+			"head -c 100000000 /dev/zero >big 2>/dev/null; wc -c <big; grep ' " + directTarget + " ' /proc/self/mountinfo"},
+			Stdout: &out, Stderr: &out})
+		if err != nil {
+			t.Fatalf("exit %d, %v: %s", code, err, out.String())
+		}
+		var landed []string
+		filepath.WalkDir(d.dir, func(path string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				landed = append(landed, path)
+			}
+			return nil
+		})
+		if len(landed) > 0 {
+			t.Errorf("what the agent made by its socket landed on the host: %s", strings.Join(landed, ", "))
+		}
+		size, mount, _ := strings.Cut(out.String(), "\n")
+		if n, err := strconv.Atoi(strings.TrimSpace(size)); err != nil || n > 64<<10 {
+			t.Errorf("the agent wrote %s bytes by its socket, want at most 64 KiB:\n%s", size, out.String())
+		}
+		for _, flag := range []string{"nosuid", "nodev", "noexec"} {
+			if !strings.Contains(mount, flag) {
+				t.Errorf("the socket's directory is mounted without %s: %s", flag, mount)
+			}
+		}
+		runInside(t, c, "cd "+directTarget+" && rm -f suid fifo link hard big")
+		conn, err := d.Dial(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		if _, ok := conn.(*net.UnixConn); !ok {
+			t.Fatalf("after the agent filled its directory, Dial went through %T, not the direct channel", conn)
+		}
+	})
 
 	t.Run("SymlinkToHostSocket", func(t *testing.T) {
 		hostSock := filepath.Join(hostDir, "service.sock")
@@ -205,7 +243,11 @@ func TestDirectEscape(t *testing.T) {
 	t.Run("HostProcessSocket", func(t *testing.T) {
 		// A socket bound in the sandbox's directory by a host process (root here).
 		runInside(t, c, "rm -f "+directSocket)
-		host := listenHost(t, filepath.Join(d.directDir(id), filepath.Base(directSocket)))
+		p, err := d.containerProc(ctx, id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := listenHost(t, fmt.Sprintf("/proc/%d/root%s", p.pid, directSocket))
 		if _, err := d.dialDirect(ctx, id); err == nil || !strings.Contains(err.Error(), "uid") {
 			t.Fatalf("the direct channel accepted a host process's socket: %v", err)
 		}
@@ -217,15 +259,16 @@ func TestDirectEscape(t *testing.T) {
 	})
 
 	t.Run("OtherSandboxGuest", func(t *testing.T) {
-		// Another sandbox's guest (the same user, another container) in this one's place.
+		// Another sandbox's guest (the same user, another container) answering for this
+		// one: no link from one container's tmpfs reaches another's, so its connection is
+		// handed to this sandbox's check as a bind mount in its place would hand it.
 		other := startSandbox(t, d, agent, "other")
-		runInside(t, c, "rm -f "+directSocket)
-		mine := filepath.Join(d.directDir(id), filepath.Base(directSocket))
-		os.Remove(mine)
-		if err := os.Link(filepath.Join(d.directDir(other), filepath.Base(directSocket)), mine); err != nil {
+		conn, err := d.dialDirect(ctx, other)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.dialDirect(ctx, id); err == nil || !strings.Contains(err.Error(), "not in its container") {
+		defer conn.Close()
+		if err := d.checkPeer(ctx, id, conn.(*net.UnixConn)); err == nil || !strings.Contains(err.Error(), "not in its container") {
 			t.Fatalf("the direct channel accepted another sandbox's guest: %v", err)
 		}
 		reachesGuest(t, d, id, "escape")

@@ -4,9 +4,9 @@
 // user agent, keeps /workspace and /home/agent on volumes that survive stop and start,
 // and has the guest as its long-lived process, run from a read-only volume shared by
 // every sandbox of the same guest, listening on unix sockets. Dial connects to the one
-// in a host directory bind-mounted into the container (direct.go) when the engine is
-// local, and otherwise attaches to an exec of `paddock guest connect`, which bridges to
-// the one inside.
+// in a small tmpfs of the container, through the container's root as the host sees it
+// (direct.go), when the engine is local, and otherwise attaches to an exec of `paddock
+// guest connect`, which bridges to the one inside.
 package docker
 
 import (
@@ -58,9 +58,9 @@ type Docker struct {
 	dir string
 
 	mu        sync.Mutex
-	usable    map[string]error      // image ID → what the image lacks, nil when usable
-	runtimeOK map[string]error      // runtime@image ID → why it cannot start, nil when it can
-	pidNS     map[backend.ID]string // sandbox → its container's PID namespace, as last seen
+	usable    map[string]error          // image ID → what the image lacks, nil when usable
+	runtimeOK map[string]error          // runtime@image ID → why it cannot start, nil when it can
+	procs     map[backend.ID]directProc // sandbox → its container's process 1, as last seen
 	// containers is each running sandbox's container ID as State or States last read it;
 	// limits are the limits read of a sandbox's container, kept for that container's
 	// life (paddock never changes a container's limits: a new container is a new ID).
@@ -81,14 +81,14 @@ var (
 // New constructs the backend; DOCKER_HOST and friends are honoured. Options: image,
 // runtime (the engine's OCI runtime, e.g. "runsc" for gVisor). Sandboxes get the direct
 // channel when env.Dir is set, the daemon runs as root and the engine answers on a local
-// unix socket.
+// unix socket, runs on this machine and remaps no users.
 func New(env backend.Env) (*Docker, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	d := &Docker{cli: cli, image: DefaultImage, dir: env.Dir, usable: map[string]error{}, runtimeOK: map[string]error{},
-		pidNS: map[backend.ID]string{}, guestVols: map[string]string{},
+		procs: map[backend.ID]directProc{}, guestVols: map[string]string{},
 		containers: map[backend.ID]string{}, limits: map[backend.ID]readLimits{}}
 	if v, ok := env.Options["image"].(string); ok && v != "" {
 		d.image = v
@@ -263,14 +263,15 @@ func (d *Docker) Stop(ctx context.Context, id backend.ID) error {
 	return err
 }
 
-// Destroy removes the container, its volumes and its socket directory.
+// Destroy removes the container, its volumes and the socket directory an older paddock
+// made for it on the host.
 func (d *Docker) Destroy(ctx context.Context, id backend.ID) error {
 	err := d.cli.ContainerRemove(ctx, containerName(id), container.RemoveOptions{Force: true})
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container: %w", err)
 	}
 	d.mu.Lock()
-	delete(d.pidNS, id)
+	delete(d.procs, id)
 	d.mu.Unlock()
 	d.seen(id, "")
 	for _, v := range []string{"workspace", "home"} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	errdefs "github.com/containerd/errdefs"
@@ -21,7 +20,7 @@ import (
 // Create makes the sandbox's container, whose volumes the engine makes as it mounts
 // them, and mounts the guest read-only from the volume holding its binary (made, and its
 // sha256 checked, once per guest). A sandbox of a local engine also gets its direct
-// channel's directory.
+// channel's small tmpfs.
 func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	name := containerName(spec.ID)
 	if _, err := d.cli.ContainerInspect(ctx, name); err == nil {
@@ -44,18 +43,16 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		netMode = "bridge"
 	}
 	runtime := d.runtimeOf(spec)
-	direct, err := d.makeDirectDir(ctx, spec, runtime)
-	if err != nil {
-		return err
-	}
+	direct := d.wantsDirect(ctx, runtime)
 	serve := []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket}
 	mounts := []mount.Mount{
 		sandboxVolume(spec.ID, "workspace", inside.Workspace, labels),
 		sandboxVolume(spec.ID, "home", inside.Home, labels),
 	}
-	if direct != nil {
+	tmpfs := tmpfsMounts(limits)
+	if direct {
 		serve = append(serve, "--socket", directSocket)
-		mounts = append(mounts, *direct)
+		tmpfs[directTarget] = directTmpfs
 	}
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
@@ -67,7 +64,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	host := &container.HostConfig{
 		NetworkMode:   netMode,
 		Mounts:        mounts,
-		Tmpfs:         tmpfsMounts(limits),
+		Tmpfs:         tmpfs,
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
@@ -79,11 +76,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	err = d.createWithGuest(ctx, spec, img, cfg, host)
-	if err != nil && direct != nil { // made for this container, which was not
-		err = errors.Join(err, d.removeDirectDir(spec.ID))
-	}
-	return err
+	return d.createWithGuest(ctx, spec, img, cfg, host)
 }
 
 // createWithGuest makes the container with the guest's volume mounted, and makes sure it
@@ -146,7 +139,7 @@ func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	if err != nil {
 		return fmt.Errorf("start container: %w", explainStart(err))
 	}
-	hasDirect := d.hasDirect(id)
+	hasDirect := d.hasDirect(ctx, id)
 	start := time.Now()
 	deadline := start.Add(20 * time.Second)
 	for {
@@ -179,15 +172,15 @@ func probeInterval(direct bool) time.Duration {
 	return 20 * time.Millisecond
 }
 
-// hasDirect says whether the sandbox has its direct channel's directory. A sandbox made
-// without one (before it, or under runsc) has none: the exec bridge is its channel.
-func (d *Docker) hasDirect(id backend.ID) bool {
-	dir := d.directDir(id)
-	if dir == "" {
+// hasDirect says whether the sandbox's guest listens on the direct channel, reading its
+// container afresh (just started: a new process 1). A sandbox made without it (before
+// it, or under runsc) has the exec bridge as its channel.
+func (d *Docker) hasDirect(ctx context.Context, id backend.ID) bool {
+	if !d.canDirect() {
 		return false
 	}
-	_, err := os.Lstat(dir)
-	return err == nil
+	p, err := d.containerProc(ctx, id, true)
+	return err == nil && p.direct
 }
 
 // probe runs the handshake once: on the direct channel only, when directOnly (the guest
