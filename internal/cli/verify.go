@@ -98,9 +98,13 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	// Everything verify makes lives in a directory of its own, removed at the end: none of
-	// it is the daemon's, nor shows in its listings. Short, for the sandboxes' unix sockets.
-	tmp, err := os.MkdirTemp("", "pdkv")
+	// Everything verify makes lives in a directory of its own beside the daemon's
+	// backends' (whose paths are known to be short enough for the sandboxes' unix
+	// sockets), removed at the end: none of it is the daemon's, nor shows in its listings.
+	if err := p.MkdirAll(); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(p.Sandboxes, "v")
 	if err != nil {
 		return err
 	}
@@ -119,7 +123,7 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	report := verifyReport{Backends: []backendVerify{}, Skipped: []skippedBackend{}}
 	var unavailable []string
 	for _, name := range names {
-		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, "sb", name), Options: cfg.Backends[name],
+		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, name), Options: cfg.Backends[name],
 			ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
 		if err == nil {
 			err = b.Available(ctx)
@@ -303,7 +307,7 @@ func verifyVersions(ctx context.Context, tier backend.Isolation) map[string]stri
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output(); err == nil {
-			v[key] = firstLine(strings.TrimSpace(string(out)))
+			v[key] = versionOf(string(out))
 		}
 	}
 	switch tier {
@@ -318,6 +322,18 @@ func verifyVersions(ctx context.Context, tier backend.Isolation) map[string]stri
 		tool("qemu", "qemu-system-x86_64", "--version")
 	}
 	return v
+}
+
+// versionOf is the version in a tool's answer to --version: the first word of its first
+// line that has a digit ("bubblewrap 0.8.0" is 0.8.0), else the whole line.
+func versionOf(out string) string {
+	line := firstLine(strings.TrimSpace(out))
+	for _, w := range strings.Fields(line) {
+		if strings.ContainsAny(w, "0123456789") {
+			return w
+		}
+	}
+	return line
 }
 
 func firstLine(s string) string {

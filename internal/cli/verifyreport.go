@@ -27,6 +27,10 @@ func writeVerify(w io.Writer, r verifyReport) {
 					fmt.Fprintf(w, "      %s\n", l)
 				}
 			}
+			// What the check saw: what it allowed this backend and why, parts not run.
+			for _, n := range c.Notes {
+				fmt.Fprintf(w, "      - %s\n", firstLine(n))
+			}
 		}
 		if len(bv.LeftBehind) > 0 {
 			fmt.Fprintf(w, "  FAIL            left behind on the host:\n      %s\n", strings.Join(bv.LeftBehind, "\n      "))
