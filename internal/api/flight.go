@@ -94,6 +94,7 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 	if !s.recordOf(w, r, name) {
 		return
 	}
+	s.svc.Flight().Flush(r.Context()) // show what was done before the request, written
 	all, err := flightrec.Read(s.svc.Flight().Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		s.writeError(w, r, apperr.NotFound("", "sandbox %q has no flight record yet", name))

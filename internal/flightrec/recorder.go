@@ -200,6 +200,10 @@ func (c *chain) write(q []Entry) {
 	if len(q) == 0 {
 		return
 	}
+	if c.f != nil && !c.current() {
+		c.f.Close() // the file was replaced or removed on the host: carry on in the one there now
+		c.f = nil
+	}
 	if c.f == nil {
 		if err := c.open(); err != nil {
 			c.r.log.Error("open a flight record", "sandbox", c.sandbox, "err", err)
@@ -269,6 +273,16 @@ func (c *chain) writeHead() {
 	if err := c.r.opts.Heads.SetRecordHead(context.Background(), c.sandbox, c.seq, c.hash); err != nil {
 		c.r.log.Error("keep a flight record's head", "sandbox", c.sandbox, "err", err)
 	}
+}
+
+// current says the open file is still the one at the record's path.
+func (c *chain) current() bool {
+	fi, err := c.f.Stat()
+	if err != nil {
+		return false
+	}
+	at, err := os.Stat(c.r.Path(c.sandbox))
+	return err == nil && os.SameFile(fi, at)
 }
 
 // open opens the sandbox's file for appending and continues its chain from its last

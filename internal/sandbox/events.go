@@ -23,6 +23,7 @@ func (s *Service) Events() *events.Bus { return s.bus }
 func (s *Service) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
+	s.recordEvent(ctx, sb.Name, ev) // first: the record keeps what the store may refuse (a removed sandbox's last event)
 	// Recording and publishing under one lock keeps the bus in seq order, which lets the
 	// API's stream tell stored events from live ones by seq alone.
 	rec, err := s.opts.Store.AddEvent(context.WithoutCancel(ctx), store.Event{SandboxID: sb.ID, Sandbox: sb.Name,
@@ -32,7 +33,6 @@ func (s *Service) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
 		return
 	}
 	s.bus.Publish(FromStore(rec))
-	s.recordEvent(ctx, sb.Name, FromStore(rec))
 }
 
 // FromStore is a recorded event as the bus and the API carry it.
