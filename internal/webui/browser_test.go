@@ -415,6 +415,28 @@ func TestBrowser(t *testing.T) {
 	if !found {
 		t.Fatalf("no allow rule for example.com after the tap: %+v", rules)
 	}
+
+	// Learn mode: started with a tap; what the sandbox then reached for is proposed as a
+	// rule, and one more tap allows it.
+	b.tap(`.learn button.start`)
+	b.waitFor("learning", `!!document.querySelector('.learn[data-learning="active"]')`)
+	if code := d.inside("sh", "-c", "curl -sS -o /dev/null https://example.net"); code == 0 {
+		t.Fatal("example.net was reachable while learning")
+	}
+	b.tap(`.learn button.refresh`)
+	b.waitFor("the proposal", `!!document.querySelector('.proposal .opadd[data-pattern="example.net"]')`)
+	b.tap(`.learn button.apply`)
+	b.waitFor("the proposal applied", `!!document.querySelector('.learn .applied')`)
+	if rules, err = d.client.NetRules(context.Background(), "repo"); err != nil {
+		t.Fatal(err)
+	}
+	found = false
+	for _, r := range rules {
+		found = found || (r.Pattern == "example.net" && r.Action == "allow" && r.Scope == "repo")
+	}
+	if !found {
+		t.Fatalf("no allow rule for example.net after applying the proposal: %+v", rules)
+	}
 	b.fits("the sandbox")
 	b.smallTargets("the sandbox")
 	b.shot("sandbox")

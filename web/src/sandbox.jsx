@@ -7,6 +7,7 @@ import { Link, navigate, urls } from './router.jsx';
 import { denialsOf, refreshDenials, refreshRules, refreshRuns, refreshSandbox, refreshSessions, refreshSyncs, sandbox, useStore } from './store.js';
 import { Action, Bar, ErrorText, State, ago, cost, costTitle } from './ui.jsx';
 import { onEvent } from './events.js';
+import { Learn } from './learn.jsx';
 
 export function Sandbox({ sb: name }) {
   const st = useStore();
@@ -86,6 +87,7 @@ export function Sandbox({ sb: name }) {
         <Runs sb={name} />
         {running && <Ports sb={name} />}
         <Network sb={name} />
+        <Learn sb={name} network={sb.network} />
         <Sync sb={sb} />
       </main>
     </>
