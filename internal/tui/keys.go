@@ -25,6 +25,7 @@ var keyHelp = [][2]string{
 	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
 	{"M", "merge the sandbox's branch into the host repo's current branch (says what and asks first)"},
 	{"D", "the sandbox's diff against where it started"},
+	{"L", "the allowlist the sandbox's learn mode proposes (a applies it); one that never learned: start learning"},
 	{"m", "send the session a one-line message without attaching"},
 	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
 	{"x", "stop the sandbox (on a run at work: cancel the run)"},
@@ -48,8 +49,13 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modePager:
 		switch k {
 		case "q", "esc":
-			m.mode = modeList
+			m.mode, m.pagerApply = modeList, nil
 			return m, nil
+		case "a":
+			if act := m.pagerApply; act != nil {
+				m.mode, m.pagerApply = modeList, nil
+				return m, act.action()
+			}
 		}
 		var cmd tea.Cmd
 		m.pager, cmd = m.pager.Update(msg)
@@ -169,6 +175,8 @@ func (m *Model) listKey(k string) tea.Cmd {
 		return m.askMerge(r.sandbox)
 	case "D":
 		return m.runCLI("diffing "+r.sandbox, "diff "+r.sandbox, r.sandbox, "diff", r.sandbox)
+	case "L":
+		return m.proposeAllowlist(r.sandbox)
 	case "x":
 		return m.askStop(r)
 	case "d":

@@ -72,6 +72,9 @@ type Model struct {
 	title  string // the pager's
 	spin   spinner.Model
 
+	// pagerApply, when set, is what a does in the pager (apply a proposed allowlist).
+	pagerApply *confirmation
+
 	mode    mode
 	confirm confirmation
 	dialog  *dialog
@@ -138,6 +141,8 @@ type (
 		refresh []string
 		// ask, when set, is a question to put next (a merge planned, to confirm).
 		ask *confirmation
+		// apply, when set, is what a does in the pager this opens.
+		apply *confirmation
 	}
 	tickMsg   time.Time
 	screenMsg struct {
@@ -453,6 +458,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.pager != "" || msg.title != "" {
 			m.openPager(msg.title, msg.pager)
+			m.pagerApply = msg.apply
 		}
 		if msg.ask != nil && msg.err == nil {
 			m.confirm, m.mode = *msg.ask, modeConfirm

@@ -38,7 +38,11 @@ func (m *Model) render() string {
 	case modeHelp:
 		return m.renderHelp()
 	case modePager:
-		return styleTitle.Render(m.title) + "  " + styleDim.Render("↑/↓ pgup/pgdn scroll · q back") + "\n" + m.pager.View()
+		keys := "↑/↓ pgup/pgdn scroll · q back"
+		if m.pagerApply != nil {
+			keys = "↑/↓ pgup/pgdn scroll · a apply · q back"
+		}
+		return styleTitle.Render(m.title) + "  " + styleDim.Render(keys) + "\n" + m.pager.View()
 	case modeDialog:
 		if m.dialog != nil {
 			return m.dialog.view(m.width, m.height) + "\n" + m.statusLine()
