@@ -69,8 +69,11 @@ const WIPRules = `wip_rules() {
 // (the rules of WIPRules applied), leaving the agent's own index as it is. With
 // PADDOCK_WIP_MAX_BYTES, new files larger than that are left out before git add reads
 // them ("big PATH"): git would otherwise hash and store each whole (a sparse file of
-// 64 GiB costs minutes), only for wip_rules to drop it. A git older than
-// --pathspec-from-file (2.25) adds them, and wip_rules drops them, as before.
+// 64 GiB costs minutes), only for wip_rules to drop it. A tracked file changed since
+// the index saw it (by its stat, unread) and over the bound keeps the index's version
+// ("big PATH" too): left out, it would read as deleted; read, a `truncate -s 50G`
+// of a tracked file costs what a new one would. A git older than --pathspec-from-file
+// (2.25) adds them, and wip_rules drops the new ones, as before.
 const WIPIndex = `index=$(mktemp)
 big=$(mktemp)
 trap 'rm -f "$index" "$big"' EXIT
@@ -78,7 +81,7 @@ cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || true
 export GIT_INDEX_FILE="$index"
 if [ "${PADDOCK_WIP_MAX_BYTES:-0}" -gt 0 ]; then
   printf '.\0' > "$big"
-  git ls-files -z --others --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && printf ":(exclude,literal)%s\0" "$f" >> "$0" && printf "big %s\n" "$f"; done; true' "$big"
+  { git ls-files -z --others --exclude-standard; git diff-files --name-only -z --diff-filter=M; } | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ "$(stat -c %s -- "$f")" -gt "$PADDOCK_WIP_MAX_BYTES" ] && printf ":(exclude,literal)%s\0" "$f" >> "$0" && printf "big %s\n" "$f"; done; true' "$big"
   if git add -A --pathspec-from-file="$big" --pathspec-file-nul 2>/dev/null; then wip_big_done=1; else git add -A; fi
 else
   git add -A

@@ -93,25 +93,29 @@ func TestWIPAfterKilledRecording(t *testing.T) {
 // TestWIPLeavesBigFilesUnread: with PADDOCK_WIP_MAX_BYTES (a snapshot's max_file_mb), a
 // new file over it is left out of the WIP commit without git reading it: a sparse file of
 // 64 GiB would cost git minutes to hash, and its object would be written into the
-// sandbox's repository. Files under the bound, odd names included, go in.
+// sandbox's repository. A tracked file grown over it (truncate -s 64G) keeps its
+// committed version, unread. Files under the bound, odd names included, go in.
 func TestWIPLeavesBigFilesUnread(t *testing.T) {
 	dir := committedRepo(t)
 	os.WriteFile(filepath.Join(dir, "small *[x].txt"), []byte("small\n"), 0o644)
 	os.Mkdir(filepath.Join(dir, "data"), 0o755)
-	f, err := os.Create(filepath.Join(dir, "data", "huge.img"))
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{filepath.Join("data", "huge.img"), "a.txt"} {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(64 << 30); err != nil {
+			t.Skipf("no sparse file of 64 GiB here: %v", err)
+		}
+		f.Close()
 	}
-	if err := f.Truncate(64 << 30); err != nil {
-		t.Skipf("no sparse file of 64 GiB here: %v", err)
-	}
-	f.Close()
 
 	cmd := exec.Command("sh", "-c", WIPRules+"set -e\n"+WIPIndex+"git write-tree\n")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append(SandboxGitEnv, "PADDOCK_WIP_MAX_BYTES=1048576")...)
 	done := make(chan struct{})
 	var out []byte
+	var err error
 	go func() {
 		out, err = cmd.CombinedOutput()
 		close(done)
@@ -126,11 +130,14 @@ func TestWIPLeavesBigFilesUnread(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || lines[0] != "big data/huge.img" {
-		t.Fatalf("output %q, want the big file named, then the tree", out)
+	if len(lines) != 3 || lines[0] != "big data/huge.img" || lines[1] != "big a.txt" {
+		t.Fatalf("output %q, want the big files named, then the tree", out)
 	}
-	ls, _ := exec.Command("git", "-C", dir, "ls-tree", "-r", "--name-only", lines[1]).Output()
+	ls, _ := exec.Command("git", "-C", dir, "ls-tree", "-r", "--name-only", lines[2]).Output()
 	if got := string(ls); got != "a.txt\nsmall *[x].txt\n" {
 		t.Fatalf("the WIP tree holds %q", got)
+	}
+	if a, _ := exec.Command("git", "-C", dir, "show", lines[2]+":a.txt").Output(); string(a) != "a\n" {
+		t.Fatalf("the grown tracked file is %d bytes in the WIP tree, want its committed version", len(a))
 	}
 }

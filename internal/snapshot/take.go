@@ -568,9 +568,9 @@ func inDeliverables(p string) bool {
 	return p == inside.Deliverables || strings.HasPrefix(p, inside.Deliverables+"/")
 }
 
-// overFile says why an untracked file was left out of the uncommitted work.
+// overFile says why a file over max_file_mb was left out of the uncommitted work.
 func (s *Service) overFile() string {
-	return fmt.Sprintf("untracked and over %s (max_file_mb); put it in deliverables/ to keep it", termtext.Size(s.opts.MaxFileBytes))
+	return fmt.Sprintf("over %s (max_file_mb): a new file is left out, a tracked one kept as last committed; put it in deliverables/ to keep it", termtext.Size(s.opts.MaxFileBytes))
 }
 
 // newID is a snapshot id: its UTC time and a random suffix.

@@ -94,7 +94,7 @@ func Fetch(ctx context.Context, c *wire.Client, g *gitsync.Git, sb Sandbox, repo
 	res, err := fetch(ctx, sb.Name, sb.BaseCommit, inside.Workspace, Stream(c, sb.Name))
 	for _, p := range res.LeftOut {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/")
-		fmt.Fprintf(errOut, "paddock: left out of the uncommitted work: %s: untracked and over %s; copy it with `paddock sync %s --files %s`\n",
+		fmt.Fprintf(errOut, "paddock: left out of the uncommitted work: %s: over %s (a tracked file is kept as last committed); copy it with `paddock sync %s --files %s`\n",
 			termtext.Escape(p), termtext.Size(gitsync.MaxWIPFileBytes), sb.Name, Word(rel))
 	}
 	var (
