@@ -98,13 +98,14 @@ type Expect struct {
 // Expecter is implemented by backends whose sandboxes the checks expect something
 // other than the zero Expect of.
 type Expecter interface {
-	Expect(ctx context.Context) Expect
+	// Expect is for sandboxes under runtime (Spec.Runtime; empty is the default).
+	Expect(ctx context.Context, runtime string) Expect
 }
 
-// ExpectOf is what the checks expect of b's sandboxes.
-func ExpectOf(ctx context.Context, b Backend) Expect {
+// ExpectOf is what the checks expect of b's sandboxes under runtime (empty: the default).
+func ExpectOf(ctx context.Context, b Backend, runtime string) Expect {
 	if e, ok := b.(Expecter); ok {
-		return e.Expect(ctx)
+		return e.Expect(ctx, runtime)
 	}
 	return Expect{}
 }

@@ -45,11 +45,7 @@ everything new since the last sync, what diff fetched included.`,
 			if err != nil {
 				return err
 			}
-			diffArgs := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color"}
-			if stat {
-				diffArgs = append(diffArgs, "--stat")
-			}
-			diffArgs = append(diffArgs, info.BaseCommit, gitsync.Namespace(name)+gitsync.WIPBranch, "--")
+			diffArgs := gitsync.DiffArgs(name, info.BaseCommit, stat)
 			out, flush := diffOutput(f.IO.Out)
 			err = g.RunTo(ctx, out, append(diffArgs, pathspec...)...)
 			if ferr := flush(); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/conform"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/daemon"
+	"github.com/paddockhq/paddock/internal/hostgit"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
@@ -59,11 +60,17 @@ type verifyReport struct {
 	Backends []backendVerify `json:"backends"`
 	// Skipped are the backends that cannot run here, each with why.
 	Skipped []skippedBackend `json:"skipped"`
+	// HostGit are the checks of paddock's own host-side git paths (no sandbox needed).
+	HostGit []conform.Result `json:"host_git"`
 }
 
-// backendVerify is one backend's checks.
+// backendVerify is one backend's checks, under one of its runtimes.
 type backendVerify struct {
-	Name      string            `json:"name"`
+	// Name is the backend's, with "+RUNTIME" for a runtime other than its default.
+	Name    string `json:"name"`
+	Backend string `json:"backend"`
+	// Runtime is the runtime its sandboxes ran under; empty for the backend's default.
+	Runtime   string            `json:"runtime,omitempty"`
 	Isolation backend.Isolation `json:"isolation"`
 	Versions  map[string]string `json:"versions"`
 	Checks    []conform.Result  `json:"checks"`
@@ -142,14 +149,28 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 			closeBackend(b)
 			continue
 		}
-		bv, err := verifyBackend(ctx, f, b, agent, p)
-		closeBackend(b)
-		if bv != nil {
-			report.Backends = append(report.Backends, *bv)
-		}
+		err = func() error {
+			defer closeBackend(b)
+			for _, rt := range verifyRuntimes(ctx, b) {
+				bv, err := verifyBackend(ctx, f, b, rt, agent, p)
+				if bv != nil {
+					report.Backends = append(report.Backends, *bv)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
 		if err != nil {
 			return err
 		}
+	}
+	// paddock's own host-side git paths, which need no sandbox.
+	fmt.Fprintln(f.IO.ErrOut, "host git: checking")
+	report.HostGit, err = conform.RunFunc(ctx, hostgit.Suite, func(r conform.Result) { progressLine(f, "host git", r) })
+	if err != nil {
+		return err
 	}
 	if opts.json {
 		if err := writeJSON(f, report); err != nil {
@@ -165,6 +186,11 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 // named that cannot run here.
 func verifyOutcome(report verifyReport, unavailable []string) error {
 	var failed []string
+	for _, c := range report.HostGit {
+		if c.Status == conform.Fail {
+			failed = append(failed, "host git: "+c.Name)
+		}
+	}
 	for _, bv := range report.Backends {
 		for _, c := range bv.Checks {
 			if c.Status == conform.Fail {
@@ -217,13 +243,38 @@ type leftoverer interface {
 	Leftovers(id backend.ID) []string
 }
 
-// verifyBackend runs the checks on b, destroying every sandbox it made however the run
-// ends (Ctrl-C too), then looks for what they left.
-func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
+// verifyRuntime is a runtime of a backend verify checks: the default (Name empty) and
+// each stronger one the backend can use here (docker's runsc), with its tier.
+type verifyRuntime struct {
+	Name      string
+	Isolation backend.Isolation
+}
+
+// verifyRuntimes are b's default runtime and the others it reports available here.
+func verifyRuntimes(ctx context.Context, b backend.Backend) []verifyRuntime {
+	rts := []verifyRuntime{{Isolation: backend.Describe(b).Isolation}}
+	rs, ok := b.(backend.RuntimeSelector)
+	if !ok {
+		return rts
+	}
+	for _, r := range rs.Runtimes(ctx) {
+		if r.Available && r.Name != rs.DefaultRuntime() && rs.CheckRuntime(ctx, r.Name, false) == nil {
+			rts = append(rts, verifyRuntime{Name: r.Name, Isolation: r.Isolation})
+		}
+	}
+	return rts
+}
+
+// verifyBackend runs the checks on b's sandboxes under rt, destroying every sandbox it
+// made however the run ends (Ctrl-C too), then looks for what they left.
+func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, rt verifyRuntime, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
 	name := b.Name()
-	desc := backend.Describe(b)
-	bv := &backendVerify{Name: name, Isolation: desc.Isolation, Versions: verifyVersions(ctx, desc.Isolation), LeftBehind: []string{}}
-	expect := backend.ExpectOf(ctx, b)
+	if rt.Name != "" {
+		name += "+" + rt.Name
+	}
+	bv := &backendVerify{Name: name, Backend: b.Name(), Runtime: rt.Name, Isolation: rt.Isolation,
+		Versions: verifyVersions(ctx, rt.Isolation), LeftBehind: []string{}}
+	expect := backend.ExpectOf(ctx, b, rt.Name)
 	var mu sync.Mutex
 	var ids []backend.ID
 	h := conform.Harness{
@@ -232,7 +283,7 @@ func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, agent san
 			mu.Lock()
 			ids = append(ids, id)
 			mu.Unlock()
-			return backend.Spec{ID: id, Name: "verify-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "verify-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256, Runtime: rt.Name}
 		},
 		// Where the daemon keeps its config and state: secrets planted there must stay out.
 		HostSecrets:      existingDirs(filepath.Join(filepath.Dir(p.Config), "verify-secret"), filepath.Join(p.State, "verify-secret")),
@@ -245,15 +296,9 @@ func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, agent san
 	if lo != nil {
 		h.Leftovers = lo.Leftovers
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: checking (isolation: %s)\n", name, desc.Isolation)
+	fmt.Fprintf(f.IO.ErrOut, "%s: checking (isolation: %s)\n", name, rt.Isolation)
 	start := time.Now()
-	results, runErr := conform.Run(ctx, h, func(r conform.Result) {
-		line := fmt.Sprintf("%s: %-14s %s (%.1fs)", name, r.Status, r.Name, r.Seconds)
-		if r.Status != conform.Pass {
-			line += ": " + firstLine(r.Why)
-		}
-		fmt.Fprintln(f.IO.ErrOut, line)
-	})
+	results, runErr := conform.Run(ctx, h, func(r conform.Result) { progressLine(f, name, r) })
 	// Whatever happened, no sandbox of verify's outlives it.
 	mu.Lock()
 	made := append([]backend.ID(nil), ids...)
@@ -283,6 +328,15 @@ func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, agent san
 		return bv, fmt.Errorf("verify of %s stopped (%w); its sandboxes were destroyed", name, runErr)
 	}
 	return bv, nil
+}
+
+// progressLine tells of a check as it ends, on stderr.
+func progressLine(f *Factory, section string, r conform.Result) {
+	line := fmt.Sprintf("%s: %-14s %s (%.1fs)", section, r.Status, r.Name, r.Seconds)
+	if r.Status != conform.Pass {
+		line += ": " + firstLine(r.Why)
+	}
+	fmt.Fprintln(f.IO.ErrOut, line)
 }
 
 // existingDirs keeps the paths whose directories exist.

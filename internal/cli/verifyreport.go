@@ -20,18 +20,7 @@ func writeVerify(w io.Writer, r verifyReport) {
 		}
 		slices.Sort(vs)
 		fmt.Fprintf(w, "  versions: %s\n", strings.Join(vs, ", "))
-		for _, c := range bv.Checks {
-			fmt.Fprintf(w, "  %-14s  %s\n", c.Status, c.Name)
-			if c.Status != conform.Pass && c.Why != "" {
-				for _, l := range strings.Split(c.Why, "\n") {
-					fmt.Fprintf(w, "      %s\n", l)
-				}
-			}
-			// What the check saw: what it allowed this backend and why, parts not run.
-			for _, n := range c.Notes {
-				fmt.Fprintf(w, "      - %s\n", firstLine(n))
-			}
-		}
+		writeChecks(w, bv.Checks)
 		if len(bv.LeftBehind) > 0 {
 			fmt.Fprintf(w, "  FAIL            left behind on the host:\n      %s\n", strings.Join(bv.LeftBehind, "\n      "))
 		}
@@ -46,11 +35,45 @@ func writeVerify(w io.Writer, r verifyReport) {
 		fmt.Fprintf(w, "%s: %s: %d passed, %d failed, %d not applicable, %s, in %.0fs\n\n",
 			bv.Name, verdict, bv.Passed, bv.Failed, bv.NotApplied, left, bv.Seconds)
 	}
+	if len(r.HostGit) > 0 {
+		fmt.Fprintln(w, "host git (paddock's own git commands on a sandbox's work, no sandbox needed)")
+		writeChecks(w, r.HostGit)
+		passed, failed := 0, 0
+		for _, c := range r.HostGit {
+			switch c.Status {
+			case conform.Pass:
+				passed++
+			case conform.Fail:
+				failed++
+			}
+		}
+		verdict := "holds"
+		if failed > 0 {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(w, "host git: %s: %d passed, %d failed, %d not applicable\n\n", verdict, passed, failed, len(r.HostGit)-passed-failed)
+	}
 	for _, s := range r.Skipped {
 		fix := ""
 		if s.Fix != "" {
 			fix = " (fix: " + s.Fix + ")"
 		}
 		fmt.Fprintf(w, "skipped %s: %s%s\n", s.Name, s.Reason, fix)
+	}
+}
+
+// writeChecks writes a line per check, what a failure found or why it did not apply, and
+// what the check saw (what it allowed the backend and why, parts not run).
+func writeChecks(w io.Writer, checks []conform.Result) {
+	for _, c := range checks {
+		fmt.Fprintf(w, "  %-14s  %s\n", c.Status, c.Name)
+		if c.Status != conform.Pass && c.Why != "" {
+			for _, l := range strings.Split(c.Why, "\n") {
+				fmt.Fprintf(w, "      %s\n", l)
+			}
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "      - %s\n", firstLine(n))
+		}
 	}
 }

@@ -47,6 +47,6 @@ func TestConformance(t *testing.T) {
 			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
-		Allows:    b.Expect(context.Background()).Allows,
+		Allows:    b.Expect(context.Background(), "").Allows,
 	})
 }

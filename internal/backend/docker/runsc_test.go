@@ -43,7 +43,7 @@ func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 // TestConformanceRunsc runs the whole conformance suite on docker with gVisor.
 func TestConformanceRunsc(t *testing.T) {
 	b, agent := runscBackend(t)
-	expect := b.Expect(context.Background())
+	expect := b.Expect(context.Background(), "")
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
