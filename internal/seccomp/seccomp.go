@@ -143,6 +143,19 @@ func Refused(a Arch) []string {
 	return names
 }
 
+// RefusedOutright lists the names of the calls the filter refuses with EPERM whatever
+// their arguments, on any arch it is written for: what a filter of another form (the
+// docker backend's seccomp profile) can refuse by name alone.
+func RefusedOutright() []string {
+	var names []string
+	for _, r := range policy {
+		if r.when == nil && r.errno == 0 {
+			names = append(names, r.name)
+		}
+	}
+	return names
+}
+
 func ret(v uint32) bpf.Instruction { return bpf.RetConstant{Val: v} }
 
 func retErrno(e unix.Errno) bpf.Instruction {

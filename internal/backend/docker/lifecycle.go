@@ -60,13 +60,21 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		Cmd:    append(serve, "--sandbox", spec.Name),
 		Labels: labels,
 	}
+	security := []string{"no-new-privileges"}
+	if runtime != Runsc {
+		opt, err := seccompOpt()
+		if err != nil {
+			return fmt.Errorf("the sandbox's seccomp profile: %w", err)
+		}
+		security = append(security, opt)
+	}
 	pids := hostPids(runtime, limits.Pids)
 	host := &container.HostConfig{
 		NetworkMode:   netMode,
 		Mounts:        mounts,
 		Tmpfs:         tmpfs,
 		CapDrop:       []string{"ALL"},
-		SecurityOpt:   []string{"no-new-privileges"},
+		SecurityOpt:   security,
 		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
 		LogConfig:     logConfig,
 		Runtime:       runtime,
