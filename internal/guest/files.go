@@ -125,6 +125,7 @@ func (f filesService) write(stream guestpb.DRPCFiles_WriteStream) (*guestpb.Writ
 	if err := w.commit(stream.Context(), guestproto.FileMode(h.GetMode(), defaultFileMode)); err != nil {
 		return nil, err
 	}
+	f.s.ownWrite(w.rp.full(w.rp.rel))
 	return &guestpb.WriteResponse{Size: size}, nil
 }
 

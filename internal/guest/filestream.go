@@ -71,6 +71,7 @@ func (s *Server) streamWrite(ctx context.Context, conn net.Conn, req guestproto.
 	if err := w.commit(ctx, guestproto.FileMode(req.Mode, defaultFileMode)); err != nil {
 		return errors.Join(err, sendStatus(conn, err, size))
 	}
+	s.ownWrite(w.rp.full(w.rp.rel))
 	return sendStatus(conn, nil, size)
 }
 

@@ -63,6 +63,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	ownPorts map[int]int // ports of the guest's own listeners (Tunnels.Listen), counted
+	// ownWrites are the states the daemon's own writes left files in (ownWrite).
+	ownWrites map[string]fileStamp
 }
 
 // NewServer returns a Server ready to serve connections.

@@ -50,6 +50,7 @@ func (s *Server) watch(ctx context.Context, emit func(*guestpb.Event)) {
 	var ports portState
 	var refs refState
 	var reaper tmuxReaper
+	var control controlState
 	proc := cmp.Or(s.opts.Proc, "/proc")
 	wait, quiet, idleLooks := pollInterval, 0, 0
 	t := time.NewTimer(wait)
@@ -64,6 +65,7 @@ func (s *Server) watch(ctx context.Context, emit func(*guestpb.Event)) {
 		if s.opts.StatusDir != "" {
 			reaper.scan(proc) // so that a session's exit is reported (see tmuxReaper)
 		}
+		control.scanControl(s.opts.Workspace, controlHome, s.opts.StatusDir, s.isOwnWrite, report)
 		if changed.Load() {
 			wait, quiet = pollInterval, 0
 		} else if quiet++; quiet >= quietLooks {

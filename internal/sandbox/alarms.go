@@ -45,6 +45,27 @@ func (s *Service) Raise(ctx context.Context, name, session string, f alarm.Findi
 	}
 }
 
+// controlChanged raises an alarm for a control file the guest saw change (its event
+// control-changed), when alarm.ControlFile says it is one. The path is the sandbox's
+// text: compared, never opened on the host.
+func (s *Service) controlChanged(sb store.Sandbox, attrs map[string]string) {
+	p, change := attrs["path"], attrs["change"]
+	if len(p) > maxAgentAttrLen {
+		return
+	}
+	why := alarm.ControlFile(p)
+	if why == "" {
+		return
+	}
+	// Worded as a tool call's write is (alarm.ToolEntry), so that the one write seen both
+	// ways stands as one alarm.
+	if change != "removed" {
+		change = "changed"
+	}
+	s.raiseSoon(sb.Name, "", alarm.Finding{Kind: alarm.KindControlFile, Source: "files",
+		Detail: "control file " + change + ": " + p + " (" + why + ")"})
+}
+
 // raiseSoon is Raise on its own goroutine, for callers that must not block (the egress
 // proxy's observers).
 func (s *Service) raiseSoon(name, session string, f alarm.Finding) {

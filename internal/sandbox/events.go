@@ -94,6 +94,10 @@ func (s *Service) pump(ctx context.Context, sb store.Sandbox, c *guestclient.Cli
 
 // fromAgent checks a guest's event and records it, with what the daemon learns from it.
 func (s *Service) fromAgent(ctx context.Context, sb store.Sandbox, kind string, raw map[string]string) {
+	if kind == guestproto.EventControlChanged {
+		s.controlChanged(sb, raw)
+		return
+	}
 	if !agentKinds[kind] || len(raw) > maxAgentAttrs {
 		return
 	}
