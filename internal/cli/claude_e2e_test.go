@@ -301,8 +301,10 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 		}
 	}
 
-	// A prompt sent by chat makes the model call Bash, which Claude runs in /workspace as agent.
-	must("RUN: id -un > /workspace/whoami.txt && pwd >> /workspace/whoami.txt", "chat", "repo/claude")
+	// A prompt sent by chat makes the model call Bash, which Claude runs in /workspace as
+	// agent; the sandbox learns meanwhile what it reaches for (a host its Bash call fetches).
+	must("", "net", "learn", "repo", "--for", "30m")
+	must("RUN: id -un > /workspace/whoami.txt && pwd >> /workspace/whoami.txt; curl -s -o /dev/null https://learned.example.org/x || true", "chat", "repo/claude")
 	waitUntil(t, slow*60*time.Second, "the tool's output file", func() bool {
 		out, _, code := paddock("", "exec", "repo", "--", "cat", "/workspace/whoami.txt")
 		return code == 0 && out == "agent\n/workspace\n"
@@ -315,9 +317,13 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	if denials := must("", "net", "denials", "--sandbox", "repo"); strings.Contains(denials, "claude.ai") {
 		t.Fatalf("Claude Code asked for a host of Anthropic's besides the model's:\n%s", denials)
 	}
-	if model.Key() != realKey {
-		t.Fatalf("the model server got key %q, want the real one", model.Key())
+	// Learn mode proposes the host Claude's Bash call fetched, refused meanwhile, as a rule
+	// to add; the model's own calls go through the credential proxy, never the egress proxy.
+	proposal := must("", "net", "propose", "repo")
+	if !regexp.MustCompile(`(?m)^\+ allow +learned\.example\.org +repo +1 refused`).MatchString(proposal) {
+		t.Fatalf("net propose repo, after Claude fetched learned.example.org:\n%s", proposal)
 	}
+	must("", "net", "learn", "repo", "--stop")
 
 	// The transcript, in paddock's schema (Claude Code writes it a moment after its hooks run).
 	var sawPrompt, sawCall, sawResult, sawDone bool
