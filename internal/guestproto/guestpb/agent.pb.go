@@ -1077,6 +1077,11 @@ type Event struct {
 	//	branch-moved     branch, from, to (commit ids; from is empty for a new branch, to for
 	//	                 a deleted one): a branch of /workspace's repository moved. Looked at
 	//	                 every half second.
+	//	control-changed  path (absolute, inside the sandbox), change (created, modified,
+	//	                 removed): a file the agent's controls live in (its agent's settings
+	//	                 and hooks, git's hooks and config, MCP configs, what the host runs
+	//	                 once merged) changed after the first session started, and not by
+	//	                 the daemon's own Files write. The daemon raises an alarm.
 	Kind  string            `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	Attrs map[string]string `protobuf:"bytes,3,rep,name=attrs,proto3" json:"attrs,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
 }
