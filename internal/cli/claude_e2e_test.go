@@ -324,6 +324,9 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 		t.Fatalf("net propose repo, after Claude fetched learned.example.org:\n%s", proposal)
 	}
 	must("", "net", "learn", "repo", "--stop")
+	if model.Key() != realKey {
+		t.Fatalf("the model server got key %q, want the real one", model.Key())
+	}
 
 	// The transcript, in paddock's schema (Claude Code writes it a moment after its hooks run).
 	var sawPrompt, sawCall, sawResult, sawDone bool
