@@ -104,3 +104,40 @@ func TestLearnIsBoundedAndSurvivesARestart(t *testing.T) {
 		t.Errorf("after stop: %+v", lr)
 	}
 }
+
+// BenchmarkLearn is the cost Learn adds to each request the egress proxy decides: for a
+// sandbox not learning (every request of every sandbox pays it), and for one learning,
+// its requests spread over 100 destinations.
+func BenchmarkLearn(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "p.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"box", "quiet"} {
+		if err := st.CreateSandbox(ctx, store.Sandbox{ID: "id-" + name, Name: name, Backend: "bwrap", State: "running"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := New(Options{Store: st, Sandboxes: storeSandboxes{st}})
+	if _, err := p.StartLearning(ctx, "box", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	hosts := make([]string, 100)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+	}
+	for _, sb := range []string{"quiet", "box"} {
+		b.Run(map[string]string{"quiet": "not-learning", "box": "learning"}[sb], func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				p.Learn(egress.Request{Time: time.Now(), Sandbox: sb, Method: "GET", Host: hosts[i%100], Port: 80, Path: "/x", Allowed: true})
+				i++
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -114,7 +114,7 @@ func (s *Store) NetLearningOf(ctx context.Context, sandboxID string) (NetLearnin
 // AddNetLearned merges a batch of learned destinations, in one transaction: each adds
 // its counts, methods and paths to the sandbox's row of the same host and port. A new
 // destination past NetLearnedKept for its sandbox is not kept: its requests count as
-// dropped.
+// dropped; one of a sandbox that never learned (removed meanwhile) is not kept either.
 func (s *Store) AddNetLearned(ctx context.Context, batch []NetLearned) error {
 	if len(batch) == 0 {
 		return nil
@@ -133,6 +133,13 @@ func (s *Store) AddNetLearned(ctx context.Context, batch []NetLearned) error {
 			d.SandboxID, d.Host, d.Port).Scan(&first, &count, &refused, &reason, &methods, &paths)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			var learning int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM net_learning WHERE sandbox_id = ?", d.SandboxID).Scan(&learning); err != nil {
+				return err
+			}
+			if learning == 0 {
+				continue // the sandbox was removed meanwhile
+			}
 			var n int
 			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM net_learned WHERE sandbox_id = ?", d.SandboxID).Scan(&n); err != nil {
 				return err
