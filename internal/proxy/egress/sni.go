@@ -28,8 +28,8 @@ import (
 const helloLimit = 65536 + 1024
 
 // helloTimeout bounds the wait for the rest of a ClientHello once its first byte came: a
-// client that starts one and stalls does not hold its tunnel open.
-const helloTimeout = 10 * time.Second
+// client that starts one and stalls does not hold its tunnel open. A variable for tests.
+var helloTimeout = 10 * time.Second
 
 // recordTypeHandshake is the first byte of a TLS record carrying a handshake message.
 const recordTypeHandshake = 0x16
@@ -55,13 +55,11 @@ func (h *handler) screenTLS(x *exchange, host string, isIP bool, conn net.Conn, 
 	_ = conn.SetReadDeadline(time.Now().Add(helloTimeout))
 	rec := &recorder{r: br, limit: helloLimit}
 	name, ok := serverName(rec)
-	if err := conn.SetReadDeadline(time.Time{}); err != nil {
-		return nil, err
-	}
+	_ = conn.SetReadDeadline(time.Time{}) // a connection that has no deadlines has the size bound only
 	read := append(rec.buf, buffered(br)...)
 	switch sni, _, cerr := canonicalHost(name); {
 	case !ok:
-		return nil, h.refuseTunnel(x, host, fmt.Sprintf("the tunnel to %s starts a TLS record that is not a ClientHello paddock can read", host))
+		return nil, h.refuseTunnel(x, host, fmt.Sprintf("the tunnel to %s starts a TLS record but no ClientHello paddock can read came in %s", host, helloTimeout))
 	case name == "" && !isIP:
 		return nil, h.refuseTunnel(x, host, fmt.Sprintf("TLS in the tunnel to %s names no server (no SNI)", host))
 	case name == "":

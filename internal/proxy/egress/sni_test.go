@@ -47,7 +47,7 @@ func TestConnectChecksTLSServerName(t *testing.T) {
 		{name: "an address, a server name", target: "203.0.113.20:443", sni: "blocked.test",
 			wantHost: "blocked.test", wantReason: "names another server, blocked.test"},
 		{name: "a handshake record that is no ClientHello", target: "allowed.test:443", raw: "\x16\x03\x01\x00\x05hello",
-			wantHost: "allowed.test", wantReason: "not a ClientHello"},
+			wantHost: "allowed.test", wantReason: "no ClientHello paddock can read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
