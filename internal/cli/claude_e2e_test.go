@@ -352,6 +352,20 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	if !strings.Contains(list, `"agent": "claude"`) || strings.Contains(list, `"messages": 0`) {
 		t.Fatalf("chat --list: %s", list)
 	}
+	// The sandbox's flight record holds the session's launch and its model calls,
+	// attributed to it, and the commands run in the sandbox for the test; its chain holds.
+	record := must("", "audit", "repo/claude", "--json")
+	for _, want := range []string{`"event": "session-started"`, `"argv": "'claude' '--dangerously-skip-permissions'`, `"kind": "credential"`, `"provider": "anthropic"`, `"session": "claude"`} {
+		if !strings.Contains(record, want) {
+			t.Fatalf("audit repo/claude --json has no %s:\n%s", want, record)
+		}
+	}
+	if all := must("", "audit", "repo", "--json"); !strings.Contains(all, `"argv": "[\"cat\",\"/workspace/whoami.txt\"]"`) {
+		t.Fatalf("audit repo --json lacks the exec of cat:\n%s", all)
+	}
+	if out := must("", "audit", "--verify", "repo"); !strings.HasPrefix(out, "repo: ok") {
+		t.Fatalf("audit --verify repo: %s", out)
+	}
 
 	// --non-interactive: the model's final text on stdout, the session left running.
 	answer := must("what is the status?", "chat", "repo/claude", "--non-interactive")

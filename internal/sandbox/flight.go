@@ -19,7 +19,8 @@ func (s *Service) Flight() *flightrec.Recorder { return s.opts.Flight }
 var flightKinds = map[string]string{
 	"usage":  flightrec.KindCredential,
 	"synced": flightrec.KindSync, "sync-failed": flightrec.KindSync, "push": flightrec.KindSync,
-	"merged":          flightrec.KindMerge,
+	"merged":      flightrec.KindMerge,
+	"run-started": flightrec.KindExec, "run-tool": flightrec.KindExec, "run-finished": flightrec.KindExec,
 	"snapshot":        flightrec.KindSnapshot,
 	"session-started": flightrec.KindSession, "session-exited": flightrec.KindSession,
 	"session-restarted": flightrec.KindSession, "session-removed": flightrec.KindSession,

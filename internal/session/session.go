@@ -25,6 +25,7 @@ import (
 	"github.com/paddockhq/paddock/internal/lastread"
 	"github.com/paddockhq/paddock/internal/limitbuf"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
@@ -272,7 +273,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 		s.store.DeleteSession(context.WithoutCancel(ctx), sb.ID, req.Name)
 		return Info{}, err
 	}
-	attrs := map[string]string{"agent": a.Name}
+	attrs := map[string]string{"agent": a.Name, "argv": shell.Join(argv)} // argv: what the flight record keeps of the launch
 	detail := req.Name + " (" + a.Name + ")"
 	if req.ForkOf != "" {
 		attrs["fork_of"], detail = req.ForkOf, req.Name+" ("+a.Name+", a fork of "+req.ForkOf+")"
