@@ -100,6 +100,19 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	f.publish(events.Event{Seq: 9, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
 	u.waitGone("docs ")
 
+	// A sandbox whose agent went for its own controls is marked, after the alarm's event.
+	f.mu.Lock()
+	web := f.sandboxes["web"]
+	web.Alarms = 1
+	f.sandboxes["web"] = web
+	f.mu.Unlock()
+	f.publish(events.Event{Seq: 10, Time: time.Now(), Sandbox: "web", Kind: "alarm",
+		Detail: "control file changed: /workspace/.git/hooks/post-merge (a git hook)", Attrs: map[string]string{"alarm": "control-file"}})
+	s = u.waitFor("⚠ ALARM")
+	if l := lineWith(s, "⚠ ALARM"); !strings.Contains(l, "web") || !strings.Contains(l, "running") {
+		t.Errorf("the alarm's mark is on %q", l)
+	}
+
 	// Folding a project hides its sandboxes.
 	u.press("home", "space")
 	s = u.waitGone("fix-auth")

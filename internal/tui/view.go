@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/paddockhq/paddock/internal/lscmd"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -137,7 +138,11 @@ func (m *Model) renderRow(r row, w int) string {
 		if sb.Usage != nil && sb.Usage.Requests > 0 {
 			extra += " · " + metering.CostText(sb.Usage)
 		}
-		line = "  " + styleTitle.Render(r.sandbox) + " " + st.Render(sb.State) + styleDim.Render("  "+extra)
+		line = "  " + styleTitle.Render(r.sandbox) + " " + st.Render(sb.State)
+		if sb.Alarms > 0 { // its agent went for its own controls: paddock alarms NAME
+			line += " " + styleError.Render(lscmd.AlarmMark+" ALARM")
+		}
+		line += styleDim.Render("  " + extra)
 	case rowSession:
 		se, _ := m.sessionInfo(r.sandbox, r.session)
 		look := lookOf(se.Status)
