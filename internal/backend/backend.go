@@ -69,6 +69,9 @@ type Spec struct {
 	CPUs        float64
 	MemoryBytes int64
 	PidsLimit   int64
+	// DiskBytes bounds what the sandbox's workspace may take of the host's disk, for
+	// backends that implement DiskLimiter; zero means no bound.
+	DiskBytes int64
 	// Runtime names the OCI runtime the sandbox runs under ("runsc" for gVisor), for
 	// backends that implement RuntimeSelector; empty means the backend's default.
 	Runtime string

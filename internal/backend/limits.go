@@ -28,15 +28,21 @@ const (
 )
 
 // Limits are the resource limits of a sandbox: at most CPUs processors' worth of time,
-// MemoryBytes of memory (and no swap beyond it), Pids processes and threads.
+// MemoryBytes of memory (and no swap beyond it), Pids processes and threads, and, when
+// DiskBytes is set, at most that much of the host's disk for its workspace.
 type Limits struct {
 	CPUs        float64 `json:"cpus"`
 	MemoryBytes int64   `json:"memory_bytes"`
 	Pids        int64   `json:"pids"`
+	DiskBytes   int64   `json:"disk_bytes,omitempty"`
 }
 
 func (l Limits) String() string {
-	return fmt.Sprintf("%s CPUs, %s memory, %d processes", strconv.FormatFloat(l.CPUs, 'f', -1, 64), FormatBytes(l.MemoryBytes), l.Pids)
+	s := fmt.Sprintf("%s CPUs, %s memory, %d processes", strconv.FormatFloat(l.CPUs, 'f', -1, 64), FormatBytes(l.MemoryBytes), l.Pids)
+	if l.DiskBytes > 0 {
+		s += ", " + FormatBytes(l.DiskBytes) + " disk"
+	}
+	return s
 }
 
 // CheckLimits refuses limits that make no sense: negative, not a number, or so small that
@@ -62,7 +68,7 @@ func CheckLimits(cpus float64, memoryBytes, pids int64) error {
 // LimitsFor returns the limits a sandbox made from spec gets: the spec's, or the default
 // where it leaves one at zero, each clamped to what the host has.
 func LimitsFor(spec Spec) Limits {
-	l := Limits{CPUs: spec.CPUs, MemoryBytes: spec.MemoryBytes, Pids: spec.PidsLimit}
+	l := Limits{CPUs: spec.CPUs, MemoryBytes: spec.MemoryBytes, Pids: spec.PidsLimit, DiskBytes: spec.DiskBytes}
 	if l.CPUs <= 0 {
 		l.CPUs = DefaultCPUs
 	}
@@ -168,4 +174,48 @@ type Finding struct {
 // Reporter is implemented by backends that have findings for `paddock doctor`.
 type Reporter interface {
 	Report(ctx context.Context) []Finding
+}
+
+// MinDiskBytes is the smallest disk limit a sandbox may be given.
+const MinDiskBytes = int64(32 << 20)
+
+// CheckDisk refuses a disk limit that makes no sense: negative, or too small to hold a
+// checkout. Zero means none and is accepted.
+func CheckDisk(diskBytes int64) error {
+	switch {
+	case diskBytes < 0:
+		return fmt.Errorf("disk must be positive, not %d bytes", diskBytes)
+	case diskBytes != 0 && diskBytes < MinDiskBytes:
+		return fmt.Errorf("disk must be at least %s, not %s", FormatBytes(MinDiskBytes), FormatBytes(diskBytes))
+	}
+	return nil
+}
+
+// DiskLimiter is implemented by backends that can bound a sandbox's workspace on the
+// host's disk (Spec.DiskBytes).
+type DiskLimiter interface {
+	// CanLimitDisk says whether a sandbox made now could have its disk bounded; an
+	// error says why not and what would allow it, and no sandbox is made.
+	CanLimitDisk(ctx context.Context) error
+}
+
+// DiskFinding is the doctor's "disk quota" finding for a backend whose workspaces live
+// under dir, on a filesystem named fs: whether `up --disk` can bound them (can is nil)
+// or why not.
+func DiskFinding(dir string, can error, fs string) Finding {
+	on := dir
+	if fs != "" {
+		on += " (" + fs + ")"
+	}
+	if can == nil {
+		return Finding{Topic: "disk quota", OK: true,
+			Text: "a sandbox made with `up --disk SIZE` gets a workspace of at most SIZE (an ext4 image loop-mounted at /workspace); " +
+				"one made without can fill the filesystem that holds " + on}
+	}
+	f := Finding{Topic: "disk quota", Text: "`up --disk` is refused: " + can.Error() + "; a sandbox can fill the filesystem that holds " + on}
+	var fixer interface{ FixText() string }
+	if errors.As(can, &fixer) {
+		f.Fix = fixer.FixText()
+	}
+	return f
 }

@@ -41,7 +41,7 @@ func TestLimitsFor(t *testing.T) {
 	if huge.CPUs != float64(runtime.NumCPU()) || huge.MemoryBytes != HostMemory() || huge.Pids >= 1<<40 {
 		t.Errorf("limits above the host's were not clamped: %+v", huge)
 	}
-	if got := LimitsFor(Spec{CPUs: 0.5, MemoryBytes: 256 << 20, PidsLimit: 100}); got != (Limits{0.5, 256 << 20, 100}) {
+	if got := LimitsFor(Spec{CPUs: 0.5, MemoryBytes: 256 << 20, PidsLimit: 100}); got != (Limits{CPUs: 0.5, MemoryBytes: 256 << 20, Pids: 100}) {
 		t.Errorf("limits within the host's changed: %+v", got)
 	}
 }

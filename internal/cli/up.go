@@ -40,6 +40,7 @@ type upOptions struct {
 	cpus         string
 	memory       string
 	pids         string
+	disk         string
 	fresh        bool
 	runtime      string
 	idleStop     time.Duration
@@ -82,6 +83,7 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 	cmd.Flags().StringVar(&opts.cpus, "cpus", "", "CPU limit, e.g. 2 or 0.5 (default 4, at most the host's)")
 	cmd.Flags().StringVar(&opts.memory, "memory", "", "memory limit, no swap beyond it, e.g. 4g or 512m (default 8g, at most the host's); /tmp gets half")
 	cmd.Flags().StringVar(&opts.pids, "pids", "", "limit on processes and threads (default 4096)")
+	cmd.Flags().StringVar(&opts.disk, "disk", "", "bwrap, docker: the most the workspace may take of the host's disk, e.g. 20g (default none; needs the daemon as root)")
 	cmd.Flags().DurationVar(&opts.idleStop, "idle-stop", 0, "stop the sandbox after this long unused (\"30m\"), after a final snapshot (default: the config's idle_stop)")
 	cmd.Flags().StringVar(&opts.runtime, "runtime", "", "docker: the engine's OCI runtime, e.g. runsc for gVisor (default: [backends.docker] runtime, else the engine's)")
 	cmd.Flags().StringSliceVar(&opts.agents, "agent", nil, "the agents this sandbox is for (claude, codex, gemini...): the first gets a session (a new one in an existing sandbox), and their service hosts are allowed")
@@ -165,7 +167,7 @@ func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		}
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Network: opts.network, Image: opts.image,
-		Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Runtime: opts.runtime,
+		Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, DiskBytes: limits.DiskBytes, Runtime: opts.runtime,
 		Agents: opts.agents, IdleStopSeconds: int64(opts.idleStop / time.Second), SourceURL: url, Origin: url, Clone: true}
 	info, err := c.Create(ctx, req, nil, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
 	if err != nil {
@@ -353,7 +355,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		return sandbox.Info{}, err
 	}
 	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
-		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, Devcontainer: dc, Runtime: opts.runtime,
+		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, DiskBytes: limits.DiskBytes, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo, IdleStopSeconds: int64(opts.idleStop / time.Second),
 		SourceURL: url, Origin: src.Origin, Branch: src.Branch, Commit: src.Commit, GitName: src.GitName, GitEmail: src.GitEmail}
 	if url != "" {
@@ -437,7 +439,7 @@ func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Co
 	return &dc, nil
 }
 
-// parseLimits reads --cpus, --memory and --pids. A value given must be a positive number
+// parseLimits reads --cpus, --memory, --pids and --disk. A value given must be a positive number
 // large enough for a sandbox to run; leaving the flag out gives the default.
 func parseLimits(opts *upOptions) (backend.Limits, error) {
 	var l backend.Limits
@@ -462,7 +464,17 @@ func parseLimits(opts *upOptions) (backend.Limits, error) {
 		}
 		l.Pids = n
 	}
+	if opts.disk != "" {
+		n, err := parseBytes(opts.disk)
+		if err != nil {
+			return l, usagef("--disk takes a size like 512m or 20g, not %q", opts.disk)
+		}
+		l.DiskBytes = n
+	}
 	if err := backend.CheckLimits(l.CPUs, l.MemoryBytes, l.Pids); err != nil {
+		return l, usagef("%v", err)
+	}
+	if err := backend.CheckDisk(l.DiskBytes); err != nil {
 		return l, usagef("%v", err)
 	}
 	return l, nil
@@ -506,7 +518,7 @@ func sameRuntime(opts *upOptions, info sandbox.Info) error {
 	return usagef("sandbox %s runs under %s: to make it anew under %s, add --fresh", info.Name, was, opts.runtime)
 }
 
-// sameLimits refuses --cpus, --memory and --pids on an existing sandbox: its limits are
+// sameLimits refuses --cpus, --memory, --pids and --disk on an existing sandbox: its limits are
 // chosen when it is made.
 func sameLimits(l backend.Limits, info sandbox.Info) error {
 	if l == (backend.Limits{}) {

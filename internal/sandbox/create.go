@@ -60,6 +60,9 @@ type CreateRequest struct {
 	CPUs        float64 `json:"cpus,omitempty"`
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 	PidsLimit   int64   `json:"pids,omitempty"`
+	// DiskBytes bounds what the workspace may take of the host's disk (bwrap, docker, as
+	// root); zero is none. A backend that cannot set it refuses the sandbox.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
 	// empty is the backend's default ([backends.docker] runtime in the config).
 	Runtime string `json:"runtime,omitempty"`
@@ -128,8 +131,14 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if err := backend.CheckLimits(req.CPUs, req.MemoryBytes, req.PidsLimit); err != nil {
 		return Info{}, apperr.Invalid("", "%v", err)
 	}
+	if err := backend.CheckDisk(req.DiskBytes); err != nil {
+		return Info{}, apperr.Invalid("", "%v", err)
+	}
 	b, err := s.PickBackend(ctx, req.Backend)
 	if err != nil {
+		return Info{}, err
+	}
+	if err := canLimitDisk(ctx, b, req.DiskBytes); err != nil {
 		return Info{}, err
 	}
 	_, builds := b.(backend.ImageBuilder)
@@ -178,7 +187,7 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
 	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
-		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, Runtime: sb.Runtime,
+		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, DiskBytes: req.DiskBytes, Runtime: sb.Runtime,
 		Source: req.SourcePath, NPM: s.npmPackages(req.Agents), Placement: req.Placement}
 	if dc := req.Devcontainer; dc != nil {
 		spec.Env = append(spec.Env, dc.Env...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
@@ -29,4 +30,25 @@ func (s *Service) limits(ctx context.Context, b backend.Backend, id backend.ID) 
 		return nil, ""
 	}
 	return &l, ""
+}
+
+// canLimitDisk refuses, before anything is made, a disk limit the backend cannot set:
+// a limit paddock would only claim is worse than none.
+func canLimitDisk(ctx context.Context, b backend.Backend, diskBytes int64) error {
+	if diskBytes <= 0 {
+		return nil
+	}
+	dl, ok := b.(backend.DiskLimiter)
+	if !ok {
+		return apperr.Invalid("use --backend bwrap or docker, or leave out --disk", "--disk is not supported by the %s backend", b.Name())
+	}
+	if err := dl.CanLimitDisk(ctx); err != nil {
+		var fixer interface{ FixText() string }
+		hint := ""
+		if errors.As(err, &fixer) {
+			hint = fixer.FixText()
+		}
+		return apperr.Unavailable(hint, "%v", err)
+	}
+	return nil
 }

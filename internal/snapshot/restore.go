@@ -106,7 +106,7 @@ func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.Create
 	}
 	req.IdleStopSeconds = m.Meta.IdleStopSeconds
 	if l := m.Meta.Limits; l != nil {
-		req.CPUs, req.MemoryBytes, req.PidsLimit = l.CPUs, l.MemoryBytes, l.Pids
+		req.CPUs, req.MemoryBytes, req.PidsLimit, req.DiskBytes = l.CPUs, l.MemoryBytes, l.Pids, l.DiskBytes
 	}
 	return req
 }

@@ -234,6 +234,9 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 	if err := mkdirMode(p.etc(), b.dirMode()); err != nil {
 		return fmt.Errorf("create sandbox dir: %w", err)
 	}
+	if err := b.makeDisk(ctx, spec, p); err != nil {
+		return err
+	}
 	for _, d := range []string{p.workspace(), p.home()} {
 		if err := mkdirMode(d, 0o700); err != nil {
 			return fmt.Errorf("create sandbox dir: %w", err)

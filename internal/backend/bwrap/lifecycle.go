@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/diskimage"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
@@ -33,6 +34,9 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 	}
 	if ri, ok := b.readRun(id); ok && ri.alive() {
 		return nil
+	}
+	if err := b.mountDisk(ctx, id); err != nil {
+		return err
 	}
 	p := b.paths(id)
 	if _, err := os.Stat(spec.AgentBinary); err != nil {
@@ -252,6 +256,9 @@ func (b *Bwrap) Destroy(ctx context.Context, id backend.ID) error {
 	b.mu.Lock()
 	delete(b.limits, id)
 	b.mu.Unlock()
+	if err := b.removeDisk(id); err != nil {
+		return err
+	}
 	return removeAll(b.paths(id).root)
 }
 
@@ -306,5 +313,5 @@ func (b *Bwrap) Leftovers(id backend.ID) []string {
 	for _, d := range b.cg.sandbox(id).exists() {
 		out = append(out, "cgroup "+d)
 	}
-	return out
+	return append(out, diskimage.Leftovers(root)...)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/backend/diskimage"
 )
 
 // The sizes of a sandbox's small tmpfs mounts. /tmp gets half the sandbox's memory (see
@@ -101,6 +102,9 @@ func (b *Bwrap) Limits(ctx context.Context, id backend.ID) (backend.Limits, erro
 	if err != nil {
 		return backend.Limits{}, fmt.Errorf("limits of sandbox %s: %w", id, err)
 	}
+	if l.DiskBytes, err = b.diskLimit(id); err != nil {
+		return backend.Limits{}, err
+	}
 	b.mu.Lock()
 	b.limits[id] = runLimits{start: ri.StartTime, limits: l}
 	b.mu.Unlock()
@@ -124,24 +128,22 @@ func (b *Bwrap) Report(ctx context.Context) []backend.Finding {
 	return []backend.Finding{limits, diskQuota(b.dir)}
 }
 
-// diskQuota says whether the filesystem holding the workspaces could bound them. paddock
-// sets no quota yet: with project quotas on (XFS, or ext4 with the project feature,
-// mounted with prjquota) an administrator can set one per workspace directory.
+// diskQuota says whether sandboxes' workspaces can be bounded here (`up --disk`), and
+// what the filesystem holding them is.
 func diskQuota(dir string) backend.Finding {
-	f := backend.Finding{Topic: "disk quota"}
+	return backend.DiskFinding(dir, diskimage.Check(), fsOf(dir))
+}
+
+// fsOf names the filesystem holding dir, for the doctor: "ext4 (with project quotas)".
+func fsOf(dir string) string {
 	fsType, opts := mountOf(dir)
 	if fsType == "" {
-		f.Text = "no quota on /workspace: a sandbox can fill the filesystem that holds " + dir
-		return f
+		return ""
 	}
-	projects := slices.ContainsFunc(opts, func(o string) bool { return o == "prjquota" || o == "pquota" || o == "pqnoenforce" })
-	if projects {
-		f.Text = fmt.Sprintf("no quota on /workspace: %s is on %s with project quotas on, but paddock does not set them yet; "+
-			"a sandbox can fill it unless you set a project quota on its workspace directory", dir, fsType)
-	} else {
-		f.Text = fmt.Sprintf("no quota on /workspace: %s is on %s without project quotas, so a sandbox can fill that filesystem", dir, fsType)
+	if slices.ContainsFunc(opts, func(o string) bool { return o == "prjquota" || o == "pquota" || o == "pqnoenforce" }) {
+		return fsType + " (with project quotas)"
 	}
-	return f
+	return fsType
 }
 
 // mountOf returns the filesystem type and mount options of the mount holding path (or

@@ -105,6 +105,7 @@ func Suite(t T, h Harness) {
 	t.Run("KernelSurface", machine(func(t T) { testKernelSurface(t, sb) }))
 	t.Run("AgentUntraceable", func(t T) { testAgentUntraceable(t, sb) })
 	t.Run("OutputFlood", func(t T) { testOutputFlood(t, sb) })
+	t.Run("DiskFull", machine(func(t T) { testDiskFull(t, h, sb) }))
 	t.Run("Reconnect", func(t T) { testReconnect(t, sb) })
 	if err := h.Backend.Destroy(ctx, id); err != nil {
 		t.Fatalf("Destroy: %v", err)

@@ -279,6 +279,9 @@ func (d *Docker) Destroy(ctx context.Context, id backend.ID) error {
 			return fmt.Errorf("remove volume: %w", err)
 		}
 	}
+	if err := d.removeDisk(id); err != nil {
+		return err
+	}
 	return d.removeDirectDir(id)
 }
 
@@ -308,7 +311,7 @@ func (d *Docker) Leftovers(id backend.ID) []string {
 			out = append(out, "directory "+dir)
 		}
 	}
-	return out
+	return append(out, d.diskLeftovers(id)...)
 }
 
 // Dial implements backend.Backend: the direct channel when the sandbox has one that

@@ -45,10 +45,11 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	runtime := d.runtimeOf(spec)
 	direct := d.wantsDirect(ctx, runtime)
 	serve := []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket}
-	mounts := []mount.Mount{
-		sandboxVolume(spec.ID, "workspace", inside.Workspace, labels),
-		sandboxVolume(spec.ID, "home", inside.Home, labels),
+	workspace, restart, err := d.workspaceMount(ctx, spec, labels)
+	if err != nil {
+		return err
 	}
+	mounts := []mount.Mount{workspace, sandboxVolume(spec.ID, "home", inside.Home, labels)}
 	tmpfs := tmpfsMounts(limits)
 	if direct {
 		serve = append(serve, "--socket", directSocket)
@@ -75,7 +76,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		Tmpfs:         tmpfs,
 		CapDrop:       []string{"ALL"},
 		SecurityOpt:   security,
-		RestartPolicy: container.RestartPolicy{Name: "unless-stopped"},
+		RestartPolicy: restart,
 		LogConfig:     logConfig,
 		Runtime:       runtime,
 		Init:          boolPtr(true),
@@ -139,6 +140,9 @@ var logConfig = container.LogConfig{Type: "json-file", Config: map[string]string
 // when the sandbox has one, else through the exec bridge.
 func (d *Docker) Start(ctx context.Context, id backend.ID) error {
 	name := containerName(id)
+	if err := d.mountDisk(ctx, id); err != nil {
+		return err
+	}
 	// Starting a running container changes nothing (the engine answers 304).
 	err := d.cli.ContainerStart(ctx, name, container.StartOptions{})
 	if errdefs.IsNotFound(err) {

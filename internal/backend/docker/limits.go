@@ -70,6 +70,10 @@ func (d *Docker) keepLimits(id backend.ID, c container.InspectResponse) readLimi
 	if l.limits.CPUs == 0 || l.limits.MemoryBytes == 0 || l.limits.Pids <= 0 {
 		l.err = &backend.LimitsNotEnforcedError{Reason: "its container was made without them (" + l.limits.String() + ")",
 			Fix: "make the sandbox again: paddock up --fresh"}
+	} else if n, err := d.diskLimit(id); err != nil {
+		l.err = err
+	} else {
+		l.limits.DiskBytes = n
 	}
 	d.mu.Lock()
 	d.limits[id] = l
@@ -100,8 +104,7 @@ func (d *Docker) Report(ctx context.Context) []backend.Finding {
 		limits.Text = "the engine cannot limit " + strings.Join(missing, ", ") + " here: sandboxes are not bounded in those"
 		limits.Fix = "enable the kernel's cgroup controllers for them (for swap on cgroup v1: boot with swapaccount=1)"
 	}
-	quota := backend.Finding{Topic: "disk quota",
-		Text: "no quota on /workspace: sandboxes' volumes (the local driver) can fill the disk of " + orUnknown(info.DockerRootDir)}
+	quota := backend.DiskFinding(orUnknown(info.DockerRootDir), d.CanLimitDisk(ctx), "")
 	return []backend.Finding{limits, quota}
 }
 

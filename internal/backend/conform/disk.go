@@ -1,0 +1,110 @@
+package conform
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/internal/backend"
+)
+
+// diskBound is the disk limit of the disk check's sandbox, and diskFill what it writes
+// into its workspace: past the bound, and more than the bound lets the host's disk grow.
+const (
+	diskBound = int64(64 << 20)
+	diskFill  = int64(100_000_000)
+)
+
+// testDiskFull makes a sandbox with a disk limit (backend.DiskLimiter), checks that the
+// limit is reported as set and that /workspace is no bigger, then writes past it once:
+// the write must fail with ENOSPC, the host's filesystem must not have grown by what
+// was written, and the sandbox and other, the suite's shared sandbox, must keep
+// answering. Destroyed, it must leave nothing (no mount, loop device or image).
+func testDiskFull(t T, h Harness, other *sandbox) {
+	dl, ok := h.Backend.(backend.DiskLimiter)
+	if !ok {
+		t.Skipf("backend %s sets no disk limit (it does not implement backend.DiskLimiter)", h.Backend.Name())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := dl.CanLimitDisk(ctx); err != nil {
+		t.Skipf("%v", err)
+	}
+	id := NewID()
+	spec := h.Spec(id)
+	spec.DiskBytes = diskBound
+	if err := h.Backend.Create(ctx, spec); err != nil {
+		t.Fatalf("Create with a disk limit of %d MiB: %v", diskBound>>20, err)
+	}
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			h.Backend.Destroy(context.Background(), id)
+		}
+	})
+	if err := h.Backend.Start(ctx, id); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	sb := &sandbox{h: h, id: id, client: connect(t, h, id)}
+	if lr, ok := h.Backend.(backend.LimitReader); ok {
+		l, err := lr.Limits(ctx, id)
+		if err != nil {
+			t.Fatalf("Limits: %v", err)
+		}
+		if l.DiskBytes != diskBound {
+			t.Errorf("the backend reports a disk limit of %d bytes, want %d", l.DiskBytes, diskBound)
+		}
+	}
+	size, err := strconv.ParseInt(sb.mustRun(t, "df -B1 --output=size /workspace | tail -n 1 | tr -d ' '"), 10, 64)
+	if err != nil || size > diskBound {
+		t.Fatalf("/workspace holds %d bytes (%v) with a disk limit of %d", size, err, diskBound)
+	}
+
+	hostDir := h.Dir
+	if hostDir == "" {
+		hostDir = os.TempDir()
+	}
+	before := freeBytes(t, hostDir)
+	code, _, errOut := sb.run(t, "head -c "+strconv.FormatInt(diskFill, 10)+" /dev/zero > /workspace/fill; s=$?; sync; exit $s")
+	grew := before - freeBytes(t, hostDir)
+	if code == 0 || !strings.Contains(errOut, "No space left on device") {
+		t.Errorf("writing %d MB into a /workspace of %d MiB: exit %d, %q; want ENOSPC", diskFill/1e6, diskBound>>20, code, errOut)
+	}
+	// Others may write to the host's disk meanwhile: what is checked is that it did not
+	// take what the sandbox wrote.
+	if grew >= diskFill {
+		t.Errorf("the host's filesystem (%s) lost %d MB while the sandbox wrote %d MB past its %d MiB bound", hostDir, grew/1e6, diskFill/1e6, diskBound>>20)
+	}
+	t.Logf("the write stopped at the bound; the host's filesystem lost %d MiB meanwhile", grew>>20)
+	if got := sb.mustRun(t, "rm -f /workspace/fill && echo alive"); got != "alive" {
+		t.Errorf("the sandbox answered %q after its disk filled", got)
+	}
+	if got := other.mustRun(t, "echo alive"); got != "alive" {
+		t.Errorf("another sandbox answered %q after one filled its disk", got)
+	}
+
+	sb.client.Close()
+	if err := h.Backend.Destroy(ctx, id); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	destroyed = true
+	if h.Leftovers != nil {
+		if left := h.Leftovers(id); len(left) > 0 {
+			t.Errorf("a destroyed sandbox with a disk limit left on the host: %v", left)
+		}
+	}
+}
+
+// freeBytes is what unprivileged users may still write to the filesystem holding dir.
+func freeBytes(t T, dir string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatalf("statfs %s: %v", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
