@@ -66,6 +66,10 @@ func TestDecide(t *testing.T) {
 		{events.Event{Time: t0.Add(41 * time.Second), Sandbox: "repo", Kind: "budget-warning"}, "repo: 80% of its budget spent"},
 		{events.Event{Time: t0.Add(42 * time.Second), Sandbox: "repo", Kind: "budget-spent"}, "repo: budget spent, the agent is stopped"},
 		{events.Event{Time: t0.Add(43 * time.Second), Sandbox: "repo", Session: "fix", Kind: "budget-spent"}, "repo/fix: budget spent, the agent is stopped"},
+		// Each alarm is news, of a sandbox or of a session, however close to the last.
+		{events.Event{Time: t0.Add(44 * time.Second), Sandbox: "repo", Kind: "alarm", Attrs: map[string]string{"id": "1"}}, "repo: alarm: the agent went for its own controls"},
+		{events.Event{Time: t0.Add(44 * time.Second), Sandbox: "repo", Kind: "alarm", Attrs: map[string]string{"id": "2"}}, "repo: alarm: the agent went for its own controls"},
+		{events.Event{Time: t0.Add(45 * time.Second), Sandbox: "repo", Session: "fix", Kind: "alarm", Attrs: map[string]string{"id": "3"}}, "repo/fix: alarm: the agent went for its own controls"},
 	}
 	for i, s := range steps {
 		msg, ok := n.decide(s.ev)
