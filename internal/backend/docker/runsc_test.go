@@ -21,7 +21,7 @@ import (
 // where `make setup` registers it and the test must run.
 func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
 	t.Helper()
-	b, err := docker.New(backend.Env{Options: map[string]any{"runtime": docker.Runsc}})
+	b, err := docker.New(backend.Env{Dir: t.TempDir(), Options: map[string]any{"runtime": docker.Runsc}})
 	if err != nil {
 		t.Fatal(err)
 	}
