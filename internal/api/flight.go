@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -23,6 +24,7 @@ type RecordReport = flightrec.Report
 func (s *Server) flightRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sandboxes/{name}/record", s.getRecord)
 	mux.HandleFunc("GET /v1/records/verify", s.verifyRecords)
+	mux.HandleFunc("POST /v1/sandboxes/{name}/merges", s.noteMerge)
 }
 
 // flight records what the API did in a sandbox for its caller.
@@ -158,6 +160,41 @@ func (s *Server) verifyRecords(w http.ResponseWriter, r *http.Request) {
 		out = append(out, rep)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// MergeNote is what `paddock merge` merged into the user's checkout, on the host, for
+// the sandbox's flight record (POST /v1/sandboxes/{name}/merges).
+type MergeNote struct {
+	Branch      string   `json:"branch"`
+	Ref         string   `json:"ref"`
+	Into        string   `json:"into"`
+	Head        string   `json:"head"`
+	New         string   `json:"new"`
+	Commits     []string `json:"commits"`
+	Files       int      `json:"files"`
+	FastForward bool     `json:"fast_forward"`
+}
+
+func (s *Server) noteMerge(w http.ResponseWriter, r *http.Request) {
+	var n MergeNote
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&n); err != nil {
+		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+		return
+	}
+	sb, err := s.svc.Record(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.flight(r.Context(), sb.Name, flightrec.KindMerge, map[string]string{"branch": n.Branch, "ref": n.Ref, "into": n.Into,
+		"old": n.Head, "new": n.New, "commits": strings.Join(n.Commits, "\n"), "files": strconv.Itoa(n.Files),
+		"fast_forward": strconv.FormatBool(n.FastForward), "where": "the user's checkout (paddock merge)"})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// NoteMerge tells the sandbox's flight record of a merge done on the host.
+func (c *Client) NoteMerge(ctx context.Context, sandbox string, n MergeNote) error {
+	return c.postJSON(ctx, sandboxPath(sandbox, "/merges"), n, nil)
 }
 
 // Record reads a sandbox's flight record, only a session's entries when session is

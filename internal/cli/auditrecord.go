@@ -7,7 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -98,4 +100,14 @@ func verifyRecords(ctx context.Context, f *Factory, opts *auditOptions, sandbox 
 			"%d flight record(s) failed verification", failed)
 	}
 	return nil
+}
+
+// noteMerge tells the sandbox's flight record of a merge `paddock merge` made on the
+// host; the merge stands whatever the daemon answers, and a failure is said, not fatal.
+func noteMerge(ctx context.Context, f *Factory, c *api.Client, sandbox string, done gitsync.MergeResult) {
+	err := c.NoteMerge(ctx, sandbox, api.MergeNote{Branch: done.Branch, Ref: done.Ref, Into: done.Into, Head: done.Head, New: done.New,
+		Commits: done.Commits, Files: len(done.Files), FastForward: done.FastForward})
+	if err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: the sandbox's flight record did not take the merge: %v\n", err)
+	}
 }

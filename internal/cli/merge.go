@@ -133,6 +133,7 @@ func runMerge(ctx context.Context, f *Factory, opts *mergeOptions) error {
 	if err != nil {
 		return err
 	}
+	noteMerge(ctx, f, c, sb.Name, done)
 	if opts.json {
 		return writeJSON(f, done)
 	}
