@@ -68,6 +68,8 @@ type Docker struct {
 	limits     map[backend.ID]readLimits
 	hereKnown  bool // whether here is known
 	here       bool // the engine runs on this machine, without user remapping
+	// podman says the engine is Podman (its Docker-compatible API), once podmanKnown.
+	podmanKnown, podman bool
 
 	guestMu   sync.Mutex        // one guest volume made or checked at a time
 	guestVols map[string]string // guest volume → its CreatedAt, once its content was checked

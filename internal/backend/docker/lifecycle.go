@@ -61,13 +61,9 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		Cmd:    append(serve, "--sandbox", spec.Name),
 		Labels: labels,
 	}
-	security := []string{"no-new-privileges"}
-	if runtime != Runsc {
-		opt, err := seccompOpt()
-		if err != nil {
-			return fmt.Errorf("the sandbox's seccomp profile: %w", err)
-		}
-		security = append(security, opt)
+	security, err := d.securityOpts(ctx, runtime)
+	if err != nil {
+		return err
 	}
 	pids := hostPids(runtime, limits.Pids)
 	host := &container.HostConfig{

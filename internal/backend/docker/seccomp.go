@@ -1,8 +1,11 @@
 package docker
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	profiles "github.com/moby/profiles/seccomp"
@@ -10,6 +13,46 @@ import (
 
 	"github.com/paddockhq/paddock/internal/seccomp"
 )
+
+// securityOpts are a new sandbox's security options: no-new-privileges, and paddock's
+// seccomp profile under runc. Podman's Docker-compatible API takes a seccomp option for a
+// file's path (it fails to create the container given the profile itself): there the
+// engine's own default profile stays.
+func (d *Docker) securityOpts(ctx context.Context, runtime string) ([]string, error) {
+	opts := []string{"no-new-privileges"}
+	if runtime == Runsc || d.isPodman(ctx) {
+		return opts, nil
+	}
+	opt, err := seccompOpt()
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox's seccomp profile: %w", err)
+	}
+	return append(opts, opt), nil
+}
+
+// isPodman says whether the engine is Podman, by the components of its version; an
+// engine that cannot answer is taken for Docker, and asked again next time.
+func (d *Docker) isPodman(ctx context.Context) bool {
+	d.mu.Lock()
+	known, podman := d.podmanKnown, d.podman
+	d.mu.Unlock()
+	if known {
+		return podman
+	}
+	v, err := d.cli.ServerVersion(ctx)
+	if err != nil {
+		return false
+	}
+	for _, c := range v.Components {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			podman = true
+		}
+	}
+	d.mu.Lock()
+	d.podmanKnown, d.podman = true, podman
+	d.mu.Unlock()
+	return podman
+}
 
 // seccompOpt is the security option that gives a sandbox under runc paddock's seccomp
 // profile instead of the engine's own. The engine's default depends on its version
