@@ -67,7 +67,7 @@ func (h *handler) screenTLS(x *exchange, host string, isIP bool, conn net.Conn, 
 	case cerr != nil || sni != host:
 		shown := sni
 		if cerr != nil {
-			shown = fmt.Sprintf("%q", name)
+			shown = fmt.Sprintf("%.253q", name) // escaped, and no longer than a name may be
 		}
 		return nil, h.refuseTunnel(x, shown, fmt.Sprintf("TLS in the tunnel to %s names another server, %s (domain fronting)", host, shown))
 	}

@@ -43,6 +43,8 @@ func TestConnectChecksTLSServerName(t *testing.T) {
 			wantHost: "blocked.test", wantReason: "TLS in the tunnel to allowed.test names another server, blocked.test (domain fronting)"},
 		{name: "no server name", target: "allowed.test:443", sni: "",
 			wantHost: "allowed.test", wantReason: "TLS in the tunnel to allowed.test names no server (no SNI)"},
+		{name: "a server name that is no host name", target: "allowed.test:443", sni: "bad\x1b]0;x\x07.test",
+			wantHost: `"bad\x1b]0;x\a.test"`, wantReason: `names another server, "bad\x1b]0;x\a.test"`},
 		{name: "an address, no server name", target: "203.0.113.20:443", sni: ""},
 		{name: "an address, a server name", target: "203.0.113.20:443", sni: "blocked.test",
 			wantHost: "blocked.test", wantReason: "names another server, blocked.test"},
