@@ -109,6 +109,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	must, model := claudeEndToEndIn(t, "bwrap", "", nil, 1)
 	askEdges(t, newPaddock(t), must, model)
+	claudeAlarms(t, newPaddock(t), must)
 }
 
 // askEdges checks `chat --non-interactive` at the edges, on session repo/claude after

@@ -101,6 +101,15 @@ func sessionStarted(statusDir string) bool {
 	return len(names) > 0
 }
 
+// scratchName says whether a file's name is a writer's scratch, which nothing runs: a
+// lock, the guest's own temporary, an editor's backup, or the temporary a writer renames
+// over the file (Claude Code writes settings.json.tmp.PID.HEX). The rename is seen under
+// the file's own name.
+func scratchName(n string) bool {
+	return strings.HasSuffix(n, ".lock") || strings.HasPrefix(n, tempPrefix) || strings.HasSuffix(n, "~") ||
+		strings.HasSuffix(n, ".swp") || strings.HasSuffix(n, ".tmp") || strings.Contains(n, ".tmp.")
+}
+
 // controlStamps stats every candidate file.
 func controlStamps(workspace, home string) map[string]fileStamp {
 	out := map[string]fileStamp{}
@@ -117,7 +126,7 @@ func controlStamps(workspace, home string) map[string]fileStamp {
 		names, _ := d.Readdirnames(controlDirLimit)
 		d.Close()
 		for _, n := range names {
-			if strings.HasSuffix(n, ".lock") || strings.HasPrefix(n, tempPrefix) {
+			if scratchName(n) {
 				continue
 			}
 			p := filepath.Join(dir, n)
