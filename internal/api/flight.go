@@ -84,7 +84,7 @@ func (s *Server) recordOf(w http.ResponseWriter, r *http.Request, name string) b
 		s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no flight records"))
 		return false
 	}
-	if !s.visible(r.Context(), name) {
+	if !flightrec.ValidName(name) || !s.visible(r.Context(), name) {
 		s.writeError(w, r, apperr.NotFound("see `paddock ls`", "no sandbox %q", name))
 		return false
 	}

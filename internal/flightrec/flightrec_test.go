@@ -207,3 +207,15 @@ func mustParse(t *testing.T, line []byte) Entry {
 	}
 	return e
 }
+
+// A name that is a path is no record's: nothing is written or read outside the directory.
+func TestNamesArePlainFiles(t *testing.T) {
+	for _, n := range []string{"", ".", "..", "../x", "a/b", ".hidden", "a\\b", "a\x00b"} {
+		if ValidName(n) {
+			t.Errorf("ValidName(%q) = true", n)
+		}
+	}
+	if !ValidName("repo-1") {
+		t.Error("a sandbox name refused")
+	}
+}

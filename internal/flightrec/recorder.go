@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,6 +65,12 @@ func New(opts Options) (*Recorder, error) {
 	return &Recorder{opts: opts, log: opts.Logger, chains: map[string]*chain{}}, nil
 }
 
+// ValidName says whether a sandbox name can name a record: one plain file name in the
+// records' directory, never a path out of it.
+func ValidName(sandbox string) bool {
+	return sandbox != "" && sandbox[0] != '.' && !strings.ContainsAny(sandbox, "/\\\x00") && len(sandbox) <= 200
+}
+
 // Path is where a sandbox's record is kept.
 func (r *Recorder) Path(sandbox string) string {
 	return filepath.Join(r.opts.Dir, sandbox+".jsonl")
@@ -72,7 +79,7 @@ func (r *Recorder) Path(sandbox string) string {
 // Add queues an entry for a sandbox's record; its seq, prev and hash are set as it is
 // written, its time now when zero.
 func (r *Recorder) Add(sandbox string, e Entry) {
-	if r == nil || sandbox == "" || filepath.Base(sandbox) != sandbox {
+	if r == nil || !ValidName(sandbox) {
 		return
 	}
 	if e.Time.IsZero() {
