@@ -139,6 +139,6 @@ func TestConformance(t *testing.T) {
 			out, _ := exec.Command("docker", "ps", "-a", "--filter", "name="+string(id)+"_", "--format", "{{.Names}}").Output()
 			return strings.Fields(string(out))
 		},
-		Machine: "a Vagrant VM, where the agent has sudo and the VM's own network (docs/security.md)",
+		Machine: b.Expect(context.Background(), "").Machine,
 	})
 }
