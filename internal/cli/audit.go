@@ -32,7 +32,7 @@ With a sandbox, its flight record instead: a hash-chained record, kept on the ho
 every process run in it for a client, every network request its proxy decided, every
 model call through the credential proxy, every sync, merge, copy out and snapshot; with
 SANDBOX/SESSION, that session's entries. --verify checks the chain of a sandbox's record
-(of every record, for admins, without a sandbox) and exits 1 naming each entry changed,
+(of every record, for admins, without a sandbox) and exits 6 naming each entry changed,
 removed or cut off. A record outlives its sandbox's rm.
 
   paddock audit --since 24h
