@@ -219,3 +219,27 @@ func TestNamesArePlainFiles(t *testing.T) {
 		t.Error("a sandbox name refused")
 	}
 }
+
+// An entry with a field of megabytes is cut to MaxField, so the record's last entry is
+// still found when it is reopened, and the chain goes on; Flush after Close returns.
+func TestLongFieldKeepsTheChain(t *testing.T) {
+	dir := t.TempDir()
+	heads := &memHeads{seq: map[string]int64{}, hash: map[string]string{}}
+	r := newRecorder(t, dir, heads)
+	r.Add("sb", Entry{Kind: KindExec, Fields: map[string]string{"argv": strings.Repeat("a", 3<<20)}})
+	r.Close()
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = newRecorder(t, dir, heads)
+	r.Add("sb", Entry{Kind: KindExec, Fields: map[string]string{"argv": `["true"]`}})
+	r.Close()
+	rep, err := r.VerifyFile("sb", heads.seq["sb"], heads.hash["sb"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := Read(r.Path("sb"))
+	if !rep.OK() || rep.LastSeq != 2 || !strings.HasSuffix(es[0].Fields["argv"], "… (3145728 bytes)") {
+		t.Fatalf("%+v", rep)
+	}
+}

@@ -27,6 +27,11 @@ type Heads interface {
 // and nothing more is kept for that sandbox name.
 const DefaultMaxBytes = 64 << 20
 
+// MaxField bounds each field of an entry: a longer one (an argv of megabytes) is cut
+// there and says how long it was, so that every line stays short enough to be found
+// again when the record is reopened.
+const MaxField = 16 << 10
+
 // Options configure a Recorder.
 type Options struct {
 	// Dir holds one file per sandbox name, NAME.jsonl: a directory of the daemon's own
@@ -86,6 +91,11 @@ func (r *Recorder) Add(sandbox string, e Entry) {
 		e.Time = time.Now()
 	}
 	e.Time = e.Time.UTC()
+	for k, v := range e.Fields {
+		if len(v) > MaxField {
+			e.Fields[k] = strings.ToValidUTF8(v[:MaxField], "") + "… (" + strconv.Itoa(len(v)) + " bytes)"
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -113,20 +123,24 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		return nil
 	}
 	r.mu.Lock()
-	var cs []*chain
-	for _, c := range r.chains {
-		cs = append(cs, c)
+	if r.closed {
+		r.mu.Unlock() // Close wrote everything
+		return nil
 	}
-	r.mu.Unlock()
-	for _, c := range cs {
+	var waits []chan struct{}
+	for _, c := range r.chains {
 		done := make(chan struct{})
 		c.mu.Lock()
 		c.flushed = append(c.flushed, done)
 		c.mu.Unlock()
-		select {
+		select { // under r.mu: Close cannot have closed wake
 		case c.wake <- struct{}{}:
 		default:
 		}
+		waits = append(waits, done)
+	}
+	r.mu.Unlock()
+	for _, done := range waits {
 		select {
 		case <-done:
 		case <-ctx.Done():
