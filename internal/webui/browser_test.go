@@ -426,7 +426,7 @@ func TestBrowser(t *testing.T) {
 	b.tap(`.learn button.refresh`)
 	b.waitFor("the proposal", `!!document.querySelector('.proposal .opadd[data-pattern="example.net"]')`)
 	b.tap(`.learn button.apply`)
-	b.waitFor("the proposal applied", `!!document.querySelector('.learn .applied')`)
+	b.waitFor("the proposal applied, the rule now kept", `!!document.querySelector('.learn .applied') && !!document.querySelector('.proposal .opkeep[data-pattern="example.net"]') && !document.querySelector('.learn button.apply')`)
 	if rules, err = d.client.NetRules(context.Background(), "repo"); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ export function Learn({ sb, network }) {
   const [prop, setProp] = useState(null);
   const [none, setNone] = useState(false);
   const [err, setErr] = useState(null);
+  const [applied, setApplied] = useState(null);
   const load = async () => {
     setErr(null);
     try {
@@ -31,11 +32,23 @@ export function Learn({ sb, network }) {
     await load();
   };
   const apply = async () => {
-    setProp(await api('POST', '/v1/net/proposal', { sandbox: sb }));
-    await refreshRules(sb);
+    const done = await api('POST', '/v1/net/proposal', { sandbox: sb });
+    setApplied(done.lines.filter((x) => x.op !== ' ').map((x) => x.pattern));
+    await Promise.all([refreshRules(sb), load()]);
   };
+  const line = (x) => (
+    <div key={x.op + x.scope + x.pattern} class={`line op${x.op === '+' ? 'add' : x.op === '-' ? 'rm' : 'keep'}`} data-pattern={x.pattern}>
+      {x.op} {x.action} {x.pattern} ({x.scope}){' '}
+      {x.op === '+'
+        ? `${x.requests} refused: ${(x.hosts || []).join(' ')}`
+        : x.requests
+          ? `${x.requests} ${x.action === 'deny' ? 'refused' : 'allowed'}`
+          : 'never used'}
+    </div>
+  );
   const l = prop?.learning;
   const adds = prop ? prop.lines.filter((x) => x.op === '+') : [];
+  const unused = prop ? prop.lines.filter((x) => x.op === ' ' && !x.requests && x.scope !== sb) : [];
   return (
     <section class="card learn" aria-label="Learn mode" data-learning={l ? (l.active ? 'active' : 'ended') : 'never'}>
       <h2>Learn the allowlist</h2>
@@ -48,25 +61,20 @@ export function Learn({ sb, network }) {
       )}
       {l && (
         <p class="muted small">
-          {l.active ? 'Learning' : 'Learned'} since {l.since} until {l.until}: {l.requests} requests to {l.destinations}{' '}
-          destinations{l.dropped ? ` (${l.dropped} more not recorded)` : ''}.
+          {l.active ? 'Learning' : 'Learned'} from {when(l.since)} until {when(l.until)}: {l.requests} requests to{' '}
+          {l.destinations} destinations{l.dropped ? ` (${l.dropped} more not recorded)` : ''}.
         </p>
       )}
-      {prop && (
-        <pre class="proposal">
-          {prop.lines.map((x) => (
-            <div key={x.op + x.scope + x.pattern} class={`line op${x.op === '+' ? 'add' : x.op === '-' ? 'rm' : 'keep'}`} data-pattern={x.pattern}>
-              {x.op} {x.action} {x.pattern} ({x.scope}){' '}
-              {x.op === '+'
-                ? `${x.requests} refused: ${(x.hosts || []).join(' ')}`
-                : x.requests
-                  ? `${x.requests} ${x.action === 'deny' ? 'refused' : 'allowed'}`
-                  : 'never used'}
-            </div>
-          ))}
-        </pre>
+      {prop && <pre class="proposal">{prop.lines.filter((x) => x.op !== ' ' || x.requests || x.scope === sb).map(line)}</pre>}
+      {unused.length > 0 && (
+        <details>
+          <summary class="muted small">
+            {unused.length} default and global {unused.length === 1 ? 'rule' : 'rules'} never used
+          </summary>
+          <pre class="proposal">{unused.map(line)}</pre>
+        </details>
       )}
-      {prop?.applied && <p class="muted applied">Applied.</p>}
+      {applied && <p class="muted applied">Applied: {applied.join(', ') || 'nothing to change'}.</p>}
       <div class="buttons">
         {(!l || !l.active) && (
           <Action run={learn({ for: '1h' })} class={none ? 'primary start' : 'start'}>
@@ -91,4 +99,9 @@ export function Learn({ sb, network }) {
       </div>
     </section>
   );
+}
+
+/** A time of the learn window, in the browser's own zone and words. */
+function when(iso) {
+  return new Date(iso).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
