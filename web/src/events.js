@@ -147,6 +147,8 @@ function handle(ev) {
     case 'stopped':
     case 'suspended':
     case 'removed':
+    case 'alarm':
+    case 'alarms-cleared':
       soon('sb:' + sb, () => refreshSandbox(sb));
       break;
     case 'session-status': {

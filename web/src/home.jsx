@@ -72,7 +72,18 @@ function SandboxCard({ sb }) {
           <Link href={urls.sandbox(sb.name)}>{sb.name}</Link>
         </h2>
         <State state={sb.state} />
+        {sb.alarms > 0 && (
+          <span class="alarm" title={`paddock alarms ${sb.name} lists them; --clear acknowledges`}>
+            ⚠ ALARM
+          </span>
+        )}
       </div>
+      {sb.alarms > 0 && (
+        <p class="alarm-note">
+          The agent went for its own controls ({sb.alarms} alarm{sb.alarms === 1 ? '' : 's'}): see{' '}
+          <code>paddock alarms {sb.name}</code>
+        </p>
+      )}
       <div class="meta">
         {sb.backend}
         {sb.runtime ? ` (${sb.runtime})` : ''} · network {sb.network}
