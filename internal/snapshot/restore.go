@@ -106,7 +106,10 @@ func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.Create
 	}
 	req.IdleStopSeconds = m.Meta.IdleStopSeconds
 	if l := m.Meta.Limits; l != nil {
-		req.CPUs, req.MemoryBytes, req.PidsLimit, req.DiskBytes = l.CPUs, l.MemoryBytes, l.Pids, l.DiskBytes
+		req.CPUs, req.MemoryBytes, req.PidsLimit = l.CPUs, l.MemoryBytes, l.Pids
+		if req.Backend == m.Meta.Backend {
+			req.DiskBytes = l.DiskBytes // another backend may have no disk limit to set
+		}
 	}
 	return req
 }

@@ -152,8 +152,15 @@ func Size(image, dir string) int64 {
 	return fi.Size()
 }
 
-// mountedAt says whether the last mount at dir is a loop device backed by image.
+// mountedAt says whether the last mount at dir is a loop device backed by image. Both
+// are paddock's own paths, resolved as the kernel shows them.
 func mountedAt(image, dir string) bool {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	if r, err := filepath.EvalSymlinks(image); err == nil {
+		image = r
+	}
 	dev := ""
 	for _, m := range mounts() {
 		if m.point == dir {
