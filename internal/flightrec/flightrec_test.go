@@ -187,6 +187,7 @@ func TestRecordFull(t *testing.T) {
 	}
 	for range 100 {
 		r.Add("sb", Entry{Kind: KindExec, Fields: map[string]string{"argv": strings.Repeat("x", 100)}})
+		r.Flush(context.Background()) // a batch each: the cap holds across batches
 	}
 	r.Close()
 	es, err := Read(r.Path("sb"))

@@ -248,11 +248,19 @@ func (c *chain) write(q []Entry) {
 	if buf.Len() == 0 {
 		return
 	}
-	if _, err := c.f.Write(buf.Bytes()); err != nil {
+	n, err := c.f.Write(buf.Bytes())
+	c.size += int64(n)
+	if err != nil {
 		c.r.log.Error("write a flight record", "sandbox", c.sandbox, "err", err)
 		return
 	}
 	c.writeHead()
+	if last := q[len(q)-1]; last.Kind == KindSandbox && last.Fields["event"] == "removed" {
+		c.foldedOut()
+		c.writeHead()
+		c.f.Close() // the sandbox is gone: its record keeps no descriptor open until a new one of its name
+		c.f = nil
+	}
 }
 
 // append chains an entry into buf, or the record-full entry when it would pass the cap.
@@ -284,7 +292,12 @@ func (c *chain) foldedOut() {
 		c.append(&buf, Entry{Time: time.Now().UTC(), Kind: KindNet,
 			Fields: map[string]string{"destination": dest, "allowed": "false", "folded": strconv.Itoa(n)}})
 	}
-	c.f.Write(buf.Bytes())
+	clear(c.folded)
+	n, err := c.f.Write(buf.Bytes())
+	c.size += int64(n)
+	if err != nil {
+		c.r.log.Error("write a flight record", "sandbox", c.sandbox, "err", err)
+	}
 }
 
 func (c *chain) writeHead() {
