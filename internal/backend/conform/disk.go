@@ -12,15 +12,18 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
-// diskBound is the disk limit of the disk check's sandbox, and diskFill what it writes
-// into its workspace: past the bound, and more than the bound lets the host's disk grow.
+// diskBound is the disk limit of the disk check's sandbox, and diskFill what it tries to
+// write into its workspace: four times the bound, so that what the host's filesystem
+// loses tells a bound write (the bound at most) from an unbound one (all of it) even
+// while other tests write beside it. Bound, the write stops at 64 MiB and is quick.
 const (
 	diskBound = int64(64 << 20)
-	diskFill  = int64(100_000_000)
+	diskFill  = int64(256 << 20)
 )
 
 // testDiskFull makes a sandbox with a disk limit (backend.DiskLimiter), checks that the
-// limit is reported as set and that /workspace is no bigger, then writes past it once:
+// limit is reported as set and that /workspace is no bigger, then writes past it once
+// (256 MiB into 64):
 // the write must fail with ENOSPC, the host's filesystem must not have grown by what
 // was written, and the sandbox and other, the suite's shared sandbox, must keep
 // answering. Destroyed, it must leave nothing (no mount, loop device or image).
@@ -72,12 +75,12 @@ func testDiskFull(t T, h Harness, other *sandbox) {
 	code, _, errOut := sb.run(t, "head -c "+strconv.FormatInt(diskFill, 10)+" /dev/zero > /workspace/fill; s=$?; sync; exit $s")
 	grew := before - freeBytes(t, hostDir)
 	if code == 0 || !strings.Contains(errOut, "No space left on device") {
-		t.Errorf("writing %d MB into a /workspace of %d MiB: exit %d, %q; want ENOSPC", diskFill/1e6, diskBound>>20, code, errOut)
+		t.Errorf("writing %d MiB into a /workspace of %d MiB: exit %d, %q; want ENOSPC", diskFill>>20, diskBound>>20, code, errOut)
 	}
 	// Others may write to the host's disk meanwhile: what is checked is that it did not
 	// take what the sandbox wrote.
-	if grew >= diskFill {
-		t.Errorf("the host's filesystem (%s) lost %d MB while the sandbox wrote %d MB past its %d MiB bound", hostDir, grew/1e6, diskFill/1e6, diskBound>>20)
+	if grew >= diskFill*3/4 {
+		t.Errorf("the host's filesystem (%s) lost %d MiB while the sandbox wrote %d MiB into a %d MiB workspace", hostDir, grew>>20, diskFill>>20, diskBound>>20)
 	}
 	t.Logf("the write stopped at the bound; the host's filesystem lost %d MiB meanwhile", grew>>20)
 	if got := sb.mustRun(t, "rm -f /workspace/fill && echo alive"); got != "alive" {
