@@ -17,7 +17,8 @@ const (
 	KindConflict    Kind = "conflict"    // a name is taken, the sandbox is running...
 	KindUnavailable Kind = "unavailable" // a backend or the daemon cannot serve this here
 	KindInternal    Kind = "internal"    // a failure the user cannot fix by changing the command
-	// KindCheckFailed: a security check found a sandbox does not hold (paddock verify).
+	// KindCheckFailed: a check found what must not be: a sandbox that does not hold
+	// (paddock verify), a record changed after it was written (audit --verify).
 	KindCheckFailed Kind = "check_failed"
 
 	// The kinds only the API's TCP listener answers (paddock web): the unix socket's
@@ -70,7 +71,7 @@ func Unavailable(hint, format string, args ...any) *Error {
 	return newf(KindUnavailable, hint, format, args...)
 }
 
-// CheckFailed reports a security check that found a sandbox does not hold.
+// CheckFailed reports a check that found what must not be (KindCheckFailed).
 func CheckFailed(hint, format string, args ...any) *Error {
 	return newf(KindCheckFailed, hint, format, args...)
 }
