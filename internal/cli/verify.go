@@ -37,8 +37,11 @@ func newCmdVerify(f *Factory, runF func(context.Context, *verifyOptions) error) 
 acts inside them as a hostile agent would (reading the host's secrets, escaping by symlinks,
 reaching the host's network, its kernel, its sockets, the agent's own process), and prints
 each check: PASS, FAIL, or NOT APPLICABLE with why; the backend's isolation tier and the
-versions of what isolates it. It then removes every sandbox it made and checks nothing
-was left on the host. docs/security.md says what each check proves.
+versions of what isolates it; a backend with a stronger runtime registered here (docker's
+runsc) is checked under it too. It then removes every sandbox it made and checks nothing
+was left on the host. It also checks, with no sandbox, that paddock's own host git (sync,
+diff, merge) runs no program planted in a sandbox's repository. It needs no daemon.
+docs/security.md says what each check proves.
 
 Exit status: 0 when every check that applies holds, 6 when one fails (or something was
 left behind), 5 when a backend named with --backend cannot run here.`,
