@@ -100,12 +100,14 @@ func Make(ctx context.Context, image, dir string, size int64, uid, gid int) erro
 
 // Mount mounts image at dir (nosuid, nodev) unless it is mounted there already, and
 // says whether it mounted it. util-linux's mount takes a loop device that goes away with
-// the unmount.
+// the unmount. noinit_itable: the kernel does not zero the inode tables in the
+// background, which would allocate them in the sparse file (about 1.5% of its size);
+// they read as zeros already.
 func Mount(ctx context.Context, image, dir string) (bool, error) {
 	if mountedAt(image, dir) {
 		return false, nil
 	}
-	out, err := exec.CommandContext(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev", image, dir).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noinit_itable", image, dir).CombinedOutput()
 	if err != nil {
 		return false, fmt.Errorf("mount the workspace's disk image %s: %v: %s", image, err, strings.TrimSpace(string(out)))
 	}
