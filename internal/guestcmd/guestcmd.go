@@ -59,6 +59,7 @@ func commands(s IO, version string) []command {
 		newIsolate(s),
 		newVMInit(),
 		newVMDrop(),
+		newNSInit(),
 	}
 }
 

@@ -97,7 +97,7 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	// --cap-drop ALL empties the bounding set too, so that nothing run inside can ever
 	// hold a capability, whatever file capabilities it carries.
 	a = append(a, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns", "--cap-drop", "ALL",
-		"--new-session", "--hostname", spec.Name, "--clearenv")
+		"--new-session", "--hostname", spec.Name, "--clearenv", "--as-pid-1")
 	for _, kv := range append(backend.BaseEnv(spec), spec.Env...) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -165,10 +165,13 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	return a, nil
 }
 
-// agentCommand is the sandbox's first process, the guest. bwrap takes it on its
+// agentCommand is the sandbox's first process: the guest's ns-init, process 1 of the
+// sandbox (--as-pid-1, in place of bwrap's own init, which the sandbox's user could
+// trace and stop), reaping orphans, and under it the guest. bwrap takes it on its
 // command line only, after the options it reads from fdArgs: it holds no secret.
 func agentCommand(spec backend.Spec) []string {
-	return []string{agentPath, inside.GuestCommand, "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
+	return []string{agentPath, inside.GuestCommand, "ns-init", "--",
+		agentPath, inside.GuestCommand, "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
 }
 
 // maskArgs hide, in a sandbox, the host paths it must not read (b.hide: paddock's own

@@ -92,7 +92,8 @@ func (sb *sandbox) notAllowed(t T, fails []string) []string {
 
 // agentProbe finds the guest's processes (guest serve, and guest connect where the
 // backend bridges through it) and tries to trace them and read their memory and
-// environment, as a process of the sandbox, running as the guest's own user, would.
+// environment, as a process of the sandbox, running as the guest's own user, would; and
+// tries to trace and to stop the sandbox's process 1.
 const agentProbe = `
 use strict;
 my $ptrace = 0 + $ENV{NR_PTRACE};
@@ -126,12 +127,29 @@ for my $p (@agents) {
         }
     }
 }
+# Process 1 reaps the sandbox's orphans: traced, or stopped, it leaves their zombies
+# (and a traced one could be made to do anything its user may).
+if (syscall($ptrace, 0x4206, 1, 0, 0) != -1) {
+    print "FAIL pid1-ptrace: ptrace-seize of pid 1 succeeded\n";
+    syscall($ptrace, 17, 1, 0, 0);
+}
+kill 'STOP', 1;
+select(undef, undef, undef, 0.3);
+if (open(my $s, "<", "/proc/1/stat")) {
+    local $/;
+    my $st = <$s>;
+    if ($st =~ /\) [Tt] /) {
+        print "FAIL pid1-stop: SIGSTOP stopped pid 1\n";
+        kill 'CONT', 1;
+    }
+}
 print "done\n";
 `
 
 // testAgentUntraceable checks that no process inside can trace the guest, which
 // would let it stop the guest (wedging the sandbox) or speak on the daemon's connection,
-// nor read its memory or environment; and that the guest answers afterwards.
+// nor read its memory or environment, nor trace or stop process 1 (whose orphans'
+// zombies would then pile up); and that the guest answers afterwards.
 func testAgentUntraceable(t T, sb *sandbox) {
 	fails := sb.probeArgv(t, []string{"perl", "-e", agentProbe}, "NR_PTRACE="+strconv.Itoa(unix.SYS_PTRACE))
 	noFailures(t, "the guest is within reach of the sandbox's processes", sb.notAllowed(t, fails))
@@ -142,5 +160,11 @@ func testAgentUntraceable(t T, sb *sandbox) {
 	}
 	if got := sb.mustRun(t, "echo still-here"); got != "still-here" {
 		t.Fatalf("exec after the probe: %q", got)
+	}
+	// An orphan's zombie is process 1's to reap.
+	orphans := sb.mustRun(t, `(sleep 0.1 &); sleep 1.5
+for s in /proc/[0-9]*/stat; do read -r l < "$s" 2>/dev/null && case "$l" in *"(sleep) Z"*) echo "zombie $l";; esac; done; echo checked`)
+	if orphans != "checked" {
+		t.Fatalf("an orphan's zombie is left unreaped by process 1: %s", orphans)
 	}
 }

@@ -45,7 +45,8 @@ type Harness struct {
 	// host's), or the filter that would refuse it is the engine's, not paddock's. The
 	// keys are the checks' names for what they try: a call ("io_uring_setup",
 	// "unshare(CLONE_NEWUSER)"), or "ptrace-seize", "ptrace-attach", "agent-environ",
-	// "agent-mem". The checks log what they allow, and fail on anything else.
+	// "agent-mem", "pid1-ptrace", "pid1-stop". The checks log what they allow, and fail on
+	// anything else.
 	Allows map[string]string
 	// Dir, optional, is the backend's own directory on the host: the soak test requires
 	// that cycles leave no entry behind in it.

@@ -19,10 +19,21 @@ func (d *Docker) Expect(ctx context.Context, runtime string) backend.Expect {
 				"unshare(CLONE_NEWUSER)": "a user namespace of gVisor's kernel, not of the host's",
 				"agent-environ": "gVisor's /proc opens a process's environ for its own user even when it is not dumpable; " +
 					"the agent's environment is the one every process of the sandbox is given",
+				"pid1-stop": "gVisor's kernel lets a process inside stop the sandbox's init (docker-init) with SIGSTOP; " +
+					"an open item: its orphans' zombies wait until it is continued",
 			},
 		}
 	}
 	// Under runc the sandbox has paddock's own seccomp profile (seccomp.go), which
-	// refuses io_uring whatever the engine's version: nothing is let through.
-	return backend.Expect{}
+	// refuses io_uring whatever the engine's version: nothing of that is let through.
+	return backend.Expect{Allows: map[string]string{
+		"pid1-ptrace": dockerInitOpen,
+		"pid1-stop":   dockerInitOpen,
+	}}
 }
+
+// dockerInitOpen is why the checks allow a process inside to trace, and so stop, the
+// sandbox's init under runc: docker-init runs as the sandbox's user and is dumpable. An
+// open item: its orphans' zombies wait until it is let go.
+const dockerInitOpen = "docker-init runs as the sandbox's user, dumpable: a process inside can trace it and so stop it; " +
+	"an open item: its orphans' zombies wait until it is let go"
