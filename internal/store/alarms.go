@@ -3,45 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
-
-// alarmsTable is the alarms' table. It is made on first use rather than by a numbered
-// migration: it stands alone (no other table refers to it), and a store opened by an
-// older daemon afterwards is none the worse.
-const alarmsTable = `CREATE TABLE IF NOT EXISTS alarms (
-	id INTEGER PRIMARY KEY AUTOINCREMENT,
-	sandbox_id TEXT NOT NULL,
-	sandbox TEXT NOT NULL,
-	session TEXT NOT NULL DEFAULT '',
-	time INTEGER NOT NULL,
-	kind TEXT NOT NULL,
-	source TEXT NOT NULL,
-	detail TEXT NOT NULL,
-	cleared INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS alarms_sandbox ON alarms (sandbox_id, cleared);`
-
-// alarmsReady holds, by store, the making of its alarms' table.
-var alarmsReady sync.Map // *Store: *alarmsOnce
-
-type alarmsOnce struct {
-	once sync.Once
-	err  error
-}
-
-// alarms makes the alarms' table, once per store.
-func (s *Store) alarms(ctx context.Context) error {
-	v, _ := alarmsReady.LoadOrStore(s, &alarmsOnce{})
-	o := v.(*alarmsOnce)
-	o.once.Do(func() {
-		if _, err := s.db.ExecContext(context.WithoutCancel(ctx), alarmsTable); err != nil {
-			o.err = fmt.Errorf("make the alarms' table: %w", err)
-		}
-	})
-	return o.err
-}
 
 // Alarm is a recorded alarm: an agent went for its own controls (internal/alarm).
 type Alarm struct {
@@ -61,9 +24,6 @@ type Alarm struct {
 // AddAlarm records a standing alarm, and reports false (recording nothing) when the same
 // finding of the sandbox already stands.
 func (s *Store) AddAlarm(ctx context.Context, a Alarm) (Alarm, bool, error) {
-	if err := s.alarms(ctx); err != nil {
-		return a, false, err
-	}
 	if a.Time.IsZero() {
 		a.Time = time.Now()
 	}
@@ -87,9 +47,6 @@ func (s *Store) AddAlarm(ctx context.Context, a Alarm) (Alarm, bool, error) {
 // Alarms lists the alarms of a sandbox (by id; "" for every sandbox), oldest first: the
 // standing ones, and the cleared ones too when all is true.
 func (s *Store) Alarms(ctx context.Context, sandboxID string, all bool) ([]Alarm, error) {
-	if err := s.alarms(ctx); err != nil {
-		return nil, err
-	}
 	q := "SELECT id, sandbox_id, sandbox, session, time, kind, source, detail, cleared FROM alarms WHERE (? = '' OR sandbox_id = ?)"
 	if !all {
 		q += " AND cleared = 0"
@@ -117,9 +74,6 @@ func (s *Store) Alarms(ctx context.Context, sandboxID string, all bool) ([]Alarm
 
 // StandingAlarms counts the standing alarms of each sandbox, by sandbox id.
 func (s *Store) StandingAlarms(ctx context.Context) (map[string]int, error) {
-	if err := s.alarms(ctx); err != nil {
-		return nil, err
-	}
 	rows, err := s.db.QueryContext(ctx, "SELECT sandbox_id, COUNT(*) FROM alarms WHERE cleared = 0 GROUP BY sandbox_id")
 	if err != nil {
 		return nil, fmt.Errorf("count alarms: %w", err)
@@ -140,9 +94,6 @@ func (s *Store) StandingAlarms(ctx context.Context) (map[string]int, error) {
 // ClearAlarms acknowledges the standing alarms of a sandbox (by id): all of them when
 // id is 0, else the one alarm. It returns how many it cleared.
 func (s *Store) ClearAlarms(ctx context.Context, sandboxID string, id int64) (int64, error) {
-	if err := s.alarms(ctx); err != nil {
-		return 0, err
-	}
 	res, err := s.db.ExecContext(ctx, "UPDATE alarms SET cleared = ? WHERE sandbox_id = ? AND cleared = 0 AND (? = 0 OR id = ?)",
 		time.Now().UnixNano(), sandboxID, id, id)
 	if err != nil {
