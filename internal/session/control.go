@@ -274,15 +274,25 @@ func (s *Service) Remove(ctx context.Context, sandboxName, name string) error {
 	return nil
 }
 
-// endSession ends a tmux session ($2 on the server at $1) and its process. tmux's
-// kill-session sends the pane's process SIGHUP, which an agent may not heed (Claude Code
-// ignores it, and SIGTERM, under gVisor's runsc): the process group still there a second
-// later gets SIGKILL.
+// endSession ends a tmux session ($2 on the server at $1) and every process of the
+// pane's terminal session, not only the pane's process. tmux's kill-session sends the
+// pane's process SIGHUP, which an agent may not heed (Claude Code ignores it, and
+// SIGTERM, under gVisor's runsc), and which reaches none of the session's other process
+// groups (a shell's jobs, a nohup'd build): each process of the session gets SIGHUP, and
+// those still there a second later SIGKILL.
 const endSession = `pid=$(tmux -S "$1" display-message -p -t "=$2:" '#{pane_pid}' 2>/dev/null)
 tmux -S "$1" kill-session -t "=$2" 2>/dev/null
 [ -n "$pid" ] || exit 0
-for _ in 1 2 3 4 5; do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.2; done
-kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+members() {
+  for f in /proc/[0-9]*/stat; do
+    read -r l < "$f" 2>/dev/null || continue
+    set -- ${l##*) }
+    [ "$4" = "$pid" ] && [ "$1" != Z ] && { p=${f#/proc/}; echo "${p%/stat}"; }
+  done
+}
+for p in $(members); do kill -HUP "$p" 2>/dev/null; done
+for _ in 1 2 3 4 5; do [ -n "$(members)" ] || exit 0; sleep 0.2; done
+for p in $(members); do kill -KILL "$p" 2>/dev/null; done
 exit 0`
 
 func tailOf(s string) string {
