@@ -157,7 +157,11 @@ func (e execService) input(stream guestpb.DRPCExec_RunStream, p *process, done <
 	if p.tty != nil {
 		w = p.tty
 	}
-	go writeInput(w, p.tty == nil, in)
+	var raise func([]byte)
+	if p.tty != nil {
+		raise = ttySignaller{tty: p.tty, leader: p.pid}.wrote
+	}
+	go writeInput(w, p.tty == nil, in, raise)
 	closed := false
 	closeStdin := func() {
 		if !closed && p.tty == nil {
@@ -205,8 +209,9 @@ func (e execService) input(stream guestpb.DRPCExec_RunStream, p *process, done <
 }
 
 // writeInput writes every chunk from in to w. A nil chunk closes w when closeOnNil is
-// set (a pipe); a write error makes it discard the rest.
-func writeInput(w *os.File, closeOnNil bool, in <-chan []byte) {
+// set (a pipe); a write error makes it discard the rest. raise, when set, is given each
+// chunk written (a terminal's special characters).
+func writeInput(w *os.File, closeOnNil bool, in <-chan []byte, raise func([]byte)) {
 	failed := false
 	for b := range in {
 		switch {
@@ -219,6 +224,8 @@ func writeInput(w *os.File, closeOnNil bool, in <-chan []byte) {
 		default:
 			if _, err := w.Write(b); err != nil {
 				failed = true
+			} else if raise != nil {
+				raise(b)
 			}
 		}
 	}

@@ -141,6 +141,7 @@ func startTTY(cmd *exec.Cmd, rows, cols uint32) (*process, error) {
 		tty.Close()
 		return nil, err
 	}
+	go kernelSignalsTTY() // known before a special character is typed (ttysig.go)
 	return &process{
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,

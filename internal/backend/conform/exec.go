@@ -142,4 +142,43 @@ func testPTY(t T, sb *sandbox) {
 	if !strings.Contains(out.String(), "50 132") {
 		t.Fatalf("after resize: output %q, want 50 132", out.String())
 	}
+	testPTYInterrupt(t, sb)
+}
+
+// testPTYInterrupt checks that the process a terminal runs is in its foreground process
+// group (asked of the terminal from inside: gVisor's /proc shows no tpgid), and that ^C
+// typed on it stops the busy pipeline there, as it would on the user's own terminal.
+func testPTYInterrupt(t T, sb *sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stdinR, stdinW := ioPipe()
+	defer stdinW.Close()
+	out := &syncBuffer{}
+	done := make(chan struct{})
+	var code int
+	var err error
+	go func() {
+		defer close(done)
+		code, err = sb.client.Exec(ctx, guestclient.ExecOptions{
+			Argv: []string{"sh", "-c", `perl -MPOSIX -e 'print POSIX::tcgetpgrp(0) == getpgrp() ? "fore" : "back", "ground\n"'; ` +
+				`echo flooding; yes > /dev/null`},
+			TTY: true, Size: guestclient.Size{Rows: 24, Cols: 80},
+			Stdin: stdinR, Stdout: out,
+		})
+	}()
+	waitFor(t, out, "flooding")
+	if !strings.Contains(out.String(), "foreground") {
+		t.Fatalf("the terminal's process is not in its foreground group: %q", out.String())
+	}
+	start := time.Now()
+	stdinW.Write([]byte{3})
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("^C on the terminal did not stop the flood in 10 s: output %q", out.String())
+	}
+	if err != nil || code != 130 {
+		t.Fatalf("after ^C: code %d err %v, want 130 (SIGINT) output %q", code, err, out.String())
+	}
+	t.Logf("^C stopped the flood in %v", time.Since(start).Round(time.Millisecond))
 }
