@@ -104,7 +104,8 @@ for my $p (sort { $a <=> $b } grep { /^\d+$/ } readdir($d)) {
     open(my $f, "<", "/proc/$p/cmdline") or next;
     local $/;
     my $c = <$f>;
-    # paddock's own argv: bwrap's init, whose command line ends with the agent's, is not it.
+    # paddock's own argv: the sandbox's init (the guest's ns-init, bwrap's), whose command
+    # line ends with the guest's, is not it.
     push @agents, $p if defined $c && $c =~ /^[^\0]*paddock\0(?:guest|agent)\0(?:serve|connect)\0/;
 }
 print "agent processes: @agents; this probe's parent: ", getppid(), "\n";
