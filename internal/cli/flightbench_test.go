@@ -3,67 +3,104 @@ package cli_test
 import (
 	"context"
 	"io"
+	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/cli"
-	"github.com/paddockhq/paddock/internal/flightrec"
-	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/daemon"
 )
 
-// BenchmarkFlightRecordExec weighs the flight recorder against what it records: each
-// iteration runs `paddock exec NAME -- true` through the real daemon and guest (a bwrap
-// sandbox), then has a recorder of its own, on a store of its own, record that exec as
-// the daemon does: Add (all the exec's request waits for) and the writer's work for it
-// (hash, line, write, the head in the store), alternating in the same run. inline-% and
-// writer-% are those costs as a share of the exec round trip.
+// BenchmarkFlightRecordExec weighs the flight recorder on an exec's round trip:
+// `paddock exec NAME -- true` through two real daemons (run here, in-process) and their
+// guests in bwrap sandboxes, one keeping flight records and one not, alternating in the
+// same run, each first in turn. record-% is how much longer the exec took with the record. The guest is
+// bin/paddock-guest (`make build`).
 func BenchmarkFlightRecordExec(b *testing.B) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bubblewrap is not installed")
 	}
-	home, repo := benchHome(b)
+	guest, err := filepath.Abs("../../bin/paddock-guest")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(guest); err != nil {
+		b.Skip("no bin/paddock-guest: run make build")
+	}
+	b.Setenv("PADDOCK_AGENT_BINARY", guest)
 	ctx := context.Background()
-	var errOut strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
-	if code := cli.Run(ctx, f, []string{"up", repo}); code != 0 {
-		b.Fatalf("up: %d %s", code, errOut.String())
-	}
-	st, err := store.Open(ctx, filepath.Join(home, "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	rec, err := flightrec.New(flightrec.Options{Dir: filepath.Join(home, "benchrecords"), Heads: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rec.Close()
-	entry := func() flightrec.Entry {
-		return flightrec.Entry{Kind: flightrec.KindExec, Who: "local", Fields: map[string]string{
-			"argv": `["true"]`, "exit": "0", "duration_ms": "12"}}
-	}
-	rec.Add("repo", entry())
-	rec.Flush(ctx)
-	b.ResetTimer()
-	var execT, inline, writer time.Duration
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		if code := cli.Run(ctx, f, []string{"exec", "repo", "--", "true"}); code != 0 {
-			b.Fatalf("exec: %d %s", code, errOut.String())
+	run := func(on bool) func(args ...string) {
+		home, err := os.MkdirTemp("", "pdk")
+		if err != nil {
+			b.Fatal(err)
 		}
-		execT += time.Since(start)
-		start = time.Now()
-		rec.Add("repo", entry())
-		inline += time.Since(start)
-		rec.Flush(ctx)
-		writer += time.Since(start)
+		os.Chmod(home, 0o711)
+		p, err := config.ForHome(home)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready, stopped := make(chan struct{}), make(chan struct{})
+		dctx, stop := context.WithCancel(ctx)
+		go func() {
+			defer close(stopped)
+			daemon.Run(dctx, daemon.Options{Paths: p, Version: cli.Version, Logger: slog.New(slog.DiscardHandler),
+				Ready: func() { close(ready) }, NoFlightRecord: !on})
+		}()
+		b.Cleanup(func() { // the daemon is this process: remove its sandbox, then stop it
+			removeSandboxes(ctx, api.NewClient(p.Socket))
+			stop()
+			<-stopped
+			os.RemoveAll(home)
+		})
+		select {
+		case <-ready:
+		case <-time.After(30 * time.Second):
+			b.Fatal("the daemon did not start")
+		}
+		var errOut strings.Builder
+		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
+		f.Paths = func() (config.Paths, error) { return p, nil }
+		do := func(args ...string) {
+			if code := cli.Run(ctx, f, args); code != 0 {
+				b.Fatalf("paddock %v: %d %s", args, code, errOut.String())
+			}
+		}
+		repo := filepath.Join(home, "repo")
+		for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
+			{"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
+			if o, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+				b.Fatalf("git %v: %v %s", args, err, o)
+			}
+		}
+		do("up", repo)
+		return do
 	}
-	b.ReportMetric(float64(execT.Nanoseconds())/float64(b.N), "exec-ns/op")
-	b.ReportMetric(float64(inline.Nanoseconds())/float64(b.N), "inline-ns/op")
-	b.ReportMetric(float64(writer.Nanoseconds())/float64(b.N), "writer-ns/op")
-	b.ReportMetric(100*float64(inline)/float64(execT), "inline-%")
-	b.ReportMetric(100*float64(writer)/float64(execT), "writer-%")
+	with, without := run(true), run(false)
+	with("exec", "repo", "--", "true")
+	without("exec", "repo", "--", "true")
+	b.ResetTimer()
+	var on, off time.Duration
+	timed := func(do func(args ...string), sum *time.Duration) {
+		start := time.Now()
+		do("exec", "repo", "--", "true")
+		*sum += time.Since(start)
+	}
+	for i := 0; i < b.N; i++ { // each first in turn
+		if i%2 == 0 {
+			timed(with, &on)
+			timed(without, &off)
+		} else {
+			timed(without, &off)
+			timed(with, &on)
+		}
+	}
+	b.ReportMetric(float64(on.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(off.Nanoseconds())/float64(b.N), "no-record-ns/op")
+	b.ReportMetric(100*(float64(on)/float64(off)-1), "record-%")
 }

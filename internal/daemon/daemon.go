@@ -51,6 +51,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Ready, when set, is called once the socket accepts connections.
 	Ready func()
+	// NoFlightRecord keeps no sandbox's flight record: only for a benchmark to weigh the
+	// record against none in the same run; paddock serve never sets it.
+	NoFlightRecord bool
 }
 
 // Run runs the daemon until ctx is done or a client asks it to stop. Sandboxes keep
@@ -126,6 +129,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer flight.Close() // after the services below, which record into it, have stopped
+	if opts.NoFlightRecord {
+		flight = nil
+	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
 		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
 		ReposDir: filepath.Join(p.Cache, "repos"), Alarms: cfg.Alarms, Flight: flight})

@@ -184,19 +184,43 @@ type chain struct {
 	hash   string
 	size   int64
 	full   bool
+	dirty  bool           // entries written since the head was
 	folded map[string]int // repeated refusals not written, by destination
 }
 
+// HeadEvery is how often at most a record's head is written to the store while entries
+// come: a write to the store per entry would cost the exec it records more than the
+// entry does. A flush, a removed sandbox and a clean stop write it at once; a daemon that
+// dies leaves the file ahead of the head by at most this, which --verify notes.
+const HeadEvery = time.Second
+
 func (c *chain) run() {
 	defer c.r.wg.Done()
-	for range c.wake {
-		c.drain()
-	}
-	c.drain()
-	c.foldedOut()
-	c.writeHead()
-	if c.f != nil {
-		c.f.Close()
+	head := time.NewTimer(HeadEvery)
+	head.Stop()
+	armed := false
+	for {
+		select {
+		case _, ok := <-c.wake:
+			if !ok {
+				head.Stop()
+				c.drain()
+				c.foldedOut()
+				c.writeHead()
+				if c.f != nil {
+					c.f.Close()
+				}
+				return
+			}
+			c.drain()
+			if c.dirty && !armed {
+				head.Reset(HeadEvery)
+				armed = true
+			}
+		case <-head.C:
+			armed = false
+			c.writeHead()
+		}
 	}
 }
 
@@ -210,6 +234,9 @@ func (c *chain) drain() {
 			return
 		}
 		c.write(q)
+		if len(done) > 0 {
+			c.writeHead() // a flush waits for the head too: --verify reads it next
+		}
 		for _, d := range done {
 			close(d)
 		}
@@ -254,7 +281,7 @@ func (c *chain) write(q []Entry) {
 		c.r.log.Error("write a flight record", "sandbox", c.sandbox, "err", err)
 		return
 	}
-	c.writeHead()
+	c.dirty = true
 	if last := q[len(q)-1]; last.Kind == KindSandbox && last.Fields["event"] == "removed" {
 		c.foldedOut()
 		c.writeHead()
@@ -295,15 +322,17 @@ func (c *chain) foldedOut() {
 	clear(c.folded)
 	n, err := c.f.Write(buf.Bytes())
 	c.size += int64(n)
+	c.dirty = true
 	if err != nil {
 		c.r.log.Error("write a flight record", "sandbox", c.sandbox, "err", err)
 	}
 }
 
 func (c *chain) writeHead() {
-	if c.r.opts.Heads == nil || c.seq == 0 {
+	if c.r.opts.Heads == nil || c.seq == 0 || !c.dirty {
 		return
 	}
+	c.dirty = false
 	if err := c.r.opts.Heads.SetRecordHead(context.Background(), c.sandbox, c.seq, c.hash); err != nil {
 		c.r.log.Error("keep a flight record's head", "sandbox", c.sandbox, "err", err)
 	}
@@ -356,6 +385,7 @@ func (c *chain) open() error {
 				return err
 			}
 			c.size += int64(buf.Len())
+			c.dirty = true
 		}
 	}
 	return nil
