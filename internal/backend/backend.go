@@ -162,6 +162,12 @@ type Env struct {
 	// hold API keys. A backend that shows host directories inside masks those of them
 	// that lie beneath one.
 	Hide []string
+	// Shared, when set, is the daemon's Dir for this backend, given to a backend made
+	// beside the daemon's (`paddock verify`'s): the files there named by their content
+	// (microvm's kernel, initramfs and root file systems, each written whole and then
+	// renamed into place) are shared, so what one of them built the other reuses; the
+	// rest of Dir is its own.
+	Shared string
 }
 
 // Factory constructs a backend.

@@ -255,7 +255,8 @@ func writeInitramfs(dst, guest string, k kernel) error {
 // the directory src (none when empty), as mke2fs does it: without root or a loop
 // device.
 func mkfs(ctx context.Context, dst, label, src string, size int64) error {
-	tmp := dst + ".tmp"
+	// Another paddock (the daemon, verify) may build the same image into a shared cache.
+	tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid())
 	os.Remove(tmp)
 	args := []string{"-q", "-F", "-t", "ext4", "-L", label, "-E", "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-m", "0"}
 	if src != "" {

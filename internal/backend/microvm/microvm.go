@@ -43,6 +43,7 @@ func init() {
 // MicroVM is the backend.
 type MicroVM struct {
 	dir      string
+	shared   string // backend.Env.Shared
 	settings Settings
 	log      *slog.Logger
 	qemu     *qemuVMM
@@ -71,7 +72,7 @@ func New(env backend.Env) (*MicroVM, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MicroVM{dir: env.Dir, settings: s, log: slog.Default().With("backend", Name), sessions: map[backend.ID]*yamux.Session{},
+	m := &MicroVM{dir: env.Dir, shared: env.Shared, settings: s, log: slog.Default().With("backend", Name), sessions: map[backend.ID]*yamux.Session{},
 		consoles: map[backend.ID]*consoleCopy{}}
 	m.qemu = &qemuVMM{m: m}
 	return m, nil
@@ -113,7 +114,16 @@ type meta struct {
 }
 
 func (m *MicroVM) sandboxDir(id backend.ID) string { return filepath.Join(m.dir, string(id)) }
-func (m *MicroVM) imageDir() string                { return filepath.Join(m.dir, ".images") }
+
+// imageDir is the image cache: the kernel, initramfs and root file systems, each named
+// by what it was made from. It is the daemon's when the backend is made beside it
+// (backend.Env.Shared).
+func (m *MicroVM) imageDir() string {
+	if m.shared != "" {
+		return filepath.Join(m.shared, ".images")
+	}
+	return filepath.Join(m.dir, ".images")
+}
 
 // Files of a sandbox's directory.
 const (
