@@ -111,6 +111,13 @@ func (s *server) handle(ctx context.Context, st net.Conn) {
 		var l backend.Limits
 		l, err = lr.Limits(ctx, req.ID)
 		resp.Limits = &l
+	case opExpect:
+		e := backend.ExpectOf(ctx, b, req.Runtime)
+		resp.Expect = &e
+	case opLeftovers:
+		if lo, ok := b.(interface{ Leftovers(backend.ID) []string }); ok {
+			resp.Left = lo.Leftovers(req.ID)
+		}
 	case opDial:
 		s.dial(ctx, st, req.ID)
 		return

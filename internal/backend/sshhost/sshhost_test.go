@@ -81,6 +81,9 @@ func (fx *fixture) remote(t testing.TB) *bwrap.Bwrap {
 func TestConformance(t *testing.T) {
 	fx := newFixture(t)
 	rb := fx.remote(t)
+	// What the checks expect is the host's backend's (bwrap's there), asked of the host,
+	// as `paddock verify` asks it.
+	expect := backend.ExpectOf(context.Background(), fx.b, "")
 	backendtest.Run(t, backendtest.Harness{
 		Backend: fx.b,
 		Spec:    fx.spec,
@@ -89,10 +92,18 @@ func TestConformance(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(fx.dir, string(id)+".json")); err == nil {
 				out = append(out, "the record of which host it was on")
 			}
+			// What verify looks at says the same.
+			if got := fx.b.Leftovers(id); len(got) != len(out) {
+				t.Errorf("the backend's Leftovers(%s) say %q; on the host: %q", id, got, out)
+			}
 			return out
 		},
-		HostSecrets: []string{filepath.Join(fx.srv.Home, "state-secret"), filepath.Join(fx.cfg, "secret")},
-		Dir:         fx.dir,
+		HostSecrets:      []string{filepath.Join(fx.srv.Home, "state-secret"), filepath.Join(fx.cfg, "secret")},
+		Dir:              fx.dir,
+		PidsLimit:        expect.PidsLimit,
+		Allows:           expect.Allows,
+		LimitsEndSandbox: expect.LimitsEndSandbox,
+		Machine:          expect.Machine,
 	})
 }
 

@@ -45,6 +45,8 @@ const (
 	opLimits    = "limits"
 	opDial      = "dial"
 	opPutGuest  = "put-guest"
+	opExpect    = "expect"
+	opLeftovers = "leftovers"
 )
 
 type request struct {
@@ -54,11 +56,17 @@ type request struct {
 	// SHA256 and Size describe the guest binary of a put-guest.
 	SHA256 string `json:"sha256,omitempty"`
 	Size   int64  `json:"size,omitempty"`
+	// Runtime is an expect's runtime (empty: the host backend's default).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 type response struct {
 	Status *backend.Status `json:"status,omitempty"`
 	Limits *backend.Limits `json:"limits,omitempty"`
+	// Expect is what the checks expect of the host backend's sandboxes.
+	Expect *backend.Expect `json:"expect,omitempty"`
+	// Left is what a destroyed sandbox left on the host.
+	Left []string `json:"left,omitempty"`
 	// Send asks a put-guest's client for the binary; Path is where the host keeps it.
 	Send bool       `json:"send,omitempty"`
 	Path string     `json:"path,omitempty"`
