@@ -230,7 +230,7 @@ func (k *Kubernetes) Limits(ctx context.Context, id backend.ID) (backend.Limits,
 			res = ctr.Resources.Limits
 		}
 	}
-	l := backend.Limits{CPUs: float64(res.Cpu().MilliValue()) / 1000, MemoryBytes: res.Memory().Value(), Pids: k.settings.PidsLimit}
+	l := backend.Limits{CPUs: float64(res.Cpu().MilliValue()) / 1000, MemoryBytes: res.Memory().Value(), Pids: k.podPidsLimit(ctx)}
 	if l.Pids == 0 {
 		return l, &backend.LimitsNotEnforcedError{Reason: "the nodes' process limit (the kubelet's podPidsLimit) is not known",
 			Fix: "set pids_limit in [backends.kubernetes] to it"}

@@ -67,6 +67,9 @@ type Kubernetes struct {
 	clusters map[string]*cluster    // by kubeconfig context ("" is the current one)
 	records  map[backend.ID]*record // where each sandbox is
 	avail    availability
+	// kubeletPids is the nodes' podPidsLimit as their kubelets said it, once read (-1:
+	// they did not say one, or differ); pids_limit in the config is taken over it.
+	kubeletPids int64
 	// wrap, when set, wraps the clients' transport (tests count requests with it).
 	wrap func(http.RoundTripper) http.RoundTripper
 }

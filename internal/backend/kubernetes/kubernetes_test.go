@@ -2,7 +2,6 @@ package kubernetes_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,13 @@ import (
 // sandbox image loaded, and the guest to inject.
 func newBackend(t testing.TB) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
 	t.Helper()
-	b, err := kubernetes.New(backend.Env{Dir: t.TempDir(), Options: k8stest.Options(t, "")})
+	return newBackendWith(t, k8stest.Options(t, ""))
+}
+
+// newBackendWith is newBackend with the options given.
+func newBackendWith(t testing.TB, opts map[string]any) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
+	t.Helper()
+	b, err := kubernetes.New(backend.Env{Dir: t.TempDir(), Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,40 +39,31 @@ func newBackend(t testing.TB) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
 	return b, agent
 }
 
+// TestConformance runs the suite with what the backend expects of its pods, as `paddock
+// verify` does: the config names no pids_limit, so the process limit is read from the
+// kubelet (the test cluster's podPidsLimit), and the nodes' containerd version says
+// whether its seccomp profile lets io_uring through.
 func TestConformance(t *testing.T) {
-	b, agent := newBackend(t)
+	opts := k8stest.Options(t, "")
+	delete(opts, "pids_limit")
+	b, agent := newBackendWith(t, opts)
+	expect := backend.ExpectOf(context.Background(), b, "")
+	if expect.PidsLimit != k8stest.PodPidsLimit {
+		t.Fatalf("Expect: pids limit %d, want the kubelet's podPidsLimit %d", expect.PidsLimit, k8stest.PodPidsLimit)
+	}
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
 			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
 		},
-		PidsLimit: k8stest.PodPidsLimit,
-		Leftovers: func(id backend.ID) []string { return leftovers(t, clientset(t), b.Namespace(), id) },
+		PidsLimit: expect.PidsLimit,
+		Leftovers: b.Leftovers, // what verify looks for
 		Dir:       b.Dir(),
-		Allows:    runtimeAllows(t),
+		Allows:    expect.Allows,
 	})
 }
 
 // deleteNamespace removes a test's namespace, and what is left in it.
 func deleteNamespace(t testing.TB, ns string) {
 	clientset(t).CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-}
-
-// runtimeAllows is what the node's container runtime's RuntimeDefault seccomp profile
-// lets through that the conformance suite's kernel check refuses: io_uring under
-// containerd before 1.7, whose default profile allows it (the runtime's filter, not
-// paddock's, as on Docker Engine before 25).
-func runtimeAllows(t *testing.T) map[string]string {
-	nodes, err := clientset(t).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		t.Fatalf("the cluster's nodes: %v", err)
-	}
-	rt := nodes.Items[0].Status.NodeInfo.ContainerRuntimeVersion // containerd://1.6.20
-	v, ok := strings.CutPrefix(rt, "containerd://")
-	major, minor, _ := strings.Cut(v, ".")
-	minor, _, _ = strings.Cut(minor, ".")
-	if ok && major == "1" && (minor == "6" || minor == "5") {
-		return map[string]string{"io_uring_setup": "the node runs " + rt + ", whose RuntimeDefault seccomp profile allows io_uring (containerd 1.7 and later refuse it)"}
-	}
-	return nil
 }

@@ -42,9 +42,11 @@ func (k *Kubernetes) Create(ctx context.Context, spec backend.Spec) error {
 		return nil
 	}
 	limits := backend.LimitsFor(spec)
-	if spec.PidsLimit != 0 && spec.PidsLimit != k.settings.PidsLimit {
-		return fmt.Errorf("the kubernetes backend cannot limit one sandbox's processes: the kubelet limits every pod of a node alike (podPidsLimit%s); leave out --pids",
-			orUnknown(k.settings.PidsLimit))
+	if spec.PidsLimit != 0 {
+		if nodes := k.podPidsLimit(ctx); spec.PidsLimit != nodes {
+			return fmt.Errorf("the kubernetes backend cannot limit one sandbox's processes: the kubelet limits every pod of a node alike (podPidsLimit%s); leave out --pids",
+				orUnknown(nodes))
+		}
 	}
 	// The copy in the pod is checked against it: a binary that is not what the daemon
 	// hashed fails there.

@@ -200,7 +200,10 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 			}},
 			Containers: []corev1.Container{{
 				Name: sandboxContainer, Image: ps.Image, ImagePullPolicy: pullPolicy,
-				Command:    append(unsetServiceEnv(), inside.GuestBinary, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", rec.Name),
+				// Process 1 is the guest's ns-init: not dumpable, so no process inside can
+				// trace or stop it, and it reaps the orphans the agent's processes leave.
+				Command: append(unsetServiceEnv(), inside.GuestBinary, inside.GuestCommand, "ns-init", "--",
+					inside.GuestBinary, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", rec.Name),
 				WorkingDir: inside.Workspace, Env: env,
 				SecurityContext: restricted(k.settings.ReadOnlyRoot), Resources: resources,
 				VolumeMounts: []corev1.VolumeMount{

@@ -47,3 +47,14 @@ func TestPullPolicy(t *testing.T) {
 		t.Errorf("configured Always: %s", got)
 	}
 }
+
+// TestRuntimeAllowsIOUring: containerd before 1.7 lets io_uring through its default
+// seccomp profile; 1.7 and later, and other runtimes, do not (as far as paddock knows).
+func TestRuntimeAllowsIOUring(t *testing.T) {
+	for rt, want := range map[string]bool{"containerd://1.6.20": true, "containerd://1.5.0": true, "containerd://v1.6.2": true,
+		"containerd://1.7.0": false, "containerd://2.0.1": false, "cri-o://1.30.0": false, "containerd://dev": false} {
+		if got := runtimeAllowsIOUring(rt) != ""; got != want {
+			t.Errorf("%s: allows io_uring %v, want %v", rt, got, want)
+		}
+	}
+}
