@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +39,8 @@ acts inside them as a hostile agent would (reading the host's secrets, escaping 
 reaching the host's network, its kernel, its sockets, the agent's own process), and prints
 each check: PASS, FAIL, or NOT APPLICABLE with why; the backend's isolation tier and the
 versions of what isolates it; a backend with a stronger runtime registered here (docker's
-runsc) is checked under it too. It then removes every sandbox it made and checks nothing
-was left on the host. It also checks, with no sandbox, that paddock's own host git (sync,
+runsc) is checked under it too; the backends are checked at the same time. It then
+removes every sandbox it made and checks nothing was left on the host. It also checks, with no sandbox, that paddock's own host git (sync,
 diff, merge) runs no program planted in a sandbox's repository. It needs no daemon.
 docs/security.md says what each check proves.
 
@@ -132,9 +133,15 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	}
 	report := verifyReport{Backends: []backendVerify{}, Skipped: []skippedBackend{}}
 	var unavailable []string
-	for _, name := range names {
-		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, name), Options: cfg.Backends[name],
-			ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
+	// The backends are checked at once, each its runtimes in turn: most of a check's
+	// time is a sandbox starting, or a VM booting, which others' checks can use. The
+	// report keeps the order of the names.
+	runs := make([]verifyRun, len(names))
+	errOut := &lineWriter{w: f.IO.ErrOut}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, name), Shared: filepath.Join(p.Sandboxes, name),
+			Options: cfg.Backends[name], ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
 		if err == nil {
 			err = b.Available(ctx)
 		}
@@ -145,33 +152,41 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 				s.Reason, s.Fix = ue.Reason, ue.Fix
 			}
 			report.Skipped = append(report.Skipped, s)
-			fmt.Fprintf(f.IO.ErrOut, "%s: skipped: %s\n", name, s.Reason)
+			fmt.Fprintf(errOut, "%s: skipped: %s\n", name, s.Reason)
 			if len(opts.backends) > 0 {
 				unavailable = append(unavailable, name)
 			}
 			closeBackend(b)
 			continue
 		}
-		err = func() error {
+		wg.Add(1)
+		go func(run *verifyRun) {
+			defer wg.Done()
 			defer closeBackend(b)
 			for _, rt := range verifyRuntimes(ctx, b) {
-				bv, err := verifyBackend(ctx, f, b, rt, agent, p)
+				bv, err := verifyBackend(ctx, errOut, b, rt, agent, p)
 				if bv != nil {
-					report.Backends = append(report.Backends, *bv)
+					run.results = append(run.results, *bv)
 				}
 				if err != nil {
-					return err
+					run.err = err
+					return
 				}
 			}
-			return nil
-		}()
-		if err != nil {
-			return err
+		}(&runs[i])
+	}
+	wg.Wait()
+	for _, run := range runs {
+		report.Backends = append(report.Backends, run.results...)
+	}
+	for _, run := range runs {
+		if run.err != nil {
+			return run.err
 		}
 	}
 	// paddock's own host-side git paths, which need no sandbox.
-	fmt.Fprintln(f.IO.ErrOut, "host git: checking")
-	report.HostGit, err = conform.RunFunc(ctx, hostgit.Suite, func(r conform.Result) { progressLine(f, "host git", r) })
+	fmt.Fprintln(errOut, "host git: checking")
+	report.HostGit, err = conform.RunFunc(ctx, hostgit.Suite, func(r conform.Result) { progressLine(errOut, "host git", r) })
 	if err != nil {
 		return err
 	}
@@ -183,6 +198,13 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 		writeVerify(f.IO.Out, report)
 	}
 	return verifyOutcome(report, unavailable)
+}
+
+// verifyRun is what verify found on one backend: each runtime's checks, and the error
+// that stopped it, if one did.
+type verifyRun struct {
+	results []backendVerify
+	err     error
 }
 
 // verifyOutcome is the error verify exits with: the failed checks, else the backends
@@ -270,7 +292,7 @@ func verifyRuntimes(ctx context.Context, b backend.Backend) []verifyRuntime {
 
 // verifyBackend runs the checks on b's sandboxes under rt, destroying every sandbox it
 // made however the run ends (Ctrl-C too), then looks for what they left.
-func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, rt verifyRuntime, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
+func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt verifyRuntime, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
 	name := b.Name()
 	if rt.Name != "" {
 		name += "+" + rt.Name
@@ -299,9 +321,9 @@ func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, rt verify
 	if lo != nil {
 		h.Leftovers = lo.Leftovers
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: checking (isolation: %s)\n", name, rt.Isolation)
+	fmt.Fprintf(errOut, "%s: checking (isolation: %s)\n", name, rt.Isolation)
 	start := time.Now()
-	results, runErr := conform.Run(ctx, h, func(r conform.Result) { progressLine(f, name, r) })
+	results, runErr := conform.Run(ctx, h, func(r conform.Result) { progressLine(errOut, name, r) })
 	// Whatever happened, no sandbox of verify's outlives it.
 	mu.Lock()
 	made := append([]backend.ID(nil), ids...)
@@ -334,12 +356,25 @@ func verifyBackend(ctx context.Context, f *Factory, b backend.Backend, rt verify
 }
 
 // progressLine tells of a check as it ends, on stderr.
-func progressLine(f *Factory, section string, r conform.Result) {
+func progressLine(errOut io.Writer, section string, r conform.Result) {
 	line := fmt.Sprintf("%s: %-14s %s (%.1fs)", section, r.Status, r.Name, r.Seconds)
 	if r.Status != conform.Pass {
 		line += ": " + firstLine(r.Why)
 	}
-	fmt.Fprintln(f.IO.ErrOut, line)
+	fmt.Fprintln(errOut, line)
+}
+
+// lineWriter is stderr shared by the backends verify checks at once: each write (a
+// line) goes whole.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // existingDirs keeps the paths whose directories exist.
