@@ -321,7 +321,7 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 	if lo != nil {
 		h.Leftovers = lo.Leftovers
 	}
-	fmt.Fprintf(errOut, "%s: checking (isolation: %s)\n", name, rt.Isolation)
+	fmt.Fprintf(errOut, "%s: checking (isolation: %s)\n", name, tierLabel(rt.Isolation))
 	start := time.Now()
 	results, runErr := conform.Run(ctx, h, func(r conform.Result) { progressLine(errOut, name, r) })
 	// Whatever happened, no sandbox of verify's outlives it.
@@ -353,6 +353,15 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 		return bv, fmt.Errorf("verify of %s stopped (%w); its sandboxes were destroyed", name, runErr)
 	}
 	return bv, nil
+}
+
+// tierLabel names a tier in verify's words: an unranked backend's sandboxes are what the
+// machine it reaches makes them (a host's own backend, over SSH).
+func tierLabel(i backend.Isolation) string {
+	if i == backend.IsolationUnranked {
+		return "unranked: that of the host's backend"
+	}
+	return i.String()
 }
 
 // progressLine tells of a check as it ends, on stderr.

@@ -13,7 +13,7 @@ import (
 // line per check, what was left behind and a summary line; then the backends skipped.
 func writeVerify(w io.Writer, r verifyReport) {
 	for _, bv := range r.Backends {
-		fmt.Fprintf(w, "%s (isolation: %s)\n", bv.Name, bv.Isolation)
+		fmt.Fprintf(w, "%s (isolation: %s)\n", bv.Name, tierLabel(bv.Isolation))
 		var vs []string
 		for k, v := range bv.Versions {
 			vs = append(vs, k+" "+v)
