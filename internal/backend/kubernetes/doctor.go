@@ -196,11 +196,12 @@ func (k *Kubernetes) Report(ctx context.Context) []backend.Finding {
 			Text: "a closed sandbox's pod has a default-deny NetworkPolicy alone: it holds only where the cluster's network plugin enforces NetworkPolicy (Calico, Cilium...)",
 			Fix:  "with a plugin that does not (bridge, flannel), set network_isolation = \"netns\""})
 	}
-	limits := backend.Finding{Topic: "limits", OK: k.settings.PidsLimit > 0,
+	pids := k.podPidsLimit(ctx)
+	limits := backend.Finding{Topic: "limits", OK: pids > 0,
 		Text: fmt.Sprintf("each pod gets %s unless `up --cpus/--memory` say otherwise; processes: the kubelet's podPidsLimit%s",
-			backend.LimitsFor(backend.Spec{}), orUnknown(k.settings.PidsLimit))}
+			backend.LimitsFor(backend.Spec{}), orUnknown(pids))}
 	if !limits.OK {
-		limits.Fix = "set pids_limit in [backends.kubernetes] to the nodes' kubelet podPidsLimit (and set one on the nodes: it is unlimited by default)"
+		limits.Fix = "set a podPidsLimit on the nodes' kubelets (it is unlimited by default), or pids_limit in [backends.kubernetes] to theirs where they do not say it"
 	}
 	out = append(out, limits)
 	if k.settings.RuntimeClass != "" {
