@@ -63,6 +63,11 @@ type Description struct {
 	// Slow says, when Emulated, why and what it costs, in words for the user ("no
 	// /dev/kvm: QEMU emulates the processor, about 100 s to start a sandbox").
 	Slow string
+	// Elsewhere, when set, says its sandboxes run on machines it reaches from here
+	// whether or not paddock was set up for them (a cluster through the user's own
+	// kubeconfig), in words for the user: `paddock verify` then checks it only when
+	// named or configured, never by default.
+	Elsewhere string
 }
 
 // Describer is implemented by backends that describe themselves; a backend that does

@@ -145,6 +145,10 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 		if err == nil {
 			err = b.Available(ctx)
 		}
+		if d := backend.Describe(b); err == nil && len(opts.backends) == 0 && d.Elsewhere != "" && cfg.Backends[name] == nil {
+			err = &backend.UnavailableError{Backend: name, Reason: "not checked unless named: " + d.Elsewhere,
+				Fix: "paddock verify --backend " + name}
+		}
 		if err != nil {
 			s := skippedBackend{Name: name, Reason: err.Error()}
 			var ue *backend.UnavailableError

@@ -93,7 +93,8 @@ func (k *Kubernetes) Name() string { return Name }
 // Describe implements backend.Describer: a pod's container, on a cluster that may be
 // elsewhere, so never the default.
 func (k *Kubernetes) Describe() backend.Description {
-	return backend.Description{Isolation: backend.IsolationContainer}
+	return backend.Description{Isolation: backend.IsolationContainer,
+		Elsewhere: "its pods go to the cluster of your kubeconfig, which paddock's config does not name"}
 }
 
 // PlacementKeys names what `up` may say of where a sandbox goes on this backend.
