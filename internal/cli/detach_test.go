@@ -21,7 +21,7 @@ import (
 func TestDetachKeys(t *testing.T) {
 	testenv.Program(t, "tmux", "apt-get install tmux")
 	socket := filepath.Join(t.TempDir(), "outer.sock")
-	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "sleep 60").CombinedOutput(); err != nil {
+	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "-n", "theirs", "sleep 60").CombinedOutput(); err != nil {
 		t.Fatalf("start a tmux server: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-S", socket, "kill-server").Run() })
@@ -93,7 +93,7 @@ func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
 	testenv.Program(t, "tmux", "apt-get install tmux")
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "user.sock")
-	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "sleep 60").CombinedOutput(); err != nil {
+	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "-n", "theirs", "sleep 60").CombinedOutput(); err != nil {
 		t.Fatalf("start a tmux server: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-S", socket, "kill-server").Run() })
@@ -125,7 +125,7 @@ func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
 		t.Errorf("attach said %q", errOut.String())
 	}
 	out, err := exec.Command("tmux", "-S", socket, "list-windows", "-t", "mine", "-F", "#{window_name}").Output()
-	if err != nil || !strings.Contains(string(out), "repo/claude") || !strings.Contains(string(out), "sleep") {
+	if err != nil || !strings.Contains(string(out), "repo/claude") || !strings.Contains(string(out), "theirs") {
 		t.Fatalf("the user's tmux has windows %q (%v): want theirs and repo/claude", out, err)
 	}
 	var ran []byte
