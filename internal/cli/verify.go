@@ -41,7 +41,10 @@ each check: PASS, FAIL, or NOT APPLICABLE with why; the backend's isolation tier
 versions of what isolates it; a backend with a stronger runtime registered here (docker's
 runsc) is checked under it too; the backends are checked at the same time. It then
 removes every sandbox it made and checks nothing was left on the host. It also checks, with no sandbox, that paddock's own host git (sync,
-diff, merge) runs no program planted in a sandbox's repository. It needs no daemon.
+diff, merge) runs no program planted in a sandbox's repository. It needs no daemon: for
+what only a daemon's sandbox shows (the API key the daemon holds is nowhere inside), it
+starts a private one in its own directory, with a made-up key, on the first local backend
+it checks, and removes it; the user's daemon and its state are never touched.
 docs/security.md says what each check proves.
 
 Exit status: 0 when every check that applies holds, 6 when one fails (or something was
@@ -66,6 +69,8 @@ type verifyReport struct {
 	Skipped []skippedBackend `json:"skipped"`
 	// HostGit are the checks of paddock's own host-side git paths (no sandbox needed).
 	HostGit []conform.Result `json:"host_git"`
+	// Daemon are the checks made through a private daemon's sandbox, on one local backend.
+	Daemon *daemonVerify `json:"daemon,omitempty"`
 }
 
 // backendVerify is one backend's checks, under one of its runtimes.
@@ -139,6 +144,7 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	runs := make([]verifyRun, len(names))
 	errOut := &lineWriter{w: f.IO.ErrOut}
 	var wg sync.WaitGroup
+	local := "" // the first backend checked whose sandboxes are on this machine
 	for i, name := range names {
 		b, err := backend.New(name, backend.Env{Dir: filepath.Join(tmp, name), Shared: filepath.Join(p.Sandboxes, name),
 			Options: cfg.Backends[name], ConfigDir: filepath.Dir(p.Config), Hide: []string{filepath.Dir(p.Config), config.SystemConfigDir}})
@@ -162,6 +168,9 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 			}
 			closeBackend(b)
 			continue
+		}
+		if d := backend.Describe(b); local == "" && d.Elsewhere == "" && d.Isolation != backend.IsolationUnranked {
+			local = name
 		}
 		wg.Add(1)
 		go func(run *verifyRun) {
@@ -194,6 +203,15 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	// What only a daemon's sandbox shows, through a private daemon on a local backend.
+	if local != "" {
+		fmt.Fprintf(errOut, "daemon: checking (a private daemon, on %s)\n", local)
+		checks, err := daemonChecks(ctx, tmp, local, func(r conform.Result) { progressLine(errOut, "daemon", r) })
+		if err != nil {
+			return err
+		}
+		report.Daemon = &daemonVerify{Backend: local, Checks: checks}
+	}
 	if opts.json {
 		if err := writeJSON(f, report); err != nil {
 			return err
@@ -218,6 +236,13 @@ func verifyOutcome(report verifyReport, unavailable []string) error {
 	for _, c := range report.HostGit {
 		if c.Status == conform.Fail {
 			failed = append(failed, "host git: "+c.Name)
+		}
+	}
+	if report.Daemon != nil {
+		for _, c := range report.Daemon.Checks {
+			if c.Status == conform.Fail {
+				failed = append(failed, "daemon: "+c.Name)
+			}
 		}
 	}
 	for _, bv := range report.Backends {

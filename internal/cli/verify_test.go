@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestVerifyFailedCheck: a check that fails makes verify exit 6, naming the backend and
@@ -47,5 +49,54 @@ func TestVerifyFailedCheck(t *testing.T) {
 	}
 	if err := verifyOutcome(r, []string{"docker"}); ExitCode(err) != 5 {
 		t.Fatalf("a named backend unavailable: %v, want exit 5", err)
+	}
+}
+
+// TestVerifyDaemonKeyFound: with the daemon's key planted in a file of its sandbox,
+// KeyNowhereInside fails naming the file, and verify exits 6 naming it.
+func TestVerifyDaemonKeyFound(t *testing.T) {
+	testenv.Program(t, "bwrap", "make setup installs bubblewrap")
+	guest, err := testenv.SmallGuest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PADDOCK_AGENT_BINARY", guest)
+	dir, err := os.MkdirTemp("", "pv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o711)
+	verifyDaemonHook = func(ctx context.Context, d *verifyDaemon) {
+		if out, err := d.inside(ctx, `printf "token: %s\n" "$1$2" > /workspace/leak.txt`, d.key[:10], d.key[10:]); err != nil {
+			t.Errorf("plant the key: %v %s", err, out)
+		}
+	}
+	defer func() { verifyDaemonHook = nil }()
+	checks, err := daemonChecks(context.Background(), dir, "bwrap", func(conform.Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := checks[0]
+	if key.Name != "KeyNowhereInside" || key.Status != conform.Fail || !strings.Contains(key.Why, "file /workspace/leak.txt") {
+		t.Fatalf("KeyNowhereInside = %s %q, want FAIL naming /workspace/leak.txt", key.Status, key.Why)
+	}
+	r := verifyReport{Backends: []backendVerify{{Name: "bwrap", Passed: 1}}, Daemon: &daemonVerify{Backend: "bwrap", Checks: checks}}
+	if err := verifyOutcome(r, nil); ExitCode(err) != 6 || !strings.Contains(err.Error(), "daemon: KeyNowhereInside") {
+		t.Fatalf("verify's error = %v, want exit 6 naming daemon: KeyNowhereInside", err)
+	}
+	var out strings.Builder
+	writeVerify(&out, r)
+	if !strings.Contains(out.String(), "\ndaemon: FAILED: ") {
+		t.Errorf("the report does not say the daemon section FAILED:\n%s", out.String())
+	}
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		for _, e := range left {
+			if e.Name() == "d" {
+				if sb, _ := os.ReadDir(dir + "/d/sandboxes/bwrap"); len(sb) > 0 {
+					t.Errorf("the private daemon left sandboxes: %v", sb)
+				}
+			}
+		}
 	}
 }

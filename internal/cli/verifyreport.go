@@ -53,6 +53,24 @@ func writeVerify(w io.Writer, r verifyReport) {
 		}
 		fmt.Fprintf(w, "host git: %s: %d passed, %d failed, %d not applicable\n\n", verdict, passed, failed, len(r.HostGit)-passed-failed)
 	}
+	if r.Daemon != nil {
+		fmt.Fprintf(w, "daemon (a private daemon's sandbox, on %s)\n", r.Daemon.Backend)
+		writeChecks(w, r.Daemon.Checks)
+		passed, failed := 0, 0
+		for _, c := range r.Daemon.Checks {
+			switch c.Status {
+			case conform.Pass:
+				passed++
+			case conform.Fail:
+				failed++
+			}
+		}
+		verdict := "holds"
+		if failed > 0 {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(w, "daemon: %s: %d passed, %d failed, %d not applicable\n\n", verdict, passed, failed, len(r.Daemon.Checks)-passed-failed)
+	}
 	for _, s := range r.Skipped {
 		fix := ""
 		if s.Fix != "" {
