@@ -21,18 +21,23 @@ type Alarm struct {
 	Cleared time.Time
 }
 
+// MaxStandingAlarms bounds the standing alarms of a sandbox: an agent that writes
+// control files by the thousand (a hook under each of many names) raises the first ones
+// and is flagged; the rest would only grow the database and the notifications.
+const MaxStandingAlarms = 100
+
 // AddAlarm records a standing alarm, and reports false (recording nothing) when the same
-// finding of the sandbox already stands.
+// finding of the sandbox already stands, or MaxStandingAlarms of it do.
 func (s *Store) AddAlarm(ctx context.Context, a Alarm) (Alarm, bool, error) {
 	if a.Time.IsZero() {
 		a.Time = time.Now()
 	}
-	var n int
-	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM alarms WHERE sandbox_id = ? AND kind = ? AND detail = ? AND cleared = 0",
-		a.SandboxID, a.Kind, a.Detail).Scan(&n); err != nil {
+	var same, standing int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(CASE WHEN kind = ? AND detail = ? THEN 1 END), COUNT(*) FROM alarms WHERE sandbox_id = ? AND cleared = 0",
+		a.Kind, a.Detail, a.SandboxID).Scan(&same, &standing); err != nil {
 		return a, false, fmt.Errorf("read alarms of %q: %w", a.Sandbox, err)
 	}
-	if n > 0 {
+	if same > 0 || standing >= MaxStandingAlarms {
 		return a, false, nil
 	}
 	res, err := s.db.ExecContext(ctx, "INSERT INTO alarms (sandbox_id, sandbox, session, time, kind, source, detail) VALUES (?,?,?,?,?,?,?)",

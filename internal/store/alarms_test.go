@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -63,5 +64,40 @@ func TestAlarms(t *testing.T) {
 	all, _ := s.Alarms(ctx, "id1", true)
 	if len(all) != 3 || all[0].Cleared.IsZero() {
 		t.Errorf("all: %+v", all)
+	}
+}
+
+// A sandbox that raises alarms by the thousand keeps MaxStandingAlarms standing: it is
+// flagged, and neither the database nor the notifications grow with it. Clearing them
+// makes room again; another sandbox is not held back by it.
+func TestAlarmsBounded(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	added := 0
+	for i := range MaxStandingAlarms + 50 {
+		_, ok, err := s.AddAlarm(ctx, Alarm{SandboxID: "id1", Sandbox: "one", Kind: "control-file", Source: "files",
+			Detail: fmt.Sprintf("control file changed: /workspace/.git/hooks/h%d (a git hook)", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			added++
+		}
+	}
+	if counts, _ := s.StandingAlarms(ctx); added != MaxStandingAlarms || counts["id1"] != MaxStandingAlarms {
+		t.Fatalf("added %d, standing %v: want %d", added, counts, MaxStandingAlarms)
+	}
+	if _, ok, _ := s.AddAlarm(ctx, Alarm{SandboxID: "id2", Sandbox: "two", Kind: "dns-data", Source: "egress", Detail: "x"}); !ok {
+		t.Error("another sandbox's alarm was held back")
+	}
+	if _, err := s.ClearAlarms(ctx, "id1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.AddAlarm(ctx, Alarm{SandboxID: "id1", Sandbox: "one", Kind: "proc-root", Source: "transcript", Detail: "y"}); !ok {
+		t.Error("no alarm raised after the standing ones were cleared")
 	}
 }
