@@ -36,6 +36,17 @@ func TestVerifyFailedCheck(t *testing.T) {
 		}
 	}
 
+	// What a check saw in the sandbox reaches the terminal escaped: a failure's text,
+	// a note and a path left behind that carry a terminal's escape sequences.
+	esc := verifyReport{Backends: []backendVerify{{Name: "bwrap", Isolation: backend.IsolationNamespaces, Failed: 1,
+		Checks:     []conform.Result{{Name: "Probe", Status: conform.Fail, Why: "saw \x1b]0;owned\x07 in /tmp", Notes: []string{"ran \x1b[2J"}}},
+		LeftBehind: []string{"/tmp/\x1b[31mx"}}}}
+	out.Reset()
+	writeVerify(&out, esc)
+	if strings.ContainsRune(out.String(), '\x1b') || strings.ContainsRune(out.String(), '\a') {
+		t.Errorf("the report carries the sandbox's escape sequences raw: %q", out.String())
+	}
+
 	// What a destroyed sandbox left on the host fails verify too.
 	r.Backends[0].Checks, r.Backends[0].Failed = results[:1], 0
 	r.Backends[0].LeftBehind = []string{"mount /tmp/x"}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
 // writeVerify writes verify's report for people: per backend its tier and versions, a
@@ -22,7 +23,7 @@ func writeVerify(w io.Writer, r verifyReport) {
 		fmt.Fprintf(w, "  versions: %s\n", strings.Join(vs, ", "))
 		writeChecks(w, bv.Checks)
 		if len(bv.LeftBehind) > 0 {
-			fmt.Fprintf(w, "  FAIL            left behind on the host:\n      %s\n", strings.Join(bv.LeftBehind, "\n      "))
+			fmt.Fprintf(w, "  FAIL            left behind on the host:\n      %s\n", escapeJoin(bv.LeftBehind, "\n      "))
 		}
 		verdict := "holds"
 		if bv.Failed > 0 || len(bv.LeftBehind) > 0 {
@@ -80,18 +81,29 @@ func writeVerify(w io.Writer, r verifyReport) {
 	}
 }
 
+// escapeJoin joins what a sandbox may have named (paths left behind), each escaped
+// for the terminal.
+func escapeJoin(list []string, sep string) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = termtext.Escape(s)
+	}
+	return strings.Join(out, sep)
+}
+
 // writeChecks writes a line per check, what a failure found or why it did not apply, and
-// what the check saw (what it allowed the backend and why, parts not run).
+// what the check saw (what it allowed the backend and why, parts not run): the sandbox's
+// text among it, escaped.
 func writeChecks(w io.Writer, checks []conform.Result) {
 	for _, c := range checks {
 		fmt.Fprintf(w, "  %-14s  %s\n", c.Status, c.Name)
 		if c.Status != conform.Pass && c.Why != "" {
 			for _, l := range strings.Split(c.Why, "\n") {
-				fmt.Fprintf(w, "      %s\n", l)
+				fmt.Fprintf(w, "      %s\n", termtext.Escape(l))
 			}
 		}
 		for _, n := range c.Notes {
-			fmt.Fprintf(w, "      - %s\n", firstLine(n))
+			fmt.Fprintf(w, "      - %s\n", termtext.Escape(firstLine(n)))
 		}
 	}
 }
