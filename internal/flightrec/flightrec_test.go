@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -197,6 +198,25 @@ func TestRecordFull(t *testing.T) {
 	fi, _ := os.Stat(r.Path("sb"))
 	if es[len(es)-1].Kind != KindFull || fi.Size() > 4096 {
 		t.Fatalf("%d entries, the last %q, %d bytes", len(es), es[len(es)-1].Kind, fi.Size())
+	}
+}
+
+// Repeated refusals of ever new names are folded for at most maxFolded destinations:
+// the daemon's memory does not grow with what a sandbox asks for.
+func TestFoldedBounded(t *testing.T) {
+	r := newRecorder(t, t.TempDir(), &memHeads{seq: map[string]int64{}, hash: map[string]string{}})
+	defer r.Close()
+	for i := range maxFolded + 500 {
+		r.Add("sb", Entry{Kind: KindNet, Fields: map[string]string{"host": fmt.Sprintf("h%d.example", i), "port": "443", "allowed": "false", "repeat": "true"}})
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	n := len(r.chains["sb"].folded)
+	r.mu.Unlock()
+	if n > maxFolded {
+		t.Fatalf("%d destinations folded in memory, want at most %d", n, maxFolded)
 	}
 }
 

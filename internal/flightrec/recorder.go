@@ -32,6 +32,12 @@ const DefaultMaxBytes = 64 << 20
 // again when the record is reopened.
 const MaxField = 16 << 10
 
+// maxFolded bounds the destinations whose repeated refusals are counted to be written as
+// one entry: a sandbox that asks for a million names twice each does not grow the
+// daemon's memory with them; past it a repeat is written as it comes (the file's cap
+// holds).
+const maxFolded = 4096
+
 // Options configure a Recorder.
 type Options struct {
 	// Dir holds one file per sandbox name, NAME.jsonl: a directory of the daemon's own
@@ -260,8 +266,9 @@ func (c *chain) write(q []Entry) {
 	}
 	var buf bytes.Buffer
 	for _, e := range q {
-		if e.Kind == KindNet && e.Fields["repeat"] == "true" {
-			c.folded[e.Fields["host"]+":"+e.Fields["port"]]++
+		if dest := e.Fields["host"] + ":" + e.Fields["port"]; e.Kind == KindNet && e.Fields["repeat"] == "true" &&
+			(c.folded[dest] > 0 || len(c.folded) < maxFolded) {
+			c.folded[dest]++
 			continue
 		}
 		if e.Kind == KindNet && e.Fields["allowed"] == "false" {
