@@ -42,7 +42,9 @@ versions of what isolates it; a backend with a stronger runtime registered here 
 runsc) is checked under it too; the backends are checked at the same time. It then
 removes every sandbox it made and checks nothing was left on the host. It also checks, with no sandbox, that paddock's own host git (sync,
 diff, merge) runs no program planted in a sandbox's repository. It needs no daemon: for
-what only a daemon's sandbox shows (the API key the daemon holds is nowhere inside), it
+what only a daemon's sandbox shows (the API key the daemon holds is nowhere inside, its
+egress proxy refuses and records what no allowlist names, nothing goes around it, and
+with the daemon stopped its sandbox's requests fail), it
 starts a private one in its own directory, with a made-up key, on the first local backend
 it checks, and removes it; the user's daemon and its state are never touched.
 docs/security.md says what each check proves.

@@ -39,7 +39,38 @@ type verifyDaemon struct {
 	log     string
 	key     string
 	backend string
-	stop    func()
+	logger  *slog.Logger
+	// halt stops the daemon (its sandboxes keep running); nil while it is stopped.
+	halt func()
+	// stop removes the daemon's sandboxes and stops it, once.
+	stop func()
+}
+
+// serve starts the private daemon in this process and waits for it to answer.
+func (d *verifyDaemon) serve(ctx context.Context) error {
+	ready, stopped := make(chan struct{}), make(chan struct{})
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = daemon.Run(dctx, daemon.Options{Paths: d.paths, Version: Version, Ready: func() { close(ready) }, Logger: d.logger})
+	}()
+	halt := func() {
+		cancel()
+		<-stopped
+		d.halt = nil
+	}
+	select {
+	case <-ready:
+		d.halt = halt
+		return nil
+	case <-stopped:
+		cancel()
+		return fmt.Errorf("the private daemon verify starts did not start: %v", runErr)
+	case <-time.After(30 * time.Second):
+		halt()
+		return fmt.Errorf("the private daemon verify starts did not answer within 30s")
+	}
 }
 
 // daemonChecks runs the daemon's checks on backend, with a private daemon in a home
@@ -57,7 +88,7 @@ func daemonChecks(ctx context.Context, dir, backend string, progress func(confor
 	for _, c := range []struct {
 		name string
 		run  func(context.Context, *verifyDaemon) (conform.Status, string, []string)
-	}{{"KeyNowhereInside", checkKeyNowhereInside}} {
+	}{{"KeyNowhereInside", checkKeyNowhereInside}, {"ProxyFailsClosed", checkProxyFailsClosed}} {
 		start := time.Now()
 		st, why, notes := c.run(ctx, d)
 		r := conform.Result{Name: c.name, Status: st, Why: why, Notes: notes, Seconds: time.Since(start).Seconds()}
@@ -96,24 +127,15 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 			os.Unsetenv(k)
 		}
 	}
-	ready, stopped := make(chan struct{}), make(chan struct{})
-	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var runErr error
-	go func() {
-		defer close(stopped)
-		runErr = daemon.Run(dctx, daemon.Options{Paths: p, Version: Version, Ready: func() { close(ready) },
-			Logger: slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	}()
-	d := &verifyDaemon{paths: p, log: logPath, backend: backend}
+	d := &verifyDaemon{paths: p, log: logPath, backend: backend,
+		logger: slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	var once sync.Once
 	d.stop = func() {
 		once.Do(func() {
 			// Its sandboxes go first: the daemon keeps them running when it stops.
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer rcancel()
-			select {
-			case <-stopped:
-			default:
+			if d.halt != nil || d.serve(ctx) == nil {
 				c := api.NewClient(p.Socket)
 				if list, err := c.List(rctx); err == nil {
 					for _, s := range list {
@@ -121,22 +143,18 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 					}
 				}
 			}
-			cancel()
-			<-stopped
+			if d.halt != nil {
+				d.halt()
+			}
 			lf.Close()
 			for k, v := range restore {
 				os.Setenv(k, v)
 			}
 		})
 	}
-	select {
-	case <-ready:
-	case <-stopped:
+	if err := d.serve(ctx); err != nil {
 		d.stop()
-		return nil, fmt.Errorf("the private daemon verify starts did not start: %v", runErr)
-	case <-time.After(30 * time.Second):
-		d.stop()
-		return nil, fmt.Errorf("the private daemon verify starts did not answer within 30s")
+		return nil, err
 	}
 	b := make([]byte, 24)
 	rand.Read(b)
