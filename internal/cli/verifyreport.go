@@ -39,38 +39,12 @@ func writeVerify(w io.Writer, r verifyReport) {
 	if len(r.HostGit) > 0 {
 		fmt.Fprintln(w, "host git (paddock's own git commands on a sandbox's work, no sandbox needed)")
 		writeChecks(w, r.HostGit)
-		passed, failed := 0, 0
-		for _, c := range r.HostGit {
-			switch c.Status {
-			case conform.Pass:
-				passed++
-			case conform.Fail:
-				failed++
-			}
-		}
-		verdict := "holds"
-		if failed > 0 {
-			verdict = "FAILED"
-		}
-		fmt.Fprintf(w, "host git: %s: %d passed, %d failed, %d not applicable\n\n", verdict, passed, failed, len(r.HostGit)-passed-failed)
+		writeTally(w, "host git", r.HostGit)
 	}
 	if r.Daemon != nil {
 		fmt.Fprintf(w, "daemon (a private daemon's sandbox, on %s)\n", r.Daemon.Backend)
 		writeChecks(w, r.Daemon.Checks)
-		passed, failed := 0, 0
-		for _, c := range r.Daemon.Checks {
-			switch c.Status {
-			case conform.Pass:
-				passed++
-			case conform.Fail:
-				failed++
-			}
-		}
-		verdict := "holds"
-		if failed > 0 {
-			verdict = "FAILED"
-		}
-		fmt.Fprintf(w, "daemon: %s: %d passed, %d failed, %d not applicable\n\n", verdict, passed, failed, len(r.Daemon.Checks)-passed-failed)
+		writeTally(w, "daemon", r.Daemon.Checks)
 	}
 	for _, s := range r.Skipped {
 		fix := ""
@@ -79,6 +53,25 @@ func writeVerify(w io.Writer, r verifyReport) {
 		}
 		fmt.Fprintf(w, "skipped %s: %s%s\n", s.Name, s.Reason, fix)
 	}
+}
+
+// writeTally writes the summary line of a group of checks run without a backend's
+// sandbox: its verdict and counts.
+func writeTally(w io.Writer, group string, checks []conform.Result) {
+	passed, failed := 0, 0
+	for _, c := range checks {
+		switch c.Status {
+		case conform.Pass:
+			passed++
+		case conform.Fail:
+			failed++
+		}
+	}
+	verdict := "holds"
+	if failed > 0 {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "%s: %s: %d passed, %d failed, %d not applicable\n\n", group, verdict, passed, failed, len(checks)-passed-failed)
 }
 
 // escapeJoin joins what a sandbox may have named (paths left behind), each escaped
