@@ -83,7 +83,8 @@ func TestVerifyDaemonKeyFound(t *testing.T) {
 			t.Errorf("plant the key: %v %s", err, out)
 		}
 	}
-	defer func() { verifyDaemonHook = nil }()
+	daemonSuiteOnly = 1 // KeyNowhereInside
+	defer func() { verifyDaemonHook, daemonSuiteOnly = nil, 0 }()
 	checks, err := daemonChecks(context.Background(), dir, "bwrap", func(conform.Result) {})
 	if err != nil {
 		t.Fatal(err)

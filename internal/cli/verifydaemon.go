@@ -28,6 +28,26 @@ type daemonVerify struct {
 	Checks  []conform.Result `json:"checks"`
 }
 
+// daemonCheck is one of the daemon section's checks.
+type daemonCheck struct {
+	name string
+	run  func(context.Context, *verifyDaemon) (conform.Status, string, []string)
+}
+
+// daemonSuite is the daemon section's checks, in order: the key's search first, before
+// any other check writes in the sandbox.
+func daemonSuite() []daemonCheck {
+	all := []daemonCheck{{"KeyNowhereInside", checkKeyNowhereInside}, {"ProxyFailsClosed", checkProxyFailsClosed},
+		{"TerminalEscapes", checkTerminalEscapes}}
+	if daemonSuiteOnly > 0 {
+		return all[:daemonSuiteOnly]
+	}
+	return all
+}
+
+// daemonSuiteOnly, when a test sets it, runs only that many of the checks.
+var daemonSuiteOnly int
+
 // verifyDaemonHook, when a test sets it, acts on the private daemon's sandbox before the
 // checks run (plants what a check must find).
 var verifyDaemonHook func(context.Context, *verifyDaemon)
@@ -85,10 +105,7 @@ func daemonChecks(ctx context.Context, dir, backend string, progress func(confor
 		verifyDaemonHook(ctx, d)
 	}
 	var results []conform.Result
-	for _, c := range []struct {
-		name string
-		run  func(context.Context, *verifyDaemon) (conform.Status, string, []string)
-	}{{"KeyNowhereInside", checkKeyNowhereInside}, {"ProxyFailsClosed", checkProxyFailsClosed}} {
+	for _, c := range daemonSuite() {
 		start := time.Now()
 		st, why, notes := c.run(ctx, d)
 		r := conform.Result{Name: c.name, Status: st, Why: why, Notes: notes, Seconds: time.Since(start).Seconds()}
