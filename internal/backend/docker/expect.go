@@ -25,15 +25,7 @@ func (d *Docker) Expect(ctx context.Context, runtime string) backend.Expect {
 		}
 	}
 	// Under runc the sandbox has paddock's own seccomp profile (seccomp.go), which
-	// refuses io_uring whatever the engine's version: nothing of that is let through.
-	return backend.Expect{Allows: map[string]string{
-		"pid1-ptrace": dockerInitOpen,
-		"pid1-stop":   dockerInitOpen,
-	}}
+	// refuses io_uring whatever the engine's version, and its process 1 is the guest's
+	// ns-init, not dumpable: nothing of that is let through.
+	return backend.Expect{}
 }
-
-// dockerInitOpen is why the checks allow a process inside to trace, and so stop, the
-// sandbox's init under runc: docker-init runs as the sandbox's user and is dumpable. An
-// open item: its orphans' zombies wait until it is let go.
-const dockerInitOpen = "docker-init runs as the sandbox's user, dumpable: a process inside can trace it and so stop it; " +
-	"an open item: its orphans' zombies wait until it is let go"

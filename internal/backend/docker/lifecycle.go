@@ -57,9 +57,12 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	cfg := &container.Config{
 		Image: img, Hostname: spec.Name, User: "1000:1000", WorkingDir: inside.Workspace,
-		Env:    append(backend.BaseEnv(spec), spec.Env...),
-		Cmd:    append(serve, "--sandbox", spec.Name),
-		Labels: labels,
+		Env: append(backend.BaseEnv(spec), spec.Env...),
+		// Process 1 is the guest's ns-init, not docker-init: it is not dumpable, so no
+		// process inside can trace it, stop it and leave its orphans' zombies unreaped.
+		Entrypoint: []string{agentPath, inside.GuestCommand, "ns-init", "--"},
+		Cmd:        append(serve, "--sandbox", spec.Name),
+		Labels:     labels,
 	}
 	security, err := d.securityOpts(ctx, runtime)
 	if err != nil {
@@ -75,7 +78,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		RestartPolicy: restart,
 		LogConfig:     logConfig,
 		Runtime:       runtime,
-		Init:          boolPtr(true),
+		Init:          boolPtr(false),
 		Resources: container.Resources{
 			NanoCPUs: int64(limits.CPUs * 1e9), Memory: limits.MemoryBytes, MemorySwap: limits.MemoryBytes, // no swap beyond it
 			PidsLimit: &pids,
