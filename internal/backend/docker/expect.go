@@ -19,7 +19,7 @@ func (d *Docker) Expect(ctx context.Context, runtime string) backend.Expect {
 				"unshare(CLONE_NEWUSER)": "a user namespace of gVisor's kernel, not of the host's",
 				"agent-environ": "gVisor's /proc opens a process's environ for its own user even when it is not dumpable; " +
 					"the agent's environment is the one every process of the sandbox is given",
-				"pid1-stop": "gVisor's kernel lets a process inside stop the sandbox's init (docker-init) with SIGSTOP; " +
+				"pid1-stop": "gVisor's kernel lets a process inside stop the sandbox's init (the guest's ns-init) with SIGSTOP; " +
 					"an open item: its orphans' zombies wait until it is continued",
 			},
 		}
