@@ -51,15 +51,18 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	// What the client sends first (say a TLS ClientHello, perhaps already buffered) is read
 	// and judged before any of it goes upstream.
-	first := func() ([]byte, error) { return h.screenTLS(x, host, isIP, client, buffered.Reader) }
+	first := func() ([]byte, func(io.Writer) (int64, error), error) {
+		return h.screen(x, host, isIP, client, buffered.Reader)
+	}
 	x.up, x.down = splice(r.Context(), client, upstream, first)
 }
 
 // splice copies client to upstream and upstream to client; what the client sends starts
-// with what first returns, and nothing goes upstream if first fails. When one side finishes
+// with what first returns, or goes through the copy it returns, and nothing goes upstream
+// if first fails. When one side finishes
 // sending, the other is told so with a half-close and may go on answering; when both have finished,
 // or either fails, or ctx is done, both connections are closed.
-func splice(ctx context.Context, client, upstream net.Conn, first func() ([]byte, error)) (up, down int64) {
+func splice(ctx context.Context, client, upstream net.Conn, first func() ([]byte, func(io.Writer) (int64, error), error)) (up, down int64) {
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
@@ -73,9 +76,15 @@ func splice(ctx context.Context, client, upstream net.Conn, first func() ([]byte
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		early, err := first()
+		early, copyUp, err := first()
 		if err != nil {
 			closeBoth()
+			return
+		}
+		if copyUp != nil {
+			n, err := copyUp(upstream)
+			up += n
+			finish(upstream, err, closeBoth)
 			return
 		}
 		if len(early) > 0 {

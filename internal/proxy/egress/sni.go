@@ -37,21 +37,35 @@ const recordTypeHandshake = 0x16
 // errHelloRead stops the TLS handshake once the ClientHello is read.
 var errHelloRead = errors.New("client hello read")
 
-// screenTLS reads what the client sends first in a tunnel to host (canonical; isIP when
-// an address) from br, the hijacked connection's reader over conn. It returns the bytes
-// read, which splice sends upstream first, or an error when the tunnel is refused (the
-// refusal recorded as a denial) or the client went away.
-func (h *handler) screenTLS(x *exchange, host string, isIP bool, conn net.Conn, br *bufio.Reader) ([]byte, error) {
+// screen reads what the client sends first in a tunnel to host (canonical; isIP when an
+// address) from br, the hijacked connection's reader over conn. It returns the bytes read,
+// which splice sends upstream first, or, for a tunnel carrying plain HTTP, the copy that
+// checks each request (httpUp), or an error when the tunnel is refused (the refusal
+// recorded as a denial) or the client went away.
+func (h *handler) screen(x *exchange, host string, isIP bool, conn net.Conn, br *bufio.Reader) ([]byte, func(io.Writer) (int64, error), error) {
 	first, err := br.Peek(1)
 	if errors.Is(err, io.EOF) {
-		return nil, nil // the client sent nothing and finished sending: splice passes that on
+		return nil, nil, nil // the client sent nothing and finished sending: splice passes that on
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if first[0] != recordTypeHandshake {
-		return buffered(br), nil
+	if first[0] == recordTypeHandshake {
+		early, err := h.screenTLS(x, host, isIP, conn, br)
+		return early, nil, err
 	}
+	switch isHTTP, err := startsHTTP(conn, br); {
+	case err != nil:
+		return nil, nil, h.refuseTunnel(x, host, fmt.Sprintf("in the tunnel to %s: %v", host, err))
+	case isHTTP:
+		return nil, func(upstream io.Writer) (int64, error) { return h.httpUp(x, host, br, upstream) }, nil
+	}
+	return buffered(br), nil, nil
+}
+
+// screenTLS reads the ClientHello that starts a tunnel to host from br and returns the
+// bytes read, or an error when it names another server, or none where host is a name.
+func (h *handler) screenTLS(x *exchange, host string, isIP bool, conn net.Conn, br *bufio.Reader) ([]byte, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(helloTimeout))
 	rec := &recorder{r: br, limit: helloLimit}
 	name, ok := serverName(rec)
