@@ -110,7 +110,7 @@ func parseCgroups(mountinfo, self string, euid int, parent string) *cgroupHost {
 		if !ok || len(fields) < 5 || len(postFields) < 3 {
 			continue
 		}
-		mountPoint := unescapeMount(fields[4])
+		mountPoint := backend.UnescapeMountinfo(fields[4])
 		switch postFields[0] {
 		case "cgroup":
 			for _, opt := range strings.Split(postFields[2], ",") {
@@ -193,25 +193,6 @@ func missingControllers(line string) []string {
 		}
 	}
 	return missing
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // describe says in words what the host gives sandboxes, for doctor.

@@ -166,7 +166,7 @@ func mountOf(path string) (string, []string) {
 		if !ok || len(fields) < 6 || len(postFields) < 3 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
+		mp := backend.UnescapeMountinfo(fields[4])
 		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
 			best, fsType = mp, postFields[0]
 			opts = append(strings.Split(fields[5], ","), strings.Split(postFields[2], ",")...)

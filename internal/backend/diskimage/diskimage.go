@@ -13,10 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // MinBytes is the smallest bound a workspace may be given: below it ext4's own
@@ -220,28 +221,9 @@ func mounts() []mount {
 		if !ok || len(fields) < 5 || len(postFields) < 2 {
 			continue
 		}
-		out = append(out, mount{point: unescape(fields[4]), source: unescape(postFields[1])})
+		out = append(out, mount{point: backend.UnescapeMountinfo(fields[4]), source: backend.UnescapeMountinfo(postFields[1])})
 	}
 	return out
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // FixText is what would allow a disk limit here.
