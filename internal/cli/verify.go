@@ -44,7 +44,8 @@ removes every sandbox it made and checks nothing was left on the host. It also c
 diff, merge) runs no program planted in a sandbox's repository. It needs no daemon: for
 what only a daemon's sandbox shows (the API key the daemon holds is nowhere inside, its
 egress proxy refuses and records what no allowlist names, nothing goes around it, and
-with the daemon stopped its sandbox's requests fail), it
+with the daemon stopped its sandbox's requests fail; escape sequences the sandbox writes
+show escaped in paddock's listings), it
 starts a private one in its own directory, with a made-up key, on the first local backend
 it checks, and removes it; the user's daemon and its state are never touched.
 docs/security.md says what each check proves.
@@ -208,11 +209,13 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	// What only a daemon's sandbox shows, through a private daemon on a local backend.
 	if local != "" {
 		fmt.Fprintf(errOut, "daemon: checking (a private daemon, on %s)\n", local)
+		start := time.Now()
 		checks, err := daemonChecks(ctx, tmp, local, func(r conform.Result) { progressLine(errOut, "daemon", r) })
 		if err != nil {
 			return err
 		}
-		report.Daemon = &daemonVerify{Backend: local, Checks: checks}
+		report.Daemon = &daemonVerify{Backend: local, Checks: checks, Seconds: time.Since(start).Seconds()}
+		fmt.Fprintf(errOut, "daemon: done in %.0fs\n", report.Daemon.Seconds)
 	}
 	if opts.json {
 		if err := writeJSON(f, report); err != nil {

@@ -26,6 +26,8 @@ type daemonVerify struct {
 	// Backend is the local backend the private daemon's sandbox ran on.
 	Backend string           `json:"backend"`
 	Checks  []conform.Result `json:"checks"`
+	// Seconds is the section's whole time: the private daemon, its sandbox and the checks.
+	Seconds float64 `json:"seconds"`
 }
 
 // daemonCheck is one of the daemon section's checks.
