@@ -17,8 +17,8 @@ import (
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/runs"
