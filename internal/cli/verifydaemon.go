@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/conform"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/daemon"
+	"github.com/paddockhq/paddock/internal/gitsrc"
 )
 
 // daemonVerify is the checks only a daemon's sandbox shows, made through a private
@@ -183,11 +183,15 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 		return nil, fmt.Errorf("set the private daemon's key: %w", err)
 	}
 	repo := filepath.Join(home, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
-		{"-C", repo, "-c", "user.name=verify", "-c", "user.email=verify@paddock.invalid", "commit", "-q", "--allow-empty", "-m", "verify"}} {
-		if out, err := exec.CommandContext(ctx, "git", args...).CombinedOutput(); err != nil {
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		d.stop()
+		return nil, err
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"},
+		{"-c", "user.name=verify", "-c", "user.email=verify@paddock.invalid", "commit", "-q", "--allow-empty", "-m", "verify"}} {
+		if _, err := gitsrc.Git(ctx, repo, args...); err != nil {
 			d.stop()
-			return nil, fmt.Errorf("git %s: %v: %s", args[0], err, out)
+			return nil, err
 		}
 	}
 	if out, err := d.run(ctx, "up", repo, "--backend", backend, "--agent", "shell,claude"); err != nil {
