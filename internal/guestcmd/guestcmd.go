@@ -16,9 +16,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/internal/consolekeep"
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/portmux"
@@ -60,7 +62,29 @@ func commands(s IO, version string) []command {
 		newVMInit(),
 		newVMDrop(),
 		newNSInit(),
+		newConsoleKeep(s),
 	}
+}
+
+// newConsoleKeep is `console-keep FILE MAX`, which the microvm backend runs on the host
+// (the guest binary is its verified copy there) as the reader of a Firecracker VM's
+// console: it copies its standard input into FILE, kept under MAX bytes, until the VM
+// has ended, whether a daemon runs or not.
+func newConsoleKeep(s IO) command {
+	return command{name: "console-keep", usage: "FILE MAX", hidden: true,
+		short: "Copy standard input into FILE, kept under MAX bytes (a Firecracker VM's console, on the host)",
+		setup: func(*flag.FlagSet) runFunc {
+			return func(_ context.Context, args []string) error {
+				if len(args) != 2 {
+					return errors.New("console-keep takes FILE MAX")
+				}
+				bound, err := strconv.ParseInt(args[1], 10, 64)
+				if err != nil {
+					return fmt.Errorf("console-keep: MAX %q is not a number of bytes", args[1])
+				}
+				return consolekeep.Keep(args[0], bound, s.In)
+			}
+		}}
 }
 
 // serveCommand declares serve's flags on fs and returns what runs it.

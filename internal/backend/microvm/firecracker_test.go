@@ -50,7 +50,7 @@ func fakeFirecracker(t *testing.T, opts map[string]any) *backendWithDir {
 		all[k] = v
 	}
 	b := newBackend(t, all)
-	return &backendWithDir{b, b.Dir()}
+	return &backendWithDir{b, b.Dir(), exe}
 }
 
 // programs links the test binary as the programs named (the fake dispatches on its
@@ -75,6 +75,7 @@ func programs(t *testing.T, names ...string) []string {
 type backendWithDir struct {
 	backend.Backend
 	dir string
+	fc  string // the fake firecracker program
 }
 
 // fcCall is a call the fake recorded.

@@ -110,7 +110,7 @@ func (f *firecrackerVMM) client(id backend.ID) *firecracker.Client {
 }
 
 // launch starts the sandbox's firecracker process, detached, and waits for its API.
-func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracker.Client, error) {
+func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID, md meta) (*firecracker.Client, error) {
 	dir := f.m.sandboxDir(id)
 	for _, s := range []string{fcPid, consoleLog} {
 		os.Remove(filepath.Join(dir, s))
@@ -118,8 +118,7 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 	for _, s := range []string{fcSocket, vsockSocket} {
 		os.Remove(filepath.Join(f.fcRoot(id), s))
 	}
-	// The serial console and Firecracker's own log, both on its output.
-	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
+	console, err := f.startConsoleKeep(id, md)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +134,7 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("microvm: start Firecracker: %w", err)
 	}
+	console.Close()
 	// Reaped here while the daemon runs; by init once it has gone.
 	exited := make(chan struct{})
 	go func() {
@@ -159,6 +159,9 @@ func (f *firecrackerVMM) launch(ctx context.Context, id backend.ID) (*firecracke
 		// /proc/PID/cmdline reads as empty.
 		select {
 		case <-exited:
+			// What it wrote is in the file once the console's reader has read the pipe
+			// to its end.
+			f.m.consoleWritten(id)
 			return nil, fmt.Errorf("microvm: Firecracker ended at its start: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 3))
 		default:
 		}
@@ -255,7 +258,7 @@ func (f *firecrackerVMM) boot(ctx context.Context, id backend.ID, md meta) error
 	if err != nil {
 		return err
 	}
-	c, err := f.launch(ctx, id)
+	c, err := f.launch(ctx, id, md)
 	if err != nil {
 		return err
 	}
@@ -384,6 +387,7 @@ func (f *firecrackerVMM) connect(ctx context.Context, id backend.ID) (*yamux.Ses
 	conn, err := f.dialVsockWait(ctx, id, vmspec.GuestVsockPort)
 	if err != nil {
 		if errors.Is(err, backend.ErrNotRunning) {
+			f.m.consoleWritten(id)
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
 		}
 		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8))
@@ -452,7 +456,7 @@ func (f *firecrackerVMM) resume(ctx context.Context, id backend.ID, md meta, sav
 	if !exists(memFile(saved)) {
 		return fmt.Errorf("the VM's saved memory %s is missing", memFile(saved))
 	}
-	c, err := f.launch(ctx, id)
+	c, err := f.launch(ctx, id, md)
 	if err != nil {
 		return err
 	}

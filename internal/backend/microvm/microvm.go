@@ -310,7 +310,9 @@ func (m *MicroVM) session(ctx context.Context, id backend.ID, md meta) (*yamux.S
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()
-	m.followConsole(id, s.CloseChan()) // a daemon that started after the VM did
+	if md.VMM != VMMFirecracker {
+		m.followConsole(id, s.CloseChan()) // a daemon that started after the VM did
+	}
 	return s, nil
 }
 

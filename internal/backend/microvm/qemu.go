@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/atomicfile"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/consolekeep"
 	"github.com/paddockhq/paddock/internal/portmux"
 	"github.com/paddockhq/paddock/internal/vmspec"
 )
@@ -601,10 +602,12 @@ func lastConsoleLines(path string, n int) string {
 // The VM writes its console as much as it likes (a guest with root can write its serial
 // port without end): its last lines are read from its last consoleTail bytes, and the
 // file is cut back to those once it passes consoleMax: as the daemon writes it, for a
-// QEMU VM (console.go); for a monitor that writes the file itself, looked at every
-// consoleCheck while the daemon is connected to the VM.
+// QEMU VM (console.go); as the VM's own console-keep process writes it, for Firecracker,
+// daemon or not (firecrackerVMM.startConsoleKeep); for a QEMU started before its console was
+// a socket, which writes the file itself, looked at every consoleCheck while the daemon
+// is connected to the VM.
 const (
-	consoleTail  = 64 << 10
+	consoleTail  = consolekeep.Tail
 	consoleMax   = 4 << 20
 	consoleCheck = 5 * time.Second
 )
@@ -625,29 +628,7 @@ func keepConsole(path string, done <-chan struct{}) {
 
 // trimConsole cuts the console file at path back to its last consoleTail bytes when it
 // is larger than max. The VMM appends to it, so what it writes meanwhile lands after.
-func trimConsole(path string, max int64) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() <= max {
-		return err
-	}
-	end, err := backend.ReadEnd(path, consoleTail)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return err
-	}
-	_, err = f.Write(end)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func trimConsole(path string, max int64) error { return consolekeep.Trim(path, max) }
 
 // lastConsoleLine is the console's last line, when it has one.
 func lastConsoleLine(path string) string {

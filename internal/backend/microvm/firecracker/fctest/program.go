@@ -48,6 +48,11 @@ const snapshotMagic = "paddock-fctest-snapshot"
 //     "OK HOSTPORT\n" (host ports counting from 2^30) once the guest's port accepts it,
 //     then carries the stream; a malformed request, or a port nothing listens on, has
 //     the connection closed, as Firecracker does.
+//   - The VM's serial console is this process's standard output, as Firecracker's is
+//     when PUT /serial names no file: the guest process writes to it directly (its
+//     standard output and error are this process's), with blocking writes, so a pipe
+//     nothing reads holds the "VM" up as it holds up a real vCPU writing the serial
+//     port. The fake's own errors go there too, as Firecracker's log does.
 //   - Pause and resume stop and continue the guest process (SIGSTOP, SIGCONT).
 //   - A snapshot writes the VM's configuration as its state file and a memory file; a
 //     load checks both are the fake's and starts the guest afresh: a host process's
