@@ -172,3 +172,15 @@ func (f *firecrackerVMM) startConsoleKeep(id backend.ID, md meta) (*os.File, err
 	}()
 	return w, nil
 }
+
+// writesConsoleFile says whether the sandbox's Firecracker writes its console file
+// itself (its standard output is the file, not a pipe): one started before its console
+// had a reader of its own, whose file the daemon keeps bounded while it holds a session.
+func (f *firecrackerVMM) writesConsoleFile(id backend.ID) bool {
+	pid := f.pid(id)
+	if pid == 0 {
+		return false
+	}
+	out, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid))
+	return err == nil && filepath.Base(out) == consoleLog
+}

@@ -310,8 +310,10 @@ func (m *MicroVM) session(ctx context.Context, id backend.ID, md meta) (*yamux.S
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()
-	if md.VMM != VMMFirecracker {
-		m.followConsole(id, s.CloseChan()) // a daemon that started after the VM did
+	// A daemon that started after the VM did. A Firecracker VM's console has its own
+	// reader, unless its Firecracker was started before it had one.
+	if md.VMM != VMMFirecracker || (&firecrackerVMM{m: m}).writesConsoleFile(id) {
+		m.followConsole(id, s.CloseChan())
 	}
 	return s, nil
 }
