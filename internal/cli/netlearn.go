@@ -192,6 +192,9 @@ func printProposal(out, errOut io.Writer, p netpolicy.Proposal, prune bool) erro
 	for _, d := range p.Refused {
 		fmt.Fprintf(errOut, "kept refused: %s:%d (%s), %d requests\n", d.Host, d.Port, d.Reason, d.Requests)
 	}
+	for _, d := range p.Suspect {
+		fmt.Fprintf(errOut, "left out: %s:%d (%s: see paddock alarms %s), %d requests\n", d.Host, d.Port, d.Reason, l.Sandbox, d.Requests)
+	}
 	switch {
 	case p.Applied && adds+removes > 0:
 		fmt.Fprintf(errOut, "paddock: applied to sandbox %s: %d rules added, %d removed\n", l.Sandbox, adds, removes)

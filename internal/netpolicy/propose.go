@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/paddockhq/paddock/internal/alarm"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -30,6 +31,9 @@ type Proposal struct {
 	Learned []LearnedDest `json:"learned"`
 	// Refused are destinations a deny rule refused: a proposal never overrides one.
 	Refused []LearnedDest `json:"refused,omitempty"`
+	// Suspect are destinations whose host name reads as data carried out (an alarm's
+	// finding): a proposal never allows one.
+	Suspect []LearnedDest `json:"suspect,omitempty"`
 	// Applied says the additions (and removals) were made.
 	Applied bool `json:"applied,omitempty"`
 }
@@ -158,6 +162,10 @@ func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learn
 			count(ruleKey(scopeOf(dec.Scope, sandbox), dec.Rule), dest, d.Count)
 			prop.Refused = append(prop.Refused, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
 				Reason: dec.Reason, Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+		case dataName(d.Host) != "":
+			prop.Suspect = append(prop.Suspect, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
+				Reason: "the name carries data: " + dataName(d.Host), Methods: d.Methods, Paths: d.Paths,
+				First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
 		default:
 			pat := d.Host
 			if d.Port != 80 && d.Port != 443 {
@@ -222,6 +230,16 @@ func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learn
 	slices.SortFunc(adds, func(a, b ProposalLine) int { return strings.Compare(a.Pattern, b.Pattern) })
 	prop.Lines = append(prop.Lines, adds...)
 	return prop
+}
+
+// dataName says why a label of host reads as data (alarm.DataLabel), or "" when none does.
+func dataName(host string) string {
+	for _, l := range strings.Split(host, ".") {
+		if why := alarm.DataLabel(l); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // scopeOf maps a Decision's scope to a Rule's: "sandbox" (a rule found in the sandbox's

@@ -56,8 +56,15 @@ func TestPropose(t *testing.T) {
 		dest("p.bad.example", 443, 1, 1, notAllowed),
 		dest("q.bad.example", 443, 1, 1, notAllowed),
 		dest("r.bad.example", 443, 1, 1, notAllowed),
+		// a name carrying data (an alarm's finding) is never proposed, nor counted
+		// towards a wildcard over its domain
+		dest("deadbeefcafebabe0123456789abcdef0123456789abcdef.example.com", 80, 1, 1, notAllowed),
 	}
-	got := diff(propose(Learning{Sandbox: "box"}, "box", pol, rules, learned, false))
+	prop := propose(Learning{Sandbox: "box"}, "box", pol, rules, learned, false)
+	if len(prop.Suspect) != 1 || !strings.HasPrefix(prop.Suspect[0].Host, "deadbeef") || !strings.Contains(prop.Suspect[0].Reason, "carries data") {
+		t.Errorf("suspect destinations %+v, want the hex-named host, saying why", prop.Suspect)
+	}
+	got := diff(prop)
 	want := `  allow github.com default 5
   allow registry.npmjs.org default 0
   deny tracker.bad.example global 4
