@@ -373,16 +373,7 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 		}
 	}
 	bv.Checks, bv.Seconds = results, time.Since(start).Seconds()
-	for _, r := range results {
-		switch r.Status {
-		case conform.Pass:
-			bv.Passed++
-		case conform.Fail:
-			bv.Failed++
-		default:
-			bv.NotApplied++
-		}
-	}
+	bv.Passed, bv.Failed, bv.NotApplied = tally(results)
 	if runErr != nil {
 		return bv, fmt.Errorf("verify of %s stopped (%w); its sandboxes were destroyed", name, runErr)
 	}

@@ -58,20 +58,27 @@ func writeVerify(w io.Writer, r verifyReport) {
 // writeTally writes the summary line of a group of checks run without a backend's
 // sandbox: its verdict and counts.
 func writeTally(w io.Writer, group string, checks []conform.Result) {
-	passed, failed := 0, 0
+	passed, failed, notApplied := tally(checks)
+	verdict := "holds"
+	if failed > 0 {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "%s: %s: %d passed, %d failed, %d not applicable\n\n", group, verdict, passed, failed, notApplied)
+}
+
+// tally counts checks by outcome: passed, failed, and the rest (not applicable).
+func tally(checks []conform.Result) (passed, failed, notApplied int) {
 	for _, c := range checks {
 		switch c.Status {
 		case conform.Pass:
 			passed++
 		case conform.Fail:
 			failed++
+		default:
+			notApplied++
 		}
 	}
-	verdict := "holds"
-	if failed > 0 {
-		verdict = "FAILED"
-	}
-	fmt.Fprintf(w, "%s: %s: %d passed, %d failed, %d not applicable\n\n", group, verdict, passed, failed, len(checks)-passed-failed)
+	return passed, failed, notApplied
 }
 
 // escapeJoin joins what a sandbox may have named (paths left behind), each escaped
