@@ -154,7 +154,8 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 		if err == nil {
 			err = b.Available(ctx)
 		}
-		if d := backend.Describe(b); err == nil && len(opts.backends) == 0 && d.Elsewhere != "" && cfg.Backends[name] == nil {
+		d := backend.Describe(b)
+		if err == nil && len(opts.backends) == 0 && d.Elsewhere != "" && cfg.Backends[name] == nil {
 			err = &backend.UnavailableError{Backend: name, Reason: "not checked unless named: " + d.Elsewhere,
 				Fix: "paddock verify --backend " + name}
 		}
@@ -172,7 +173,7 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 			closeBackend(b)
 			continue
 		}
-		if d := backend.Describe(b); local == "" && d.Elsewhere == "" && d.Isolation != backend.IsolationUnranked {
+		if local == "" && d.Elsewhere == "" && d.Isolation != backend.IsolationUnranked {
 			local = name
 		}
 		wg.Add(1)
