@@ -22,7 +22,7 @@ import (
 
 // MinBytes is the smallest bound a workspace may be given: below it ext4's own
 // structures leave too little room for a checkout.
-const MinBytes = int64(32 << 20)
+const MinBytes = backend.MinDiskBytes
 
 // UnavailableError says why workspaces cannot be bounded on this host, and what would
 // allow it.
