@@ -37,10 +37,11 @@ func (s *Service) scanTranscript(ctx context.Context, sb store.Sandbox, se store
 	s.scan.mu.Unlock()
 	var found []alarm.Finding
 	var after time.Time
+	afterKnown := from != 0
 	for _, e := range entries[from:] {
 		for _, f := range alarm.ToolEntry(e) {
-			if found == nil && from == 0 {
-				after = s.lastCleared(ctx, sb)
+			if !afterKnown {
+				after, afterKnown = s.lastCleared(ctx, sb), true
 			}
 			if !e.Time.IsZero() && !e.Time.After(after) {
 				continue
