@@ -40,19 +40,7 @@ func testDiskFull(t T, h Harness, other *sandbox) {
 	id := NewID()
 	spec := h.Spec(id)
 	spec.DiskBytes = diskBound
-	if err := h.Backend.Create(ctx, spec); err != nil {
-		t.Fatalf("Create with a disk limit of %d MiB: %v", diskBound>>20, err)
-	}
-	destroyed := false
-	t.Cleanup(func() {
-		if !destroyed {
-			h.Backend.Destroy(context.Background(), id)
-		}
-	})
-	if err := h.Backend.Start(ctx, id); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	sb := &sandbox{h: h, id: id, client: connect(t, h, id)}
+	sb := startSpec(t, h, id, spec)
 	if lr, ok := h.Backend.(backend.LimitReader); ok {
 		l, err := lr.Limits(ctx, id)
 		if err != nil {
@@ -94,7 +82,6 @@ func testDiskFull(t T, h Harness, other *sandbox) {
 	if err := h.Backend.Destroy(ctx, id); err != nil {
 		t.Fatalf("Destroy: %v", err)
 	}
-	destroyed = true
 	if h.Leftovers != nil {
 		if left := h.Leftovers(id); len(left) > 0 {
 			t.Errorf("a destroyed sandbox with a disk limit left on the host: %v", left)

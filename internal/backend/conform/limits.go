@@ -40,16 +40,9 @@ func testLimits(t T, h Harness) {
 	spec := h.Spec(id)
 	want := h.smallLimits()
 	spec.CPUs, spec.MemoryBytes, spec.PidsLimit = want.CPUs, want.MemoryBytes, want.Pids
+	sb := startSpec(t, h, id, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := h.Backend.Create(ctx, spec); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() { h.Backend.Destroy(context.Background(), id) })
-	if err := h.Backend.Start(ctx, id); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	sb := &sandbox{h: h, id: id, client: connect(t, h, id)}
 
 	got, err := lr.Limits(ctx, id)
 	var ne *backend.LimitsNotEnforcedError

@@ -129,9 +129,16 @@ func NewID() backend.ID {
 
 func start(t T, h Harness, id backend.ID) *sandbox {
 	t.Helper()
+	return startSpec(t, h, id, h.Spec(id))
+}
+
+// startSpec creates and starts sandbox id of spec, destroyed when t ends (a no-op once a
+// check has destroyed it), and connects to its guest.
+func startSpec(t T, h Harness, id backend.ID, spec backend.Spec) *sandbox {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := h.Backend.Create(ctx, h.Spec(id)); err != nil {
+	if err := h.Backend.Create(ctx, spec); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { h.Backend.Destroy(context.Background(), id) })
