@@ -38,10 +38,7 @@ func (b *Bwrap) makeDisk(ctx context.Context, spec backend.Spec, p paths) error 
 // a reboot of the host); a sandbox without one is left as it is.
 func (b *Bwrap) mountDisk(ctx context.Context, id backend.ID) error {
 	p := b.paths(id)
-	if !diskimage.Exists(p.diskImage()) {
-		return nil
-	}
-	if _, err := diskimage.Mount(ctx, p.diskImage(), p.workspace()); err != nil {
+	if err := diskimage.Remount(ctx, p.diskImage(), p.workspace()); err != nil {
 		return fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return nil
@@ -51,13 +48,7 @@ func (b *Bwrap) mountDisk(ctx context.Context, id backend.ID) error {
 // one made without, an error for one whose image is not mounted.
 func (b *Bwrap) diskLimit(id backend.ID) (int64, error) {
 	p := b.paths(id)
-	if !diskimage.Exists(p.diskImage()) {
-		return 0, nil
-	}
-	if n := diskimage.Size(p.diskImage(), p.workspace()); n > 0 {
-		return n, nil
-	}
-	return 0, &backend.LimitsNotEnforcedError{Reason: "the workspace's disk image is not mounted", Fix: "stop the sandbox and start it again"}
+	return diskimage.Limit(p.diskImage(), p.workspace())
 }
 
 // removeDisk unmounts and deletes a sandbox's workspace image, if it has one.

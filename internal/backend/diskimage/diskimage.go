@@ -142,6 +142,28 @@ func Exists(image string) bool {
 	return err == nil
 }
 
+// Remount mounts a workspace's image at dir again, if it was made with one (the mount
+// is gone after a reboot of the host); a workspace without one is left as it is.
+func Remount(ctx context.Context, image, dir string) error {
+	if !Exists(image) {
+		return nil
+	}
+	_, err := Mount(ctx, image, dir)
+	return err
+}
+
+// Limit reads back a workspace's disk limit from its mount: zero for one made without an
+// image, an error for one whose image is not mounted at dir.
+func Limit(image, dir string) (int64, error) {
+	if !Exists(image) {
+		return 0, nil
+	}
+	if n := Size(image, dir); n > 0 {
+		return n, nil
+	}
+	return 0, &backend.LimitsNotEnforcedError{Reason: "the workspace's disk image is not mounted", Fix: "stop the sandbox and start it again"}
+}
+
 // Size is the disk limit in force on dir, read back from the mount: the size of image
 // when it is what is mounted at dir, else 0.
 func Size(image, dir string) int64 {

@@ -62,10 +62,10 @@ func (d *Docker) workspaceMount(ctx context.Context, spec backend.Spec, labels m
 // mountDisk mounts a sandbox's workspace image again before its container starts (it is
 // gone after a reboot of the host); a sandbox without one is left as it is.
 func (d *Docker) mountDisk(ctx context.Context, id backend.ID) error {
-	if d.dir == "" || !diskimage.Exists(d.diskImage(id)) {
+	if d.dir == "" {
 		return nil
 	}
-	if _, err := diskimage.Mount(ctx, d.diskImage(id), d.diskMount(id)); err != nil {
+	if err := diskimage.Remount(ctx, d.diskImage(id), d.diskMount(id)); err != nil {
 		return fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return nil
@@ -74,13 +74,10 @@ func (d *Docker) mountDisk(ctx context.Context, id backend.ID) error {
 // diskLimit reads back a sandbox's disk limit from its workspace's mount: zero for one
 // made without, an error for one whose image is not mounted.
 func (d *Docker) diskLimit(id backend.ID) (int64, error) {
-	if d.dir == "" || !diskimage.Exists(d.diskImage(id)) {
+	if d.dir == "" {
 		return 0, nil
 	}
-	if n := diskimage.Size(d.diskImage(id), d.diskMount(id)); n > 0 {
-		return n, nil
-	}
-	return 0, &backend.LimitsNotEnforcedError{Reason: "the workspace's disk image is not mounted", Fix: "stop the sandbox and start it again"}
+	return diskimage.Limit(d.diskImage(id), d.diskMount(id))
 }
 
 // removeDisk unmounts and deletes a sandbox's workspace image and its directory, once
