@@ -62,23 +62,14 @@ func nsInit(argv []string) error {
 			cmd.Process.Signal(s)
 		}
 	}()
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if pid != cmd.Process.Pid {
-			continue
-		}
-		if ws.Signaled() || ws.ExitStatus() != 0 {
-			return fmt.Errorf("the guest ended: %v", describeWait(ws))
-		}
-		return nil
+	ws, err := reapUntil(cmd.Process.Pid)
+	if err != nil {
+		return err
 	}
+	if ws.Signaled() || ws.ExitStatus() != 0 {
+		return fmt.Errorf("the guest ended: %v", describeWait(ws))
+	}
+	return nil
 }
 
 // inherited returns the descriptors from 3 up to the first one not open, as

@@ -94,17 +94,27 @@ func dropAndRun(argv []string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	ws, err := reapUntil(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the guest ended: %v", describeWait(ws))
+}
+
+// reapUntil waits for every child, orphans included, until pid ends, and says how it
+// ended.
+func reapUntil(pid int) (unix.WaitStatus, error) {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return err
+			return ws, err
 		}
-		if pid == cmd.Process.Pid {
-			return fmt.Errorf("the guest ended: %v", describeWait(ws))
+		if got == pid {
+			return ws, nil
 		}
 	}
 }
