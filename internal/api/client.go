@@ -291,8 +291,7 @@ func (c *Client) StopNetLearning(ctx context.Context, sandboxName string) (netpo
 
 func (c *Client) netLearning(ctx context.Context, req NetLearnRequest) (netpolicy.Learning, error) {
 	var out netpolicy.Learning
-	body, _ := json.Marshal(req)
-	err := c.Do(ctx, http.MethodPost, "/v1/net/learning", strings.NewReader(string(body)), &out)
+	err := c.postJSON(ctx, "/v1/net/learning", req, &out)
 	return out, err
 }
 
@@ -318,8 +317,7 @@ func (c *Client) NetProposal(ctx context.Context, sandboxName string, prune bool
 // ApplyNetProposal makes a sandbox's proposal its rules and returns what was applied.
 func (c *Client) ApplyNetProposal(ctx context.Context, sandboxName string, prune bool) (netpolicy.Proposal, error) {
 	var out netpolicy.Proposal
-	body, _ := json.Marshal(NetProposalRequest{Sandbox: sandboxName, Prune: prune})
-	err := c.Do(ctx, http.MethodPost, "/v1/net/proposal", strings.NewReader(string(body)), &out)
+	err := c.postJSON(ctx, "/v1/net/proposal", NetProposalRequest{Sandbox: sandboxName, Prune: prune}, &out)
 	return out, err
 }
 

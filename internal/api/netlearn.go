@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -61,8 +60,8 @@ func (s *Server) listNetLearning(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) netLearn(w http.ResponseWriter, r *http.Request) {
 	var req NetLearnRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if !s.mySandbox(w, r, req.Sandbox) {
@@ -108,8 +107,8 @@ func (s *Server) netProposal(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) applyNetProposal(w http.ResponseWriter, r *http.Request) {
 	var req NetProposalRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if !s.mySandbox(w, r, req.Sandbox) {
