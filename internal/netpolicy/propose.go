@@ -132,8 +132,7 @@ func ruleKey(scope, pattern string) string {
 func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learned []store.NetLearned, prune bool) Proposal {
 	prop := Proposal{Learning: lr, Lines: []ProposalLine{}, Learned: []LearnedDest{}}
 	for _, d := range learned {
-		prop.Learned = append(prop.Learned, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
-			Reason: d.Reason, Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+		prop.Learned = append(prop.Learned, learnedDest(d, d.Reason))
 	}
 	type use struct {
 		n     int
@@ -160,12 +159,9 @@ func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learn
 			count(ruleKey(scopeOf(dec.Scope, sandbox), dec.Rule), dest, d.Count)
 		case !dec.Allowed && dec.Rule != "":
 			count(ruleKey(scopeOf(dec.Scope, sandbox), dec.Rule), dest, d.Count)
-			prop.Refused = append(prop.Refused, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
-				Reason: dec.Reason, Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+			prop.Refused = append(prop.Refused, learnedDest(d, dec.Reason))
 		case dataName(d.Host) != "":
-			prop.Suspect = append(prop.Suspect, LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused,
-				Reason: "the name carries data: " + dataName(d.Host), Methods: d.Methods, Paths: d.Paths,
-				First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)})
+			prop.Suspect = append(prop.Suspect, learnedDest(d, "the name carries data: "+dataName(d.Host)))
 		default:
 			pat := d.Host
 			if d.Port != 80 && d.Port != 443 {
@@ -230,6 +226,12 @@ func propose(lr Learning, sandbox string, pol egress.Policy, rules []Rule, learn
 	slices.SortFunc(adds, func(a, b ProposalLine) int { return strings.Compare(a.Pattern, b.Pattern) })
 	prop.Lines = append(prop.Lines, adds...)
 	return prop
+}
+
+// learnedDest is d as a proposal shows it, with reason.
+func learnedDest(d store.NetLearned, reason string) LearnedDest {
+	return LearnedDest{Host: d.Host, Port: d.Port, Requests: d.Count, Refused: d.Refused, Reason: reason,
+		Methods: d.Methods, Paths: d.Paths, First: rfc3339(d.FirstSeen), Last: rfc3339(d.LastSeen)}
 }
 
 // dataName says why a label of host reads as data (alarm.DataLabel), or "" when none does.
