@@ -239,24 +239,19 @@ type verifyRun struct {
 // named that cannot run here.
 func verifyOutcome(report verifyReport, unavailable []string) error {
 	var failed []string
-	for _, c := range report.HostGit {
-		if c.Status == conform.Fail {
-			failed = append(failed, "host git: "+c.Name)
-		}
-	}
-	if report.Daemon != nil {
-		for _, c := range report.Daemon.Checks {
+	failedIn := func(group string, checks []conform.Result) {
+		for _, c := range checks {
 			if c.Status == conform.Fail {
-				failed = append(failed, "daemon: "+c.Name)
+				failed = append(failed, group+": "+c.Name)
 			}
 		}
+	}
+	failedIn("host git", report.HostGit)
+	if report.Daemon != nil {
+		failedIn("daemon", report.Daemon.Checks)
 	}
 	for _, bv := range report.Backends {
-		for _, c := range bv.Checks {
-			if c.Status == conform.Fail {
-				failed = append(failed, bv.Name+": "+c.Name)
-			}
-		}
+		failedIn(bv.Name, bv.Checks)
 		if len(bv.LeftBehind) > 0 {
 			failed = append(failed, bv.Name+": left behind")
 		}
