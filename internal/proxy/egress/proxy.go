@@ -311,16 +311,20 @@ func (h *handler) decided(x *exchange, host string, allowed bool, reason string,
 		Allowed: allowed, Reason: reason, Explicit: explicit, Repeat: x.repeat})
 }
 
+// refused tells OnDenial and OnRequest that host was refused for reason.
+func (h *handler) refused(x *exchange, host, reason string, now time.Time, repeat bool) {
+	if h.p.onDenial != nil {
+		h.p.onDenial(Denial{Time: now, Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason, Repeat: repeat})
+	}
+	h.decided(x, host, false, reason, false)
+}
+
 // deny answers 403 with the command that would allow the destination, and records the denial.
 func (h *handler) deny(w http.ResponseWriter, x *exchange, host, reason string) {
 	x.reason = reason
 	x.host, x.status = host, http.StatusForbidden
 	now := time.Now()
-	repeat := h.fold(x, now)
-	if h.p.onDenial != nil {
-		h.p.onDenial(Denial{Time: now, Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason, Repeat: repeat})
-	}
-	h.decided(x, host, false, reason, false)
+	h.refused(x, host, reason, now, h.fold(x, now))
 	hint := host
 	if x.port != 80 && x.port != 443 {
 		hint = joinHostPort(host, x.port)

@@ -105,10 +105,7 @@ func (h *handler) refuseTunnel(x *exchange, host, reason string) error {
 	now := time.Now()
 	x.status, x.reason = http.StatusForbidden, reason
 	x.repeat = h.p.repeats.seen(fmt.Sprintf("%s|tls|%s", h.sandbox, joinHostPort(host, x.port)), now)
-	if h.p.onDenial != nil {
-		h.p.onDenial(Denial{Time: now, Sandbox: h.sandbox, Host: host, Port: x.port, Reason: reason, Repeat: x.repeat})
-	}
-	h.decided(x, host, false, reason, false)
+	h.refused(x, host, reason, now, x.repeat)
 	return errors.New(reason)
 }
 
