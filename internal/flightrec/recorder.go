@@ -266,15 +266,15 @@ func (c *chain) write(q []Entry) {
 	}
 	var buf bytes.Buffer
 	for _, e := range q {
-		if dest := e.Fields["host"] + ":" + e.Fields["port"]; e.Kind == KindNet && e.Fields["repeat"] == "true" &&
-			(c.folded[dest] > 0 || len(c.folded) < maxFolded) {
-			c.folded[dest]++
-			continue
-		}
-		if e.Kind == KindNet && e.Fields["allowed"] == "false" {
-			if n := c.folded[e.Fields["host"]+":"+e.Fields["port"]]; n > 0 {
+		if e.Kind == KindNet {
+			dest := e.Fields["host"] + ":" + e.Fields["port"]
+			if e.Fields["repeat"] == "true" && (c.folded[dest] > 0 || len(c.folded) < maxFolded) {
+				c.folded[dest]++
+				continue
+			}
+			if n := c.folded[dest]; n > 0 && e.Fields["allowed"] == "false" {
 				e.Fields["folded_before"] = strconv.Itoa(n)
-				delete(c.folded, e.Fields["host"]+":"+e.Fields["port"])
+				delete(c.folded, dest)
 			}
 		}
 		c.append(&buf, e)
