@@ -207,27 +207,33 @@ func (p *Rules) StopLearning(ctx context.Context, sandbox string) (Learning, err
 
 // Learning reports a sandbox's learn mode, after writing what it learned so far.
 func (p *Rules) Learning(ctx context.Context, sandbox string) (Learning, error) {
+	out, _, err := p.learned(ctx, sandbox)
+	return out, err
+}
+
+// learned is Learning with the destinations it counts.
+func (p *Rules) learned(ctx context.Context, sandbox string) (Learning, []store.NetLearned, error) {
 	sb, err := p.opts.Sandboxes.Get(ctx, sandbox)
 	if err != nil {
-		return Learning{}, err
+		return Learning{}, nil, err
 	}
 	p.flushLearned(ctx)
 	w, err := p.opts.Store.NetLearningOf(ctx, sb.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Learning{}, notLearned(sandbox)
+		return Learning{}, nil, notLearned(sandbox)
 	} else if err != nil {
-		return Learning{}, err
+		return Learning{}, nil, err
 	}
 	learned, err := p.opts.Store.NetLearnedOf(ctx, sb.ID)
 	if err != nil {
-		return Learning{}, err
+		return Learning{}, nil, err
 	}
 	out := Learning{Sandbox: sb.Name, Active: w.Until.After(time.Now()), Since: rfc3339(w.StartedAt), Until: rfc3339(w.Until),
 		Destinations: len(learned), Dropped: w.Dropped}
 	for _, d := range learned {
 		out.Requests += d.Count
 	}
-	return out, nil
+	return out, learned, nil
 }
 
 // Learnings lists the sandboxes learning now.

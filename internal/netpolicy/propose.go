@@ -68,15 +68,7 @@ type LearnedDest struct {
 // Propose computes a sandbox's proposal from what it learned, against its rules today.
 // With prune, the sandbox's own allow rules that allowed nothing are proposed for removal.
 func (p *Rules) Propose(ctx context.Context, sandbox string, prune bool) (Proposal, error) {
-	lr, err := p.Learning(ctx, sandbox)
-	if err != nil {
-		return Proposal{}, err
-	}
-	sb, err := p.opts.Sandboxes.Get(ctx, sandbox)
-	if err != nil {
-		return Proposal{}, err
-	}
-	learned, err := p.opts.Store.NetLearnedOf(ctx, sb.ID)
+	lr, learned, err := p.learned(ctx, sandbox)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -88,7 +80,7 @@ func (p *Rules) Propose(ctx context.Context, sandbox string, prune bool) (Propos
 	if err != nil {
 		return Proposal{}, err
 	}
-	return propose(lr, sb.Name, pol, rules, learned, prune), nil
+	return propose(lr, lr.Sandbox, pol, rules, learned, prune), nil
 }
 
 // ApplyProposal makes a sandbox's proposal its rules, through Set (and Remove when
