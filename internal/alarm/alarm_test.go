@@ -156,3 +156,20 @@ func TestManyNames(t *testing.T) {
 		t.Errorf("%d parents kept", got)
 	}
 }
+
+// TestControlFindingAlike: one write of a control file, seen in a transcript and by the
+// file watch, is worded alike (so it stands as one alarm), a long path included.
+func TestControlFindingAlike(t *testing.T) {
+	p := "/workspace/.git/hooks/" + strings.Repeat("h", 400)
+	why := ControlFile(p)
+	if why == "" {
+		t.Fatalf("%s is not a control file", p)
+	}
+	seen := ToolEntry(transcript.Entry{Kind: transcript.KindFileChange, Tool: "Write", Path: p})
+	if len(seen) != 1 {
+		t.Fatalf("the transcript's write gave %+v", seen)
+	}
+	if watched := ControlFinding(p, why, "files", "modified"); watched.Detail != seen[0].Detail {
+		t.Errorf("the file watch words it %q, the transcript %q", watched.Detail, seen[0].Detail)
+	}
+}

@@ -37,7 +37,7 @@ func ToolEntry(e transcript.Entry) []Finding {
 	switch e.Kind {
 	case transcript.KindFileChange:
 		if why := ControlFile(e.Path); why != "" {
-			add(controlFinding(e.Path, why, "transcript"))
+			add(ControlFinding(e.Path, why, "transcript", "changed"))
 		}
 	case transcript.KindToolCall:
 		input := inputText(e.Input)
@@ -50,15 +50,21 @@ func ToolEntry(e transcript.Entry) []Finding {
 		}
 		for _, p := range inputPaths(e.Input, input) {
 			if why := ControlFile(p); why != "" {
-				add(controlFinding(p, why, "transcript"))
+				add(ControlFinding(p, why, "transcript", "changed"))
 			}
 		}
 	}
 	return out
 }
 
-func controlFinding(p, why, source string) Finding {
-	return Finding{Kind: KindControlFile, Source: source, Detail: "control file changed: " + clip(p, 300) + " (" + why + ")"}
+// ControlFinding is the alarm of control file p (why: alarm.ControlFile's answer)
+// "changed" or "removed", seen by source: worded alike whoever saw it, so that one write
+// seen both in a transcript and by the file watch stands as one alarm.
+func ControlFinding(p, why, source, change string) Finding {
+	if change != "removed" {
+		change = "changed"
+	}
+	return Finding{Kind: KindControlFile, Source: source, Detail: "control file " + change + ": " + clip(p, 300) + " (" + why + ")"}
 }
 
 // writes says whether a tool of that name writes files.

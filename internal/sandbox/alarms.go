@@ -57,13 +57,7 @@ func (s *Service) controlChanged(sb store.Sandbox, attrs map[string]string) {
 	if why == "" {
 		return
 	}
-	// Worded as a tool call's write is (alarm.ToolEntry), so that the one write seen both
-	// ways stands as one alarm.
-	if change != "removed" {
-		change = "changed"
-	}
-	s.raiseSoon(sb.Name, "", alarm.Finding{Kind: alarm.KindControlFile, Source: "files",
-		Detail: "control file " + change + ": " + p + " (" + why + ")"})
+	s.raiseSoon(sb.Name, "", alarm.ControlFinding(p, why, "files", change))
 }
 
 // raiseSoon is Raise on its own goroutine, for callers that must not block (the egress
