@@ -48,11 +48,11 @@ type Spec struct {
 	ID ID
 	// Name is the user-facing name, for labels and hostnames.
 	Name string
-	// AgentBinary is the host path of a static linux paddock binary to inject as the
+	// GuestBinary is the host path of a static linux paddock binary to inject as the
 	// guest at /opt/paddock/bin/paddock.
-	AgentBinary string
-	// AgentSHA256 is the hex sha256 of AgentBinary; the backend verifies the copy.
-	AgentSHA256 string
+	GuestBinary string
+	// GuestSHA256 is the hex sha256 of GuestBinary; the backend verifies the copy.
+	GuestSHA256 string
 	// Rootfs, when set, is a directory used as the sandbox's root filesystem instead of
 	// the host's /usr, /etc and friends (backends that use host directories only).
 	Rootfs string
@@ -332,7 +332,7 @@ type DockerfileBuilder interface {
 	BuildDockerfile(ctx context.Context, contextDir, dockerfile, tag string, progress func(string)) error
 }
 
-// FileSHA256 is the hex sha256 of a file's content, as Spec.AgentSHA256 holds it.
+// FileSHA256 is the hex sha256 of a file's content, as Spec.GuestSHA256 holds it.
 func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

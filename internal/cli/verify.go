@@ -131,7 +131,7 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 	if err := os.Chmod(tmp, 0o711); err != nil {
 		return err
 	}
-	agent, err := verifyAgent(cfg, filepath.Join(tmp, "agent"))
+	agent, err := verifyGuest(cfg, filepath.Join(tmp, "agent"))
 	if err != nil {
 		return err
 	}
@@ -270,21 +270,21 @@ func verifyOutcome(report verifyReport, unavailable []string) error {
 	return nil
 }
 
-// verifyAgent installs the guest the daemon would inject (the config's, else the small
+// verifyGuest installs the guest the daemon would inject (the config's, else the small
 // guest beside this binary, else this binary) in dir.
-func verifyAgent(cfg config.Config, dir string) (sandbox.AgentBinary, error) {
-	src := cfg.AgentBinary
+func verifyGuest(cfg config.Config, dir string) (sandbox.GuestBinary, error) {
+	src := cfg.GuestBinary
 	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
 		src = env
 	}
 	if src == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return sandbox.AgentBinary{}, fmt.Errorf("find this executable to inject as the guest: %w", err)
+			return sandbox.GuestBinary{}, fmt.Errorf("find this executable to inject as the guest: %w", err)
 		}
 		src = daemon.GuestBinary(self)
 	}
-	return sandbox.InstallAgent(src, dir)
+	return sandbox.InstallGuest(src, dir)
 }
 
 func closeBackend(b backend.Backend) {
@@ -322,7 +322,7 @@ func verifyRuntimes(ctx context.Context, b backend.Backend) []verifyRuntime {
 
 // verifyBackend runs the checks on b's sandboxes under rt, destroying every sandbox it
 // made however the run ends (Ctrl-C too), then looks for what they left.
-func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt verifyRuntime, agent sandbox.AgentBinary, p config.Paths) (*backendVerify, error) {
+func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt verifyRuntime, agent sandbox.GuestBinary, p config.Paths) (*backendVerify, error) {
 	name := b.Name()
 	if rt.Name != "" {
 		name += "+" + rt.Name
@@ -338,7 +338,7 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 			mu.Lock()
 			ids = append(ids, id)
 			mu.Unlock()
-			return backend.Spec{ID: id, Name: "verify-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256, Runtime: rt.Name}
+			return backend.Spec{ID: id, Name: "verify-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256, Runtime: rt.Name}
 		},
 		// Where the daemon keeps its config and state: secrets planted there must stay out.
 		HostSecrets:      existingDirs(filepath.Join(filepath.Dir(p.Config), "verify-secret"), filepath.Join(p.State, "verify-secret")),

@@ -22,9 +22,9 @@ type Config struct {
 	// DefaultBackend names the backend `paddock up` uses without --backend. Empty means
 	// the first available of bwrap, docker.
 	DefaultBackend string `toml:"default_backend"`
-	// AgentBinary is a static linux paddock binary to inject as the guest. Empty
+	// GuestBinary is a static linux paddock binary to inject as the guest. Empty
 	// means this executable, which must then be static (it is, as released).
-	AgentBinary string `toml:"agent_binary"`
+	GuestBinary string `toml:"agent_binary"`
 	// Backends holds each backend's own settings, e.g. [backends.bwrap] rootfs = "/srv/rootfs".
 	Backends map[string]map[string]any `toml:"backends"`
 	// Providers configures the credential proxy: [providers.anthropic] key_command = "...".
@@ -202,8 +202,8 @@ func (c Config) validate(path string) error {
 	if _, err := metering.NewPrices(c.Prices); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	if c.AgentBinary != "" && !strings.HasPrefix(c.AgentBinary, "/") {
-		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.AgentBinary)
+	if c.GuestBinary != "" && !strings.HasPrefix(c.GuestBinary, "/") {
+		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.GuestBinary)
 	}
 	for name, opts := range c.Backends {
 		if rootfs, ok := opts["rootfs"].(string); ok && rootfs != "" && backend.IsHostRoot(rootfs) {

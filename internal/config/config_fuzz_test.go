@@ -38,8 +38,8 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		if c.AgentBinary != "" && !filepath.IsAbs(c.AgentBinary) {
-			t.Fatalf("accepted a relative agent_binary %q", c.AgentBinary)
+		if c.GuestBinary != "" && !filepath.IsAbs(c.GuestBinary) {
+			t.Fatalf("accepted a relative agent_binary %q", c.GuestBinary)
 		}
 		for name, m := range c.MCP {
 			switch {

@@ -14,7 +14,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{name: "empty", content: ""},
 		{name: "full", content: "default_backend = \"bwrap\"\nagent_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
-			want: Config{DefaultBackend: "bwrap", AgentBinary: "/opt/p", Backends: map[string]map[string]any{"bwrap": {"rootfs": "/srv/r"}}}},
+			want: Config{DefaultBackend: "bwrap", GuestBinary: "/opt/p", Backends: map[string]map[string]any{"bwrap": {"rootfs": "/srv/r"}}}},
 		{name: "syntax error names the line", content: "default_backend = \"bwrap\"\n\nagent_binary = = 1\n", wantErr: "config.toml:3:"},
 		{name: "unknown key names the line", content: "# comment\ndefault_backendd = \"x\"\n", wantErr: `config.toml:2: unknown key "default_backendd"`},
 		{name: "wrong type", content: "default_backend = 3\n", wantErr: "config.toml:1:"},
@@ -43,7 +43,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.DefaultBackend != tc.want.DefaultBackend || got.AgentBinary != tc.want.AgentBinary ||
+			if got.DefaultBackend != tc.want.DefaultBackend || got.GuestBinary != tc.want.GuestBinary ||
 				len(got.Backends) != len(tc.want.Backends) || got.Notify.Webhook != tc.want.Notify.Webhook ||
 				got.Notify.Format != tc.want.Notify.Format || len(got.Notify.Events) != len(tc.want.Notify.Events) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)

@@ -80,18 +80,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	agentSrc := cfg.AgentBinary
+	guestSrc := cfg.GuestBinary
 	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
-		agentSrc = env
+		guestSrc = env
 	}
-	if agentSrc == "" {
+	if guestSrc == "" {
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find this executable to inject as the guest: %w", err)
 		}
-		agentSrc = GuestBinary(self)
+		guestSrc = GuestBinary(self)
 	}
-	agent, err := sandbox.InstallAgent(agentSrc, filepath.Join(p.Cache, "agent"))
+	guest, err := sandbox.InstallGuest(guestSrc, filepath.Join(p.Cache, "agent"))
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func Run(ctx context.Context, opts Options) error {
 		flight = nil
 	}
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
-		Agent: agent, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
+		Guest: guest, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
 		ReposDir: filepath.Join(p.Cache, "repos"), Alarms: cfg.Alarms, Flight: flight})
 	defer svc.Close()
 	prices, err := metering.NewPrices(cfg.Prices)
@@ -160,7 +160,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var once sync.Once
 	apiSrv := api.NewServer(svc, sessions, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
-		PID: os.Getpid(), Agent: agent.SHA256}, log, func() { once.Do(stop) })
+		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
 	apiSrv.EnableMetering(meter)

@@ -9,39 +9,39 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
-// AgentBinary is a verified copy of the guest in the daemon's cache.
-type AgentBinary struct {
+// GuestBinary is a verified copy of the guest in the daemon's cache.
+type GuestBinary struct {
 	Path   string
 	SHA256 string
 }
 
-// InstallAgent copies src into dir under a name made of its sha256, verifies the copy's
+// InstallGuest copies src into dir under a name made of its sha256, verifies the copy's
 // sha256, and makes it read-only. An existing verified copy is reused.
-func InstallAgent(src, dir string) (AgentBinary, error) {
+func InstallGuest(src, dir string) (GuestBinary, error) {
 	sum, err := backend.FileSHA256(src)
 	if err != nil {
-		return AgentBinary{}, fmt.Errorf("agent binary %s: %w", src, err)
+		return GuestBinary{}, fmt.Errorf("agent binary %s: %w", src, err)
 	}
 	dst := filepath.Join(dir, "paddock-"+sum[:16])
 	if got, err := backend.FileSHA256(dst); err == nil && got == sum {
-		return AgentBinary{Path: dst, SHA256: sum}, nil
+		return GuestBinary{Path: dst, SHA256: sum}, nil
 	}
 	// Searchable by others: as root, the sandbox's uid must reach the binary by path.
 	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return AgentBinary{}, err
+		return GuestBinary{}, err
 	}
 	if err := os.Chmod(dir, 0o711); err != nil {
-		return AgentBinary{}, err
+		return GuestBinary{}, err
 	}
 	tmp, err := os.CreateTemp(dir, ".agent-*")
 	if err != nil {
-		return AgentBinary{}, err
+		return GuestBinary{}, err
 	}
 	defer os.Remove(tmp.Name())
 	in, err := os.Open(src)
 	if err != nil {
 		tmp.Close()
-		return AgentBinary{}, err
+		return GuestBinary{}, err
 	}
 	_, err = io.Copy(tmp, in)
 	in.Close()
@@ -52,13 +52,13 @@ func InstallAgent(src, dir string) (AgentBinary, error) {
 		err = cerr
 	}
 	if err != nil {
-		return AgentBinary{}, fmt.Errorf("copy agent binary: %w", err)
+		return GuestBinary{}, fmt.Errorf("copy agent binary: %w", err)
 	}
 	if got, err := backend.FileSHA256(tmp.Name()); err != nil || got != sum {
-		return AgentBinary{}, fmt.Errorf("copy agent binary: the copy's sha256 %s differs from the source's %s", got, sum)
+		return GuestBinary{}, fmt.Errorf("copy agent binary: the copy's sha256 %s differs from the source's %s", got, sum)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return AgentBinary{}, err
+		return GuestBinary{}, err
 	}
-	return AgentBinary{Path: dst, SHA256: sum}, nil
+	return GuestBinary{Path: dst, SHA256: sum}, nil
 }

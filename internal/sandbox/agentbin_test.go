@@ -12,7 +12,7 @@ func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "paddock")
 	os.WriteFile(src, []byte("agent binary v1"), 0o755)
-	a, err := InstallAgent(src, filepath.Join(dir, "cache"))
+	a, err := InstallGuest(src, filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
 	// A cached copy that no longer matches its name is replaced, not trusted.
 	os.Chmod(a.Path, 0o755)
 	os.WriteFile(a.Path, []byte("tampered"), 0o755)
-	b, err := InstallAgent(src, filepath.Join(dir, "cache"))
+	b, err := InstallGuest(src, filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbox, req CreateRequest, bundle io.Reader, progress Progress) (Info, error) {
 	id := backend.ID(sb.ID)
 	progress(fmt.Sprintf("creating sandbox %s on %s", sb.Name, b.Name()))
-	spec := backend.Spec{ID: id, Name: sb.Name, AgentBinary: s.opts.Agent.Path, AgentSHA256: s.opts.Agent.SHA256,
+	spec := backend.Spec{ID: id, Name: sb.Name, GuestBinary: s.opts.Guest.Path, GuestSHA256: s.opts.Guest.SHA256,
 		Rootfs: req.Rootfs, Env: s.sandboxEnv(sb), OpenNetwork: sb.Network == "open",
 		Image: req.Image, CPUs: req.CPUs, MemoryBytes: req.MemoryBytes, PidsLimit: req.PidsLimit, DiskBytes: req.DiskBytes, Runtime: sb.Runtime,
 		Source: req.SourcePath, NPM: s.npmPackages(req.Agents), Placement: req.Placement}

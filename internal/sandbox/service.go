@@ -108,7 +108,7 @@ type Options struct {
 	// DefaultBackend is used when a request names none; empty picks the first available
 	// in the order of Preference.
 	DefaultBackend string
-	Agent          AgentBinary
+	Guest          GuestBinary
 	Version        string
 	Logger         *slog.Logger
 	// Creds is the credential proxy every sandbox reaches through a tunnel.

@@ -163,8 +163,8 @@ type Version struct {
 	Version  string `json:"version"`
 	Protocol int    `json:"protocol"`
 	PID      int    `json:"pid"`
-	// Agent is the sha256 of the guest binary the daemon injects.
-	Agent string `json:"agent_sha256"`
+	// Guest is the sha256 of the guest binary the daemon injects.
+	Guest string `json:"agent_sha256"`
 }
 
 // Version asks the daemon who it is; it fails fast when no daemon listens.

@@ -49,7 +49,7 @@ func BenchmarkCreateToFirstExec(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		id := backend.ID(fmt.Sprintf("bench%d", i))
 		start := time.Now()
-		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 			b.Fatal(err)
 		}
 		if err := be.Start(ctx, id); err != nil {
@@ -78,10 +78,10 @@ func runningSandbox(b *testing.B) (*guestclient.Client, backend.Backend, backend
 }
 
 // runningSandboxWith is runningSandbox with the given guest binary.
-func runningSandboxWith(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) (*guestclient.Client, backend.Backend, backend.ID) {
+func runningSandboxWith(b *testing.B, be backend.Backend, agent sandbox.GuestBinary) (*guestclient.Client, backend.Backend, backend.ID) {
 	ctx := context.Background()
 	id := backend.ID("benchrun")
-	if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { be.Destroy(context.Background(), id) })
@@ -166,19 +166,19 @@ func BenchmarkIdleMemory(b *testing.B) {
 
 // smallGuest is the small guest (cmd/paddock-guest), what the daemon injects when `make
 // build` put it beside paddock, installed where the sandbox uid reaches it.
-func smallGuest(b *testing.B) sandbox.AgentBinary {
+func smallGuest(b *testing.B) sandbox.GuestBinary {
 	path, err := testenv.SmallGuest()
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(path, filepath.Join(shortTempDir(b), "agent"))
+	agent, err := sandbox.InstallGuest(path, filepath.Join(shortTempDir(b), "agent"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return agent
 }
 
-func idleMemory(b *testing.B, be backend.Backend, agent sandbox.AgentBinary) {
+func idleMemory(b *testing.B, be backend.Backend, agent sandbox.GuestBinary) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -259,7 +259,7 @@ func processesRSS(id string) (rss, anon int64) {
 // trip, in sandboxes with their cgroup and sized mounts against the same without them
 // (today's sandbox before limits), alternating in the same run. The aim is under 10%.
 func BenchmarkLimits(b *testing.B) {
-	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.AgentBinary) {
+	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.GuestBinary) {
 		limited, agent := newBackend(b)
 		plain, _ := newBackend(b)
 		plain.DisableLimits()
@@ -275,7 +275,7 @@ func BenchmarkLimits(b *testing.B) {
 // ioctl, whose request the filter must read each time), in sandboxes with the filter
 // against the same without it, alternating in the same run.
 func BenchmarkSeccomp(b *testing.B) {
-	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.AgentBinary) {
+	pair := func(b *testing.B) (*bwrap.Bwrap, *bwrap.Bwrap, sandbox.GuestBinary) {
 		filtered, agent := newBackend(b)
 		plain, _ := newBackend(b)
 		plain.DisableSeccomp()
@@ -289,7 +289,7 @@ func BenchmarkSeccomp(b *testing.B) {
 }
 
 // backendPair returns the backend measured, the baseline's and the guest both run.
-type backendPair func(b *testing.B) (ours, baseline *bwrap.Bwrap, agent sandbox.AgentBinary)
+type backendPair func(b *testing.B) (ours, baseline *bwrap.Bwrap, agent sandbox.GuestBinary)
 
 // compareCreateToFirstExec times Create, Start, connect and `exec true` on both backends,
 // alternating which goes first.
@@ -298,7 +298,7 @@ func compareCreateToFirstExec(b *testing.B, pair backendPair) {
 	ctx := context.Background()
 	once := func(be *bwrap.Bwrap, id backend.ID) time.Duration {
 		start := time.Now()
-		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 			b.Fatal(err)
 		}
 		if err := be.Start(ctx, id); err != nil {
@@ -336,7 +336,7 @@ func compareExec(b *testing.B, pair backendPair, argv []string) {
 	ctx := context.Background()
 	// Distinct IDs: sandboxes' cgroups are named after them, beneath one parent.
 	client := func(be *bwrap.Bwrap, id backend.ID) *guestclient.Client {
-		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		if err := be.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { be.Destroy(context.Background(), id) })

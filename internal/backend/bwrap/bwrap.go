@@ -203,7 +203,7 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 	if err := validID(spec.ID); err != nil {
 		return err
 	}
-	if spec.AgentBinary == "" {
+	if spec.GuestBinary == "" {
 		return errors.New("create sandbox: no agent binary given")
 	}
 	if spec.Rootfs == "" {

@@ -30,13 +30,13 @@ func TestMain(m *testing.M) {
 
 // newBackend returns a bwrap backend in a temporary directory and an installed guest,
 // skipping only when bubblewrap cannot run here (CI installs it, so nothing skips there).
-func newBackend(t testing.TB) (*bwrap.Bwrap, sandbox.AgentBinary) {
+func newBackend(t testing.TB) (*bwrap.Bwrap, sandbox.GuestBinary) {
 	t.Helper()
 	return newBackendHiding(t, nil)
 }
 
 // newBackendHiding is newBackend with host paths its sandboxes must not see.
-func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.AgentBinary) {
+func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.GuestBinary) {
 	t.Helper()
 	dir := shortTempDir(t)
 	b, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb"), Hide: hide})
@@ -50,7 +50,7 @@ func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.AgentB
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(self, filepath.Join(dir, "agent"))
+	agent, err := sandbox.InstallGuest(self, filepath.Join(dir, "agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "conf-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
 		// Beside the backend's directory, where the daemon keeps its state and config.
@@ -121,7 +121,7 @@ func TestRootfs(t *testing.T) {
 
 	ctx := context.Background()
 	id := backend.ID("rootfs1")
-	spec := backend.Spec{ID: id, Name: "rootfs", AgentBinary: agent.Path, AgentSHA256: agent.SHA256, Rootfs: rootfs}
+	spec := backend.Spec{ID: id, Name: "rootfs", GuestBinary: agent.Path, GuestSHA256: agent.SHA256, Rootfs: rootfs}
 	if err := b.Create(ctx, spec); err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	a = append(a, b.mountArgs(spec)...)
 	a = append(a,
 		"--bind", p.workspace(), inside.Workspace, "--bind", p.home(), inside.Home,
-		"--ro-bind", spec.AgentBinary, agentPath,
+		"--ro-bind", spec.GuestBinary, agentPath,
 	)
 	a = append(a, b.rootArgs()...)
 	if !b.noSeccomp {

@@ -61,7 +61,7 @@ func TestNoSecretOnCommandLine(t *testing.T) {
 	b, agent := newBackend(t)
 	token := "paddock-placeholder-" + randomHex(t, 16)
 	id := backend.ID("argsfd1")
-	c := startSandbox(t, b, backend.Spec{ID: id, Name: "argsfd", AgentBinary: agent.Path, AgentSHA256: agent.SHA256,
+	c := startSandbox(t, b, backend.Spec{ID: id, Name: "argsfd", GuestBinary: agent.Path, GuestSHA256: agent.SHA256,
 		Env: []string{"ANTHROPIC_API_KEY=" + token}})
 
 	if code, out := run(t, c, "printenv ANTHROPIC_API_KEY"); code != 0 || strings.TrimSpace(out) != token {
@@ -129,7 +129,7 @@ func TestConfigMasked(t *testing.T) {
 	t.Cleanup(func() { os.Remove(link) })
 
 	b, agent := newBackendHiding(t, []string{link, file})
-	c := startSandbox(t, b, backend.Spec{ID: "masked1", Name: "masked", AgentBinary: agent.Path, AgentSHA256: agent.SHA256})
+	c := startSandbox(t, b, backend.Spec{ID: "masked1", Name: "masked", GuestBinary: agent.Path, GuestSHA256: agent.SHA256})
 
 	if code, out := run(t, c, "cat "+beside); code != 0 || !strings.Contains(out, key) {
 		t.Fatalf("the file beside the hidden ones is not readable, so /etc is not shown and this test proves nothing: exit %d, %q", code, out)

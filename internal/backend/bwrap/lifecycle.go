@@ -39,7 +39,7 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 		return err
 	}
 	p := b.paths(id)
-	if _, err := os.Stat(spec.AgentBinary); err != nil {
+	if _, err := os.Stat(spec.GuestBinary); err != nil {
 		return fmt.Errorf("start sandbox %s: agent binary: %w", id, err)
 	}
 

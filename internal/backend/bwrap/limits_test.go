@@ -30,7 +30,7 @@ func TestCgroup(t *testing.T) {
 	}
 	ctx := context.Background()
 	id := backend.ID("cgroup1")
-	spec := backend.Spec{ID: id, Name: "cgroup", AgentBinary: agent.Path, AgentSHA256: agent.SHA256,
+	spec := backend.Spec{ID: id, Name: "cgroup", GuestBinary: agent.Path, GuestSHA256: agent.SHA256,
 		CPUs: 1.5, MemoryBytes: 300 << 20, PidsLimit: 200}
 	if err := b.Create(ctx, spec); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ func TestSoak(t *testing.T) {
 	backendtest.Soak(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "soak-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "soak-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
 		Dir:       b.Dir(),

@@ -22,7 +22,7 @@ type Harness struct {
 	// Backend under test.
 	Backend backend.Backend
 	// Spec returns a spec for a new sandbox with the given ID; the suite sets nothing
-	// else, so the harness fills AgentBinary, AgentSHA256 and anything backend-specific.
+	// else, so the harness fills GuestBinary, GuestSHA256 and anything backend-specific.
 	Spec func(id backend.ID) backend.Spec
 	// Leftovers, when set, lists what a destroyed sandbox left on the host (processes,
 	// mounts, directories, containers, volumes); the suite requires it to be empty.

@@ -20,13 +20,13 @@ import (
 
 // benchBackend is the backend as the daemon makes it: with its own directory, so that its
 // sandboxes are reached through their direct channel (this runs as root on a local engine).
-func benchBackend(b *testing.B) (*docker.Docker, sandbox.AgentBinary) {
+func benchBackend(b *testing.B) (*docker.Docker, sandbox.GuestBinary) {
 	return benchBackendIn(b, b.TempDir())
 }
 
 // benchBackendIn makes the backend with dir as its directory; with none, its sandboxes are
 // reached through the exec bridge, as those of a remote engine are.
-func benchBackendIn(b *testing.B, dir string) (*docker.Docker, sandbox.AgentBinary) {
+func benchBackendIn(b *testing.B, dir string) (*docker.Docker, sandbox.GuestBinary) {
 	d, err := docker.New(backend.Env{Dir: dir})
 	if err != nil {
 		b.Fatal(err)
@@ -81,11 +81,11 @@ func BenchmarkRunscCreateToFirstExec(b *testing.B) {
 
 // createToFirstExec times Create + Start + connect + `exec true` of a new sandbox under
 // runtime, then removes it.
-func createToFirstExec(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) time.Duration {
+func createToFirstExec(b *testing.B, d *docker.Docker, agent sandbox.GuestBinary, runtime string) time.Duration {
 	ctx := context.Background()
 	id := backend.ID(fmt.Sprintf("bench%d", time.Now().UnixNano()%10000000))
 	start := time.Now()
-	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	defer d.Destroy(ctx, id)
@@ -116,10 +116,10 @@ func running(b *testing.B) (*guestclient.Client, string) {
 }
 
 // runningUnder starts a sandbox under runtime for the rest of the benchmark.
-func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.AgentBinary, runtime string) (*guestclient.Client, string) {
+func runningUnder(b *testing.B, d *docker.Docker, agent sandbox.GuestBinary, runtime string) (*guestclient.Client, string) {
 	ctx := context.Background()
 	id := backend.ID(fmt.Sprintf("benchrun%d", time.Now().UnixNano()%10000000))
-	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: "bench", Runtime: runtime, GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Destroy(context.Background(), id) })

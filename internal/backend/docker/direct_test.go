@@ -21,7 +21,7 @@ import (
 
 // directBackend is a backend with its own directory, as the daemon makes it, and the
 // small guest; it skips (fails, when strict) without a Docker engine here.
-func directBackend(t *testing.T) (*Docker, sandbox.AgentBinary) {
+func directBackend(t *testing.T) (*Docker, sandbox.GuestBinary) {
 	t.Helper()
 	d, err := New(backend.Env{Dir: t.TempDir()})
 	if err != nil {
@@ -37,7 +37,7 @@ func directBackend(t *testing.T) (*Docker, sandbox.AgentBinary) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(guest, t.TempDir())
+	agent, err := sandbox.InstallGuest(guest, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func directBackend(t *testing.T) (*Docker, sandbox.AgentBinary) {
 }
 
 // startSandbox makes and starts a sandbox named name, removed when the test ends.
-func startSandbox(t *testing.T, d *Docker, agent sandbox.AgentBinary, name string) backend.ID {
+func startSandbox(t *testing.T, d *Docker, agent sandbox.GuestBinary, name string) backend.ID {
 	t.Helper()
 	ctx := context.Background()
 	id := backend.ID(fmt.Sprintf("%s%d", name, time.Now().UnixNano()%100000000))
-	if err := d.Create(ctx, backend.Spec{ID: id, Name: name, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := d.Create(ctx, backend.Spec{ID: id, Name: name, GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Destroy(context.Background(), id) })
@@ -300,7 +300,7 @@ func TestDirectOlderSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := backend.ID(fmt.Sprintf("older%d", time.Now().UnixNano()%100000000))
-	spec := backend.Spec{ID: id, Name: "older", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+	spec := backend.Spec{ID: id, Name: "older", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 	if err := older.Create(ctx, spec); err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,13 @@ import (
 // smallGuest is the small guest (cmd/paddock-guest), as the daemon injects it, in a
 // directory of the test. Its hash changes only with the guest's code, so the engine keeps
 // one guest volume across test runs, not one per test binary.
-func smallGuest(tb testing.TB) sandbox.AgentBinary {
+func smallGuest(tb testing.TB) sandbox.GuestBinary {
 	tb.Helper()
 	path, err := testenv.SmallGuest()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(path, tb.TempDir())
+	agent, err := sandbox.InstallGuest(path, tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "conf-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		Leftovers: b.Leftovers,
 		Allows:    b.Expect(context.Background(), "").Allows,

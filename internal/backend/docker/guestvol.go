@@ -48,11 +48,11 @@ func guestMount(vol string) mount.Mount {
 // after that each sandbox costs one inspect, which notices a volume removed since, or
 // made again empty (as mounting a missing volume does: such a volume lacks the label).
 func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image string) (string, string, error) {
-	sum := spec.AgentSHA256
+	sum := spec.GuestSHA256
 	if sum == "" {
-		s, err := backend.FileSHA256(spec.AgentBinary)
+		s, err := backend.FileSHA256(spec.GuestBinary)
 		if err != nil {
-			return "", "", fmt.Errorf("agent binary %s: %w", spec.AgentBinary, err)
+			return "", "", fmt.Errorf("agent binary %s: %w", spec.GuestBinary, err)
 		}
 		sum = s
 	}
@@ -80,7 +80,7 @@ func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image strin
 	case d.guestVols[name] == v.CreatedAt:
 		return name, sum, nil
 	}
-	if err := d.fillGuestVolume(ctx, name, image, spec.AgentBinary, sum); err != nil {
+	if err := d.fillGuestVolume(ctx, name, image, spec.GuestBinary, sum); err != nil {
 		return "", "", err
 	}
 	d.guestVols[name] = v.CreatedAt

@@ -32,7 +32,7 @@ func TestGuestVolume(t *testing.T) {
 	if err := os.WriteFile(own, append(data, 0), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	agent, err = sandbox.InstallAgent(own, t.TempDir())
+	agent, err = sandbox.InstallGuest(own, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

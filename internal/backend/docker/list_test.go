@@ -21,7 +21,7 @@ func TestStatesAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := backend.ID("listmade" + string(running[len("listrun"):]))
-	if err := d.Create(ctx, backend.Spec{ID: made, Name: "listmade", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := d.Create(ctx, backend.Spec{ID: made, Name: "listmade", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Destroy(context.Background(), made) })
@@ -57,7 +57,7 @@ func TestStatesAndLimits(t *testing.T) {
 	if err := d.Destroy(ctx, running); err != nil {
 		t.Fatal(err)
 	}
-	small := backend.Spec{ID: running, Name: "listrun", AgentBinary: agent.Path, AgentSHA256: agent.SHA256, CPUs: 0.5, MemoryBytes: 256 << 20, PidsLimit: 200}
+	small := backend.Spec{ID: running, Name: "listrun", GuestBinary: agent.Path, GuestSHA256: agent.SHA256, CPUs: 0.5, MemoryBytes: 256 << 20, PidsLimit: 200}
 	if err := d.Create(ctx, small); err != nil {
 		t.Fatal(err)
 	}

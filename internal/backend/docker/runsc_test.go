@@ -19,7 +19,7 @@ import (
 // runscBackend is the docker backend with gVisor's runsc as its runtime. Without runsc
 // registered with the engine the test is skipped, except under testenv.Strict (CI),
 // where `make setup` registers it and the test must run.
-func runscBackend(t *testing.T) (*docker.Docker, sandbox.AgentBinary) {
+func runscBackend(t *testing.T) (*docker.Docker, sandbox.GuestBinary) {
 	t.Helper()
 	b, err := docker.New(backend.Env{Dir: t.TempDir(), Options: map[string]any{"runtime": docker.Runsc}})
 	if err != nil {
@@ -47,7 +47,7 @@ func TestConformanceRunsc(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "gv-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "gv-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		Leftovers:        b.Leftovers,
 		LimitsEndSandbox: expect.LimitsEndSandbox,
@@ -66,7 +66,7 @@ func TestRunscIsGVisor(t *testing.T) {
 	id := backend.ID("gvisor" + strings.ReplaceAll(time.Now().Format("150405.000"), ".", ""))
 	// The backend's default runtime is runsc here: name it in the spec too, as `up
 	// --runtime` does, and check the other way round below.
-	if err := b.Create(ctx, backend.Spec{ID: id, Name: "gvisor", Runtime: docker.Runsc, AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := b.Create(ctx, backend.Spec{ID: id, Name: "gvisor", Runtime: docker.Runsc, GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Destroy(context.Background(), id) })

@@ -29,11 +29,11 @@ func ratio(b *testing.B, ours, base time.Duration, unit string) {
 
 // createToFirstExec makes a sandbox, starts it, connects and runs `true`, and returns how
 // long that took; the sandbox is removed after, untimed.
-func createToFirstExec(b *testing.B, k *kubernetes.Kubernetes, agent sandbox.AgentBinary, id backend.ID) time.Duration {
+func createToFirstExec(b *testing.B, k *kubernetes.Kubernetes, agent sandbox.GuestBinary, id backend.ID) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if err := k.Create(ctx, backend.Spec{ID: id, Name: string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := k.Create(ctx, backend.Spec{ID: id, Name: string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatalf("Create: %v", err)
 	}
 	defer k.Destroy(context.Background(), id)
@@ -101,7 +101,7 @@ func BenchmarkExec(b *testing.B) {
 	k, agent := newBackend(b)
 	id := backend.ID("bexec")
 	ctx := context.Background()
-	if err := k.Create(ctx, backend.Spec{ID: id, Name: "bexec", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := k.Create(ctx, backend.Spec{ID: id, Name: "bexec", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	defer k.Destroy(ctx, id)
@@ -154,7 +154,7 @@ func BenchmarkScale50(b *testing.B) {
 				defer wg.Done()
 				id := backend.ID(fmt.Sprintf("s%d-%d", i, j))
 				t0 := time.Now()
-				if err := k.Create(ctx, backend.Spec{ID: id, Name: string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+				if err := k.Create(ctx, backend.Spec{ID: id, Name: string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 					b.Errorf("Create %s: %v", id, err)
 					return
 				}

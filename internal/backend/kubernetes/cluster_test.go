@@ -41,12 +41,12 @@ func clientset(t testing.TB) k8s.Interface {
 }
 
 // up makes and starts a sandbox and connects to its guest.
-func up(t *testing.T, b *kubernetes.Kubernetes, agent sandbox.AgentBinary, open bool) (backend.ID, *guestclient.Client) {
+func up(t *testing.T, b *kubernetes.Kubernetes, agent sandbox.GuestBinary, open bool) (backend.ID, *guestclient.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	id := backend.ID(fmt.Sprintf("t%d", time.Now().UnixNano()%1e9))
-	if err := b.Create(ctx, backend.Spec{ID: id, Name: "k8s-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256, OpenNetwork: open}); err != nil {
+	if err := b.Create(ctx, backend.Spec{ID: id, Name: "k8s-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256, OpenNetwork: open}); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { b.Destroy(context.Background(), id) })
@@ -416,7 +416,7 @@ func TestRuntimeClass(t *testing.T) {
 		t.Cleanup(func() { deleteNamespace(t, b.Namespace()) })
 		if want != "" {
 			ctx := context.Background()
-			spec := backend.Spec{ID: "rc", Name: "rc", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			spec := backend.Spec{ID: "rc", Name: "rc", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 			if err := b.Create(ctx, spec); err != nil {
 				t.Fatal(err)
 			}

@@ -134,7 +134,7 @@ func TestDoctor(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		// An image the nodes do not have: said at once, with how to load it.
-		spec := backend.Spec{ID: "stuckimg", Name: "stuck", AgentBinary: agent.Path, AgentSHA256: agent.SHA256, Image: "paddock/not-loaded:1"}
+		spec := backend.Spec{ID: "stuckimg", Name: "stuck", GuestBinary: agent.Path, GuestSHA256: agent.SHA256, Image: "paddock/not-loaded:1"}
 		if err := b.Create(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestDoctor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec = backend.Spec{ID: "stuckbig", Name: "big", AgentBinary: agent.Path, AgentSHA256: agent.SHA256, MemoryBytes: 1 << 40}
+		spec = backend.Spec{ID: "stuckbig", Name: "big", GuestBinary: agent.Path, GuestSHA256: agent.SHA256, MemoryBytes: 1 << 40}
 		if err := big.Create(ctx, spec); err != nil {
 			t.Fatal(err)
 		}

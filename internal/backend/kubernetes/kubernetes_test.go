@@ -15,13 +15,13 @@ import (
 
 // newBackend is the backend on the test cluster, in a namespace of its own, with the
 // sandbox image loaded, and the guest to inject.
-func newBackend(t testing.TB) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
+func newBackend(t testing.TB) (*kubernetes.Kubernetes, sandbox.GuestBinary) {
 	t.Helper()
 	return newBackendWith(t, k8stest.Options(t, ""))
 }
 
 // newBackendWith is newBackend with the options given.
-func newBackendWith(t testing.TB, opts map[string]any) (*kubernetes.Kubernetes, sandbox.AgentBinary) {
+func newBackendWith(t testing.TB, opts map[string]any) (*kubernetes.Kubernetes, sandbox.GuestBinary) {
 	t.Helper()
 	b, err := kubernetes.New(backend.Env{Dir: t.TempDir(), Options: opts})
 	if err != nil {
@@ -32,7 +32,7 @@ func newBackendWith(t testing.TB, opts map[string]any) (*kubernetes.Kubernetes, 
 	if err := b.Available(context.Background()); err != nil {
 		t.Fatalf("the test cluster must serve the backend: %v", err)
 	}
-	agent, err := sandbox.InstallAgent(k8stest.Guest(t), t.TempDir())
+	agent, err := sandbox.InstallGuest(k8stest.Guest(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "conf-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		PidsLimit: expect.PidsLimit,
 		Leftovers: b.Leftovers, // what verify looks for

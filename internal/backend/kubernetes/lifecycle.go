@@ -50,7 +50,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	// The copy in the pod is checked against it: a binary that is not what the daemon
 	// hashed fails there.
-	sum := spec.AgentSHA256
+	sum := spec.GuestSHA256
 	if sum == "" {
 		return errors.New("the guest binary's sha256 is not known")
 	}
@@ -67,7 +67,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	rec.Pod = &podSpec{Image: image, Env: append(backend.BaseEnv(spec), spec.Env...), OpenNetwork: spec.OpenNetwork,
-		CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, AgentSHA256: sum, AgentBinary: spec.AgentBinary}
+		CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, GuestSHA256: sum, GuestBinary: spec.GuestBinary}
 	if err := k.save(spec.ID, rec); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id ba
 	if err := get(ctx, c.api.core, rec.Namespace, "pods", pod, &p); err == nil && !initRunning(&p, prepareContainer) {
 		return nil
 	}
-	sum := rec.Pod.AgentSHA256
+	sum := rec.Pod.GuestSHA256
 	// Saying go lets the prepare container end, which may cut the exec that said it: an
 	// exec that fails is judged by how the container ended.
 	if !hasGuest {
@@ -197,7 +197,7 @@ func (k *Kubernetes) install(ctx context.Context, c *cluster, rec *record, id ba
 			return err
 		}
 	}
-	bin, err := os.Open(rec.Pod.AgentBinary)
+	bin, err := os.Open(rec.Pod.GuestBinary)
 	if err != nil {
 		return fmt.Errorf("read the guest binary: %w", err)
 	}

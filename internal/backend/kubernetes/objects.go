@@ -111,8 +111,8 @@ type podSpec struct {
 	OpenNetwork bool     `json:"open_network,omitempty"`
 	CPUs        float64  `json:"cpus"`
 	MemoryBytes int64    `json:"memory_bytes"`
-	AgentSHA256 string   `json:"agent_sha256"`
-	AgentBinary string   `json:"agent_binary"`
+	GuestSHA256 string   `json:"agent_sha256"`
+	GuestBinary string   `json:"agent_binary"`
 }
 
 // pullPolicy is the pods' imagePullPolicy: the configured one, else Never for an image

@@ -50,7 +50,7 @@ func bwrapBackend(b *testing.B) baseline {
 	if err := be.Available(context.Background()); err != nil {
 		testenv.Missing(b, fmt.Sprintf("bwrap, the benchmarks' baseline (%v)", err), "apt-get install bubblewrap")
 	}
-	agent, err := sandbox.InstallAgent(guest(b), filepath.Join(dir, "agent"))
+	agent, err := sandbox.InstallGuest(guest(b), filepath.Join(dir, "agent"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func createToExecNet(b *testing.B, be backend.Backend, id backend.ID, open bool)
 	ctx := context.Background()
 	start := time.Now()
 	sp := spec(b, id)
-	sp.AgentBinary = guestOf(b, be)
+	sp.GuestBinary = guestOf(b, be)
 	sp.OpenNetwork = open
 	if err := be.Create(ctx, sp); err != nil {
 		b.Fatal(err)
@@ -150,7 +150,7 @@ func BenchmarkCreateToFirstExecCPU(b *testing.B) {
 func running(b *testing.B, be backend.Backend, id backend.ID) *guestclient.Client {
 	ctx := context.Background()
 	sp := spec(b, id)
-	sp.AgentBinary = guestOf(b, be)
+	sp.GuestBinary = guestOf(b, be)
 	if err := be.Create(ctx, sp); err != nil {
 		b.Fatal(err)
 	}

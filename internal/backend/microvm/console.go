@@ -131,13 +131,13 @@ func (m *MicroVM) stopConsoles() {
 // words.
 func (f *firecrackerVMM) startConsoleKeep(id backend.ID, md meta) (*os.File, error) {
 	dir := f.m.sandboxDir(id)
-	if md.AgentBinary == "" {
+	if md.GuestBinary == "" {
 		return nil, fmt.Errorf("microvm: the sandbox has no guest binary to keep its console")
 	}
-	if md.AgentSHA256 != "" {
+	if md.GuestSHA256 != "" {
 		// The binary runs on the host: the daemon's verified copy, checked again.
-		if got, err := backend.FileSHA256(md.AgentBinary); err != nil || got != md.AgentSHA256 {
-			return nil, fmt.Errorf("microvm: the guest binary %s does not have the sha256 %s (%v)", md.AgentBinary, md.AgentSHA256, err)
+		if got, err := backend.FileSHA256(md.GuestBinary); err != nil || got != md.GuestSHA256 {
+			return nil, fmt.Errorf("microvm: the guest binary %s does not have the sha256 %s (%v)", md.GuestBinary, md.GuestSHA256, err)
 		}
 	}
 	r, w, err := os.Pipe()
@@ -145,7 +145,7 @@ func (f *firecrackerVMM) startConsoleKeep(id backend.ID, md meta) (*os.File, err
 		return nil, err
 	}
 	defer r.Close()
-	keeper := exec.Command(md.AgentBinary, "guest", "console-keep", filepath.Join(dir, consoleLog), strconv.Itoa(consoleMax))
+	keeper := exec.Command(md.GuestBinary, "guest", "console-keep", filepath.Join(dir, consoleLog), strconv.Itoa(consoleMax))
 	keeper.Stdin = r
 	// It needs nothing of the daemon's environment.
 	keeper.Env = []string{}

@@ -66,7 +66,7 @@ func startSandbox(t *testing.T, b backend.Backend, id backend.ID) {
 // spec is a sandbox's spec with the small guest.
 func spec(tb testing.TB, id backend.ID) backend.Spec {
 	g := guest(tb)
-	return backend.Spec{ID: id, Name: string(id), AgentBinary: g, Env: []string{"PADDOCK_TEST=1"}}
+	return backend.Spec{ID: id, Name: string(id), GuestBinary: g, Env: []string{"PADDOCK_TEST=1"}}
 }
 
 // connect is a client of the guest in sandbox id.

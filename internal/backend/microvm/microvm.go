@@ -105,8 +105,8 @@ type meta struct {
 	VMM  string `json:"vmm"`
 	// Rootfs is the root file system image the sandbox boots.
 	Rootfs      string `json:"rootfs"`
-	AgentBinary string `json:"agent_binary"`
-	AgentSHA256 string `json:"agent_sha256"`
+	GuestBinary string `json:"agent_binary"`
+	GuestSHA256 string `json:"agent_sha256"`
 	// Limits are the sandbox's: the VM's size, and its cgroup's limits inside.
 	Limits backend.Limits `json:"limits"`
 	// OpenNetwork gives the VM a user-mode network device (`--network open`).
@@ -174,7 +174,7 @@ func (m *MicroVM) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	limits := backend.LimitsFor(spec)
-	md := meta{Name: spec.Name, VMM: vmm, Rootfs: rootfs, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256, Limits: limits,
+	md := meta{Name: spec.Name, VMM: vmm, Rootfs: rootfs, GuestBinary: spec.GuestBinary, GuestSHA256: spec.GuestSHA256, Limits: limits,
 		OpenNetwork: spec.OpenNetwork}
 	dir := m.sandboxDir(spec.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -113,18 +113,18 @@ func (m *MicroVM) bootFiles(md meta) (kernelELF, initrd, release string, err err
 	}
 	m.imageMu.Lock()
 	defer m.imageMu.Unlock()
-	sum := md.AgentSHA256
+	sum := md.GuestSHA256
 	if sum == "" {
-		if sum, err = backend.FileSHA256(md.AgentBinary); err != nil {
+		if sum, err = backend.FileSHA256(md.GuestBinary); err != nil {
 			return "", "", "", fmt.Errorf("the guest binary: %w", err)
 		}
 	}
 	initrd = filepath.Join(m.imageDir(), "initrd-"+initramfsFormat+"-"+k.Release+"-"+sum[:16]+".cpio")
 	if !exists(initrd) {
-		if got, err := backend.FileSHA256(md.AgentBinary); err != nil || got != sum {
-			return "", "", "", fmt.Errorf("the guest binary %s does not have the sha256 %s (%v)", md.AgentBinary, sum, err)
+		if got, err := backend.FileSHA256(md.GuestBinary); err != nil || got != sum {
+			return "", "", "", fmt.Errorf("the guest binary %s does not have the sha256 %s (%v)", md.GuestBinary, sum, err)
 		}
-		if err := writeInitramfs(initrd, md.AgentBinary, k); err != nil {
+		if err := writeInitramfs(initrd, md.GuestBinary, k); err != nil {
 			return "", "", "", err
 		}
 	}

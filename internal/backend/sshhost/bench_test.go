@@ -33,13 +33,13 @@ func pair(b *testing.B) (remote, local *guestclient.Client) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(self, filepath.Join(dir, "agent"))
+	agent, err := sandbox.InstallGuest(self, filepath.Join(dir, "agent"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	id := backend.ID("benchlocal")
-	if err := lb.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := lb.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { lb.Destroy(context.Background(), id) })

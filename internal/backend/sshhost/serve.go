@@ -183,8 +183,8 @@ func (s *server) putGuest(st net.Conn, req request) {
 // when it sent none, this executable.
 func (s *server) guestFor(spec *backend.Spec) error {
 	spec.Placement, spec.Source = nil, ""
-	if spec.AgentBinary != "" {
-		if !sha256RE.MatchString(spec.AgentSHA256) || spec.AgentBinary != s.guestPath(spec.AgentSHA256) {
+	if spec.GuestBinary != "" {
+		if !sha256RE.MatchString(spec.GuestSHA256) || spec.GuestBinary != s.guestPath(spec.GuestSHA256) {
 			return errors.New("the guest binary must be one sent with put-guest")
 		}
 		return nil
@@ -206,7 +206,7 @@ func (s *server) guestFor(spec *backend.Spec) error {
 			return err
 		}
 	}
-	spec.AgentBinary, spec.AgentSHA256 = path, sum
+	spec.GuestBinary, spec.GuestSHA256 = path, sum
 	return nil
 }
 

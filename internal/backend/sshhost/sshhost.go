@@ -245,13 +245,13 @@ func (b *SSH) Create(ctx context.Context, spec backend.Spec) error {
 	return b.do(ctx, host, func(l *Link) error {
 		remote := spec
 		remote.Placement, remote.Source = nil, ""
-		remote.AgentBinary, remote.AgentSHA256 = "", ""
-		if goArch[l.Arch] == hostArch() && spec.AgentBinary != "" {
-			path, err := l.putGuest(ctx, spec.AgentBinary, spec.AgentSHA256)
+		remote.GuestBinary, remote.GuestSHA256 = "", ""
+		if goArch[l.Arch] == hostArch() && spec.GuestBinary != "" {
+			path, err := l.putGuest(ctx, spec.GuestBinary, spec.GuestSHA256)
 			if err != nil {
 				return err
 			}
-			remote.AgentBinary, remote.AgentSHA256 = path, spec.AgentSHA256
+			remote.GuestBinary, remote.GuestSHA256 = path, spec.GuestSHA256
 		}
 		_, err := l.call(ctx, request{Op: opCreate, Spec: &remote})
 		return err

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	b     *sshhost.SSH
 	srv   *sshdtest.Server
-	agent sandbox.AgentBinary
+	agent sandbox.GuestBinary
 	dir   string // the backend's directory
 	cfg   string // the config directory holding hosts.json
 }
@@ -57,14 +57,14 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fx.agent, err = sandbox.InstallAgent(self, t.TempDir()); err != nil {
+	if fx.agent, err = sandbox.InstallGuest(self, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	return fx
 }
 
 func (fx *fixture) spec(id backend.ID) backend.Spec {
-	return backend.Spec{ID: id, Name: "ssh-" + string(id), AgentBinary: fx.agent.Path, AgentSHA256: fx.agent.SHA256,
+	return backend.Spec{ID: id, Name: "ssh-" + string(id), GuestBinary: fx.agent.Path, GuestSHA256: fx.agent.SHA256,
 		Placement: map[string]string{sshhost.PlaceHost: "h1"}}
 }
 

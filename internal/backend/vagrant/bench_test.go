@@ -30,7 +30,7 @@ func BenchmarkUp(b *testing.B) {
 	for i := range b.N {
 		id := backend.ID(fmt.Sprintf("bu%d%d", os.Getpid()%1000, i))
 		start := time.Now()
-		if err := bk.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+		if err := bk.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 			b.Fatal(err)
 		}
 		if err := bk.Start(ctx, id); err != nil {
@@ -66,7 +66,7 @@ func BenchmarkExec(b *testing.B) {
 	agent := guestBinary(b)
 	ctx := context.Background()
 	id := backend.ID(fmt.Sprintf("be%d", os.Getpid()%10000))
-	if err := bk.Create(ctx, backend.Spec{ID: id, Name: "bench", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := bk.Create(ctx, backend.Spec{ID: id, Name: "bench", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		b.Fatal(err)
 	}
 	defer bk.WaitRemovals()

@@ -41,12 +41,12 @@ func connect(tb testing.TB, b *vagrant.Vagrant, id backend.ID) *guestclient.Clie
 	return c
 }
 
-func guestBinary(t testing.TB) sandbox.AgentBinary {
+func guestBinary(t testing.TB) sandbox.GuestBinary {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := sandbox.InstallAgent(self, t.TempDir())
+	agent, err := sandbox.InstallGuest(self, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDockerProviderLifecycle(t *testing.T) {
 	agent := guestBinary(t)
 	ctx := context.Background()
 	id := backend.ID("lc" + strings.ToLower(fmt.Sprint(os.Getpid()%10000)))
-	if err := b.Create(ctx, backend.Spec{ID: id, Name: "life", AgentBinary: agent.Path, AgentSHA256: agent.SHA256}); err != nil {
+	if err := b.Create(ctx, backend.Spec{ID: id, Name: "life", GuestBinary: agent.Path, GuestSHA256: agent.SHA256}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Destroy(context.Background(), id); b.WaitRemovals() })
@@ -131,7 +131,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		Backend: b,
 		Spec: func(id backend.ID) backend.Spec {
-			return backend.Spec{ID: id, Name: "conf-" + string(id), AgentBinary: agent.Path, AgentSHA256: agent.SHA256}
+			return backend.Spec{ID: id, Name: "conf-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256}
 		},
 		Dir: dir,
 		Leftovers: func(id backend.ID) []string {

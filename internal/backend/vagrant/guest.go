@@ -167,12 +167,12 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 	if err != nil {
 		return err
 	}
-	out, err := run(client, "sh -s -- "+shell.Quote(m.AgentSHA256), strings.NewReader(prepareScript))
+	out, err := run(client, "sh -s -- "+shell.Quote(m.GuestSHA256), strings.NewReader(prepareScript))
 	if err != nil {
 		return fmt.Errorf("vagrant: prepare the machine for the guest: %w", err)
 	}
 	if strings.TrimSpace(out) != "have" {
-		f, err := os.Open(m.AgentBinary)
+		f, err := os.Open(m.GuestBinary)
 		if err != nil {
 			return fmt.Errorf("vagrant: the guest binary: %w", err)
 		}
@@ -181,8 +181,8 @@ func (g *sshGuest) ensure(ctx context.Context, id backend.ID, m meta) error {
 		if err != nil {
 			return fmt.Errorf("vagrant: copy the guest into the machine: %w", err)
 		}
-		if got := strings.TrimSpace(sum); got != m.AgentSHA256 && m.AgentSHA256 != "" {
-			return fmt.Errorf("vagrant: the guest in the machine has sha256 %s, want %s", got, m.AgentSHA256)
+		if got := strings.TrimSpace(sum); got != m.GuestSHA256 && m.GuestSHA256 != "" {
+			return fmt.Errorf("vagrant: the guest in the machine has sha256 %s, want %s", got, m.GuestSHA256)
 		}
 	}
 	var env []string

@@ -73,8 +73,8 @@ type meta struct {
 	// the Vagrantfile is paddock's (generated or the user's template, in the sandbox's
 	// directory).
 	Project     string `json:"project,omitempty"`
-	AgentBinary string `json:"agent_binary"`
-	AgentSHA256 string `json:"agent_sha256"`
+	GuestBinary string `json:"agent_binary"`
+	GuestSHA256 string `json:"agent_sha256"`
 	// Env is the guest's whole environment: backend.BaseEnv, the spec's and [vagrant] env.
 	Env []string `json:"env"`
 }
@@ -201,7 +201,7 @@ func (v *Vagrant) Create(ctx context.Context, spec backend.Spec) error {
 	if _, err := v.readMeta(spec.ID); err == nil {
 		return nil
 	}
-	m := meta{Name: spec.Name, AgentBinary: spec.AgentBinary, AgentSHA256: spec.AgentSHA256,
+	m := meta{Name: spec.Name, GuestBinary: spec.GuestBinary, GuestSHA256: spec.GuestSHA256,
 		Env: append(backend.BaseEnv(spec), spec.Env...)}
 	for _, k := range sortedKeys(v.settings.Env) {
 		m.Env = append(m.Env, k+"="+v.settings.Env[k])
