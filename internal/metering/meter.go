@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/config/cost"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/store"
@@ -28,15 +29,10 @@ const (
 const WarnAt = 0.8
 
 // Limit bounds spending: estimated US dollars and/or tokens (0: no bound of the kind).
-type Limit struct {
-	USD    float64 `toml:"usd" json:"usd,omitempty"`
-	Tokens int64   `toml:"tokens" json:"tokens,omitempty"`
-}
-
-func (l Limit) none() bool { return l.USD <= 0 && l.Tokens <= 0 }
+type Limit = cost.Limit
 
 // share is how much of l spent is: the larger of the dollars' and the tokens' shares.
-func (l Limit) share(spent store.UsageSum) float64 {
+func share(l Limit, spent store.UsageSum) float64 {
 	var s float64
 	if l.USD > 0 {
 		s = spent.CostUSD / l.USD
@@ -211,7 +207,7 @@ func (m *Meter) Flush(ctx context.Context) error {
 }
 
 func (m *Meter) setLimit(sandboxID, session string, l Limit) {
-	if l.none() {
+	if l.None() {
 		delete(m.budgets[sandboxID], session)
 		return
 	}
@@ -295,10 +291,10 @@ func (m *Meter) Admit(ctx context.Context, c creds.Call) *creds.Refusal {
 	session := m.session(ctx, c)
 	for _, key := range uniq("", session) {
 		l, _ := m.limit(c.SandboxID, key)
-		if l.none() {
+		if l.None() {
 			continue
 		}
-		if spent := m.spentLocked(ctx, c.SandboxID, key); l.share(*spent) >= 1 {
+		if spent := m.spentLocked(ctx, c.SandboxID, key); share(l, *spent) >= 1 {
 			return &creds.Refusal{Message: spentMessage(c.Sandbox, key, l, *spent)}
 		}
 	}
@@ -322,12 +318,12 @@ func (m *Meter) Record(c creds.Call, a creds.Answer) {
 	for _, key := range uniq("", session) {
 		spent := m.spentLocked(ctx, c.SandboxID, key)
 		l, _ := m.limit(c.SandboxID, key)
-		before := l.share(*spent)
+		before := share(l, *spent)
 		spent.Add(sum)
-		if l.none() {
+		if l.None() {
 			continue
 		}
-		after := l.share(*spent)
+		after := share(l, *spent)
 		switch {
 		case before < 1 && after >= 1:
 			evs = append(evs, budgetEvent(EventBudgetSpent, c.Sandbox, key, l, *spent))
@@ -389,7 +385,7 @@ func (m *Meter) Budgets(ctx context.Context, sandboxes []store.Sandbox) []Budget
 	defer m.mu.Unlock()
 	var out []Budget
 	for _, sb := range sandboxes {
-		if l, def := m.limit(sb.ID, ""); !l.none() {
+		if l, def := m.limit(sb.ID, ""); !l.None() {
 			out = append(out, Budget{Sandbox: sb.Name, Limit: l, Default: def, Spent: *m.spentLocked(ctx, sb.ID, "")})
 		}
 		for session, l := range m.budgets[sb.ID] {
@@ -449,7 +445,7 @@ func roundUp(usd float64) string {
 }
 
 func budgetEvent(kind, sandbox, session string, l Limit, spent store.UsageSum) events.Event {
-	detail := fmt.Sprintf("%s has spent %.0f%% of its budget", whose(sandbox, session), 100*l.share(spent))
+	detail := fmt.Sprintf("%s has spent %.0f%% of its budget", whose(sandbox, session), 100*share(l, spent))
 	if kind == EventBudgetSpent {
 		detail = spentMessage(sandbox, session, l, spent)
 	}

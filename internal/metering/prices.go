@@ -4,28 +4,16 @@
 package metering
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/config/cost"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Price is what a model costs, in US dollars per million tokens of each kind.
-type Price struct {
-	Input      float64 `toml:"input_per_mtok" json:"input_per_mtok"`
-	Output     float64 `toml:"output_per_mtok" json:"output_per_mtok"`
-	CacheRead  float64 `toml:"cache_read_per_mtok" json:"cache_read_per_mtok"`
-	CacheWrite float64 `toml:"cache_write_per_mtok" json:"cache_write_per_mtok"`
-}
-
-// Cost is the estimated cost of u at price p.
-func (p Price) Cost(u transcript.Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
-}
+type Price = cost.Price
 
 // DefaultPrices are the providers' published list prices (2025) for their well-known
 // models, keyed by model name prefix; the config's [prices."MODEL"] add to and override
@@ -75,10 +63,10 @@ func NewPrices(config map[string]Price) (Prices, error) {
 	for k, v := range DefaultPrices {
 		p.prices[k] = v
 	}
+	if err := cost.CheckPrices(config); err != nil {
+		return Prices{}, err
+	}
 	for k, v := range config {
-		if k == "" || v.Input < 0 || v.Output < 0 || v.CacheRead < 0 || v.CacheWrite < 0 {
-			return Prices{}, fmt.Errorf("prices.%q: a price is a model name (or its prefix) with prices per million tokens that are not negative", k)
-		}
 		p.prices[strings.ToLower(k)] = v
 	}
 	for k := range p.prices {
