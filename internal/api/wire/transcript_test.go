@@ -1,4 +1,4 @@
-package transcript
+package wire
 
 import (
 	"encoding/json"
@@ -22,14 +22,14 @@ func TestInputText(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// Through the daemon's answer: encoded by encoding/json, decoded by the client.
-			sent, err := json.Marshal(Entry{Kind: KindToolCall, Input: json.RawMessage(tt.input)})
+			sent, err := json.Marshal(TranscriptEntry{Kind: EntryToolCall, Input: json.RawMessage(tt.input)})
 			if tt.input == "" {
-				sent, err = json.Marshal(Entry{Kind: KindToolCall})
+				sent, err = json.Marshal(TranscriptEntry{Kind: EntryToolCall})
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got Entry
+			var got TranscriptEntry
 			if err := json.Unmarshal(sent, &got); err != nil {
 				t.Fatal(err)
 			}
