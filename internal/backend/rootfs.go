@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/paddockhq/paddock/internal/hostroot"
 )
 
 // RootfsHint says what to give as a root filesystem in place of one CheckRootfs refuses.
-const RootfsHint = "give a directory holding a Linux root filesystem of its own (for example one made with `mmdebstrap stable DIR`), " +
-	"or none, and the sandbox sees only the host's /usr, /etc and the like, read-only"
+const RootfsHint = hostroot.Hint
 
 // CheckRootfs checks a directory to be used as a sandbox's root filesystem (Spec.Rootfs):
 // it must be an absolute path to a directory, and not the host's own root however it is
@@ -26,7 +27,7 @@ func CheckRootfs(path string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("rootfs %s is not a directory", path)
 	}
-	if IsHostRoot(path) {
+	if hostroot.Is(path) {
 		how := ""
 		if filepath.Clean(path) != "/" {
 			how = fmt.Sprintf(" (%s is the same directory)", path)
@@ -34,18 +35,4 @@ func CheckRootfs(path string) error {
 		return fmt.Errorf("rootfs %s is the host's own root filesystem%s: a sandbox on it would see every file of the host, not a filesystem of its own", path, how)
 	}
 	return nil
-}
-
-// IsHostRoot reports whether path, once symlinks are followed, is the host's root
-// directory: "/" itself or the same directory under another name (a symlink, a bind mount).
-func IsHostRoot(path string) bool {
-	if resolved, err := filepath.EvalSymlinks(path); err == nil && resolved == "/" {
-		return true
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	root, err := os.Stat("/")
-	return err == nil && os.SameFile(fi, root)
 }

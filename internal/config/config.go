@@ -11,9 +11,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/paddockhq/paddock/internal/backend"
-	"github.com/paddockhq/paddock/internal/metering"
-	"github.com/paddockhq/paddock/internal/proxy/creds"
+	"github.com/paddockhq/paddock/internal/config/cost"
+	"github.com/paddockhq/paddock/internal/hostroot"
 )
 
 // Config is the daemon's configuration, read from one TOML file. Every field has a
@@ -29,15 +28,15 @@ type Config struct {
 	Backends map[string]map[string]any `toml:"backends"`
 	// Providers configures the credential proxy: [providers.anthropic] key_command = "...".
 	// Names other than anthropic, openai and gemini declare OpenAI-compatible endpoints.
-	Providers map[string]creds.Settings `toml:"providers"`
+	Providers map[string]Provider `toml:"providers"`
 	// Prices are what models cost, for the estimates of `paddock usage` and budgets:
 	// [prices."MODEL"] input_per_mtok = 3.0 (US dollars per million tokens; also
 	// output_per_mtok, cache_read_per_mtok, cache_write_per_mtok). A key is a model's
-	// name or a prefix of it; it adds to and overrides metering.DefaultPrices.
-	Prices map[string]metering.Price `toml:"prices"`
+	// name or a prefix of it; it adds to and overrides metering.DefaultPrices (internal/metering).
+	Prices map[string]cost.Price `toml:"prices"`
 	// Budget is every sandbox's budget unless `paddock budget set` gives it its own:
 	// [budget] usd = 10, tokens = 5000000 (either or both).
-	Budget metering.Limit `toml:"budget"`
+	Budget cost.Limit `toml:"budget"`
 	// MCP declares MCP servers made available in every sandbox: [mcp.NAME].
 	MCP map[string]MCPServer `toml:"mcp"`
 	// Notify says where to tell the user that a session waits for them or finished.
@@ -199,16 +198,16 @@ func (c Config) validate(path string) error {
 	if c.Budget.USD < 0 || c.Budget.Tokens < 0 {
 		return fmt.Errorf("config %s: [budget] usd and tokens cannot be negative", path)
 	}
-	if _, err := metering.NewPrices(c.Prices); err != nil {
+	if err := cost.CheckPrices(c.Prices); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	if c.GuestBinary != "" && !strings.HasPrefix(c.GuestBinary, "/") {
 		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.GuestBinary)
 	}
 	for name, opts := range c.Backends {
-		if rootfs, ok := opts["rootfs"].(string); ok && rootfs != "" && backend.IsHostRoot(rootfs) {
+		if rootfs, ok := opts["rootfs"].(string); ok && rootfs != "" && hostroot.Is(rootfs) {
 			return fmt.Errorf("config %s: [backends.%s] rootfs %q is the host's own root filesystem: a sandbox on it would see every file of the host; %s",
-				path, name, rootfs, backend.RootfsHint)
+				path, name, rootfs, hostroot.Hint)
 		}
 	}
 	if err := c.Auth.GitHub.validate(); err != nil {
@@ -257,4 +256,19 @@ func (n Notify) validate() error {
 		return fmt.Errorf("contact %q must be a mailto: or https:// URL", n.Contact)
 	}
 	return nil
+}
+
+// Provider is one model provider's entry of the config file ([providers.NAME]).
+type Provider struct {
+	// BaseURL is the upstream base URL.
+	BaseURL string `toml:"base_url"`
+	// Key is the key itself (prefer KeyCommand or KeyEnv: config files get shared).
+	Key string `toml:"key"`
+	// KeyCommand is run with sh -c; its output, trimmed, is the key (a password manager).
+	KeyCommand string `toml:"key_command"`
+	// KeyEnv names the daemon's environment variable holding the key.
+	KeyEnv string `toml:"key_env"`
+	// TokenURL is where the provider's subscription login is refreshed ([providers.anthropic]
+	// for Claude's, [providers.chatgpt] for Codex's); the agent CLI's own by default.
+	TokenURL string `toml:"token_url"`
 }

@@ -307,7 +307,7 @@ func (m *Meter) Record(c creds.Call, a creds.Answer) {
 	ctx := context.Background()
 	u := transcript.Usage{InputTokens: a.Input, OutputTokens: a.Output, CacheReadTokens: a.CacheRead, CacheWriteTokens: a.CacheWrite}
 	price, priced := m.opts.Prices.Of(a.Model)
-	cost := price.Cost(u)
+	cost := costOf(price, u)
 	sum := store.UsageSum{Requests: 1, Usage: u, CostUSD: cost}
 	if !priced {
 		sum.Unpriced = 1

@@ -10,10 +10,17 @@ import (
 	"github.com/paddockhq/paddock/internal/config/cost"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
+	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Price is what a model costs, in US dollars per million tokens of each kind.
 type Price = cost.Price
+
+// costOf is the estimated cost of u at price p.
+func costOf(p Price, u transcript.Usage) float64 {
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+}
 
 // DefaultPrices are the providers' published list prices (2025) for their well-known
 // models, keyed by model name prefix; the config's [prices."MODEL"] add to and override

@@ -3,11 +3,7 @@
 // read without the meter that applies them (internal/metering) and its state.
 package cost
 
-import (
-	"fmt"
-
-	"github.com/paddockhq/paddock/internal/transcript"
-)
+import "fmt"
 
 // Price is what a model costs, in US dollars per million tokens of each kind.
 type Price struct {
@@ -15,12 +11,6 @@ type Price struct {
 	Output     float64 `toml:"output_per_mtok" json:"output_per_mtok"`
 	CacheRead  float64 `toml:"cache_read_per_mtok" json:"cache_read_per_mtok"`
 	CacheWrite float64 `toml:"cache_write_per_mtok" json:"cache_write_per_mtok"`
-}
-
-// Cost is the estimated cost of u at price p.
-func (p Price) Cost(u transcript.Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
 }
 
 // CheckPrices refuses a price table ([prices]) with an empty model name or a negative

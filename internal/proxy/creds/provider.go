@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/config"
 )
 
 // Provider is one model provider the proxy serves under /NAME/ (or its Route).
@@ -45,19 +47,7 @@ type Provider struct {
 }
 
 // Settings are one provider's entry of the config file ([providers.NAME]).
-type Settings struct {
-	// BaseURL is the upstream base URL.
-	BaseURL string `toml:"base_url"`
-	// Key is the key itself (prefer KeyCommand or KeyEnv: config files get shared).
-	Key string `toml:"key"`
-	// KeyCommand is run with sh -c; its output, trimmed, is the key (a password manager).
-	KeyCommand string `toml:"key_command"`
-	// KeyEnv names the daemon's environment variable holding the key.
-	KeyEnv string `toml:"key_env"`
-	// TokenURL is where the provider's subscription login is refreshed ([providers.anthropic]
-	// for Claude's, [providers.chatgpt] for Codex's); the agent CLI's own by default.
-	TokenURL string `toml:"token_url"`
-}
+type Settings = config.Provider
 
 // ChatGPT is the provider of ChatGPT's backend, where Codex signed in with a ChatGPT
 // login sends its model calls; it has no API key, only the Codex login.
