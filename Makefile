@@ -48,7 +48,7 @@ proto:
 		--go-lite_opt=features=marshal+unmarshal+size \
 		--go-drpc_out=. --go-drpc_opt=module=github.com/paddockhq/paddock \
 		--go-drpc_opt=protolib=github.com/paddockhq/paddock/internal/guestproto --go-drpc_opt=json=false \
-		proto/paddock/agent/v1/agent.proto
+		proto/paddock/guest/v1/guest.proto
 
 # web builds the web UI from web/ into internal/webui/dist, which the binary embeds and git
 # keeps: run it after changing web/ and commit both (check-web checks they agree).

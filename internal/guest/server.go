@@ -171,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) newHandler() drpc.Handler {
 	mux := drpcmux.New()
 	for _, err := range []error{
-		guestpb.DRPCRegisterAgent(mux, infoService{s: s}),
+		guestpb.RegisterGuest(mux, infoService{s: s}),
 		guestpb.DRPCRegisterEvents(mux, eventsService{s: s}),
 		guestpb.DRPCRegisterExec(mux, execService{s: s}),
 		guestpb.DRPCRegisterFiles(mux, filesService{s: s}),

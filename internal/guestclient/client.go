@@ -31,7 +31,7 @@ type Client struct {
 	bridged bool
 	sess    *yamux.Session
 	cc      drpc.Conn
-	agent   guestpb.DRPCAgentClient
+	guest   guestpb.DRPCGuestClient
 	exec    guestpb.DRPCExecClient
 	files   guestpb.DRPCFilesClient
 	tunnels guestpb.DRPCTunnelsClient
@@ -80,7 +80,7 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 		bridged: bridged,
 		sess:    sess,
 		cc:      cc,
-		agent:   guestpb.NewDRPCAgentClient(cc),
+		guest:   guestpb.NewGuestClient(cc),
 		exec:    guestpb.NewDRPCExecClient(cc),
 		files:   guestpb.NewDRPCFilesClient(cc),
 		tunnels: guestpb.NewDRPCTunnelsClient(cc),
@@ -138,7 +138,7 @@ func (c *Client) Peer() guestproto.Hello {
 
 // Info asks the guest who and where it is.
 func (c *Client) Info(ctx context.Context) (*guestpb.InfoResponse, error) {
-	resp, err := c.agent.Info(ctx, &guestpb.InfoRequest{})
+	resp, err := c.guest.Info(ctx, &guestpb.InfoRequest{})
 	if err != nil {
 		return nil, translate(ctx, "guest info", err)
 	}

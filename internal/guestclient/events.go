@@ -7,7 +7,7 @@ import (
 )
 
 // Events streams what happens inside the sandbox (session statuses and exits, ports,
-// branches, and a heartbeat every few seconds: agent.proto lists the kinds) until ctx is
+// branches, and a heartbeat every few seconds: guest.proto lists the kinds) until ctx is
 // done, the connection ends or the guest ends the call (a subscriber that fell behind);
 // then the channel is closed.
 func (c *Client) Events(ctx context.Context) (<-chan *guestpb.Event, error) {

@@ -1,6 +1,6 @@
 package guestproto
 
-// Kinds of the events the guest's Events service sends; agent.proto documents each
+// Kinds of the events the guest's Events service sends; guest.proto documents each
 // one's attrs.
 const (
 	EventHeartbeat     = "heartbeat"

@@ -1,7 +1,7 @@
 // Package guestproto holds the wire-level parts of the guest protocol that come
 // before DRPC: the version handshake, and the yamux settings and transport sizes both
 // sides must share. The services themselves are in guestpb, generated from
-// proto/paddock/agent/v1/agent.proto.
+// proto/paddock/guest/v1/guest.proto.
 package guestproto
 
 import (

@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"storj.io/drpc"
+
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/guestproto/guestpb"
 )
 
 func TestRelPath(t *testing.T) {
@@ -130,6 +133,25 @@ func TestServeConnRefusesOtherProtocol(t *testing.T) {
 	if err := <-served; !errors.Is(err, guestproto.ErrProtocolMismatch) {
 		t.Errorf("ServeConn = %v, want ErrProtocolMismatch", err)
 	}
+}
+
+// TestInfoUnderItsWireName: a daemon from before the Guest service took its name calls
+// Info as the Agent service's, and the guest still answers it.
+func TestInfoUnderItsWireName(t *testing.T) {
+	var info guestpb.InfoResponse
+	err := dialGuest(t, NewServer(Options{Version: "test"})).Invoke(t.Context(), "/paddock.agent.v1.Agent/Info",
+		protoEncoding{}, &guestpb.InfoRequest{}, &info)
+	if err != nil || info.GetVersion() != "test" || info.GetProtocol() != guestproto.Protocol {
+		t.Fatalf("Info = %v, %v; want version test of protocol %d", &info, err, guestproto.Protocol)
+	}
+}
+
+// protoEncoding encodes a DRPC call's messages as every daemon does.
+type protoEncoding struct{}
+
+func (protoEncoding) Marshal(msg drpc.Message) ([]byte, error) { return guestproto.Marshal(msg) }
+func (protoEncoding) Unmarshal(buf []byte, msg drpc.Message) error {
+	return guestproto.Unmarshal(buf, msg)
 }
 
 func TestPendingConns(t *testing.T) {
