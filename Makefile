@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/paddock
 
-.PHONY: build setup test proto bench bench-short lint fuzz web check-web
+.PHONY: build setup test test-quick proto bench bench-short lint fuzz web check-web
 
 # build makes paddock (the lean CLI front) and, beside it, paddock-full (every other
 # command and the daemon) and the small guest the daemon copies into sandboxes.
@@ -15,12 +15,19 @@ build:
 setup:
 	./scripts/setup.sh
 
-# test runs every test: scripts/test.sh brings up a Kubernetes cluster for the kubernetes
-# backend's tests first (as root) and tears it down after, then runs
-# CGO_ENABLED=0 go test -count=1 -timeout 40m $(TESTFLAGS) ./...
+# test runs every test (docs/testing.md): scripts/test.sh brings up a Kubernetes cluster
+# for the kubernetes backend's tests in the background (as root) while the rest start, runs
+# the heavy packages beside the others, the packages that need nothing make setup installs
+# with Go's test cache, and tears the cluster down after. Every test's duration goes to
+# test-durations.txt; the slowest 20 are printed at the end.
 TESTFLAGS ?=
 test:
 	GO="$(GO)" ./scripts/test.sh $(TESTFLAGS)
+
+# test-quick is the inner loop: every test but microVMs, the cluster, Vagrant and
+# Chromium (go test -short).
+test-quick:
+	GO="$(GO)" ./scripts/test.sh --quick $(TESTFLAGS)
 
 # fuzz runs each fuzz target in turn for FUZZTIME (their seeds run in make test too).
 FUZZTIME ?= 10s

@@ -23,8 +23,11 @@ var microvmImages = filepath.Join(os.TempDir(), "paddock-microvm-test-images")
 // microvmReady reports whether the microvm backend can run here: QEMU, a kernel and
 // mke2fs, the sandbox image to make the root file system from, and root to make it.
 // Under testenv.Strict (CI), it is taken as ready, so that a broken setup fails the
-// script instead of skipping it.
+// script instead of skipping it; quick runs (go test -short) leave microVMs out.
 func microvmReady() bool {
+	if testing.Short() {
+		return false
+	}
 	if testenv.Strict() {
 		return true
 	}

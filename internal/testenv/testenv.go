@@ -35,6 +35,16 @@ func Missing(tb testing.TB, what, fix string) {
 	tb.Skipf("%s: %s", what, fix)
 }
 
+// Heavy skips the test under go test -short, as make test-quick runs the suite: the test
+// needs a microVM, the Kubernetes cluster, a Vagrant machine or Chromium, which the quick
+// run leaves out (strict or not); what names it. make test runs it.
+func Heavy(tb testing.TB, what string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("needs %s: left out of quick runs (-short, make test-quick); make test runs it", what)
+	}
+}
+
 // Program returns the path of prog, or skips (fails, when Strict) the test without it.
 func Program(tb testing.TB, prog, fix string) string {
 	tb.Helper()

@@ -29,8 +29,13 @@ func guest(tb testing.TB) string {
 var sharedImages = filepath.Join(os.TempDir(), "paddock-microvm-test-images")
 
 // newBackend is the backend with its directory under a test's, and the shared images.
+// Quick runs (go test -short) skip the test, unless it drives the fake Firecracker: a VM
+// under TCG is heavy.
 func newBackend(tb testing.TB, opts map[string]any) *microvm.MicroVM {
 	tb.Helper()
+	if opts["vmm"] != "firecracker" {
+		testenv.Heavy(tb, "a microVM")
+	}
 	testenv.Program(tb, "qemu-system-x86_64", "sudo apt-get install qemu-system-x86")
 	dir := tb.TempDir()
 	if err := os.MkdirAll(sharedImages, 0o700); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/kubernetes"
@@ -26,15 +27,54 @@ const PodPidsLimit = 512
 
 // State returns the test cluster's state directory and kubeconfig, or skips (fails
 // under PADDOCK_TEST_STRICT) when no cluster is up for the tests.
+// Under go test -short (make test-quick) it skips: the cluster is left out. While
+// scripts/test.sh brings the cluster up beside the tests, it waits for that first.
 func State(tb testing.TB) (state, kubeconfig string) {
 	tb.Helper()
+	testenv.Heavy(tb, "the Kubernetes cluster")
 	kubeconfig = os.Getenv("PADDOCK_TEST_KUBECONFIG")
 	state = os.Getenv("PADDOCK_TEST_K8S_STATE")
 	if kubeconfig == "" || state == "" {
 		testenv.Missing(tb, "a Kubernetes cluster for the tests (PADDOCK_TEST_KUBECONFIG, PADDOCK_TEST_K8S_STATE)",
 			"run the tests with make test, which brings one up with scripts/k8s-up.sh (as root)")
 	}
+	if status := waitForCluster(); status != "up" {
+		testenv.Missing(tb, "the Kubernetes cluster for the tests ("+status+")",
+			"read scripts/k8s-up.sh's output in "+strings.TrimSuffix(os.Getenv(WaitEnv), ".status")+".log")
+	}
 	return state, kubeconfig
+}
+
+// WaitEnv names the file scripts/test.sh writes "up" or "failed" into once the cluster
+// it brings up in the background is up or has failed; unset, the cluster is up already.
+const WaitEnv = "PADDOCK_TEST_K8S_WAIT"
+
+var (
+	waitOnce   sync.Once
+	waitStatus string
+)
+
+// waitForCluster waits (once per test binary, at most 15 minutes) for WaitEnv's file and
+// returns what it says.
+func waitForCluster() string {
+	waitOnce.Do(func() {
+		file := os.Getenv(WaitEnv)
+		if file == "" {
+			waitStatus = "up"
+			return
+		}
+		for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+			if b, err := os.ReadFile(file); err == nil {
+				waitStatus = strings.TrimSpace(string(b))
+				if waitStatus != "up" {
+					waitStatus = "its bring-up " + waitStatus
+				}
+				return
+			}
+		}
+		waitStatus = "not up after 15 minutes"
+	})
+	return waitStatus
 }
 
 // Options are the backend's options for the test cluster, in a namespace of the test's

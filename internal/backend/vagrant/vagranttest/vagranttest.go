@@ -19,9 +19,11 @@ import (
 const BoxImage = "paddock/vagrant-box:test"
 
 // DockerProvider returns the settings of a vagrant backend whose Vagrantfile runs
-// BoxImage under Vagrant's docker provider, building the image when missing.
+// BoxImage under Vagrant's docker provider, building the image when missing. Quick runs
+// (go test -short) skip the test.
 func DockerProvider(t testing.TB) map[string]any {
 	t.Helper()
+	testenv.Heavy(t, "a Vagrant machine")
 	testenv.Program(t, "vagrant", "apt-get install vagrant")
 	testenv.Program(t, "docker", "apt-get install docker.io")
 	if err := exec.Command("docker", "image", "inspect", "paddock/sandbox:latest").Run(); err != nil {
