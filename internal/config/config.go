@@ -22,8 +22,12 @@ type Config struct {
 	// the first available of bwrap, docker.
 	DefaultBackend string `toml:"default_backend"`
 	// GuestBinary is a static linux paddock binary to inject as the guest. Empty
-	// means this executable, which must then be static (it is, as released).
-	GuestBinary string `toml:"agent_binary"`
+	// means paddock-guest beside this executable, else this executable, which must then
+	// be static (it is, as released). GuestSource says which one is used.
+	GuestBinary string `toml:"guest_binary"`
+	// FormerGuestBinary is guest_binary under its former name, agent_binary: Load moves
+	// it into GuestBinary and says once that it is deprecated.
+	FormerGuestBinary string `toml:"agent_binary"`
 	// Backends holds each backend's own settings, e.g. [backends.bwrap] rootfs = "/srv/rootfs".
 	Backends map[string]map[string]any `toml:"backends"`
 	// Providers configures the credential proxy: [providers.anthropic] key_command = "...".
@@ -150,6 +154,9 @@ func Load(path string) (Config, error) {
 		}
 		return c, describe(path, err)
 	}
+	if err := c.renameFormer(path); err != nil {
+		return c, err
+	}
 	if len(c.Vagrant) > 0 {
 		if _, both := c.Backends["vagrant"]; both {
 			return c, fmt.Errorf("config %s: [vagrant] and [backends.vagrant] say the same: keep one", path)
@@ -202,7 +209,7 @@ func (c Config) validate(path string) error {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	if c.GuestBinary != "" && !strings.HasPrefix(c.GuestBinary, "/") {
-		return fmt.Errorf("config %s: agent_binary must be an absolute path, got %q", path, c.GuestBinary)
+		return fmt.Errorf("config %s: guest_binary must be an absolute path, got %q", path, c.GuestBinary)
 	}
 	for name, opts := range c.Backends {
 		if rootfs, ok := opts["rootfs"].(string); ok && rootfs != "" && hostroot.Is(rootfs) {

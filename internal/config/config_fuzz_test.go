@@ -13,9 +13,9 @@ import (
 // transport and what that transport needs).
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
-		"", "default_backend = \"bwrap\"\nagent_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
+		"", "default_backend = \"bwrap\"\nguest_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
 		"default_backend = \"bwrap\"\n\nagent_binary = = 1\n", "# comment\ndefault_backendd = \"x\"\n",
-		"default_backend = 3\n", "agent_binary = \"paddock\"\n",
+		"default_backend = 3\n", "agent_binary = \"paddock\"\n", "guest_binary = \"/a\"\nagent_binary = \"/b\"\n",
 		"[providers.anthropic]\nkey_command = \"pass show anthropic\"\n[providers.local]\nbase_url = \"http://127.0.0.1:8000/v1\"\nkey_env = \"LOCAL_KEY\"\n",
 		"[mcp.files]\ntransport = \"stdio\"\ncommand = \"mcp-files\"\nargs = [\"--root\", \"/workspace\"]\nenv = { A = \"1\" }\n",
 		"[mcp.web]\ntransport = \"http\"\nurl = \"http://127.0.0.1:7777/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n",
@@ -39,7 +39,7 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		if c.GuestBinary != "" && !filepath.IsAbs(c.GuestBinary) {
-			t.Fatalf("accepted a relative agent_binary %q", c.GuestBinary)
+			t.Fatalf("accepted a relative guest binary %q", c.GuestBinary)
 		}
 		for name, m := range c.MCP {
 			switch {

@@ -13,12 +13,16 @@ func TestLoad(t *testing.T) {
 		want                   Config
 	}{
 		{name: "empty", content: ""},
-		{name: "full", content: "default_backend = \"bwrap\"\nagent_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
+		{name: "full", content: "default_backend = \"bwrap\"\nguest_binary = \"/opt/p\"\n[backends.bwrap]\nrootfs = \"/srv/r\"\n",
 			want: Config{DefaultBackend: "bwrap", GuestBinary: "/opt/p", Backends: map[string]map[string]any{"bwrap": {"rootfs": "/srv/r"}}}},
+		{name: "the guest binary under its former name", content: "agent_binary = \"/opt/p\"\n", want: Config{GuestBinary: "/opt/p"}},
+		{name: "the guest binary under both names", content: "guest_binary = \"/opt/p\"\nagent_binary = \"/opt/q\"\n",
+			wantErr: "agent_binary and guest_binary say the same: keep guest_binary"},
 		{name: "syntax error names the line", content: "default_backend = \"bwrap\"\n\nagent_binary = = 1\n", wantErr: "config.toml:3:"},
 		{name: "unknown key names the line", content: "# comment\ndefault_backendd = \"x\"\n", wantErr: `config.toml:2: unknown key "default_backendd"`},
 		{name: "wrong type", content: "default_backend = 3\n", wantErr: "config.toml:1:"},
-		{name: "relative agent binary", content: "agent_binary = \"paddock\"\n", wantErr: "must be an absolute path"},
+		{name: "relative guest binary", content: "guest_binary = \"paddock\"\n", wantErr: "guest_binary must be an absolute path"},
+		{name: "relative guest binary under its former name", content: "agent_binary = \"paddock\"\n", wantErr: "guest_binary must be an absolute path"},
 		{name: "the host's root as a rootfs", content: "[backends.bwrap]\nrootfs = \"/\"\n", wantErr: "[backends.bwrap] rootfs \"/\" is the host's own root"},
 		{name: "notify", content: "[notify]\nwebhook = \"https://ntfy.sh/t\"\nformat = \"slack\"\nevents = [\"waiting\"]\nheaders = { Authorization = \"Bearer ${T}\" }\n",
 			want: Config{Notify: Notify{Webhook: "https://ntfy.sh/t", Format: "slack", Events: []string{"waiting"}}}},

@@ -80,10 +80,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	guestSrc := cfg.GuestBinary
-	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
-		guestSrc = env
-	}
+	guestSrc := cfg.GuestSource()
 	if guestSrc == "" {
 		self, err := os.Executable()
 		if err != nil {
