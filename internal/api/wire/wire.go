@@ -164,7 +164,7 @@ type Version struct {
 	Protocol int    `json:"protocol"`
 	PID      int    `json:"pid"`
 	// Guest is the sha256 of the guest binary the daemon injects.
-	Guest string `json:"agent_sha256"`
+	Guest string `json:"guest_sha256"` // and agent_sha256, its former name (version.go)
 }
 
 // Version asks the daemon who it is; it fails fast when no daemon listens.
