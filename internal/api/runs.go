@@ -12,26 +12,18 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// RunRequest is the body of POST /v1/sandboxes/{name}/runs and POST /v1/runs/{id}/messages.
-type RunRequest = runs.Request
-
-// RunEvent is one line of a run's NDJSON stream; the last is a "finished" event, or an
-// error.
-type RunEvent struct {
-	runs.Event
-	Error *ErrorBody `json:"error,omitempty"`
-}
-
-// RunDetail is what GET /v1/runs/{id} answers: the run and each of its steps.
-type RunDetail struct {
-	store.Run
-	Steps []store.RunStep `json:"steps"`
-}
+// The wire types of runs.
+type (
+	RunRequest = wire.RunRequest
+	RunEvent   = wire.RunLine
+	RunDetail  = wire.RunDetail
+)
 
 // EnableRuns gives the server the daemon's runs of the host-side agent, or the reason it
 // has none. Call it before Handler.
@@ -118,7 +110,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newRunStream(w)
-	_, err := s.runs.Start(r.Context(), r.PathValue("name"), req, func(ev runs.Event) { st.send(RunEvent{Event: ev}) })
+	_, err := s.runs.Start(r.Context(), r.PathValue("name"), req, func(ev runs.Event) { st.send(RunEvent{RunEvent: ev}) })
 	s.endRun(w, r, st, err)
 }
 
@@ -129,7 +121,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newRunStream(w)
-	_, err := s.runs.Continue(r.Context(), r.PathValue("id"), req, func(ev runs.Event) { st.send(RunEvent{Event: ev}) })
+	_, err := s.runs.Continue(r.Context(), r.PathValue("id"), req, func(ev runs.Event) { st.send(RunEvent{RunEvent: ev}) })
 	s.endRun(w, r, st, err)
 }
 
@@ -140,8 +132,8 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newRunStream(w)
-	if !s.runs.Follow(r.Context(), run.ID, func(ev runs.Event) { st.send(RunEvent{Event: ev}) }) {
-		st.send(RunEvent{Event: runs.Event{Type: "finished", Run: &run}})
+	if !s.runs.Follow(r.Context(), run.ID, func(ev runs.Event) { st.send(RunEvent{RunEvent: ev}) }) {
+		st.send(RunEvent{RunEvent: runs.Event{Type: "finished", Run: &run}})
 	}
 }
 
@@ -222,7 +214,7 @@ func (c *Client) readRun(ctx context.Context, method, path string, body io.Reade
 			return store.Run{}, fromBody(*ev.Error)
 		}
 		if fn != nil {
-			fn(ev.Event)
+			fn(ev.RunEvent)
 		}
 		if ev.Type == "finished" && ev.Run != nil {
 			return *ev.Run, nil

@@ -14,13 +14,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/proxy/creds"
-
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/flightrec"
+	"github.com/paddockhq/paddock/internal/imagebuild"
 	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/notify"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -31,8 +33,14 @@ import (
 type Server struct {
 	svc      *sandbox.Service
 	sessions *session.Service
-	log      *slog.Logger
-	version  Version
+	// keys are the credential proxy's keys and logins.
+	keys *keyring.Service
+	// images are the image verbs over the daemon's backends.
+	images *imagebuild.Service
+	// net are the sandboxes' egress rules, denials and learn mode.
+	net     *netpolicy.Rules
+	log     *slog.Logger
+	version Version
 	// shutdown is called by POST /v1/daemon/stop.
 	shutdown func()
 	// web is the TCP listener's state, when the daemon has one (EnableWeb).
@@ -54,9 +62,20 @@ type Server struct {
 	meter *metering.Meter
 }
 
+// Services are what the API serves besides the sandboxes' lifecycle and their sessions,
+// each the daemon's own.
+type Services struct {
+	// Keys are the credential proxy's keys and logins.
+	Keys *keyring.Service
+	// Images builds, loads and prepares sandbox images.
+	Images *imagebuild.Service
+	// Net are the sandboxes' egress rules, denials and learn mode (sandbox.Service.Net).
+	Net *netpolicy.Rules
+}
+
 // NewServer builds the API handler.
-func NewServer(svc *sandbox.Service, sessions *session.Service, version Version, log *slog.Logger, shutdown func()) *Server {
-	return &Server{svc: svc, sessions: sessions, log: log, version: version, shutdown: shutdown}
+func NewServer(svc *sandbox.Service, sessions *session.Service, more Services, version Version, log *slog.Logger, shutdown func()) *Server {
+	return &Server{svc: svc, sessions: sessions, keys: more.Keys, images: more.Images, net: more.Net, log: log, version: version, shutdown: shutdown}
 }
 
 // Handler returns the HTTP handler with every route.
@@ -185,15 +204,10 @@ func (s *Server) stopDaemon(w http.ResponseWriter, r *http.Request) {
 }
 
 // Doctor is what GET /v1/doctor reports.
-type Doctor struct {
-	Backends []sandbox.BackendReport `json:"backends"`
-	Agents   []sandbox.AgentReport   `json:"agents"`
-	// Logins are the subscription logins and whether each still works.
-	Logins []creds.LoginStatus `json:"logins"`
-}
+type Doctor = wire.Doctor
 
 func (s *Server) doctor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents(), Logins: s.svc.Logins()})
+	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents(), Logins: s.keys.Logins()})
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
@@ -226,14 +240,6 @@ func (s *Server) sandboxInfo(fn func(context.Context, string) (sandbox.Info, err
 		}
 		writeJSON(w, http.StatusOK, info)
 	}
-}
-
-func (s *Server) removeSandbox(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Remove(r.Context(), r.PathValue("name"), r.URL.Query().Get("force") == "true"); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // ProgressEvent is one line of an NDJSON progress stream. The last line has Done set,
@@ -414,7 +420,7 @@ func (s *Server) loadImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := s.progressStream(w, r)
-	if err := s.svc.LoadImage(r.Context(), req.Backend, req.Image, stream.step); err != nil {
+	if err := s.images.Load(r.Context(), req.Backend, req.Image, stream.step); err != nil {
 		stream.fail(err)
 		return
 	}
@@ -434,12 +440,12 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 	var tag string
 	var err error
 	if req.Dockerfile != "" {
-		tag, err = req.Tag, s.svc.BuildDockerfile(r.Context(), req.Backend, req.Context, req.Dockerfile, req.Tag, progress)
+		tag, err = req.Tag, s.images.Dockerfile(r.Context(), req.Backend, req.Context, req.Dockerfile, req.Tag, progress)
 	} else {
-		tag, err = s.svc.BuildImage(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Minimal: req.Minimal}, req.Agents, progress)
+		tag, err = s.images.Build(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Minimal: req.Minimal}, req.Agents, progress)
 	}
 	if err == nil && req.Format != "" && req.Format != "docker" {
-		_, err = s.svc.PrepareImage(r.Context(), req.Format, tag, progress)
+		_, err = s.images.Prepare(r.Context(), req.Format, tag, progress)
 	}
 	if err != nil {
 		stream.fail(err)

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
@@ -283,19 +284,8 @@ type RuntimeSelector interface {
 	Runtimes(ctx context.Context) []RuntimeReport
 }
 
-// RuntimeReport says whether a runtime can be used here, and if not, how to fix it.
-type RuntimeReport struct {
-	Name string `json:"name"`
-	// Available is true when the engine has the runtime registered and it can run a
-	// sandbox.
-	Available bool `json:"available"`
-	// Isolation is the tier a sandbox gets under this runtime (runsc: a user-space
-	// kernel), for the automatic choices.
-	Isolation Isolation `json:"isolation,omitempty"`
-	// Detail says what the runtime is or, when it is not available, why.
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
+// RuntimeReport is wire.RuntimeReport (the API's wire type).
+type RuntimeReport = wire.RuntimeReport
 
 // ImageSpec describes a sandbox image for backends that build images.
 type ImageSpec struct {

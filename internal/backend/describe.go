@@ -2,50 +2,22 @@ package backend
 
 import (
 	"context"
-	"fmt"
-	"slices"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
-// Isolation is how strongly a sandbox is kept from the host, weakest first. Automatic
-// choices (the default backend, the TUI's "Just do it") read it, with Emulated, from a
-// backend's Description; none of them tests a backend's name.
-type Isolation int
+// Isolation is how strongly a sandbox is kept from the host, weakest first
+// (wire.Isolation).
+type Isolation = wire.Isolation
 
-// The tiers of isolation.
+// The tiers of isolation (wire.Isolation's).
 const (
-	// IsolationUnranked is for backends no automatic choice takes: what their sandboxes
-	// are depends on a machine the user names (a remote host over SSH).
-	IsolationUnranked Isolation = iota
-	// IsolationNamespaces: the host's kernel, behind namespaces, a system call filter
-	// and a cgroup (bubblewrap).
-	IsolationNamespaces
-	// IsolationContainer: a container engine's container under the host's kernel (runc).
-	IsolationContainer
-	// IsolationUserKernel: a kernel in user space between the agent and the host's
-	// kernel (gVisor's runsc).
-	IsolationUserKernel
-	// IsolationVM: a virtual machine with a kernel of its own.
-	IsolationVM
+	IsolationUnranked   = wire.IsolationUnranked
+	IsolationNamespaces = wire.IsolationNamespaces
+	IsolationContainer  = wire.IsolationContainer
+	IsolationUserKernel = wire.IsolationUserKernel
+	IsolationVM         = wire.IsolationVM
 )
-
-var isolationNames = []string{"", "namespaces", "container", "user-space kernel", "vm"}
-
-// String names the tier as the doctor and the dialog say it.
-func (i Isolation) String() string {
-	if int(i) < len(isolationNames) && i >= 0 {
-		return isolationNames[i]
-	}
-	return fmt.Sprintf("isolation(%d)", int(i))
-}
-
-// MarshalText writes the tier's name, for the wire.
-func (i Isolation) MarshalText() ([]byte, error) { return []byte(i.String()), nil }
-
-// UnmarshalText reads a tier's name; an unknown one is unranked.
-func (i *Isolation) UnmarshalText(b []byte) error {
-	*i = Isolation(max(0, slices.Index(isolationNames, string(b))))
-	return nil
-}
 
 // Description is what a backend is on this machine, as data, given when the daemon
 // constructs it: what the automatic choices of a backend read.

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // The default resource limits of a sandbox, on every backend that enforces limits; each is
@@ -27,23 +29,8 @@ const (
 	MinPids        = int64(64)
 )
 
-// Limits are the resource limits of a sandbox: at most CPUs processors' worth of time,
-// MemoryBytes of memory (and no swap beyond it), Pids processes and threads, and, when
-// DiskBytes is set, at most that much of the host's disk for its workspace.
-type Limits struct {
-	CPUs        float64 `json:"cpus"`
-	MemoryBytes int64   `json:"memory_bytes"`
-	Pids        int64   `json:"pids"`
-	DiskBytes   int64   `json:"disk_bytes,omitempty"`
-}
-
-func (l Limits) String() string {
-	s := fmt.Sprintf("%s CPUs, %s memory, %d processes", strconv.FormatFloat(l.CPUs, 'f', -1, 64), FormatBytes(l.MemoryBytes), l.Pids)
-	if l.DiskBytes > 0 {
-		s += ", " + FormatBytes(l.DiskBytes) + " disk"
-	}
-	return s
-}
+// Limits is wire.Limits (the API's wire type).
+type Limits = wire.Limits
 
 // CheckLimits refuses limits that make no sense: negative, not a number, or so small that
 // nothing could run. Zero means the default and is accepted.
@@ -126,17 +113,7 @@ func hostPidMax() int64 {
 }
 
 // FormatBytes writes a size the way --memory takes it: 512m, 8g, 1536k.
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+func FormatBytes(n int64) string { return wire.FormatBytes(n) }
 
 // LimitReader is implemented by backends that enforce resource limits.
 type LimitReader interface {
@@ -160,16 +137,8 @@ func (e *LimitsNotEnforcedError) Error() string {
 // ErrNotRunning is returned for an operation that needs a running sandbox.
 var ErrNotRunning = errors.New("the sandbox is not running")
 
-// Finding is one thing a backend says about this host in `paddock doctor`, beyond whether
-// it runs at all: a protection it enforces here, or one it cannot, and how to fix that.
-type Finding struct {
-	// Topic names what it is about: "limits", "disk quota".
-	Topic string `json:"topic"`
-	// OK is false when the protection does not hold here.
-	OK   bool   `json:"ok"`
-	Text string `json:"text"`
-	Fix  string `json:"fix,omitempty"`
-}
+// Finding is wire.BackendFinding (the API's wire type).
+type Finding = wire.BackendFinding
 
 // Reporter is implemented by backends that have findings for `paddock doctor`.
 type Reporter interface {

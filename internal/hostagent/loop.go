@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // SystemPrompt is what the model is told of its situation.
@@ -30,13 +32,8 @@ type Events interface {
 	Save(conv []Message)
 }
 
-// Budget bounds one prompt's work; zero means no bound.
-type Budget struct {
-	// MaxTurns is how many model calls the prompt may make.
-	MaxTurns int `json:"max_turns,omitempty"`
-	// MaxTokens is how many tokens its model calls may use: input (cached or not) and output.
-	MaxTokens int64 `json:"max_tokens,omitempty"`
-}
+// Budget is wire.RunBudget (the API's wire type).
+type Budget = wire.RunBudget
 
 // BudgetError stops a prompt that used its budget.
 type BudgetError struct {

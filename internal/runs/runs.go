@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
@@ -31,36 +32,19 @@ import (
 
 // Run statuses.
 const (
-	StatusRunning     = "running"
-	StatusDone        = "done"
-	StatusFailed      = "failed"
-	StatusCancelled   = "cancelled"
-	StatusStopped     = "stopped" // by its budget
-	StatusInterrupted = "interrupted"
+	StatusRunning     = wire.RunRunning
+	StatusDone        = wire.RunDone
+	StatusFailed      = wire.RunFailed
+	StatusCancelled   = wire.RunCancelled
+	StatusStopped     = wire.RunStopped // by its budget
+	StatusInterrupted = wire.RunInterrupted
 )
 
-// Event is one thing a run does, as the API streams it to the run's follower.
-type Event struct {
-	// Type is started, text, retry, tool, output, tool-done, turn or finished.
-	Type string     `json:"type"`
-	Run  *store.Run `json:"run,omitempty"`
-	Text string     `json:"text,omitempty"`
-	// Tool, ID and Input name a tool call (tool, output, tool-done).
-	Tool     string          `json:"tool,omitempty"`
-	ID       string          `json:"id,omitempty"`
-	Input    json.RawMessage `json:"input,omitempty"`
-	IsError  bool            `json:"is_error,omitempty"`
-	Duration time.Duration   `json:"duration_ns,omitempty"`
-	Usage    *store.Usage    `json:"usage,omitempty"`
-}
+// Event is wire.RunEvent (the API's wire type).
+type Event = wire.RunEvent
 
-// Request starts a run or continues one.
-type Request struct {
-	Prompt string `json:"prompt"`
-	// Model overrides [run] model.
-	Model string `json:"model,omitempty"`
-	hostagent.Budget
-}
+// Request is wire.RunRequest (the API's wire type).
+type Request = wire.RunRequest
 
 // Options configure the Service.
 type Options struct {
@@ -319,7 +303,7 @@ func (s *Service) begin(ctx context.Context, r store.Run, sb store.Sandbox, m ho
 		return store.Run{}, err
 	}
 	ch := l.subscribe()
-	budget := req.Budget
+	budget := req.RunBudget
 	if budget.MaxTurns == 0 {
 		budget.MaxTurns = s.opts.Config.MaxTurns
 	}

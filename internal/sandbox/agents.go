@@ -5,22 +5,11 @@ import (
 	"path/filepath"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
-// AgentReport says whether an agent CLI can run in a sandbox that sees the host's /usr
-// (the bwrap backend without a rootfs), and how to get it if not.
-type AgentReport struct {
-	Name      string `json:"name"`
-	Available bool   `json:"available"`
-	Path      string `json:"path,omitempty"`
-	Install   string `json:"install,omitempty"`
-	Status    string `json:"status_source"`
-	// Tested says what paddock's own tests run of the agent, for real or not.
-	Tested string `json:"tested"`
-	// Disposable is true when the agent can be told its sandbox is disposable (it reads a
-	// memory file).
-	Disposable bool `json:"disposable"`
-}
+// AgentReport is wire.AgentReport (the API's wire type).
+type AgentReport = wire.AgentReport
 
 // sandboxPATH is the PATH inside a host-directories sandbox: only /usr and the merged
 // /bin and /sbin are there.

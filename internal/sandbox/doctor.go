@@ -3,37 +3,17 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"github.com/paddockhq/paddock/internal/apperr"
 	"sort"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/apperr"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/imagebuild"
 )
 
-// BackendReport says whether a backend works here, and if not, why and how to fix it.
-type BackendReport struct {
-	Name      string `json:"name"`
-	Available bool   `json:"available"`
-	Default   bool   `json:"default"`
-	Reason    string `json:"reason,omitempty"`
-	Fix       string `json:"fix,omitempty"`
-	// Runtimes reports on the stronger OCI runtimes the backend can use (docker: runsc).
-	Runtimes []backend.RuntimeReport `json:"runtimes,omitempty"`
-	// Findings are what the backend enforces here and what it cannot: resource limits,
-	// disk quota.
-	Findings []backend.Finding `json:"findings,omitempty"`
-	// VM says its sandboxes are virtual machines with a kernel of their own (the vagrant
-	// backend on a hypervisor).
-	VM bool `json:"vm,omitempty"`
-	// Isolation, Preference, Emulated and Slow are the backend's description
-	// (backend.Description): its tier of isolation, its place among the defaults (0:
-	// none), whether its sandboxes are emulated here and what that costs. "Just do it"
-	// chooses by them.
-	Isolation  backend.Isolation `json:"isolation,omitempty"`
-	Preference int               `json:"preference,omitempty"`
-	Emulated   bool              `json:"emulated,omitempty"`
-	Slow       string            `json:"slow,omitempty"`
-}
+// BackendReport is wire.BackendReport (the API's wire type).
+type BackendReport = wire.BackendReport
 
 // Doctor checks every backend this daemon has.
 func (s *Service) Doctor(ctx context.Context) []BackendReport {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/alarm"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
@@ -34,46 +35,8 @@ import (
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
-// Info is a sandbox as the user sees it.
-type Info struct {
-	Name       string `json:"name"`
-	Backend    string `json:"backend"`
-	State      string `json:"state"`
-	Detail     string `json:"detail,omitempty"`
-	SourcePath string `json:"source_path,omitempty"`
-	SourceURL  string `json:"source_url,omitempty"`
-	BaseCommit string `json:"base_commit,omitempty"`
-	// Network is "closed" (loopback only, egress through the allowlist proxy) or "open".
-	Network string `json:"network"`
-	// SyncMode is manual, on-commit or on-idle.
-	SyncMode string `json:"sync_mode"`
-	// Runtime is the OCI runtime the sandbox runs under (runsc: gVisor); empty is the
-	// backend's default.
-	Runtime   string    `json:"runtime,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// Limits are the resource limits in force on a running sandbox, read back from where
-	// the backend enforces them; LimitsNote says why there are none when there are none.
-	Limits     *backend.Limits `json:"limits,omitempty"`
-	LimitsNote string          `json:"limits_note,omitempty"`
-	// IdleStopSeconds is the sandbox's own idle stop (up --idle-stop); 0: the config's.
-	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
-	// Agents are the agents the sandbox was made for (up --agent), the first first.
-	Agents []string `json:"agents,omitempty"`
-	// Owner is the GitHub login of who made the sandbox, on a daemon a team signs in
-	// to; empty for the daemon host's own.
-	Owner string `json:"owner,omitempty"`
-	// Usage is what the sandbox's model calls through the credential proxy used, with
-	// their estimated cost; nil when it made none (or the daemon does not meter).
-	Usage *store.UsageSum `json:"usage,omitempty"`
-	// Stale says State and Detail are as last read: the backend did not answer the
-	// listing in time (see lastread); a read goes on for the next listing.
-	Stale bool `json:"stale,omitempty"`
-	// Resumed names the sessions a start brought back, each continuing its conversation.
-	Resumed []string `json:"resumed,omitempty"`
-	// Alarms counts the sandbox's standing alarms: its agent went for its own controls
-	// (paddock alarms NAME says how).
-	Alarms int `json:"alarms,omitempty"`
-}
+// Info is wire.SandboxInfo (the API's wire type).
+type Info = wire.SandboxInfo
 
 // SessionKeeper is what the session service does as a sandbox stops and starts: the
 // sandbox service knows nothing of sessions itself (SetSessionKeeper).

@@ -8,54 +8,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/transcript"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
-// Run is one run of the host-side agent: a conversation with a model whose tools act in
-// a sandbox.
-type Run struct {
-	ID        string    `json:"id"`
-	SandboxID string    `json:"-"`
-	Sandbox   string    `json:"sandbox"`
-	Provider  string    `json:"provider"`
-	Model     string    `json:"model"`
-	Title     string    `json:"title"`
-	Status    string    `json:"status"`
-	Error     string    `json:"error,omitempty"`
-	Created   time.Time `json:"created"`
-	Updated   time.Time `json:"updated"`
-	Usage
-	// Conversation is the messages as JSON, to resume the run; listings leave it out.
-	Conversation string `json:"-"`
-}
+// Run is wire.Run (the API's wire type).
+type Run = wire.Run
 
-// Usage is what a run or a step spent: its model turns and tool calls, and the tokens
-// as transcripts count them.
-type Usage struct {
-	Turns     int `json:"turns,omitempty"`
-	ToolCalls int `json:"tool_calls,omitempty"`
-	transcript.Usage
-}
+// Usage is wire.Usage (the API's wire type).
+type Usage = wire.Usage
 
-// Add adds u to the totals.
-func (t *Usage) Add(u Usage) {
-	t.Turns += u.Turns
-	t.ToolCalls += u.ToolCalls
-	t.Usage.Add(u.Usage)
-}
-
-// RunStep is one step of a run.
-type RunStep struct {
-	Seq      int           `json:"seq"`
-	Kind     string        `json:"kind"` // prompt, turn, tool
-	Name     string        `json:"name,omitempty"`
-	Input    string        `json:"input,omitempty"`
-	Output   string        `json:"output,omitempty"`
-	IsError  bool          `json:"is_error,omitempty"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns,omitempty"`
-	Usage
-}
+// RunStep is wire.RunStep (the API's wire type).
+type RunStep = wire.RunStep
 
 // ErrNoRun is returned for a run id the store does not hold.
 var ErrNoRun = errors.New("no such run")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
@@ -32,24 +33,8 @@ type MeteredCall struct {
 	Duration time.Duration
 }
 
-// UsageSum is the usage of many requests together.
-type UsageSum struct {
-	Requests int64 `json:"requests"`
-	transcript.Usage
-	// CostUSD is an estimate: see Unpriced.
-	CostUSD float64 `json:"cost_usd"`
-	// Unpriced counts the requests to models without a known price, whose cost is not
-	// in CostUSD.
-	Unpriced int64 `json:"unpriced_requests,omitempty"`
-}
-
-// Add adds o to s.
-func (s *UsageSum) Add(o UsageSum) {
-	s.Requests += o.Requests
-	s.Usage.Add(o.Usage)
-	s.CostUSD += o.CostUSD
-	s.Unpriced += o.Unpriced
-}
+// UsageSum is wire.UsageSum (the API's wire type).
+type UsageSum = wire.UsageSum
 
 // AddMeteredCalls records model requests, in one transaction.
 func (s *Store) AddMeteredCalls(ctx context.Context, calls []MeteredCall) error {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/atomicfile"
 )
 
@@ -63,22 +64,8 @@ type Login struct {
 	Source string `json:"source"`
 }
 
-// LoginStatus is what the daemon knows of one login, never a token.
-type LoginStatus struct {
-	Name string `json:"name"`
-	// Present is true when the daemon holds the login.
-	Present bool   `json:"present"`
-	Source  string `json:"source,omitempty"`
-	// ExpiresAt is when its access token expires (zero: not known); Refreshable when the
-	// daemon can get a new one by itself.
-	ExpiresAt   time.Time `json:"expires_at,omitzero"`
-	Refreshable bool      `json:"refreshable"`
-	LastRefresh time.Time `json:"last_refresh,omitzero"`
-	// Problem says why the login stopped working, "" while it works as far as the daemon
-	// knows; ProblemAt is when that was seen.
-	Problem   string    `json:"problem,omitempty"`
-	ProblemAt time.Time `json:"problem_at,omitzero"`
-}
+// LoginStatus is wire.LoginStatus (the API's wire type).
+type LoginStatus = wire.LoginStatus
 
 // loginEndpoint is where a login's tokens are refreshed, as the agent CLI itself does.
 type loginEndpoint struct {
