@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
@@ -58,7 +59,7 @@ func newEventsTest(t *testing.T) *eventsTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewServer(svc, session.New(svc, log), Version{}, log, func() {}).Handler()
+	h := NewServer(svc, session.New(svc, keyring.New(nil), log), Services{Keys: keyring.New(nil), Net: svc.Net()}, Version{}, log, func() {}).Handler()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/events" {
 			et.mu.Lock()

@@ -19,7 +19,7 @@ type KeyRequest struct {
 }
 
 func (s *Server) listProviders(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.svc.Providers())
+	writeJSON(w, http.StatusOK, s.keys.Providers())
 }
 
 func (s *Server) setKey(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +32,7 @@ func (s *Server) setKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errEmptyKey)
 		return
 	}
-	info, err := s.svc.SetKey(r.PathValue("name"), req.Key)
+	info, err := s.keys.SetKey(r.PathValue("name"), req.Key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,7 +41,7 @@ func (s *Server) setKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) {
-	info, err := s.svc.SetKey(r.PathValue("name"), "")
+	info, err := s.keys.SetKey(r.PathValue("name"), "")
 	if err != nil {
 		s.writeError(w, r, err)
 		return

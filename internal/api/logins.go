@@ -19,7 +19,7 @@ type LoginRequest struct {
 }
 
 func (s *Server) listLogins(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.svc.Logins())
+	writeJSON(w, http.StatusOK, s.keys.Logins())
 }
 
 func (s *Server) setLogin(w http.ResponseWriter, r *http.Request) {
@@ -28,7 +28,7 @@ func (s *Server) setLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	st, err := s.svc.SetLogin(r.PathValue("name"), req.Token, req.File)
+	st, err := s.keys.SetLogin(r.PathValue("name"), req.Token, req.File)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -37,7 +37,7 @@ func (s *Server) setLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeLogin(w http.ResponseWriter, r *http.Request) {
-	st, err := s.svc.RemoveLogin(r.PathValue("name"))
+	st, err := s.keys.RemoveLogin(r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -30,7 +30,7 @@ var errGlobalRule = apperr.Forbidden("scope the rule to one of your sandboxes (-
 	"a global egress rule applies to every user's sandboxes: it is for admins")
 
 func (s *Server) listNetRules(w http.ResponseWriter, r *http.Request) {
-	rules, err := s.svc.NetRules(r.Context(), r.URL.Query().Get("sandbox"))
+	rules, err := s.net.List(r.Context(), r.URL.Query().Get("sandbox"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -51,7 +51,7 @@ func (s *Server) setNetRule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errGlobalRule)
 		return
 	}
-	rule, err := s.svc.SetNetRule(r.Context(), req.Sandbox, req.Pattern, req.Action)
+	rule, err := s.net.Set(r.Context(), req.Sandbox, req.Pattern, req.Action)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,7 +65,7 @@ func (s *Server) removeNetRule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errGlobalRule)
 		return
 	}
-	if err := s.svc.RemoveNetRule(r.Context(), q.Get("sandbox"), q.Get("pattern")); err != nil {
+	if err := s.net.Remove(r.Context(), q.Get("sandbox"), q.Get("pattern")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Server) listDenials(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.NotFound("run `paddock ls` to see your sandboxes", "no sandbox named %q", sb))
 		return
 	}
-	list, err := s.svc.Denials(r.Context(), sb, limit)
+	list, err := s.net.Denials(r.Context(), sb, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -101,7 +101,7 @@ func (s *Server) allowDenial(w http.ResponseWriter, r *http.Request) {
 	}
 	if !isAdmin(r.Context()) {
 		// The denial's sandbox must be the caller's: found among the denials they see.
-		list, err := s.svc.Denials(r.Context(), "", 0)
+		list, err := s.net.Denials(r.Context(), "", 0)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -115,7 +115,7 @@ func (s *Server) allowDenial(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rule, err := s.svc.AllowDenial(r.Context(), id)
+	rule, err := s.net.AllowDenial(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -44,7 +44,7 @@ func (s *Server) mySandbox(w http.ResponseWriter, r *http.Request, name string) 
 }
 
 func (s *Server) listNetLearning(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.NetLearnings(r.Context())
+	list, err := s.net.Learnings(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -68,7 +68,7 @@ func (s *Server) netLearn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Stop {
-		l, err := s.svc.StopNetLearning(r.Context(), req.Sandbox)
+		l, err := s.net.StopLearning(r.Context(), req.Sandbox)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -84,7 +84,7 @@ func (s *Server) netLearn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := s.svc.StartNetLearning(r.Context(), req.Sandbox, d)
+	l, err := s.net.StartLearning(r.Context(), req.Sandbox, d)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -97,7 +97,7 @@ func (s *Server) netProposal(w http.ResponseWriter, r *http.Request) {
 	if !s.mySandbox(w, r, q.Get("sandbox")) {
 		return
 	}
-	p, err := s.svc.NetProposal(r.Context(), q.Get("sandbox"), q.Get("prune") == "1" || q.Get("prune") == "true", false)
+	p, err := s.net.Propose(r.Context(), q.Get("sandbox"), q.Get("prune") == "1" || q.Get("prune") == "true")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -114,7 +114,7 @@ func (s *Server) applyNetProposal(w http.ResponseWriter, r *http.Request) {
 	if !s.mySandbox(w, r, req.Sandbox) {
 		return
 	}
-	p, err := s.svc.NetProposal(r.Context(), req.Sandbox, req.Prune, true)
+	p, err := s.net.ApplyProposal(r.Context(), req.Sandbox, req.Prune)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
@@ -59,7 +60,7 @@ func newRemoteTest(t *testing.T, tls bool) *remoteTest {
 	log := slog.New(slog.DiscardHandler)
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: map[string]backend.Backend{}, Logger: log})
 	rt := &remoteTest{t: t, clock: time.Now()}
-	rt.srv = NewServer(svc, session.New(svc, log), Version{Version: "test"}, log, func() { rt.stopped++ })
+	rt.srv = NewServer(svc, session.New(svc, keyring.New(nil), log), Services{Keys: keyring.New(nil), Net: svc.Net()}, Version{Version: "test"}, log, func() { rt.stopped++ })
 	rt.ts = httptest.NewUnstartedServer(nil)
 	if tls {
 		rt.ts.StartTLS()

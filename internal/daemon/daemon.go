@@ -23,9 +23,11 @@ import (
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/imagebuild"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -145,7 +147,8 @@ func Run(ctx context.Context, opts Options) error {
 	defer meter.Close()
 	credsProxy.SetMeter(meter)
 	// The session service keeps the sessions of the sandboxes reconcile starts again.
-	sessions := session.New(svc, log)
+	keys := keyring.New(credsProxy)
+	sessions := session.New(svc, keys, log)
 	go sessions.WatchTranscripts(ctx, svc.Events())
 	svc.Reconcile(ctx)
 
@@ -156,7 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	apiSrv := api.NewServer(svc, sessions, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends), Net: svc.Net()}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)

@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/store"
@@ -28,7 +29,7 @@ func newTestWeb(t *testing.T, st *store.Store, handler http.Handler) (*webListen
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: map[string]backend.Backend{}, Logger: log})
-	srv := api.NewServer(svc, session.New(svc, log), api.Version{}, log, func() {})
+	srv := api.NewServer(svc, session.New(svc, keyring.New(nil), log), api.Services{Keys: keyring.New(nil), Net: svc.Net()}, api.Version{}, log, func() {})
 	l := newWebListener(srv, st, log)
 	srv.EnableWeb(l)
 	l.handler = handler

@@ -14,9 +14,8 @@ import (
 const defaultBackend = "docker"
 
 // Build builds a backend's sandbox image, with the CLIs of the named agents at the
-// versions paddock's tests run. backends are the daemon's, by name; backendName "" is
-// docker.
-func Build(ctx context.Context, backends map[string]backend.Backend, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
+// versions paddock's tests run; backendName "" is docker.
+func (s *Service) Build(ctx context.Context, backendName string, spec backend.ImageSpec, agentNames []string, progress func(string)) (string, error) {
 	for _, name := range agentNames {
 		a, err := agents.Get(name)
 		if err != nil {
@@ -31,7 +30,7 @@ func Build(ctx context.Context, backends map[string]backend.Backend, backendName
 	if backendName == "" {
 		backendName = defaultBackend
 	}
-	b, ok := backends[backendName]
+	b, ok := s.backends[backendName]
 	if !ok {
 		return "", apperr.Invalid("", "unknown backend %q", backendName)
 	}
@@ -44,11 +43,11 @@ func Build(ctx context.Context, backends map[string]backend.Backend, backendName
 
 // Dockerfile builds a Dockerfile into tag with a backend that can; backendName "" is
 // docker.
-func Dockerfile(ctx context.Context, backends map[string]backend.Backend, backendName, contextDir, dockerfile, tag string, progress func(string)) error {
+func (s *Service) Dockerfile(ctx context.Context, backendName, contextDir, dockerfile, tag string, progress func(string)) error {
 	if backendName == "" {
 		backendName = defaultBackend
 	}
-	b, ok := backends[backendName]
+	b, ok := s.backends[backendName]
 	if !ok {
 		return apperr.Invalid("", "unknown backend %q", backendName)
 	}
@@ -64,8 +63,8 @@ func Dockerfile(ctx context.Context, backends map[string]backend.Backend, backen
 
 // Prepare turns a built image into the form the backend named format boots, ahead of
 // its first sandbox (`paddock image build --format microvm`), and returns where it is.
-func Prepare(ctx context.Context, backends map[string]backend.Backend, format, image string, progress func(string)) (string, error) {
-	b, ok := backends[format]
+func (s *Service) Prepare(ctx context.Context, format, image string, progress func(string)) (string, error) {
+	b, ok := s.backends[format]
 	if !ok {
 		return "", apperr.Invalid("see `paddock doctor` for the backends", "unknown format %q: a format is the backend that boots it (microvm)", format)
 	}

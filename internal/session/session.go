@@ -24,6 +24,7 @@ import (
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/lastread"
 	"github.com/paddockhq/paddock/internal/limitbuf"
+	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/store"
@@ -80,21 +81,24 @@ func (in Info) MarshalJSON() ([]byte, error) {
 // Service manages sessions.
 type Service struct {
 	sandboxes *sandbox.Service
-	store     *store.Store
-	log       *slog.Logger
+	// keys are the credential proxy's keys and logins, which a session's agent uses.
+	keys  *keyring.Service
+	store *store.Store
+	log   *slog.Logger
 	// known is what listings last read of each sandbox's sessions (listBounded).
 	known lastread.Cache[[]Info]
 	// scan is how far each transcript was read for alarms (scanTranscript).
 	scan scanned
 }
 
-// New returns a Service over the sandbox service, and makes it the sandbox service's
-// keeper of sessions: a sandbox's start resumes the sessions its stop found running.
-func New(sandboxes *sandbox.Service, log *slog.Logger) *Service {
+// New returns a Service over the sandbox service and the credential proxy's keys and
+// logins, and makes it the sandbox service's keeper of sessions: a sandbox's start
+// resumes the sessions its stop found running.
+func New(sandboxes *sandbox.Service, keys *keyring.Service, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{sandboxes: sandboxes, store: sandboxes.Store(), log: log}
+	s := &Service{sandboxes: sandboxes, keys: keys, store: sandboxes.Store(), log: log}
 	sandboxes.SetSessionKeeper(keeper{s})
 	return s
 }
@@ -114,8 +118,8 @@ type target struct {
 
 // newTarget resolves what the session's agent is given of the daemon's logins.
 func (s *Service) newTarget(sb store.Sandbox, se store.Session, a *agents.Agent, c *guestclient.Client) *target {
-	t := &target{sb: sb, se: se, agent: a, client: c, loginEnv: s.sandboxes.LoginEnv(sb, a.Login),
-		loginFile: s.sandboxes.LoginFile(sb, a.Login), proxyCA: s.sandboxes.ProxyCA()}
+	t := &target{sb: sb, se: se, agent: a, client: c, loginEnv: s.keys.LoginEnv(sb, a.Login),
+		loginFile: s.keys.LoginFile(sb, a.Login), proxyCA: s.keys.ProxyCA()}
 	if t.loginEnv != nil {
 		t.loginEnv = append(t.loginEnv, a.LoginEnv...)
 	}
@@ -225,7 +229,7 @@ func (s *Service) Create(ctx context.Context, sandboxName string, req CreateRequ
 	if err := installed(ctx, c, a); err != nil {
 		return Info{}, err
 	}
-	if err := s.sandboxes.NeedKey(ctx, a.Provider, a.Login, a.Name); err != nil {
+	if err := s.keys.NeedKey(ctx, a.Provider, a.Login, a.Name); err != nil {
 		return Info{}, err
 	}
 	se := store.Session{SandboxID: sb.ID, Name: req.Name, Agent: a.Name, Command: req.Command}

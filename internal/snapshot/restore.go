@@ -68,7 +68,7 @@ func (s *Service) Restore(ctx context.Context, ref string, opts RestoreOptions, 
 			return fmt.Errorf("restore snapshot %s: %w", m.ID, err)
 		}
 		for _, r := range m.Meta.NetRules {
-			if _, err := s.sandboxes.SetNetRule(ctx, sb.Name, r.Pattern, r.Action); err != nil {
+			if _, err := s.sandboxes.Net().Set(ctx, sb.Name, r.Pattern, r.Action); err != nil {
 				return fmt.Errorf("restore the egress rule %s %s: %w", r.Action, r.Pattern, err)
 			}
 		}

@@ -114,7 +114,7 @@ func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progr
 		return nil, err
 	}
 	m := &Manifest{ID: newID(start), Sandbox: sb.Name, Note: opts.Note, Created: start.UTC(), Meta: metaOf(sb)}
-	rules, err := s.sandboxes.NetRules(ctx, sb.Name)
+	rules, err := s.sandboxes.Net().List(ctx, sb.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package keyring
 
 import (
 	"fmt"
@@ -65,28 +65,28 @@ func (s *Service) RemoveLogin(name string) (creds.LoginStatus, error) {
 // LoginEnv is what a session of an agent that can use login adds to sandbox sb's
 // environment while the daemon holds that login (placeholders only).
 func (s *Service) LoginEnv(sb store.Sandbox, login string) []string {
-	if s.opts.Creds == nil || login == "" {
+	if s.creds == nil || login == "" {
 		return nil
 	}
-	return s.opts.Creds.LoginEnv(login, fmt.Sprintf("http://127.0.0.1:%d", sb.CredsPort), sb.CredsToken)
+	return s.creds.LoginEnv(login, fmt.Sprintf("http://127.0.0.1:%d", sb.CredsPort), sb.CredsToken)
 }
 
 // LoginFile is the placeholder credentials file a session of an agent using login
 // writes in sandbox sb, nil when none.
 func (s *Service) LoginFile(sb store.Sandbox, login string) []byte {
-	if s.opts.Creds == nil || login == "" {
+	if s.creds == nil || login == "" {
 		return nil
 	}
-	return s.opts.Creds.LoginFile(login, sb.CredsToken)
+	return s.creds.LoginFile(login, sb.CredsToken)
 }
 
 // ProxyCA is the certificate of the CA that signs the credential proxy's certificate
 // (PEM), for agents that reach it over HTTPS; nil when it speaks plain HTTP only.
 func (s *Service) ProxyCA() []byte {
-	if s.opts.Creds == nil || s.opts.Creds.TLS() == nil {
+	if s.creds == nil || s.creds.TLS() == nil {
 		return nil
 	}
-	return s.opts.Creds.TLS().PEM
+	return s.creds.TLS().PEM
 }
 
 // hasLogin reports whether the daemon holds the login.
@@ -96,8 +96,8 @@ func (s *Service) hasLogin(login string) bool {
 }
 
 func (s *Service) logins() *creds.Logins {
-	if s.opts.Creds == nil {
+	if s.creds == nil {
 		return nil
 	}
-	return s.opts.Creds.Logins()
+	return s.creds.Logins()
 }
