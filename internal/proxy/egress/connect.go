@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -36,7 +38,7 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, x *exchange) {
 		x.fail(w, http.StatusBadGateway, "paddock: cannot reach %s: %v", joinHostPort(host, x.port), err)
 		return
 	}
-	client, buffered, err := http.NewResponseController(w).Hijack()
+	client, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		upstream.Close()
 		x.fail(w, http.StatusInternalServerError, "paddock: cannot take over the connection for CONNECT: %v", err)
@@ -50,9 +52,13 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	// What the client sends first (say a TLS ClientHello, perhaps already buffered) is read
-	// and judged before any of it goes upstream.
+	// and judged before any of it goes upstream. Past what the server had buffered, it is
+	// read from the connection itself: a read error through the server's reader (the
+	// screening's deadline) cancels the request's context, which closed the tunnel before
+	// its refusal was recorded.
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(buffered(rw.Reader)), client))
 	first := func() ([]byte, func(io.Writer) (int64, error), error) {
-		return h.screen(x, host, isIP, client, buffered.Reader)
+		return h.screen(x, host, isIP, client, br)
 	}
 	x.up, x.down = splice(r.Context(), client, upstream, first)
 }
