@@ -10,18 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// EventLine is one line of GET /v1/events as NDJSON (or one SSE data field): an event,
-// or, as the last line, an error with the seq to resume after (the stream fell behind).
-type EventLine struct {
-	events.Event
-	Error *ErrorBody `json:"error,omitempty"`
-}
+// EventLine is wire.EventLine.
+type EventLine = wire.EventLine
 
 const (
 	// eventsPage is how many stored events are read at a time.
@@ -177,7 +174,7 @@ func writeHistory(ctx context.Context, st *store.Store, q store.EventQuery, out 
 		}
 		for _, e := range page {
 			q.AfterSeq = e.Seq
-			if ev := sandbox.FromStore(e); keep(ev) {
+			if ev := eventlog.FromStore(e); keep(ev) {
 				if err := out.event(ev); err != nil {
 					return 0, err
 				}
