@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/paddockhq/paddock/internal/alarm"
-	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 func (s *Server) alarmRoutes(mux *http.ServeMux) {
@@ -13,11 +12,16 @@ func (s *Server) alarmRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/alarms/clear", s.clearAlarms)
 }
 
-// ClearAlarmsRequest is wire.ClearAlarmsRequest.
-type ClearAlarmsRequest = wire.ClearAlarmsRequest
+// ClearAlarmsRequest is the body of POST /v1/sandboxes/{name}/alarms/clear.
+type ClearAlarmsRequest struct {
+	// ID is the alarm to clear; 0 clears every standing alarm of the sandbox.
+	ID int64 `json:"id,omitempty"`
+}
 
-// ClearAlarmsResponse is wire.ClearAlarmsResponse.
-type ClearAlarmsResponse = wire.ClearAlarmsResponse
+// ClearAlarmsResponse says how many alarms a clear acknowledged.
+type ClearAlarmsResponse struct {
+	Cleared int64 `json:"cleared"`
+}
 
 // listAlarms lists the standing alarms of a sandbox, or of every sandbox; ?all=1 adds
 // the cleared ones.

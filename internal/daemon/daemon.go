@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/guestproto"
@@ -131,7 +132,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.NoFlightRecord {
 		flight = nil
 	}
-	svc := sandbox.New(sandbox.Options{Store: st, Backends: backends, DefaultBackend: cfg.DefaultBackend,
+	evlog := eventlog.New(eventlog.Options{Store: st, Flight: flight, Logger: log})
+	svc := sandbox.New(sandbox.Options{Store: st, Events: evlog, Backends: backends, DefaultBackend: cfg.DefaultBackend,
 		Guest: guest, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
 		ReposDir: filepath.Join(p.Cache, "repos"), Alarms: cfg.Alarms, Flight: flight})
 	defer svc.Close()
@@ -139,7 +141,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("config %s: %w", p.Config, err)
 	}
-	meter, err := metering.New(ctx, metering.Options{Store: st, Prices: prices, Default: cfg.Budget, Emit: svc.Emit,
+	meter, err := metering.New(ctx, metering.Options{Store: st, Prices: prices, Default: cfg.Budget, Emit: evlog.Emit,
 		Logger: log.With("part", "metering")})
 	if err != nil {
 		return err
@@ -149,7 +151,7 @@ func Run(ctx context.Context, opts Options) error {
 	// The session service keeps the sessions of the sandboxes reconcile starts again.
 	keys := keyring.New(credsProxy)
 	sessions := session.New(svc, keys, log)
-	go sessions.WatchTranscripts(ctx, svc.Events())
+	go sessions.WatchTranscripts(ctx, evlog.Bus())
 	svc.Reconcile(ctx)
 
 	ln, err := listen(p.Socket)
@@ -217,7 +219,7 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go svc.AutoSync(ctx)
-	go notifier.Run(ctx, svc.Events())
+	go notifier.Run(ctx, evlog.Bus())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

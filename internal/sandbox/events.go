@@ -11,33 +11,13 @@ import (
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// keepEvents is how many events the daemon keeps; older ones are deleted at start.
-const keepEvents = 100_000
+// Events is the daemon's event bus: every event, once recorded (the event log's).
+func (s *Service) Events() *events.Bus { return s.events.Bus() }
 
-// Events is the daemon's event bus: every event, once recorded.
-func (s *Service) Events() *events.Bus { return s.bus }
-
-// Emit records an event of sandbox sb and publishes it with its seq. Kind, Session,
-// Detail and Attrs come from ev; the sandbox and time are filled in. An event that cannot
-// be recorded is logged, and does not fail what it reports.
+// Emit records and publishes an event of sandbox sb in the daemon's event log
+// (eventlog.Log.Emit): the service's own, and those of the parts that hold it.
 func (s *Service) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.recordEvent(ctx, sb.Name, ev) // first: the record keeps what the store may refuse (a removed sandbox's last event)
-	// Recording and publishing under one lock keeps the bus in seq order, which lets the
-	// API's stream tell stored events from live ones by seq alone.
-	rec, err := s.opts.Store.AddEvent(context.WithoutCancel(ctx), store.Event{SandboxID: sb.ID, Sandbox: sb.Name,
-		Session: ev.Session, Kind: ev.Kind, Message: ev.Detail, Attrs: ev.Attrs, Time: ev.Time})
-	if err != nil {
-		s.log.Error("record an event", "sandbox", sb.Name, "kind", ev.Kind, "err", err)
-		return
-	}
-	s.bus.Publish(FromStore(rec))
-}
-
-// FromStore is a recorded event as the bus and the API carry it.
-func FromStore(e store.Event) events.Event {
-	return events.Event{Seq: e.Seq, Time: e.Time, Sandbox: e.Sandbox, Session: e.Session, Kind: e.Kind, Detail: e.Message, Attrs: e.Attrs}
+	s.events.Emit(ctx, sb, ev)
 }
 
 // agentKinds are the events a guest may report; anything else it sends is dropped.

@@ -25,6 +25,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/lastread"
@@ -80,8 +81,9 @@ type Options struct {
 	MCP map[string]config.MCPServer
 	// ReposDir holds the daemon's own clones of git URLs (CreateRequest.Clone).
 	ReposDir string
-	// Events is the bus every recorded event is published on; nil makes one.
-	Events *events.Bus
+	// Events is the daemon's event log, where the service's events go; nil makes one
+	// over Store and Flight.
+	Events *eventlog.Log
 	// Flight is the flight recorder that keeps each sandbox's record (nil: none kept).
 	Flight *flightrec.Recorder
 	// Alarms says what an alarm does beyond being recorded ([alarms]).
@@ -115,8 +117,7 @@ type Service struct {
 	egress *egress.Proxy
 	net    *netpolicy.Rules
 	syncer *autosync.Syncer
-	bus    *events.Bus
-	emitMu sync.Mutex // orders recording and publishing (Emit)
+	events *eventlog.Log
 
 	mu      sync.Mutex
 	closed  bool
@@ -159,11 +160,11 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: log, bus: opts.Events, locks: map[string]*sync.Mutex{}, clients: map[string]*conn{}}
-	if s.bus == nil {
-		s.bus = events.NewBus()
+	s := &Service{opts: opts, log: log, events: opts.Events, locks: map[string]*sync.Mutex{}, clients: map[string]*conn{}}
+	if s.events == nil {
+		s.events = eventlog.New(eventlog.Options{Store: opts.Store, Flight: opts.Flight, Logger: log})
 	}
-	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.bus, Sandboxes: host{s},
+	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.events.Bus(), Sandboxes: host{s},
 		Logger: log})
 	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
 	s.names = alarm.NewNames()
@@ -626,11 +627,7 @@ func (s *Service) dropClient(id string) {
 
 // Reconcile brings recorded states in line with the backends, after a daemon start.
 func (s *Service) Reconcile(ctx context.Context) {
-	if n, err := s.opts.Store.PruneEvents(ctx, keepEvents); err != nil {
-		s.log.Error("reconcile: prune events", "err", err)
-	} else if n > 0 {
-		s.log.Info("reconcile: pruned old events", "deleted", n)
-	}
+	s.events.Prune(ctx)
 	rows, err := s.opts.Store.ListSandboxes(ctx)
 	if err != nil {
 		s.log.Error("reconcile: list sandboxes", "err", err)

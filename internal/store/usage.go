@@ -115,8 +115,14 @@ type UsageQuery struct {
 	Since time.Time
 }
 
-// UsageGroup is wire.UsageGroup.
-type UsageGroup = wire.UsageGroup
+// UsageGroup is the usage of one sandbox's session with one model.
+type UsageGroup struct {
+	Sandbox  string `json:"sandbox"`
+	Session  string `json:"session,omitempty"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	UsageSum
+}
 
 // UsageGroups sums the selected usage by sandbox, session, provider and model.
 func (s *Store) UsageGroups(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -211,36 +210,4 @@ func (i Isolation) MarshalText() ([]byte, error) { return []byte(i.String()), ni
 func (i *Isolation) UnmarshalText(b []byte) error {
 	*i = Isolation(max(0, slices.Index(isolationNames, string(b))))
 	return nil
-}
-
-// SyncRecord is one recorded sync: when, and what it fetched (the sync command's JSON).
-type SyncRecord struct {
-	Time   time.Time       `json:"time"`
-	Result json.RawMessage `json:"result"`
-}
-
-// SyncModeRequest is the body of PUT /v1/sandboxes/{name}/sync-mode.
-type SyncModeRequest struct {
-	Mode string `json:"mode"`
-}
-
-// ImageBuildRequest is the body of POST /v1/images/build.
-type ImageBuildRequest struct {
-	Backend string   `json:"backend,omitempty"`
-	Tag     string   `json:"tag,omitempty"`
-	Agents  []string `json:"agents,omitempty"`
-	Minimal bool     `json:"minimal,omitempty"`
-	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
-	Dockerfile string `json:"dockerfile,omitempty"`
-	Context    string `json:"context,omitempty"`
-	// Format, when set, names a backend whose own form of the image is made too, ahead
-	// of its first sandbox: "microvm" (its kernel and root file system).
-	Format string `json:"format,omitempty"`
-}
-
-// ImageLoadRequest is the body of POST /v1/images/load.
-type ImageLoadRequest struct {
-	Backend string `json:"backend"`
-	// Image is the local image to load; empty is the backend's default image.
-	Image string `json:"image,omitempty"`
 }
