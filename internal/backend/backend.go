@@ -50,10 +50,11 @@ type Spec struct {
 	// Name is the user-facing name, for labels and hostnames.
 	Name string
 	// GuestBinary is the host path of a static linux paddock binary to inject as the
-	// guest at /opt/paddock/bin/paddock.
-	GuestBinary string
+	// guest at /opt/paddock/bin/paddock. It and GuestSHA256 keep their former names in
+	// JSON, where the ssh backend's wire carries a Spec to hosts of other versions.
+	GuestBinary string `json:"AgentBinary"`
 	// GuestSHA256 is the hex sha256 of GuestBinary; the backend verifies the copy.
-	GuestSHA256 string
+	GuestSHA256 string `json:"AgentSHA256"`
 	// Rootfs, when set, is a directory used as the sandbox's root filesystem instead of
 	// the host's /usr, /etc and friends (backends that use host directories only).
 	Rootfs string

@@ -62,14 +62,14 @@ func New(ctx context.Context, dial DialFunc, version string) (*Client, error) {
 	sess, err := yamux.Client(conn, guestproto.YamuxConfig())
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("connect to agent: yamux: %w", err)
+		return nil, fmt.Errorf("connect to the guest: yamux: %w", err)
 	}
 	var cc drpc.Conn = calls{sess: sess}
 	if legacy {
 		l, err := newLegacyConn(sess)
 		if err != nil {
 			sess.Close()
-			return nil, fmt.Errorf("connect to agent: grpc: %w", err)
+			return nil, fmt.Errorf("connect to the guest: grpc: %w", err)
 		}
 		cc = l
 	}
@@ -99,17 +99,17 @@ func connect(ctx context.Context, dial DialFunc, version string,
 	handshake func(net.Conn, string) (guestproto.Hello, error)) (net.Conn, guestproto.Hello, error) {
 	conn, err := dial(ctx)
 	if err != nil {
-		return nil, guestproto.Hello{}, fmt.Errorf("dial agent: %w", err)
+		return nil, guestproto.Hello{}, fmt.Errorf("dial the guest: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	peer, err := handshake(conn, version)
 	if !stop() {
 		conn.Close()
-		return nil, peer, fmt.Errorf("connect to agent: %w", ctx.Err())
+		return nil, peer, fmt.Errorf("connect to the guest: %w", ctx.Err())
 	}
 	if err != nil {
 		conn.Close()
-		return nil, peer, fmt.Errorf("connect to agent: %w", err)
+		return nil, peer, fmt.Errorf("connect to the guest: %w", err)
 	}
 	return conn, peer, nil
 }

@@ -57,7 +57,7 @@ func knownSize(r io.Reader) int64 {
 func (c *Client) openFileStream(ctx context.Context, op string, req guestproto.FileRequest) (net.Conn, guestproto.FileStatus, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		return nil, guestproto.FileStatus{}, fmt.Errorf("%s: dial agent: %w", op, err)
+		return nil, guestproto.FileStatus{}, fmt.Errorf("%s: dial the guest: %w", op, err)
 	}
 	_, err = guestproto.ClientHandshakeStream(conn, c.version, guestproto.StreamFiles)
 	if err == nil {

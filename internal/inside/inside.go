@@ -17,6 +17,10 @@ const (
 	User = "agent"
 	// Run is paddock's runtime directory: the guest's socket, tmux's, session status.
 	Run = "/run/paddock"
+	// GuestSocket is where the resident guest listens when its backend starts it on a
+	// socket (docker, kubernetes, vagrant). The file keeps the guest's former name: the
+	// guests of sandboxes made before the rename listen there.
+	GuestSocket = Run + "/agent.sock"
 	// StatusDir holds each session's status file, written by `paddock guest notify`.
 	StatusDir = Run + "/sessions"
 	// GuestBinary is the guest, injected read-only into every sandbox.

@@ -204,7 +204,7 @@ func (b *Bwrap) Create(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	if spec.GuestBinary == "" {
-		return errors.New("create sandbox: no agent binary given")
+		return errors.New("create sandbox: no guest binary given")
 	}
 	if spec.Rootfs == "" {
 		spec.Rootfs = b.rootfs
@@ -372,7 +372,7 @@ func (b *Bwrap) Dial(ctx context.Context, id backend.ID) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", b.paths(id).socket())
 	if err != nil {
-		return nil, fmt.Errorf("dial agent of sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("dial the guest of sandbox %s: %w", id, err)
 	}
 	return conn, nil
 }

@@ -155,7 +155,7 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 	a = append(a, b.mountArgs(spec)...)
 	a = append(a,
 		"--bind", p.workspace(), inside.Workspace, "--bind", p.home(), inside.Home,
-		"--ro-bind", spec.GuestBinary, agentPath,
+		"--ro-bind", spec.GuestBinary, guestPath,
 	)
 	a = append(a, b.rootArgs()...)
 	if !b.noSeccomp {
@@ -170,8 +170,8 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 // trace and stop), reaping orphans, and under it the guest. bwrap takes it on its
 // command line only, after the options it reads from fdArgs: it holds no secret.
 func agentCommand(spec backend.Spec) []string {
-	return []string{agentPath, inside.GuestCommand, "ns-init", "--",
-		agentPath, inside.GuestCommand, "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
+	return []string{guestPath, inside.GuestCommand, "ns-init", "--",
+		guestPath, inside.GuestCommand, "serve", "--listen-fd", strconv.Itoa(fdListener), "--sandbox", spec.Name}
 }
 
 // maskArgs hide, in a sandbox, the host paths it must not read (b.hide: paddock's own

@@ -20,8 +20,8 @@ import (
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
-// agentPath is where the guest appears inside every sandbox.
-const agentPath = inside.GuestBinary
+// guestPath is where the guest appears inside every sandbox.
+const guestPath = inside.GuestBinary
 
 // Start implements backend.Backend.
 func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
@@ -40,7 +40,7 @@ func (b *Bwrap) Start(ctx context.Context, id backend.ID) error {
 	}
 	p := b.paths(id)
 	if _, err := os.Stat(spec.GuestBinary); err != nil {
-		return fmt.Errorf("start sandbox %s: agent binary: %w", id, err)
+		return fmt.Errorf("start sandbox %s: guest binary: %w", id, err)
 	}
 
 	ln, lnFile, err := listen(p.socket())

@@ -156,7 +156,7 @@ func connect(t T, h Harness, id backend.ID) *guestclient.Client {
 		return h.Backend.Dial(ctx, id)
 	}, "conformance")
 	if err != nil {
-		t.Fatalf("connect to agent: %v", err)
+		t.Fatalf("connect to the guest: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -19,7 +19,7 @@ import (
 func (d *Docker) dial(ctx context.Context, name string) (net.Conn, error) {
 	exec, err := d.cli.ContainerExecCreate(ctx, name, container.ExecOptions{
 		User: "1000:1000", AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Cmd: []string{agentPath, inside.GuestCommand, "connect", "--socket", agentSocket},
+		Cmd: []string{guestPath, inside.GuestCommand, "connect", "--socket", guestSocket},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("exec the agent bridge in %s: %w", name, err)

@@ -42,8 +42,8 @@ const DefaultImage = "paddock/sandbox:latest"
 const Label = "dev.paddock.sandbox"
 
 const (
-	agentPath   = inside.GuestBinary
-	agentSocket = inside.Run + "/agent.sock"
+	guestPath   = inside.GuestBinary
+	guestSocket = inside.GuestSocket
 )
 
 // Docker is the backend.

@@ -38,7 +38,7 @@ func guestVolumeName(sum string) string { return "paddock-guest-" + sum[:16] }
 // guestMount mounts a guest volume read-only where every sandbox runs its guest from.
 // NoCopy: an image with files at /opt/paddock/bin never gets them copied into the volume.
 func guestMount(vol string) mount.Mount {
-	return mount.Mount{Type: mount.TypeVolume, Source: vol, Target: path.Dir(agentPath), ReadOnly: true,
+	return mount.Mount{Type: mount.TypeVolume, Source: vol, Target: path.Dir(guestPath), ReadOnly: true,
 		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
 }
 
@@ -52,7 +52,7 @@ func (d *Docker) guestVolume(ctx context.Context, spec backend.Spec, image strin
 	if sum == "" {
 		s, err := backend.FileSHA256(spec.GuestBinary)
 		if err != nil {
-			return "", "", fmt.Errorf("agent binary %s: %w", spec.GuestBinary, err)
+			return "", "", fmt.Errorf("guest binary %s: %w", spec.GuestBinary, err)
 		}
 		sum = s
 	}
@@ -99,17 +99,17 @@ func (d *Docker) fillGuestVolume(ctx context.Context, vol, image, src, sum strin
 		return fmt.Errorf("fill the guest's volume: %w", err)
 	}
 	defer d.cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
-	file := guestVolumeTarget + "/" + path.Base(agentPath)
+	file := guestVolumeTarget + "/" + path.Base(guestPath)
 	if got, err := d.readSHA256(ctx, resp.ID, file); err == nil && got == sum {
 		return nil
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
-		return fmt.Errorf("read agent binary: %w", err)
+		return fmt.Errorf("read guest binary: %w", err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: path.Base(agentPath), Mode: 0o555, Size: int64(len(data)), Typeflag: tar.TypeReg})
+	tw.WriteHeader(&tar.Header{Name: path.Base(guestPath), Mode: 0o555, Size: int64(len(data)), Typeflag: tar.TypeReg})
 	tw.Write(data)
 	if err := tw.Close(); err != nil {
 		return err

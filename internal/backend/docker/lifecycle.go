@@ -44,7 +44,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 	}
 	runtime := d.runtimeOf(spec)
 	direct := d.wantsDirect(ctx, runtime)
-	serve := []string{agentPath, inside.GuestCommand, "serve", "--socket", agentSocket}
+	serve := []string{guestPath, inside.GuestCommand, "serve", "--socket", guestSocket}
 	workspace, restart, err := d.workspaceMount(ctx, spec, labels)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 		Env: append(backend.BaseEnv(spec), spec.Env...),
 		// Process 1 is the guest's ns-init, not docker-init: it is not dumpable, so no
 		// process inside can trace it, stop it and leave its orphans' zombies unreaped.
-		Entrypoint: []string{agentPath, inside.GuestCommand, "ns-init", "--"},
+		Entrypoint: []string{guestPath, inside.GuestCommand, "ns-init", "--"},
 		Cmd:        append(serve, "--sandbox", spec.Name),
 		Labels:     labels,
 	}

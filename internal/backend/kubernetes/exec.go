@@ -85,7 +85,7 @@ func (c *cluster) dial(ctx context.Context, ns, pod string) (net.Conn, error) {
 	go func() {
 		errOut := &tailbuf.Buffer{}
 		err := c.stream(sctx, ns, pod, sandboxContainer,
-			[]string{inside.GuestBinary, inside.GuestCommand, "connect", "--socket", agentSocket}, theirs, theirs, errOut)
+			[]string{inside.GuestBinary, inside.GuestCommand, "connect", "--socket", guestSocket}, theirs, theirs, errOut)
 		if err != nil && sctx.Err() == nil {
 			conn.err.Store(fmt.Errorf("the guest bridge in %s/%s: %w%s", ns, pod, err, suffix(errOut)))
 		}

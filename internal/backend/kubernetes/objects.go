@@ -23,7 +23,7 @@ const (
 	dataMount        = "/paddock-data"      // the whole claim, in the prepare container
 	guestDir         = dataMount + "/guest" // the guest binary's directory on the claim
 	goFile           = "/run/.paddock-go"   // the prepare container waits for it
-	agentSocket      = inside.Run + "/agent.sock"
+	guestSocket      = inside.GuestSocket
 	annotationName   = "dev.paddock.name"
 	agentUID         = int64(1000)
 )
@@ -111,8 +111,10 @@ type podSpec struct {
 	OpenNetwork bool     `json:"open_network,omitempty"`
 	CPUs        float64  `json:"cpus"`
 	MemoryBytes int64    `json:"memory_bytes"`
-	GuestSHA256 string   `json:"agent_sha256"`
-	GuestBinary string   `json:"agent_binary"`
+	// The guest's binary and sha256 keep their JSON names from before the guest was
+	// called the guest: the records of existing sandboxes carry them.
+	GuestSHA256 string `json:"agent_sha256"`
+	GuestBinary string `json:"agent_binary"`
 }
 
 // pullPolicy is the pods' imagePullPolicy: the configured one, else Never for an image
@@ -203,7 +205,7 @@ func (k *Kubernetes) podFor(id backend.ID, rec *record, ps podSpec) *corev1.Pod 
 				// Process 1 is the guest's ns-init: not dumpable, so no process inside can
 				// trace or stop it, and it reaps the orphans the agent's processes leave.
 				Command: append(unsetServiceEnv(), inside.GuestBinary, inside.GuestCommand, "ns-init", "--",
-					inside.GuestBinary, inside.GuestCommand, "serve", "--socket", agentSocket, "--sandbox", rec.Name),
+					inside.GuestBinary, inside.GuestCommand, "serve", "--socket", guestSocket, "--sandbox", rec.Name),
 				WorkingDir: inside.Workspace, Env: env,
 				SecurityContext: restricted(k.settings.ReadOnlyRoot), Resources: resources,
 				VolumeMounts: []corev1.VolumeMount{

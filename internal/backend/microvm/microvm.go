@@ -104,7 +104,9 @@ type meta struct {
 	Name string `json:"name"`
 	VMM  string `json:"vmm"`
 	// Rootfs is the root file system image the sandbox boots.
-	Rootfs      string `json:"rootfs"`
+	Rootfs string `json:"rootfs"`
+	// The guest's binary and sha256 keep their JSON names from before the guest was
+	// called the guest: the records of existing sandboxes carry them.
 	GuestBinary string `json:"agent_binary"`
 	GuestSHA256 string `json:"agent_sha256"`
 	// Limits are the sandbox's: the VM's size, and its cgroup's limits inside.

@@ -158,7 +158,7 @@ sha256sum ` + inside.GuestBinary + ` | cut -d' ' -f1
 `
 
 // guestSocket is the resident guest's socket in the machine.
-const guestSocket = inside.Run + "/agent.sock"
+const guestSocket = inside.GuestSocket
 
 // ensure installs the guest binary (when the machine lacks this one) and starts the
 // resident guest as agent, unless it runs; it returns once the guest's socket is there.

@@ -72,7 +72,9 @@ type meta struct {
 	// Project is the project's directory when its own Vagrantfile is used; empty when
 	// the Vagrantfile is paddock's (generated or the user's template, in the sandbox's
 	// directory).
-	Project     string `json:"project,omitempty"`
+	Project string `json:"project,omitempty"`
+	// The guest's binary and sha256 keep their JSON names from before the guest was
+	// called the guest: the records of existing sandboxes carry them.
 	GuestBinary string `json:"agent_binary"`
 	GuestSHA256 string `json:"agent_sha256"`
 	// Env is the guest's whole environment: backend.BaseEnv, the spec's and [vagrant] env.

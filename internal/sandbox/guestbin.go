@@ -20,7 +20,7 @@ type GuestBinary struct {
 func InstallGuest(src, dir string) (GuestBinary, error) {
 	sum, err := backend.FileSHA256(src)
 	if err != nil {
-		return GuestBinary{}, fmt.Errorf("agent binary %s: %w", src, err)
+		return GuestBinary{}, fmt.Errorf("guest binary %s: %w", src, err)
 	}
 	dst := filepath.Join(dir, "paddock-"+sum[:16])
 	if got, err := backend.FileSHA256(dst); err == nil && got == sum {
@@ -33,7 +33,7 @@ func InstallGuest(src, dir string) (GuestBinary, error) {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return GuestBinary{}, err
 	}
-	tmp, err := os.CreateTemp(dir, ".agent-*")
+	tmp, err := os.CreateTemp(dir, ".guest-*")
 	if err != nil {
 		return GuestBinary{}, err
 	}
@@ -52,10 +52,10 @@ func InstallGuest(src, dir string) (GuestBinary, error) {
 		err = cerr
 	}
 	if err != nil {
-		return GuestBinary{}, fmt.Errorf("copy agent binary: %w", err)
+		return GuestBinary{}, fmt.Errorf("copy guest binary: %w", err)
 	}
 	if got, err := backend.FileSHA256(tmp.Name()); err != nil || got != sum {
-		return GuestBinary{}, fmt.Errorf("copy agent binary: the copy's sha256 %s differs from the source's %s", got, sum)
+		return GuestBinary{}, fmt.Errorf("copy guest binary: the copy's sha256 %s differs from the source's %s", got, sum)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return GuestBinary{}, err

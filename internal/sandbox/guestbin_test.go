@@ -8,10 +8,10 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
-func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
+func TestInstallGuestVerifiesAndReplacesACorruptCopy(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "paddock")
-	os.WriteFile(src, []byte("agent binary v1"), 0o755)
+	os.WriteFile(src, []byte("guest binary v1"), 0o755)
 	a, err := InstallGuest(src, filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +30,6 @@ func TestInstallAgentVerifiesAndReplacesACorruptCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, _ := backend.FileSHA256(b.Path); got != a.SHA256 {
-		t.Fatal("a tampered cached agent was reused")
+		t.Fatal("a tampered cached guest was reused")
 	}
 }
