@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestRunReportsEachCheck: the runner outside tests gives one result per check: a Fatalf
@@ -84,9 +85,11 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 // TestNoTesting: the checks link into paddock's binary, which must not link the testing
-// package.
+// package. It reads another package's dependencies, which Go's test cache does not see:
+// gated on go through testenv, the package runs uncached in make test.
 func TestNoTesting(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../../../cmd/paddock-full").Output()
+	goTool := testenv.Program(t, "go", "https://go.dev/dl")
+	out, err := exec.Command(goTool, "list", "-deps", "../../../cmd/paddock-full").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)
 	}
