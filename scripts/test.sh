@@ -11,8 +11,9 @@
 #     link internal/testenv) run with Go's test cache: an unchanged package is not re-run;
 #   - every other package runs each time (-count=1): they drive sandboxes, daemons,
 #     engines and clusters whose state the cache cannot see;
-#   - the heavy packages (HEAVY below) and internal/cli, the longest, each run in a go test
-#     of their own from the start, so they run beside the rest rather than after it.
+#   - the heavy packages (HEAVY below) run in a go test of their own from the start, and
+#     so do internal/cli's scripts and its other tests, the longest, so that they run beside
+#     the rest rather than after it.
 #
 # As root, scripts/k8s-up.sh brings the cluster up in the background at
 # $PADDOCK_K8S_TEST_STATE (default /tmp/paddock-k8s-test) while the tests start: the
@@ -109,7 +110,16 @@ if [ ${#cached[@]} = 0 ] && [ ${#uncached[@]} = 0 ]; then
 fi
 
 gotest=("$GO" test -json -timeout 40m -parallel "$PARALLEL")
-cmds=("${gotest[@]}" -count=1 "$@" $CLI)
+# internal/cli's scripts (TestScripts, run in parallel with each other) and its other
+# tests (end-to-end, each a daemon and sandboxes of its own) in two test processes.
+# (Flags that pick tests, -run or -skip, keep it one.)
+case " $* " in
+*" -run"* | *" -skip"* | *" -test.run"* | *" -test.skip"*) cmds=("${gotest[@]}" -count=1 "$@" $CLI) ;;
+*)
+	cmds=("${gotest[@]}" -count=1 -run '^TestScripts$' "$@" $CLI)
+	cmds+=(--- "${gotest[@]}" -count=1 -skip '^TestScripts$' "$@" $CLI)
+	;;
+esac
 cmds+=(--- "${gotest[@]}" -count=1 -p "$P" "$@" $HEAVY)
 [ ${#uncached[@]} = 0 ] || cmds+=(--- "${gotest[@]}" -count=1 -p "$P" "$@" "${uncached[@]}")
 [ ${#cached[@]} = 0 ] || cmds+=(--- "${gotest[@]}" -p "$P" "$@" "${cached[@]}")
