@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/servecmd"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(servecmd.Main()) }

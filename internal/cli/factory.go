@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
@@ -26,6 +28,10 @@ type Factory struct {
 	Context string
 	// NonInteractive is --non-interactive: never ask, fail with the command that says it.
 	NonInteractive bool
+	// More gives the commands beyond the client's, added to the root: the full program's
+	// serve, verify, host, backend serve and guest (package servecmd), which run the
+	// daemon's, a backend's or the guest's code in this process. Nil for the client alone.
+	More func(*Factory) []*cobra.Command
 	// command is the command line's verb path ("chat", "attach"), for the commands a
 	// failure names.
 	command string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/servecmd"
 )
 
 // TestGuestConnectBridgesStdio runs a resident guest on a unix socket and reaches it
@@ -28,6 +29,7 @@ func TestGuestConnectBridgesStdio(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	f.More = servecmd.Commands
 	go cli.Run(ctx, f, []string{"guest", "serve", "--socket", sock, "--sandbox", "bridged"})
 	for i := 0; i < 200; i++ {
 		if _, err := os.Stat(sock); err == nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/front"
-	"github.com/paddockhq/paddock/internal/guestcmd"
 )
 
 // Version is paddock's version (front.Version, set at build time).
@@ -36,10 +35,13 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Main runs the CLI with the process's arguments and streams and returns the exit code.
-func Main() int {
+// more gives the commands beyond the client's (Factory.More): the full program passes
+// those that run the daemon's, a backend's or the guest's code in its own process.
+func Main(more func(*Factory) []*cobra.Command) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	f.More = more
 	if filepath.Base(os.Args[0]) == RemoteHelperName {
 		return runRemoteHelper(ctx, f, os.Args[1:])
 	}
@@ -111,21 +113,20 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		return cmd.Help()
 	}
 	root.AddCommand(
-		newCmdUp(f, nil),
-		newCmdLs(f, nil),
-		newCmdAlarms(f, nil),
-		newCmdExec(f, nil),
-		newCmdShell(f, nil),
-		newCmdCp(f, nil),
+		newCmdUp(f),
+		newCmdLs(f),
+		newCmdAlarms(f),
+		newCmdExec(f),
+		newCmdShell(f),
+		newCmdCp(f),
 		newCmdStart(f),
 		newCmdStop(f),
-		newCmdRm(f, nil),
-		newCmdDoctor(f, nil),
-		newCmdVerify(f, nil),
+		newCmdRm(f),
+		newCmdDoctor(f),
 		newCmdNet(f),
-		newCmdChat(f, nil),
+		newCmdChat(f),
 		newCmdAttach(f),
-		newCmdEvents(f, nil),
+		newCmdEvents(f),
 		newCmdRestart(f),
 		newCmdTranscript(f),
 		newCmdSync(f),
@@ -140,17 +141,15 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdWorktree(f),
 		newCmdEnv(f),
 		newCmdImage(f),
-		newCmdWeb(f, nil),
+		newCmdWeb(f),
 		newCmdTUI(f),
 		newCmdToken(f),
 		newCmdLogin(f),
 		newCmdAudit(f),
 		newCmdContext(f),
-		newCmdHost(f),
-		newCmdBackend(f),
 		newCmdConfig(f),
 		newCmdKey(f),
-		newCmdUsage(f, nil),
+		newCmdUsage(f),
 		newCmdBudget(f),
 		newCmdSSH(f),
 		newCmdSSHConfig(f),
@@ -158,27 +157,13 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdNotify(f),
 		newCmdPorts(f),
 		newCmdOpen(f),
-		newCmdServe(f),
 		newCmdDaemon(f),
-		newCmdGuest(f),
 	)
+	if f.More != nil {
+		root.AddCommand(f.More(f)...)
+	}
 	settleGroups(root)
 	return root
-}
-
-// newCmdGuest is `paddock guest` (alias `agent`): the guest's own command line
-// (guestcmd), which parses its flags itself, as the small guest does.
-func newCmdGuest(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:                "guest COMMAND",
-		Aliases:            []string{"agent"},
-		Short:              guestcmd.Short,
-		Hidden:             true,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return guestcmd.Run(cmd.Context(), guestcmd.IO{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut}, Version, args)
-		},
-	}
 }
 
 // exactArgs is cobra.ExactArgs with an error the exit-code mapping knows as usage.

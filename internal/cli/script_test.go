@@ -26,13 +26,14 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/servecmd"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // TestMain makes this test binary the paddock command for the scripts: as "paddock" on
 // PATH, as the daemon it starts, and as the guest it injects into sandboxes.
 func TestMain(m *testing.M) {
-	main := func() { os.Exit(cli.Main()) }
+	main := func() { os.Exit(servecmd.Main()) }
 	testscript.Main(m, map[string]func(){"paddock": main, cli.RemoteHelperName: main})
 }
 

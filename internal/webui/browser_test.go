@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/servecmd"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ import (
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case "paddock", cli.RemoteHelperName:
-		os.Exit(cli.Main())
+		os.Exit(servecmd.Main())
 	}
 	os.Exit(m.Run())
 }
@@ -40,10 +41,8 @@ func need(t *testing.T, prog, why string) string {
 	return testenv.Program(t, prog, "make setup ("+why+")")
 }
 
-// chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium. Quick runs
-// (go test -short) skip the test.
+// chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium.
 func chromium(t *testing.T) string {
-	testenv.Heavy(t, "Chromium")
 	if p := os.Getenv("PADDOCK_CHROMIUM"); p != "" {
 		return p
 	}

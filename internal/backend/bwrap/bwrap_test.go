@@ -13,9 +13,9 @@ import (
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/servecmd"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -23,7 +23,7 @@ import (
 // sandbox as /opt/paddock/bin/paddock, and that name makes it the paddock CLI.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "paddock" {
-		os.Exit(cli.Main())
+		os.Exit(servecmd.Main())
 	}
 	os.Exit(m.Run())
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/backend/sshhost"
 	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/servecmd"
 )
 
 // TestMain lets this test binary be paddock: the backend copies the running binary to
@@ -25,7 +25,7 @@ import (
 // and into sandboxes as the guest.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "paddock" {
-		os.Exit(cli.Main())
+		os.Exit(servecmd.Main())
 	}
 	os.Exit(m.Run())
 }

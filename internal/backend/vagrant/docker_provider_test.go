@@ -14,9 +14,9 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/backendtest"
 	"github.com/paddockhq/paddock/internal/backend/vagrant"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
-	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/sandbox"
+	"github.com/paddockhq/paddock/internal/servecmd"
 )
 
 // TestMain lets this test binary serve as the guest inside machines, and as the fake
@@ -24,7 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case "paddock":
-		os.Exit(cli.Main())
+		os.Exit(servecmd.Main())
 	case "vagrant":
 		os.Exit(fakeVagrant(os.Args[1:]))
 	}

@@ -1,4 +1,4 @@
-package cli
+package servecmd
 
 import (
 	"context"
@@ -13,27 +13,17 @@ import (
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend/sshhost"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 )
 
-// hostsDir is where this machine's hosts are kept: beside the config file, read by this
-// machine's daemon. A remote context's daemon keeps its own.
-func (f *Factory) hostsDir() (string, error) {
-	p, cf, err := f.contexts()
-	if err != nil {
-		return "", err
-	}
-	if name := f.contextName(cf); name != LocalContext {
-		return "", usagef("hosts are kept by the daemon that reaches them: this machine's (--context local), not context %s's (run `paddock host` on that server)", name)
-	}
-	return configDir(p), nil
-}
-
+// configDir is the config file's directory, where this machine's daemon keeps what it
+// reads beside it (the ssh backend's hosts).
 func configDir(p config.Paths) string { return filepath.Dir(p.Config) }
 
 // loadHosts reads this machine's hosts file, and says where it is.
-func (f *Factory) loadHosts() (string, sshhost.HostsFile, error) {
-	dir, err := f.hostsDir()
+func loadHosts(f *cli.Factory) (string, sshhost.HostsFile, error) {
+	dir, err := f.HostsDir()
 	if err != nil {
 		return "", sshhost.HostsFile{}, err
 	}
@@ -41,7 +31,7 @@ func (f *Factory) loadHosts() (string, sshhost.HostsFile, error) {
 	return dir, hf, err
 }
 
-func newCmdHost(f *Factory) *cobra.Command {
+func newCmdHost(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Machines sandboxes run on over SSH (`paddock up PATH --host NAME`)"}
 	cmd.AddCommand(newCmdHostAdd(f), newCmdHostLs(f), newCmdHostRm(f))
 	return cmd
@@ -51,7 +41,7 @@ type hostAddOptions struct {
 	identity, fingerprint, home string
 }
 
-func newCmdHostAdd(f *Factory) *cobra.Command {
+func newCmdHostAdd(f *cli.Factory) *cobra.Command {
 	opts := &hostAddOptions{}
 	cmd := &cobra.Command{
 		Use:   "add NAME ssh://USER@HOST[:PORT]",
@@ -64,7 +54,7 @@ sandboxes there (bubblewrap where it works, else docker).
 
   paddock host add build1 ssh://me@build1
   paddock up ~/src/myrepo --host build1`,
-		Args: exactArgs(2, "NAME and ssh://USER@HOST"),
+		Args: cli.ExactArgs(2, "NAME and ssh://USER@HOST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runHostAdd(cmd.Context(), f, opts, args[0], args[1])
 		},
@@ -75,18 +65,18 @@ sandboxes there (bubblewrap where it works, else docker).
 	return cmd
 }
 
-func runHostAdd(ctx context.Context, f *Factory, opts *hostAddOptions, name, rawURL string) error {
+func runHostAdd(ctx context.Context, f *cli.Factory, opts *hostAddOptions, name, rawURL string) error {
 	if err := sshhost.CheckName(name); err != nil {
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	user, addr, err := sshhost.ParseURL(rawURL)
 	if err != nil {
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	if opts.home != "" && !filepath.IsAbs(opts.home) {
-		return usagef("--home is an absolute path on the host, not %q", opts.home)
+		return cli.Usagef("--home is an absolute path on the host, not %q", opts.home)
 	}
-	dir, hf, err := f.loadHosts()
+	dir, hf, err := loadHosts(f)
 	if err != nil {
 		return err
 	}
@@ -130,14 +120,14 @@ func runHostAdd(ctx context.Context, f *Factory, opts *hostAddOptions, name, raw
 	return nil
 }
 
-func newCmdHostLs(f *Factory) *cobra.Command {
+func newCmdHostLs(f *cli.Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the hosts: NAME URL HOST-KEY",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, hf, err := f.loadHosts()
+			_, hf, err := loadHosts(f)
 			if err != nil {
 				return err
 			}
@@ -158,7 +148,7 @@ func newCmdHostLs(f *Factory) *cobra.Command {
 				rows = append(rows, row{name, h.URL(), fp, h.Identity, h.Home})
 			}
 			if asJSON {
-				return writeJSON(f, rows)
+				return f.WriteJSON(rows)
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tURL\tHOST-KEY")
@@ -172,13 +162,13 @@ func newCmdHostLs(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func newCmdHostRm(f *Factory) *cobra.Command {
+func newCmdHostRm(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Forget a host and its pinned key (its sandboxes stay there, out of reach until it is added again)",
-		Args:  exactArgs(1, "a host's name"),
+		Args:  cli.ExactArgs(1, "a host's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, hf, err := f.loadHosts()
+			dir, hf, err := loadHosts(f)
 			if err != nil {
 				return err
 			}

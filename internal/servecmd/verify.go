@@ -1,4 +1,4 @@
-package cli
+package servecmd
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/daemon"
 	"github.com/paddockhq/paddock/internal/hostgit"
@@ -29,7 +30,7 @@ type verifyOptions struct {
 	json     bool
 }
 
-func newCmdVerify(f *Factory, runF func(context.Context, *verifyOptions) error) *cobra.Command {
+func newCmdVerify(f *cli.Factory, runF func(context.Context, *verifyOptions) error) *cobra.Command {
 	opts := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -52,7 +53,7 @@ docs/security.md says what each check proves.
 
 Exit status: 0 when every check that applies holds, 6 when one fails (or something was
 left behind), 5 when a backend named with --backend cannot run here.`,
-		Args: exactArgs(0, "no arguments (name backends with --backend)"),
+		Args: cli.ExactArgs(0, "no arguments (name backends with --backend)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -101,7 +102,7 @@ type skippedBackend struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
-func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
+func runVerify(ctx context.Context, f *cli.Factory, opts *verifyOptions) error {
 	known := backend.Names()
 	for _, name := range opts.backends {
 		if !slices.Contains(known, name) {
@@ -219,7 +220,7 @@ func runVerify(ctx context.Context, f *Factory, opts *verifyOptions) error {
 		fmt.Fprintf(errOut, "daemon: done in %.0fs\n", report.Daemon.Seconds)
 	}
 	if opts.json {
-		if err := writeJSON(f, report); err != nil {
+		if err := f.WriteJSON(report); err != nil {
 			return err
 		}
 	} else {

@@ -1,4 +1,4 @@
-package cli
+package servecmd
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/daemon"
 	"github.com/paddockhq/paddock/internal/gitsrc"
@@ -75,7 +76,7 @@ func (d *verifyDaemon) serve(ctx context.Context) error {
 	var runErr error
 	go func() {
 		defer close(stopped)
-		runErr = daemon.Run(dctx, daemon.Options{Paths: d.paths, Version: Version, Ready: func() { close(ready) }, Logger: d.logger})
+		runErr = daemon.Run(dctx, daemon.Options{Paths: d.paths, Version: cli.Version, Ready: func() { close(ready) }, Logger: d.logger})
 	}()
 	halt := func() {
 		cancel()
@@ -158,7 +159,7 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 				c := api.NewClient(p.Socket)
 				if list, err := c.List(rctx); err == nil {
 					for _, s := range list {
-						c.Remove(rctx, s.Name, true)
+						c.Remove(rctx, s.Name, api.RemoveRequest{Force: true, Purge: true}, nil)
 					}
 				}
 			}
@@ -205,9 +206,9 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 // it printed on stdout, and on stderr when it fails.
 func (d *verifyDaemon) run(ctx context.Context, args ...string) (string, error) {
 	var out, errOut bytes.Buffer
-	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Paths = func() (config.Paths, error) { return d.paths, nil }
-	if code := Run(ctx, f, args); code != 0 {
+	if code := cli.Run(ctx, f, args); code != 0 {
 		return out.String() + errOut.String(), fmt.Errorf("paddock %s: exit %d", args[0], code)
 	}
 	return out.String(), nil

@@ -1,4 +1,4 @@
-package cli
+package servecmd
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/sshhost"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/logfile"
 )
@@ -21,13 +22,13 @@ var hostBackends = []string{"bwrap", "docker"}
 
 // newCmdBackend is the host's side of the ssh backend: the daemon of another machine runs
 // `paddock backend serve` over SSH and speaks to it on stdin and stdout.
-func newCmdBackend(f *Factory) *cobra.Command {
+func newCmdBackend(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "backend", Short: "Serve this machine's sandboxes to another machine's daemon", Hidden: true}
 	var name string
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve a backend on stdin and stdout (run by a daemon over SSH, never by hand)",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := f.Paths()
 			if err != nil {
@@ -54,7 +55,7 @@ func newCmdBackend(f *Factory) *cobra.Command {
 			var reasons []error
 			for _, n := range names {
 				if n == sshhost.Name {
-					return usagef("a host serves its own sandboxes: --backend %s is not one of them", n)
+					return cli.Usagef("a host serves its own sandboxes: --backend %s is not one of them", n)
 				}
 				b, err := backend.New(n, backend.Env{Dir: filepath.Join(p.Sandboxes, n), Options: cfg.Backends[n],
 					ConfigDir: configDir(p), Hide: []string{configDir(p), config.SystemConfigDir}})
@@ -77,7 +78,7 @@ func newCmdBackend(f *Factory) *cobra.Command {
 			}
 			log.Info("serving a daemon", "backend", name, "chosen", chosen != nil, "pid", os.Getpid())
 			err = sshhost.Serve(cmd.Context(), stdio{f.IO.In, f.IO.Out}, sshhost.ServeOptions{Backend: chosen, Unusable: errors.Join(reasons...),
-				GuestDir: filepath.Join(p.Cache, "agent"), Self: self, Version: Version, Log: log})
+				GuestDir: filepath.Join(p.Cache, "agent"), Self: self, Version: cli.Version, Log: log})
 			if err != nil {
 				return fmt.Errorf("backend serve: %w", err)
 			}

@@ -1,4 +1,4 @@
-package cli
+package servecmd
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/conform"
+	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -24,8 +25,8 @@ func TestVerifyFailedCheck(t *testing.T) {
 	r := verifyReport{Backends: []backendVerify{{Name: "bwrap", Isolation: backend.IsolationNamespaces,
 		Checks: results, Passed: 1, Failed: 1, LeftBehind: []string{}}}}
 	err = verifyOutcome(r, nil)
-	if err == nil || ExitCode(err) != 6 || !strings.Contains(err.Error(), "bwrap: HostSecrets") || strings.Contains(err.Error(), "Exec") {
-		t.Fatalf("verify's error = %v (exit %d), want exit 6 naming bwrap: HostSecrets alone", err, ExitCode(err))
+	if err == nil || cli.ExitCode(err) != 6 || !strings.Contains(err.Error(), "bwrap: HostSecrets") || strings.Contains(err.Error(), "Exec") {
+		t.Fatalf("verify's error = %v (exit %d), want exit 6 naming bwrap: HostSecrets alone", err, cli.ExitCode(err))
 	}
 	var out strings.Builder
 	writeVerify(&out, r)
@@ -50,7 +51,7 @@ func TestVerifyFailedCheck(t *testing.T) {
 	// What a destroyed sandbox left on the host fails verify too.
 	r.Backends[0].Checks, r.Backends[0].Failed = results[:1], 0
 	r.Backends[0].LeftBehind = []string{"mount /tmp/x"}
-	if err := verifyOutcome(r, nil); ExitCode(err) != 6 || !strings.Contains(err.Error(), "bwrap: left behind") {
+	if err := verifyOutcome(r, nil); cli.ExitCode(err) != 6 || !strings.Contains(err.Error(), "bwrap: left behind") {
 		t.Fatalf("verify's error = %v, want exit 6 for what was left behind", err)
 	}
 	// A clean report exits 0; one with a named backend that cannot run here exits 5.
@@ -58,7 +59,7 @@ func TestVerifyFailedCheck(t *testing.T) {
 	if err := verifyOutcome(r, nil); err != nil {
 		t.Fatalf("a clean report: %v", err)
 	}
-	if err := verifyOutcome(r, []string{"docker"}); ExitCode(err) != 5 {
+	if err := verifyOutcome(r, []string{"docker"}); cli.ExitCode(err) != 5 {
 		t.Fatalf("a named backend unavailable: %v, want exit 5", err)
 	}
 }
@@ -94,7 +95,7 @@ func TestVerifyDaemonKeyFound(t *testing.T) {
 		t.Fatalf("KeyNowhereInside = %s %q, want FAIL naming /workspace/leak.txt", key.Status, key.Why)
 	}
 	r := verifyReport{Backends: []backendVerify{{Name: "bwrap", Passed: 1}}, Daemon: &daemonVerify{Backend: "bwrap", Checks: checks}}
-	if err := verifyOutcome(r, nil); ExitCode(err) != 6 || !strings.Contains(err.Error(), "daemon: KeyNowhereInside") {
+	if err := verifyOutcome(r, nil); cli.ExitCode(err) != 6 || !strings.Contains(err.Error(), "daemon: KeyNowhereInside") {
 		t.Fatalf("verify's error = %v, want exit 6 naming daemon: KeyNowhereInside", err)
 	}
 	var out strings.Builder
