@@ -208,6 +208,7 @@ func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 // everything in the VM runs tens of times slower: its waits are ten times longer), its
 // root made from the paddock/sandbox image, which has Claude Code.
 func TestClaudeEndToEndMicroVM(t *testing.T) {
+	testenv.Heavy(t, "a microVM")
 	if !microvmReady() {
 		testenv.Missing(t, "the microvm backend is unavailable (QEMU, a kernel, the paddock/sandbox image and root)", "make setup")
 	}
