@@ -41,8 +41,10 @@ func need(t *testing.T, prog, why string) string {
 	return testenv.Program(t, prog, "make setup ("+why+")")
 }
 
-// chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium.
+// chromium finds the browser: $PADDOCK_CHROMIUM, else Debian's chromium. Quick runs
+// (go test -short) skip the test.
 func chromium(t *testing.T) string {
+	testenv.Heavy(t, "Chromium")
 	if p := os.Getenv("PADDOCK_CHROMIUM"); p != "" {
 		return p
 	}
