@@ -216,7 +216,7 @@ func TestClaudeEndToEndMicroVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("agent_binary = %q\n", guest), shareMicroVMImages, 10)
+	must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("guest_binary = %q\n", guest), shareMicroVMImages, 10)
 
 	// Suspended and resumed, Claude Code is the same process: its session is not exited,
 	// and the next message reaches the model through the credential proxy's tunnel,

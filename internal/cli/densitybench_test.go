@@ -36,7 +36,7 @@ func BenchmarkDensity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Setenv("PADDOCK_AGENT_BINARY", guest)
+	b.Setenv("PADDOCK_GUEST_BINARY", guest)
 	ctx := context.Background()
 	run := func(args ...string) {
 		var errOut strings.Builder

@@ -33,7 +33,7 @@ func BenchmarkFlightRecordExec(b *testing.B) {
 	if _, err := os.Stat(guest); err != nil {
 		b.Skip("no bin/paddock-guest: run make build")
 	}
-	b.Setenv("PADDOCK_AGENT_BINARY", guest)
+	b.Setenv("PADDOCK_GUEST_BINARY", guest)
 	ctx := context.Background()
 	run := func(on bool) func(args ...string) {
 		home, err := os.MkdirTemp("", "pdk")

@@ -39,7 +39,7 @@ func microvmReady() bool {
 }
 
 // microvmSetup readies the script's PADDOCK_HOME for microVMs: the small guest
-// (cmd/paddock-guest, as `make build` makes it beside paddock) as agent_binary, since
+// (cmd/paddock-guest, as `make build` makes it beside paddock) as guest_binary, since
 // a VM's initramfs holds the guest whole, and the shared image cache as the backend's.
 // It writes config.toml: microvmsetup.
 func microvmSetup(ts *testscript.TestScript, neg bool, args []string) {
@@ -47,7 +47,7 @@ func microvmSetup(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	home := ts.Getenv("PADDOCK_HOME")
 	ts.Check(linkMicroVMImages(home))
-	cfg := fmt.Sprintf("agent_binary = %q\n", smallGuestPath)
+	cfg := fmt.Sprintf("guest_binary = %q\n", smallGuestPath)
 	ts.Check(os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600))
 }
 

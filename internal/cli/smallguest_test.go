@@ -21,7 +21,7 @@ func TestSmallGuest(t *testing.T) {
 	if err != nil {
 		testenv.Missing(t, "the go toolchain to build the guest: "+err.Error(), "install Go")
 	}
-	t.Setenv("PADDOCK_AGENT_BINARY", guest)
+	t.Setenv("PADDOCK_GUEST_BINARY", guest)
 	paddock := newPaddock(t)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)

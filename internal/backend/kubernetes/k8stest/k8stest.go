@@ -166,7 +166,7 @@ func Config(tb testing.TB) string {
 	LoadImage(tb, b, kubernetes.DefaultImage)
 	ns := opts["namespace"].(string)
 	tb.Cleanup(func() { Kubectl(tb, "delete", "namespace", ns, "--wait=false").Run() })
-	return fmt.Sprintf("agent_binary = %q\n[backends.kubernetes]\nkubeconfig = %q\nnamespace = %q\npids_limit = %d\ncontainerd_socket = %q\nstart_timeout = %d\n",
+	return fmt.Sprintf("guest_binary = %q\n[backends.kubernetes]\nkubeconfig = %q\nnamespace = %q\npids_limit = %d\ncontainerd_socket = %q\nstart_timeout = %d\n",
 		Guest(tb), opts["kubeconfig"], ns, opts["pids_limit"], opts["containerd_socket"], opts["start_timeout"])
 }
 
