@@ -1,0 +1,173 @@
+package deps_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+const module = "github.com/paddockhq/paddock/"
+
+// server are the server's packages: the daemon and what only it runs (the sandboxes and
+// their sessions, the backends, the state, the meter, the proxies, the event log, the
+// host's side of the guest protocol, paddock's own agent loop, the parsers of the
+// agents' transcripts). A path ending in "/" names its subpackages too; "internal/api"
+// is the API's server alone, not its wire (internal/api/wire).
+var server = []string{
+	"internal/daemon", "internal/api", "internal/servecmd",
+	"internal/sandbox", "internal/session", "internal/store", "internal/metering", "internal/runs",
+	"internal/backend", "internal/backend/", "internal/proxy/", "internal/snapshot", "internal/snapshot/",
+	"internal/flightrec", "internal/events", "internal/netpolicy", "internal/notify", "internal/alarm",
+	"internal/autosync", "internal/imagebuild", "internal/doctor", "internal/lastread", "internal/mcp",
+	"internal/guestclient", "internal/guestclient/", "internal/hostagent", "internal/hostgit",
+	"internal/transcript", "internal/ghauth",
+	// The libraries only the server links: Docker's and Kubernetes' clients, SQLite, S3,
+	// the model's client.
+	"github.com/docker/", "k8s.io/", "modernc.org/sqlite", "github.com/minio/", "github.com/anthropics/",
+}
+
+// client are the client's packages, which neither the guest nor the lean front links
+// beyond what it serves itself.
+var client = []string{"internal/cli", "internal/tui", "internal/tui/", "internal/webui"}
+
+// guestOnly is what the guest, the small program in every sandbox, must not link beyond
+// the server's and the client's packages: the API and its wire, the TUI's and the
+// browser's libraries, cobra, and the network stacks it has no use for.
+var guestOnly = []string{
+	"internal/api/", "internal/front", "internal/lscmd", "internal/synccmd",
+	"github.com/chromedp/", "charm.land/", "github.com/spf13/cobra",
+	"google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/net/http2",
+	"net/http", "net/http/", "crypto/tls", "html/template",
+}
+
+// known are the imports from the client's side into the server's left to take apart,
+// each with why it remains: importer, imported, reason. The test fails when one is gone,
+// so that the list only shrinks.
+var known = []struct{ from, to, why string }{
+	{"internal/cli", "internal/api", "the API's client is still package api, beside its server"},
+	{"internal/tui", "internal/api", "the API's client is still package api, beside its server"},
+	{"internal/cli", "internal/sandbox", "names sandbox.Info, CreateRequest, ProviderInfo, BackendReport and NameFor, not yet wire's"},
+	{"internal/tui", "internal/sandbox", "names sandbox.Info, BackendReport, AgentReport and NameFor, not yet wire's"},
+	{"internal/cli", "internal/session", "names session.Info, CreateRequest, Socket, WorktreeDir and AttachArgv, not yet wire's"},
+	{"internal/tui", "internal/session", "names session.Info, CreateRequest and Socket, not yet wire's"},
+	{"internal/cli", "internal/store", "names store.Run and UsageSum, not yet wire's"},
+	{"internal/tui", "internal/store", "names store.Run and UsageSum, not yet wire's"},
+	{"internal/cli", "internal/metering", "formats costs with metering.CostText and names Budget and Limit"},
+	{"internal/tui", "internal/metering", "formats costs with metering.CostText"},
+	{"internal/cli", "internal/snapshot", "names snapshot.Manifest, not yet wire's"},
+	{"internal/tui", "internal/snapshot", "names snapshot.Manifest, not yet wire's"},
+	{"internal/cli", "internal/events", "names events.Event and parses --since with events.ParsePoint"},
+	{"internal/tui", "internal/events", "names events.Event, not yet wire's"},
+	{"internal/cli", "internal/backend", "up checks --cpus, --memory, --disk and --rootfs with the backends' own checks before asking"},
+	{"internal/tui", "internal/backend", "ranks backends by backend.Isolation"},
+	{"internal/cli", "internal/backend/sshhost", "up --host names the ssh backend and its placement by sshhost's constants"},
+	{"internal/cli", "internal/alarm", "names alarm.Alarm, not yet wire's"},
+	{"internal/cli", "internal/netpolicy", "names netpolicy.Proposal and Learning and learn mode's default length"},
+	{"internal/cli", "internal/proxy/creds", "login names the subscription logins by creds' constants"},
+	{"internal/cli", "internal/runs", "names runs.Event and the runs' statuses"},
+	{"internal/agents", "internal/transcript", "the agents' adapters, which cli links for their names, carry their transcripts' parsers"},
+	{"internal/tui", "internal/transcript", "names transcript.Entry and its kinds, not yet wire's"},
+}
+
+// TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the
+// API's client) link the API's client and wire and none of the server's packages; the
+// lean front (cmd/paddock) links none of the full program's either, so that it starts
+// in a few milliseconds; and the guest (cmd/paddock-guest) links only what a sandbox
+// needs, so that every sandbox gets a small file and a small process. A failure names
+// the chain of imports that brought the package in.
+func TestTowers(t *testing.T) {
+	testenv.Program(t, "go", "install Go")
+	sides := []struct {
+		name, what string
+		roots      []string
+		forbidden  []string
+	}{
+		{"the client", "a server package", []string{"internal/cli", "internal/tui", "internal/front", "internal/webui", "internal/lscmd", "internal/synccmd", "internal/api/wire"}, server},
+		{"the lean front", "a package of the server or the full program", []string{"cmd/paddock"}, append(slices.Clone(server), client...)},
+		{"the guest", "a package a sandbox has no use for", []string{"cmd/paddock-guest"}, slices.Concat(server, client, guestOnly)},
+	}
+	var roots []string
+	for _, s := range sides {
+		roots = append(roots, s.roots...)
+	}
+	imports := importGraph(t, roots)
+	used := map[int]bool{}
+	for _, s := range sides {
+		for _, root := range s.roots {
+			for _, v := range violations(imports, root, s.forbidden, used) {
+				t.Errorf("%s links %s, %s: %s", s.name, v[len(v)-1], s.what, strings.Join(v, " -> "))
+			}
+		}
+	}
+	for i, k := range known {
+		if !used[i] {
+			t.Errorf("%s no longer imports %s: remove it from the known exceptions", k.from, k.to)
+		}
+	}
+}
+
+// importGraph is each package's imports, for the roots and all they link, with the
+// module's own packages named relative to the module ("internal/cli").
+func importGraph(t *testing.T, roots []string) map[string][]string {
+	args := []string{"list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"}
+	for _, r := range roots {
+		args = append(args, module+r)
+	}
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
+	}
+	graph := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(strings.ReplaceAll(line, module, ""))
+		graph[f[0]] = f[1:]
+	}
+	return graph
+}
+
+// violations walks root's imports breadth first and gives, for each forbidden package
+// reached, the shortest chain of imports to it. It does not walk on through a forbidden
+// package, so each chain ends where the side first crosses into what it must not link,
+// nor through a known exception (marked in used).
+func violations(graph map[string][]string, root string, forbidden []string, used map[int]bool) [][]string {
+	chain := map[string][]string{root: {root}}
+	queue := []string{root}
+	var found [][]string
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, dep := range graph[p] {
+			if _, seen := chain[dep]; seen {
+				continue
+			}
+			chain[dep] = append(slices.Clone(chain[p]), dep)
+			if i := slices.IndexFunc(known, func(k struct{ from, to, why string }) bool { return k.from == p && k.to == dep }); i >= 0 {
+				used[i] = true
+				continue
+			}
+			if matches(dep, forbidden) {
+				found = append(found, chain[dep])
+				continue
+			}
+			queue = append(queue, dep)
+		}
+	}
+	return found
+}
+
+// matches says whether pkg is one of the paths, or under one ending in "/".
+func matches(pkg string, paths []string) bool {
+	for _, p := range paths {
+		if pkg == p || strings.HasSuffix(p, "/") && strings.HasPrefix(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
