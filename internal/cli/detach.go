@@ -19,8 +19,8 @@ import (
 // own, which the user leaves with their own keys, and the pane they typed in stays
 // theirs.
 func attachSession(ctx context.Context, f *Factory, sb, name string) error {
-	tmuxEnv := os.Getenv("TMUX")
-	if tmuxEnv != "" && os.Getenv(inWindowEnv) == "" && isTerminal(f.IO.Out) {
+	tmuxEnv := f.Getenv("TMUX")
+	if tmuxEnv != "" && f.Getenv(inWindowEnv) == "" && isTerminal(f.IO.Out) {
 		if socket, _, _ := strings.Cut(tmuxEnv, ","); outerPrefix(socket) == "C-b" {
 			return attachInWindow(ctx, f, socket, sb, name)
 		}

@@ -24,6 +24,11 @@ type Factory struct {
 	Paths func() (config.Paths, error)
 	// Executable is the binary to start the daemon from.
 	Executable func() (string, error)
+	// Getenv reads the environment the command runs in: os.Getenv, or the one a caller
+	// running many CLIs in one process (a test with many homes) gives each.
+	Getenv func(string) string
+	// Environ is the environment of the daemon a command starts, as Getenv reads it.
+	Environ func() []string
 	// Context is --context: the daemon to talk to, by its context's name.
 	Context string
 	// NonInteractive is --non-interactive: never ask, fail with the command that says it.
@@ -40,8 +45,19 @@ type Factory struct {
 }
 
 // NewFactory returns the factory used by Main.
+// Its paths come from the environment Getenv reads.
 func NewFactory(io IOStreams) *Factory {
-	return &Factory{IO: io, Paths: config.Resolve, Executable: os.Executable}
+	f := &Factory{IO: io, Executable: os.Executable, Getenv: os.Getenv, Environ: os.Environ}
+	f.Paths = func() (config.Paths, error) { return config.ResolveEnv(f.Getenv) }
+	return f
+}
+
+// homeDir is the user's home directory, $HOME as Getenv reads it.
+func (f *Factory) homeDir() (string, error) {
+	if h := f.Getenv("HOME"); h != "" {
+		return h, nil
+	}
+	return "", errors.New("$HOME is not defined")
 }
 
 // Client returns a client of a running daemon, starting one in the background (and
@@ -135,8 +151,9 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	start, _ := logf.Seek(0, 2)
 	cmd := exec.Command(exe, "serve", "--foreground", "--log-file", p.DaemonLog())
 	cmd.Args[0] = "paddock"
+	cmd.Env = f.Environ()
 	if p.Home != "" {
-		cmd.Env = append(os.Environ(), "PADDOCK_HOME="+p.Home)
+		cmd.Env = append(cmd.Env, "PADDOCK_HOME="+p.Home)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

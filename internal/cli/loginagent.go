@@ -74,9 +74,9 @@ func agentLoginRequest(f *Factory, opts *loginOptions, name string) (api.LoginRe
 	case opts.file != "":
 		return readFile(opts.file)
 	case name == creds.LoginCodex:
-		home := os.Getenv("CODEX_HOME")
+		home := f.Getenv("CODEX_HOME")
 		if home == "" {
-			h, err := os.UserHomeDir()
+			h, err := f.homeDir()
 			if err != nil {
 				return req, "", err
 			}
@@ -84,9 +84,9 @@ func agentLoginRequest(f *Factory, opts *loginOptions, name string) (api.LoginRe
 		}
 		return readFile(filepath.Join(home, "auth.json"))
 	case opts.fromHost:
-		dir := os.Getenv("CLAUDE_CONFIG_DIR")
+		dir := f.Getenv("CLAUDE_CONFIG_DIR")
 		if dir == "" {
-			h, err := os.UserHomeDir()
+			h, err := f.homeDir()
 			if err != nil {
 				return req, "", err
 			}

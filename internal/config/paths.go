@@ -13,5 +13,8 @@ const SystemConfigDir = paths.SystemConfigDir
 // Resolve computes Paths from the environment (see paths.Resolve).
 func Resolve() (Paths, error) { return paths.Resolve() }
 
+// ResolveEnv computes Paths from the environment getenv reads (see paths.ResolveEnv).
+func ResolveEnv(getenv func(string) string) (Paths, error) { return paths.ResolveEnv(getenv) }
+
 // ForHome returns the paths beneath one PADDOCK_HOME directory.
 func ForHome(home string) (Paths, error) { return paths.ForHome(home) }

@@ -50,8 +50,12 @@ const SystemConfigDir = "/etc/paddock"
 
 // Resolve computes Paths from the environment: PADDOCK_HOME, else the XDG base
 // directories, else (for root) the system directories /etc, /var/lib, /var/cache, /run.
-func Resolve() (Paths, error) {
-	if home := os.Getenv("PADDOCK_HOME"); home != "" {
+func Resolve() (Paths, error) { return ResolveEnv(os.Getenv) }
+
+// ResolveEnv is Resolve reading the environment through getenv, so that one process can
+// resolve the paths of several environments (a test's many homes).
+func ResolveEnv(getenv func(string) string) (Paths, error) {
+	if home := getenv("PADDOCK_HOME"); home != "" {
 		return ForHome(home)
 	}
 	if os.Geteuid() == 0 {
@@ -65,19 +69,19 @@ func Resolve() (Paths, error) {
 			Socket:    "/run/paddock/paddock.sock",
 		})
 	}
-	userHome, err := os.UserHomeDir()
-	if err != nil {
+	userHome := getenv("HOME")
+	if userHome == "" {
 		return Paths{}, errors.New("cannot find a home directory: set HOME or PADDOCK_HOME")
 	}
 	xdg := func(env, fallback string) string {
-		if v := os.Getenv(env); v != "" && filepath.IsAbs(v) {
+		if v := getenv(env); v != "" && filepath.IsAbs(v) {
 			return filepath.Join(v, "paddock")
 		}
 		return filepath.Join(userHome, fallback, "paddock")
 	}
 	state := xdg("XDG_STATE_HOME", ".local/state")
 	socket := filepath.Join(state, "paddock.sock")
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+	if rt := getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
 		socket = filepath.Join(rt, "paddock", "paddock.sock")
 	}
 	return checked(Paths{
@@ -126,8 +130,8 @@ func (p Paths) MkdirAll() error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	if home := os.Getenv("PADDOCK_HOME"); home != "" && os.Geteuid() == 0 {
-		for _, d := range []string{home, p.State, p.Sandboxes, p.Cache} {
+	if p.Home != "" && os.Geteuid() == 0 {
+		for _, d := range []string{p.Home, p.State, p.Sandboxes, p.Cache} {
 			if err := os.Chmod(d, mode); err != nil {
 				return err
 			}
