@@ -36,13 +36,14 @@ type agentRun struct {
 // TestGeminiEndToEnd runs the real Gemini CLI in a sandbox against a scripted Gemini API
 // server reached through the credential proxy.
 func TestGeminiEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "gemini")
 	model := modeltest.NewGemini(t)
-	cliEndToEnd(t, gemini(model))
+	paddock := cliEndToEnd(t, gemini(model))
 
 	// A turn whose model calls fail: Gemini CLI gives up, and --non-interactive fails
 	// with its error (its transcript's error record), not at the end of a long wait.
-	paddock, must := newPaddock(t), mustSucceed(t, newPaddock(t))
+	must := mustSucceed(t, paddock)
 	waitUntil(t, 60*time.Second, "the session to go idle", func() bool {
 		return strings.Contains(must("", "chat", "repo", "--list"), "idle")
 	})
@@ -64,6 +65,7 @@ func gemini(model *modeltest.Gemini) agentRun {
 // TestGeminiTwoSessions: two Gemini conversations in one sandbox stay apart, each
 // resumed by the id paddock chose for it (-r latest would give both the newest).
 func TestGeminiTwoSessions(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "gemini")
 	twoSessions(t, gemini(modeltest.NewGemini(t)))
 }
@@ -71,6 +73,7 @@ func TestGeminiTwoSessions(t *testing.T) {
 // TestQwenEndToEnd runs the real Qwen Code in a sandbox against a scripted OpenAI
 // Responses API server (an OpenAI-compatible endpoint) reached through the credential proxy.
 func TestQwenEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "qwen")
 	model := modeltest.NewOpenAIResponses(t)
 	cliEndToEnd(t, agentRun{agent: "qwen", model: model, ready: "Type your message", kill: "^node .*[q]wen --auth-type",
@@ -82,6 +85,7 @@ func TestQwenEndToEnd(t *testing.T) {
 // TestOpenCodeEndToEnd runs the real OpenCode in a sandbox against a scripted OpenAI
 // Responses API server (an OpenAI-compatible endpoint) reached through the credential proxy.
 func TestOpenCodeEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "opencode")
 	model := modeltest.NewOpenAIResponses(t)
 	cliEndToEnd(t, agentRun{agent: "opencode", model: model, ready: "ctrl+p", kill: "^[^ ]*[o]pencode",
@@ -93,8 +97,9 @@ func TestOpenCodeEndToEnd(t *testing.T) {
 // cliEndToEnd makes the checks Claude Code's end-to-end test makes, for another agent CLI
 // on bwrap: its first screen is its prompt with no dialog, a tool call runs in /workspace
 // as agent, the transcript parses, --non-interactive returns the final text, a restart
-// resumes the conversation, and the real key is nowhere inside.
-func cliEndToEnd(t *testing.T, a agentRun) {
+// resumes the conversation, and the real key is nowhere inside. It returns its paddock,
+// the sandbox "repo" still up, for more checks.
+func cliEndToEnd(t *testing.T, a agentRun) paddockRun {
 	paddock, must, screenOf := upAgent(t, a)
 	target := "repo/" + a.agent
 	pane := func() string { return screenOf(a.agent) }
@@ -220,6 +225,7 @@ func cliEndToEnd(t *testing.T, a agentRun) {
 
 	// The real key is nowhere in the sandbox.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
+	return paddock
 }
 
 // twoSessions: two conversations of one agent in one sandbox stay apart. Each is
@@ -330,11 +336,11 @@ func twoSessions(t *testing.T, a agentRun) {
 // the screen of a session.
 func upAgent(t *testing.T, a agentRun) (paddockRun, func(stdin string, args ...string) string, func(session string) string) {
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	h, repo := e2eHome(t)
 	for k, v := range a.env {
-		t.Setenv(k, v)
+		h.Setenv(k, v)
 	}
-	_, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", a.agent)
 	screen := func(session string) string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/clitest"
 )
 
 // claudeAlarms, on session repo/claude after claudeEndToEndIn (on bwrap), makes the real
@@ -15,7 +17,7 @@ import (
 // `paddock alarms`, marked in ls and recorded as an event, and the agent goes on; paddock's
 // own writes of Claude's settings, as it prepared the session, raised none. With
 // [alarms] stop = true, the next alarm stops the sandbox.
-func claudeAlarms(t *testing.T, paddock paddockRun, must mustRun) {
+func claudeAlarms(t *testing.T, h *clitest.Home, must mustRun) {
 	if out := must("", "alarms", "repo"); out != "" {
 		t.Fatalf("alarms before the agent did anything of the kind (paddock's own setup of Claude's settings?):\n%s", out)
 	}
@@ -46,7 +48,7 @@ func claudeAlarms(t *testing.T, paddock paddockRun, must mustRun) {
 	// [alarms] stop = true: the next alarm stops the sandbox. The daemon that starts again
 	// reads the transcript from its start, and the alarms cleared before raise nothing again.
 	must("", "alarms", "repo", "--clear")
-	if err := os.WriteFile(filepath.Join(os.Getenv("PADDOCK_HOME"), "config.toml"), []byte("[alarms]\nstop = true\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(h.Dir, "config.toml"), []byte("[alarms]\nstop = true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	must("", "daemon", "stop")
@@ -54,7 +56,7 @@ func claudeAlarms(t *testing.T, paddock paddockRun, must mustRun) {
 		t.Fatalf("after a restart, with the alarms cleared:\n%s", ls)
 	}
 	// The question may fail: the sandbox can stop before its answer is read.
-	paddock("", "chat", "repo/claude", "--non-interactive", "-m", "RUN: ls /proc/self/root/")
+	h.Run("", "chat", "repo/claude", "--non-interactive", "-m", "RUN: ls /proc/self/root/")
 	waitUntil(t, 30*time.Second, "the sandbox stopped by the alarm", func() bool {
 		return strings.Contains(must("", "ls"), "stopped ⚠ ALARM")
 	})

@@ -20,7 +20,8 @@ import (
 // several asks which one (a number, a name, or the first by default); with
 // --non-interactive it fails at once with the command that names one, exit 2.
 func TestAskWhichSession(t *testing.T) {
-	run, _ := upRepo(t)
+	t.Parallel()
+	run, h := upRepo(t)
 	run("chat", "repo", "--new", "alpha", "--agent", "shell", "--command", "sleep 100000")
 	run("chat", "repo", "--new", "beta", "--agent", "shell", "--command", "sleep 100000")
 
@@ -31,7 +32,7 @@ func TestAskWhichSession(t *testing.T) {
 	defer ptmx.Close()
 	defer tty.Close()
 	var out strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: tty, Out: &out, ErrOut: tty})
+	f := h.Factory(cli.IOStreams{In: tty, Out: &out, ErrOut: tty})
 	done := make(chan int, 1)
 	go func() { done <- cli.Run(context.Background(), f, []string{"chat", "repo", "--rm"}) }()
 	// The question, then the answer: the second.
@@ -57,7 +58,7 @@ func TestAskWhichSession(t *testing.T) {
 
 	run("chat", "repo", "--new", "gamma", "--agent", "shell", "--command", "sleep 100000")
 	var errOut strings.Builder
-	f = cli.NewFactory(cli.IOStreams{In: tty, Out: &out, ErrOut: &errOut})
+	f = h.Factory(cli.IOStreams{In: tty, Out: &out, ErrOut: &errOut})
 	code := cli.Run(context.Background(), f, []string{"--non-interactive", "transcript", "repo"})
 	if code != 2 || !strings.Contains(errOut.String(), "name one, e.g. `paddock transcript repo/alpha`") {
 		t.Fatalf("--non-interactive: exit %d\n%s", code, errOut.String())
@@ -89,12 +90,13 @@ func readUntil(t *testing.T, r *os.File, want string) string {
 // asks for one, not echoed, before making anything; the daemon keeps it, and the real
 // Claude Code's requests reach the provider with it while the sandbox holds a placeholder.
 func TestAskForKey(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	home, repo := e2eHome(t)
-	run := runner(t)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "")
+	run := h.Must
 	var doctor struct {
 		Backends []struct {
 			Name      string
@@ -118,7 +120,7 @@ func TestAskForKey(t *testing.T) {
 	defer ptmx.Close()
 	defer tty.Close()
 	var out strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: tty, Out: &out, ErrOut: tty})
+	f := h.Factory(cli.IOStreams{In: tty, Out: &out, ErrOut: tty})
 	done := make(chan int, 1)
 	go func() { done <- cli.Run(context.Background(), f, []string{"up", repo, "--agent", "claude"}) }()
 	// With several backends and none configured, which one is the default is asked
@@ -157,7 +159,7 @@ func TestAskForKey(t *testing.T) {
 	}
 
 	if available > 1 {
-		if cfg, _ := os.ReadFile(filepath.Join(home, "config.toml")); !strings.Contains(string(cfg), `default_backend = "bwrap"`) {
+		if cfg, _ := os.ReadFile(filepath.Join(h.Dir, "config.toml")); !strings.Contains(string(cfg), `default_backend = "bwrap"`) {
 			t.Fatalf("the chosen backend is not in the config:\n%s", cfg)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 )
 
 // BenchmarkCLIExec measures what a user waits for: `paddock exec NAME -- true` through
@@ -29,7 +30,7 @@ func BenchmarkCLIExec(b *testing.B) {
 	}
 	os.Chmod(home, 0o711)
 	b.Setenv("PADDOCK_HOME", home)
-	defer teardown(home)
+	defer clitest.Teardown(home, nil, "")
 	repo := filepath.Join(home, "benchrepo")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
 		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {

@@ -18,13 +18,15 @@ import (
 // budget's message on its screen (not a crash); raising the budget lets the same
 // session go on.
 func TestClaudeBudgetEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-budget-0123456789abcdefghijklmnop")
-	home, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-budget-0123456789abcdefghijklmnop")
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "claude")
 	pane := func() string {

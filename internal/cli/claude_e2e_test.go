@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
-	"github.com/paddockhq/paddock/internal/cli"
-	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -24,14 +21,8 @@ import (
 // paddockRun runs the CLI in-process and returns its stdout, stderr and exit code.
 type paddockRun func(stdin string, args ...string) (string, string, int)
 
-func newPaddock(t *testing.T) paddockRun {
-	return func(stdin string, args ...string) (string, string, int) {
-		var out, errOut strings.Builder
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
-		code := cli.Run(context.Background(), f, args)
-		return out.String(), errOut.String(), code
-	}
-}
+// newPaddock runs the CLI of home h in-process.
+func newPaddock(h *clitest.Home) paddockRun { return h.Run }
 
 // mustSucceed wraps a paddock runner: it returns stdout and fails the test on a non-zero exit.
 func mustSucceed(t *testing.T, paddock paddockRun) func(stdin string, args ...string) string {
@@ -45,49 +36,22 @@ func mustSucceed(t *testing.T, paddock paddockRun) func(stdin string, args ...st
 	}
 }
 
-// e2eHome makes an isolated PADDOCK_HOME and a git repo, and removes every sandbox at
-// the end.
-func e2eHome(t testing.TB) (home, repo string) {
-	home, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(home, 0o711)
-	t.Setenv("PADDOCK_HOME", home)
-	t.Cleanup(func() { teardown(home) })
-	repo = filepath.Join(home, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
-		{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	return home, repo
+// e2eHome makes an isolated home (clitest.New: its own PADDOCK_HOME and environment,
+// every sandbox removed at the end) and a git repo "repo" in it.
+func e2eHome(t testing.TB) (h *clitest.Home, repo string) {
+	h = clitest.New(t)
+	return h, h.InitRepo("repo")
 }
 
-// upRepo makes an isolated PADDOCK_HOME with a sandbox "repo" on bwrap, and returns a
-// paddock that fails tb when a command fails, and the home.
-func upRepo(tb testing.TB) (run func(args ...string) string, home string) {
+// upRepo makes an isolated home with a sandbox "repo" on bwrap, and returns a paddock
+// that fails tb when a command fails, and the home.
+func upRepo(tb testing.TB) (run func(args ...string) string, h *clitest.Home) {
 	tb.Helper()
 	testenv.Program(tb, "bwrap", "apt-get install bubblewrap")
-	home, repo := e2eHome(tb)
-	run = runner(tb)
+	h, repo := e2eHome(tb)
+	run = h.Must
 	run("up", repo)
-	return run, home
-}
-
-// runner returns a paddock run in-process with no input, which fails tb when a command
-// fails and returns its stdout.
-func runner(tb testing.TB) func(args ...string) string {
-	return func(args ...string) string {
-		tb.Helper()
-		var out, errOut strings.Builder
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		if code := cli.Run(context.Background(), f, args); code != 0 {
-			tb.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
-		}
-		return out.String()
-	}
+	return run, h
 }
 
 // waitUntil polls cond every 200 ms for up to d.
@@ -105,11 +69,12 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 // TestClaudeEndToEnd runs the real Claude Code CLI in a bwrap sandbox against a scripted
 // model server reached through the credential proxy.
 func TestClaudeEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
-	must, model := claudeEndToEndIn(t, "bwrap", "", nil, 1)
-	askEdges(t, newPaddock(t), must, model)
-	claudeAlarms(t, newPaddock(t), must)
+	h, must, model := claudeEndToEndIn(t, "bwrap", "", nil, 1)
+	askEdges(t, newPaddock(h), must, model)
+	claudeAlarms(t, h, must)
 }
 
 // askEdges checks `chat --non-interactive` at the edges, on session repo/claude after
@@ -177,6 +142,7 @@ func askEdges(t *testing.T, paddock paddockRun, must mustRun, model *modeltest.A
 // TestClaudeEndToEndDocker is the same, in a docker container whose image has Claude Code
 // (`paddock image build --agents claude`).
 func TestClaudeEndToEndDocker(t *testing.T) {
+	t.Parallel()
 	if !dockerReady() {
 		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
@@ -186,6 +152,7 @@ func TestClaudeEndToEndDocker(t *testing.T) {
 // TestClaudeEndToEndVagrant is the same in a Vagrant machine (the real vagrant with its
 // docker provider, running a box image of paddock's sandbox image with an SSH server).
 func TestClaudeEndToEndVagrant(t *testing.T) {
+	t.Parallel()
 	if !dockerReady() {
 		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
@@ -195,6 +162,7 @@ func TestClaudeEndToEndVagrant(t *testing.T) {
 // TestClaudeEndToEndDockerRunsc is the same in a container under gVisor (`up --runtime
 // runsc`), which `make setup` registers with the engine.
 func TestClaudeEndToEndDockerRunsc(t *testing.T) {
+	t.Parallel()
 	if !dockerReady() {
 		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
@@ -208,6 +176,7 @@ func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 // everything in the VM runs tens of times slower: its waits are ten times longer), its
 // root made from the paddock/sandbox image, which has Claude Code.
 func TestClaudeEndToEndMicroVM(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "a microVM")
 	if !microvmReady() {
 		testenv.Missing(t, "the microvm backend is unavailable (QEMU, a kernel, the paddock/sandbox image and root)", "make setup")
@@ -216,7 +185,7 @@ func TestClaudeEndToEndMicroVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("guest_binary = %q\n", guest), shareMicroVMImages, 10)
+	_, must, model := claudeEndToEndIn(t, "microvm", fmt.Sprintf("guest_binary = %q\n", guest), shareMicroVMImages, 10)
 
 	// Suspended and resumed, Claude Code is the same process: its session is not exited,
 	// and the next message reaches the model through the credential proxy's tunnel,
@@ -263,12 +232,13 @@ type mustRun func(stdin string, args ...string) string
 // claudeEndToEndIn is claudeEndToEnd with prepare (when not nil) run on the daemon's home
 // before anything, and every wait for the sandbox slow times longer. It returns its
 // paddock and model server, the sandbox "repo" still up, for more checks.
-func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *testing.T, home string), slow time.Duration, upArgs ...string) (mustRun, *modeltest.Anthropic) {
+func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *testing.T, home string), slow time.Duration, upArgs ...string) (*clitest.Home, mustRun, *modeltest.Anthropic) {
 	model := modeltest.NewAnthropic(t)
 	const realKey = "sk-ant-e2e-REAL-0123456789abcdefghijklmnop"
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", realKey)
-	home, repo := e2eHome(t)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", realKey)
+	home := h.Dir
 	if config != "" {
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 			t.Fatal(err)
@@ -279,7 +249,7 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 	}
 	began := time.Now()
 	defer func() { t.Logf("on %s, from up to the end: %v", backend, time.Since(began).Round(time.Second)) }()
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 
 	// up --agent claude: a sandbox and a first session, straight at Claude's prompt.
@@ -422,8 +392,7 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 
 	// The real key is nowhere in the sandbox.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
-	_ = io.Discard
-	return must, model
+	return h, must, model
 }
 
 // TestClaudeFork starts Claude Code with a first prompt (`up --agent claude --prompt`),
@@ -434,13 +403,14 @@ func claudeEndToEndIn(t *testing.T, backend, config string, prepare func(t *test
 // Claude Code there, at work on its own first prompt in a conversation of its own, and so
 // does the body the web UI's new-session form posts.
 func TestClaudeFork(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fork-0123456789abcdefghijklmnop")
-	home, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-fork-0123456789abcdefghijklmnop")
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "claude", "--prompt", "RUN: echo original > /workspace/original.txt")
 	pane := func(name string) string {
@@ -513,10 +483,7 @@ func TestClaudeFork(t *testing.T) {
 	}
 
 	// The web UI's new-session form sends its first prompt in the body it posts.
-	paths, err := config.ForHome(home)
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := h.Paths()
 	form := `{"name":"web","agent":"claude","prompt":"RUN: echo third > /workspace/third.txt"}`
 	if err := api.NewClient(paths.Socket).Do(t.Context(), "POST", "/v1/sandboxes/repo/sessions", strings.NewReader(form), nil); err != nil {
 		t.Fatalf("the new-session form's request: %v", err)

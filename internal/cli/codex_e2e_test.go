@@ -13,14 +13,15 @@ import (
 // TestCodexEndToEnd runs the real Codex CLI in a sandbox against a scripted Responses
 // API server reached through the credential proxy.
 func TestCodexEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "codex")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewOpenAIResponses(t)
 	const realKey = "sk-openai-e2e-REAL-0123456789abcdef"
-	t.Setenv("OPENAI_BASE_URL", model.URL()+"/v1")
-	t.Setenv("OPENAI_API_KEY", realKey)
-	_, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	h.Setenv("OPENAI_BASE_URL", model.URL()+"/v1")
+	h.Setenv("OPENAI_API_KEY", realKey)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "codex")
 	pane := func() string {
@@ -112,6 +113,7 @@ func TestCodexEndToEnd(t *testing.T) {
 // TestCodexTwoSessions: two Codex conversations in one sandbox stay apart, each resumed
 // by the thread id its notify program reported.
 func TestCodexTwoSessions(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "codex")
 	model := modeltest.NewOpenAIResponses(t)
 	twoSessions(t, agentRun{agent: "codex", model: model, ready: "›", kill: "^[^ ]*(node|codex)[^ ]* .*[c]odex.*--dangerously-bypass",

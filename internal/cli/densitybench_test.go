@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -74,7 +75,7 @@ func BenchmarkDensity(b *testing.B) {
 	}
 	lsAll, execAll := timed(30, "ls"), timed(30, "exec", fmt.Sprintf("s%d", n/2), "--", "true")
 
-	pid := daemonPID(home)
+	pid := clitest.DaemonPID(home)
 	b.ReportMetric(float64(n), "sandboxes")
 	b.ReportMetric(ms(quantile(ups[:k], 0.5)), "first-ups-ms")
 	b.ReportMetric(ms(quantile(ups[len(ups)-k:], 0.5)), "last-ups-ms")
@@ -93,7 +94,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // every process the daemon at home started (its sandboxes' bwrap processes and all they
 // run), the daemon itself not included.
 func sandboxPSS(b *testing.B, home string) int64 {
-	daemon := daemonPID(home)
+	daemon := clitest.DaemonPID(home)
 	parent := processParents()
 	var total int64
 	for pid := range parent {

@@ -19,6 +19,7 @@ import (
 // Ctrl-b, as the sandbox's is, attach says to press it twice; with another prefix, or
 // outside tmux, Ctrl-b d.
 func TestDetachKeys(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "tmux", "apt-get install tmux")
 	socket := filepath.Join(t.TempDir(), "outer.sock")
 	if out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "-n", "theirs", "sleep 60").CombinedOutput(); err != nil {
@@ -45,6 +46,7 @@ func TestDetachKeys(t *testing.T) {
 // of the sandbox's tmux nested in it and leave the user's own attached (real tmux
 // servers, the user's client in a terminal of its own).
 func TestDetachKeysNested(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "tmux", "apt-get install tmux")
 	testenv.Program(t, "script", "apt-get install util-linux")
 	dir := t.TempDir()
@@ -90,6 +92,7 @@ func TestDetachKeysNested(t *testing.T) {
 // named after it, running paddock's attach to it against the same daemon; the pane the
 // user typed in stays theirs, and the message says how to come back and to detach.
 func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "tmux", "apt-get install tmux")
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "user.sock")
@@ -97,8 +100,6 @@ func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
 		t.Fatalf("start a tmux server: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-S", socket, "kill-server").Run() })
-	t.Setenv("TMUX", socket+",1,0")
-	t.Setenv(inWindowEnv, "")
 	// paddock's own program, as the window runs it: it writes down how it was run.
 	record := filepath.Join(dir, "ran")
 	self := filepath.Join(dir, "paddock it's")
@@ -115,6 +116,16 @@ func TestAttachInsideTmuxOpensAWindow(t *testing.T) {
 	var errOut strings.Builder
 	f := NewFactory(IOStreams{In: tty, Out: tty, ErrOut: &errOut})
 	f.Executable = func() (string, error) { return self, nil }
+	// A terminal inside the user's tmux, not in a window paddock opened.
+	f.Getenv = func(k string) string {
+		if k == "TMUX" {
+			return socket + ",1,0"
+		}
+		if k == inWindowEnv {
+			return ""
+		}
+		return os.Getenv(k)
+	}
 	home := filepath.Join(dir, "home")
 	f.Paths = func() (config.Paths, error) { return config.Paths{Home: home}, nil }
 

@@ -11,18 +11,23 @@ import (
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 // A "Just do it" session's agent is told its sandbox is disposable, in its memory file
 // beside paddock's context and what was there; an agent with no memory file is refused
 // before anything starts.
 func TestDisposableNote(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "gemini")
-	t.Setenv("GEMINI_API_KEY", "disposable-test-key") // a session of an agent needs its provider's key
-	must, _ := upRepo(t)
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	h, repo := e2eHome(t)
+	h.Setenv("GEMINI_API_KEY", "disposable-test-key") // a session of an agent needs its provider's key
+	must := h.Must
+	must("up", repo)
 	must("exec", "repo", "--", "sh", "-c", "mkdir -p /home/agent/.gemini && echo 'my own rules' > /home/agent/.gemini/GEMINI.md")
 	ctx := context.Background()
-	c, err := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}).Client(ctx)
+	c, err := h.Factory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}).Client(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/daemon"
 )
@@ -53,7 +54,7 @@ func BenchmarkFlightRecordExec(b *testing.B) {
 				Ready: func() { close(ready) }, NoFlightRecord: !on})
 		}()
 		b.Cleanup(func() { // the daemon is this process: remove its sandbox, then stop it
-			removeSandboxes(ctx, api.NewClient(p.Socket))
+			clitest.RemoveSandboxes(ctx, api.NewClient(p.Socket))
 			stop()
 			<-stopped
 			os.RemoveAll(home)

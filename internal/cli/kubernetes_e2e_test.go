@@ -16,6 +16,7 @@ import (
 // cluster: the sandbox a pod, the image loaded into the node's containerd, the guest
 // copied in through the API server's exec.
 func TestClaudeEndToEndKubernetes(t *testing.T) {
+	t.Parallel()
 	claudeEndToEnd(t, "kubernetes", k8stest.Config(t))
 }
 
@@ -24,10 +25,12 @@ func TestClaudeEndToEndKubernetes(t *testing.T) {
 // host repo, stop and start keeping the workspace, a pod lost behind paddock's back shown
 // by ls and made again by start, rm leaving nothing; bad input refused with nothing made.
 func TestKubernetesSandbox(t *testing.T) {
+	t.Parallel()
 	config := k8stest.Config(t)
-	home, repo := e2eHome(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600)
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	kubectl := func(args ...string) string {
 		out, _ := k8stest.Kubectl(t, args...).CombinedOutput()
@@ -113,8 +116,10 @@ func TestKubernetesSandbox(t *testing.T) {
 // TestKubernetesImageLoad: `paddock image load IMAGE --backend kubernetes` puts a local
 // docker image into the node's containerd, where a pod with imagePullPolicy Never finds it.
 func TestKubernetesImageLoad(t *testing.T) {
+	t.Parallel()
 	config := k8stest.Config(t)
-	home, _ := e2eHome(t)
+	h, _ := e2eHome(t)
+	home := h.Dir
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600)
 	// A tiny image of one file, made here.
 	dir := t.TempDir()
@@ -129,7 +134,7 @@ func TestKubernetesImageLoad(t *testing.T) {
 	}
 	tar.Wait()
 	t.Cleanup(func() { exec.Command("docker", "rmi", tag).Run() })
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	_, errOut, code := paddock("", "image", "load", tag, "--backend", "kubernetes")
 	if code != 0 || !strings.Contains(errOut, "loaded "+tag) {
 		t.Fatalf("image load: exit %d %s", code, errOut)

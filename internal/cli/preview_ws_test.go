@@ -47,6 +47,7 @@ while True:
 // TestPreviewWebSocket: a WebSocket to a server inside the sandbox works through the
 // port's preview, and not without a sign-in.
 func TestPreviewWebSocket(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "python3", "apt-get install python3")
 	run, _ := upRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 )
 
 // latencyClient runs inside the sandbox and on the host alike: N sequential requests on
@@ -80,7 +81,7 @@ func BenchmarkProxies(b *testing.B) {
 	}
 	os.Chmod(home, 0o711)
 	b.Setenv("PADDOCK_HOME", home)
-	defer teardown(home)
+	defer clitest.Teardown(home, nil, "")
 	defer func() {
 		if b.Failed() {
 			data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.log"))

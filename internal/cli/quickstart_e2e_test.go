@@ -47,6 +47,7 @@ func quickStart(t *testing.T) []string {
 // swapped for one that makes it commit). The install lines are checked against what they
 // install, not run: the test runs the programs this checkout builds.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	lines := quickStart(t)
@@ -54,14 +55,15 @@ func TestQuickStart(t *testing.T) {
 		t.Errorf("the quick start has %d commands, more than five:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "") // the key comes from the quick start's own command
-	home, made := e2eHome(t)
+	h, made := e2eHome(t)
+	home := h.Dir
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "")     // the key comes from the quick start's own command
 	repo := filepath.Join(home, "myrepo") // as the quick start names it
 	if err := os.Rename(made, repo); err != nil {
 		t.Fatal(err)
 	}
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	const realKey = "sk-ant-quickstart-0123456789abcdefghijklmnop"
 	claude, _ := agents.Get("claude")
 	const commit = "RUN: echo 1.0 > VERSION && git add VERSION && git commit -q -m 'Add a VERSION file'"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -24,13 +25,13 @@ func planned(tool string, input map[string]any) string {
 
 // runHome makes a home whose daemon's Anthropic provider is a scripted server holding a
 // real key, and a repository with a shell "test" that fails.
-func runHome(t *testing.T) (home, repo string, srv *modeltest.Anthropic) {
+func runHome(t *testing.T) (h *clitest.Home, repo string, srv *modeltest.Anthropic) {
 	t.Helper()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	srv = modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", srv.URL())
-	t.Setenv("ANTHROPIC_API_KEY", realRunKey)
-	home, repo = e2eHome(t)
+	h, repo = e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+	h.Setenv("ANTHROPIC_API_KEY", realRunKey)
 	os.WriteFile(filepath.Join(repo, "sum.sh"), []byte("echo $((1 + 1))\n"), 0o644)
 	os.WriteFile(filepath.Join(repo, "test.sh"), []byte("test \"$(sh sum.sh)\" = 3 && echo PASS || { echo FAIL: got $(sh sum.sh); exit 1; }\n"), 0o644)
 	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "sum"}} {
@@ -38,7 +39,7 @@ func runHome(t *testing.T) (home, repo string, srv *modeltest.Anthropic) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	return home, repo, srv
+	return h, repo, srv
 }
 
 const realRunKey = "sk-ant-real-run-key-0123456789"
@@ -80,8 +81,9 @@ func lastRun(t *testing.T, must func(string, ...string) string) string {
 // shows on the terminal and in `run show`; the real key reaches the model server and is
 // nowhere in the sandbox; a 429 is tried again; a budget stops the run; a run continues.
 func TestRunEndToEnd(t *testing.T) {
-	_, repo, srv := runHome(t)
-	paddock := newPaddock(t)
+	t.Parallel()
+	h, repo, srv := runHome(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)
 
@@ -187,8 +189,9 @@ func TestRunEndToEnd(t *testing.T) {
 // cancelled; a daemon killed (kill -9) during a run leaves it interrupted, and --resume
 // continues its conversation.
 func TestRunCancelAndCrash(t *testing.T) {
-	home, repo, srv := runHome(t)
-	paddock := newPaddock(t)
+	t.Parallel()
+	h, repo, srv := runHome(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)
 
@@ -199,7 +202,7 @@ func TestRunCancelAndCrash(t *testing.T) {
 	done := make(chan int, 1)
 	var errOut strings.Builder
 	go func() {
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &errOut})
+		f := h.Factory(cli.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &errOut})
 		done <- cli.Run(ctx, f, []string{"run", "repo", planned("run_command", map[string]any{"command": "echo $$ > pid1; sleep 120"})})
 	}()
 	waitUntil(t, 30*time.Second, "the command to start", started("pid1"))
@@ -226,7 +229,7 @@ func TestRunCancelAndCrash(t *testing.T) {
 		done <- code
 	}()
 	waitUntil(t, 30*time.Second, "the command to start", started("pid2"))
-	killWait(t, daemonPID(home))
+	killWait(t, clitest.DaemonPID(h.Dir))
 	if code := <-done; code == 0 {
 		t.Error("paddock run succeeded with its daemon killed")
 	}
@@ -252,10 +255,11 @@ func TestRunCancelAndCrash(t *testing.T) {
 // busybox and git, nothing else: no node, no agent CLI, no ripgrep (search_files falls
 // back to the Files service).
 func TestRunOnAMinimalSandbox(t *testing.T) {
+	t.Parallel()
 	busybox := testenv.Program(t, "busybox", "apt-get install busybox-static")
-	home, repo, _ := runHome(t)
-	rootfs := minimalRootfs(t, busybox, home)
-	paddock := newPaddock(t)
+	h, repo, _ := runHome(t)
+	rootfs := minimalRootfs(t, busybox, h.Dir)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--rootfs", rootfs, "--name", "mini")
 	if out := must("", "exec", "mini", "--", "sh", "-c", "for p in node npm rg claude python3; do command -v $p; done; ls /usr/bin"); out != "git\n" {
@@ -325,13 +329,15 @@ func minimalRootfs(t *testing.T, busybox, home string) string {
 // TestRunOnOpenAI: with [run] provider = "openai", paddock run speaks the Responses API to
 // the provider's base URL with its real key, and the work lands in the sandbox.
 func TestRunOnOpenAI(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	srv := modeltest.NewOpenAIResponses(t)
-	t.Setenv("OPENAI_BASE_URL", srv.URL()+"/v1")
-	t.Setenv("OPENAI_API_KEY", "sk-openai-real-run-0123456789")
-	home, repo := e2eHome(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	h.Setenv("OPENAI_BASE_URL", srv.URL()+"/v1")
+	h.Setenv("OPENAI_API_KEY", "sk-openai-real-run-0123456789")
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[run]\nprovider = \"openai\"\nmodel = \"gpt-test\"\n"), 0o600)
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)
 	out := must("", "run", "repo", "write it\n"+planned("write_file", map[string]any{"path": "hello.txt", "content": "from the loop\n"}))

@@ -125,16 +125,16 @@ func runBenchHome(b *testing.B) (paddockRun, *modeltest.Anthropic) {
 		b.Skip("bubblewrap is not installed")
 	}
 	srv := modeltest.NewAnthropic(b)
-	b.Setenv("ANTHROPIC_BASE_URL", srv.URL())
-	b.Setenv("ANTHROPIC_API_KEY", realRunKey)
-	_, repo := benchHome(b)
+	h, repo := e2eHome(b)
+	h.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+	h.Setenv("ANTHROPIC_API_KEY", realRunKey)
 	os.WriteFile(filepath.Join(repo, "ten.txt"), []byte(strings.Repeat("0123456789abcdef\n", 10240/17)), 0o644)
 	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "-m", "ten"}} {
 		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
 			b.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	paddock := newPaddock(nil)
+	paddock := newPaddock(h)
 	if _, errOut, code := paddock("", "up", repo); code != 0 {
 		b.Fatalf("up: %s", errOut)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,9 +23,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend/sshhost/sshdtest"
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/servecmd"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar: every command line a user types, against a
 // real daemon and real bubblewrap sandboxes, one isolated PADDOCK_HOME per script.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -67,13 +69,8 @@ func TestScripts(t *testing.T) {
 }
 
 func setup(env *testscript.Env) error {
-	// A short home keeps unix socket paths within their 107-byte limit.
-	home, err := os.MkdirTemp("", "pdk")
+	home, err := clitest.MakeDir()
 	if err != nil {
-		return err
-	}
-	// As root, sandboxes run as an unprivileged uid that must reach their directories.
-	if err := os.Chmod(home, 0o711); err != nil {
 		return err
 	}
 	env.Setenv("PADDOCK_HOME", home)
@@ -85,7 +82,7 @@ func setup(env *testscript.Env) error {
 	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	env.Setenv("SSH_AUTH_SOCK", "/tmp/host-agent.sock")
 	env.Setenv("HOST_SECRET", "s3cret-host-value")
-	env.Defer(func() { teardown(home) })
+	env.Defer(func() { clitest.Teardown(home, nil, "") })
 	env.Values[sshdKey{}] = &sshdHolder{}
 	return nil
 }
@@ -116,7 +113,7 @@ func startSSHD(ts *testscript.TestScript, neg bool, args []string) {
 		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 		f.Paths = func() (config.Paths, error) { return config.ForHome(home) }
 		if c, err := f.Client(ctx); err == nil {
-			removeSandboxes(ctx, c)
+			clitest.RemoveSandboxes(ctx, c)
 		}
 	})
 	ts.Setenv("SSHD_URL", srv.URL())
@@ -151,49 +148,10 @@ func newHome(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: newhome VAR")
 	}
-	home, err := os.MkdirTemp("", "pdk")
+	home, err := clitest.MakeDir()
 	ts.Check(err)
-	ts.Check(os.Chmod(home, 0o711))
 	ts.Setenv(args[0], home)
-	ts.Defer(func() { teardown(home) })
-}
-
-// teardown removes every sandbox the script left and stops its daemon, starting one
-// first if the script ended with none running: nothing may outlive the test.
-func teardown(home string) {
-	defer os.RemoveAll(home)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	os.Remove(filepath.Join(home, "config.toml")) // a script may have left a broken one
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	f.Paths = func() (config.Paths, error) { return config.ForHome(home) }
-	c, err := f.Client(ctx)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "teardown of %s: %v\n", home, err)
-		return
-	}
-	removeSandboxes(ctx, c)
-	pid := daemonPID(home)
-	c.StopDaemon(ctx)
-	// Wait for the process itself, not only its socket: a daemon stopping finishes work of
-	// its backends first (a Vagrant machine being destroyed, in the home removed next).
-	for i := 0; i < 9000 && pid > 0; i++ {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// removeSandboxes removes every sandbox of a daemon.
-func removeSandboxes(ctx context.Context, c *api.Client) {
-	if list, err := c.List(ctx); err == nil {
-		for _, sb := range list {
-			if err := c.Remove(ctx, sb.Name, true); err != nil {
-				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
-			}
-		}
-	}
+	ts.Defer(func() { clitest.Teardown(home, nil, "") })
 }
 
 // condition adds [static]: this binary is statically linked, so it can serve as the
@@ -243,18 +201,10 @@ func dockerReady() bool {
 func killDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	data, err := os.ReadFile(filepath.Join(ts.Getenv("PADDOCK_HOME"), "state", "daemon.lock"))
 	ts.Check(err)
-	pid := strings.TrimSpace(string(data))
-	ts.Check(exec.Command("kill", "-9", pid).Run())
-	// Gone once its last thread has let go of its files: a leader that is a zombie while
-	// other threads still exit holds the socket, and a client then gets a reset.
-	for i := 0; i < 200; i++ {
-		fds, err := os.ReadDir("/proc/" + pid + "/fd")
-		if err != nil || len(fds) == 0 {
-			return // gone, or a zombie waiting for init with nothing open
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ts.Fatalf("daemon %s did not die", pid)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, 0)) // a daemon to kill
+	ts.Check(clitest.Kill(pid))
 }
 
 // startUpstream starts an HTTP server on the host's loopback standing in for a model

@@ -15,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 )
 
@@ -161,7 +162,7 @@ func benchHome(b *testing.B) (home, repo string) {
 	}
 	os.Chmod(home, 0o711)
 	b.Setenv("PADDOCK_HOME", home)
-	b.Cleanup(func() { teardown(home) })
+	b.Cleanup(func() { clitest.Teardown(home, nil, "") })
 	repo = filepath.Join(home, "repo")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
 		{"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {

@@ -15,14 +15,15 @@ import (
 // puts it beside paddock) runs sandboxes as the whole binary does: exec, a session whose
 // status comes from `paddock agent notify` inside, sync, and the guest is the small file.
 func TestSmallGuest(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
-	_, repo := e2eHome(t)
+	h, repo := e2eHome(t)
 	guest, err := testenv.SmallGuest()
 	if err != nil {
 		testenv.Missing(t, "the go toolchain to build the guest: "+err.Error(), "install Go")
 	}
-	t.Setenv("PADDOCK_GUEST_BINARY", guest)
-	paddock := newPaddock(t)
+	h.Setenv("PADDOCK_GUEST_BINARY", guest)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)
 	fi, _ := os.Stat(guest)

@@ -23,6 +23,7 @@ git status --porcelain=v1 && git rev-parse --abbrev-ref HEAD && git rev-parse HE
 // resumes its conversation (the model server sees the earlier messages) and the
 // working tree is exactly as it was. The store's keys never enter a sandbox.
 func TestSnapshotClaudeOntoDocker(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	modeltest.RequireCLI(t, "claude")
 	if !dockerReady() {
@@ -30,17 +31,18 @@ func TestSnapshotClaudeOntoDocker(t *testing.T) {
 	}
 	endpoint := miniotest.Start(t)
 	miniotest.Bucket(t, endpoint, "snaps")
-	t.Setenv("AWS_ACCESS_KEY_ID", miniotest.User)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.Password)
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-snap-REAL-0123456789abcdefghijklmnop")
-	home, repo := e2eHome(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	h.Setenv("AWS_ACCESS_KEY_ID", miniotest.User)
+	h.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.Password)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-snap-REAL-0123456789abcdefghijklmnop")
 	config := "[backup]\nstore = \"s3://snaps/paddock\"\nendpoint = \"" + endpoint + "\"\n"
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--agent", "claude")
 	pane := func() string {

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/snapshot/storage"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -23,13 +23,15 @@ import (
 // no sandbox or a whole one, and the same operation tried again succeeds. CI runs 5 of
 // each; PADDOCK_SOAK_FAULTS=50 for the long run.
 func TestSnapshotFaults(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	runs := 5
 	if v, err := strconv.Atoi(os.Getenv("PADDOCK_SOAK_FAULTS")); err == nil && v > 0 {
 		runs = v
 	}
-	home, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo)
 	must("", "exec", "repo", "--", "sh", "-c", "for i in $(seq 300); do head -c 20000 /dev/urandom > f$i.bin; done; echo kept > deliverables/kept.txt")
@@ -38,7 +40,7 @@ func TestSnapshotFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kill := func() { killWait(t, daemonPID(home)) }
+	kill := func() { killWait(t, clitest.DaemonPID(home)) }
 	// whole checks every listed snapshot has every blob, whole.
 	whole := func() int {
 		var list []struct {
@@ -109,13 +111,15 @@ func TestSnapshotFaults(t *testing.T) {
 // works; after a cut sync each of the host's refs/paddock refs is as it was or as the
 // sandbox has it, git finds the repository sound, and sync again brings everything.
 func TestCreateSyncFaults(t *testing.T) {
+	t.Parallel()
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	runs := 5
 	if v, err := strconv.Atoi(os.Getenv("PADDOCK_SOAK_FAULTS")); err == nil && v > 0 {
 		runs = v
 	}
-	home, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	for i := 0; i < 200; i++ {
 		os.WriteFile(filepath.Join(repo, fmt.Sprintf("f%03d.txt", i)), []byte(strings.Repeat("x", 5000)+fmt.Sprint(i)), 0o644)
@@ -145,7 +149,7 @@ func TestCreateSyncFaults(t *testing.T) {
 		done := make(chan int, 1)
 		go func() { _, _, code := paddock("", "up", repo, "--name", name); done <- code }()
 		time.Sleep(time.Duration(rand.IntN(1200)) * time.Millisecond)
-		killWait(t, daemonPID(home))
+		killWait(t, clitest.DaemonPID(home))
 		<-done
 		if _, _, code := paddock("", "exec", name, "--", "true"); code != 0 {
 			paddock("", "rm", name, "--force", "--purge") // a record the reconcile could not finish, if any
@@ -160,7 +164,7 @@ func TestCreateSyncFaults(t *testing.T) {
 		before := refs()
 		cmd := exec.Command(os.Args[0], "sync", name)
 		cmd.Args[0] = "paddock"
-		cmd.Dir = repo
+		cmd.Dir, cmd.Env = repo, h.Environ()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -191,25 +195,11 @@ func TestCreateSyncFaults(t *testing.T) {
 	}
 }
 
-// daemonPID is the pid of the daemon of PADDOCK_HOME home, 0 when none runs.
-func daemonPID(home string) int {
-	data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.lock"))
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
-}
-
 // killWait kills a process with SIGKILL (none when pid is 0 or gone) and waits until it
 // has let go of its files.
 func killWait(t *testing.T, pid int) {
 	t.Helper()
-	if pid <= 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
-		return
+	if err := clitest.Kill(pid); err != nil {
+		t.Fatal(err)
 	}
-	for i := 0; i < 500; i++ {
-		if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("process %d did not die", pid)
 }

@@ -24,14 +24,15 @@ func words(text string) string { return strings.Join(strings.Fields(text), " ") 
 // as a bearer token with the OAuth beta flag, the sandbox holds only the placeholder,
 // and a revoked login shows the agent what to run, and doctor too.
 func TestClaudeSubscriptionEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "")
 	const realToken = "sk-ant-oat01-e2e-REAL-0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFAA"
-	_, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "")
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 
 	// The token of `claude setup-token`, piped in.
@@ -113,27 +114,29 @@ func TestClaudeSubscriptionEndToEnd(t *testing.T) {
 // taking makes Codex refresh through the proxy, and the session goes on; a revoked login
 // gives a clear error, and doctor says how to log in again.
 func TestCodexSubscriptionEndToEnd(t *testing.T) {
+	t.Parallel()
 	modeltest.RequireCLI(t, "codex")
 	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
 	model := modeltest.NewOpenAIResponses(t)
 	claims := map[string]any{"email": "dev@example.com", "https://api.openai.com/auth": map[string]any{
 		"chatgpt_plan_type": "pro", "chatgpt_account_id": "acct-e2e-REAL-42"}}
 	tokens := modeltest.NewTokenEndpoint(t, "app_EMoamEEZ73f0CkXaXp7hrann", "rt-e2e-REAL-first", claims)
-	t.Setenv("PADDOCK_CHATGPT_BASE_URL", model.URL())
-	t.Setenv("CODEX_REFRESH_TOKEN_URL_OVERRIDE", tokens.URL())
-	t.Setenv("OPENAI_API_KEY", "")
 
 	// The host's Codex login, its access token expired.
 	codexHome := t.TempDir()
-	t.Setenv("CODEX_HOME", codexHome)
 	expired := modeltest.JWT(map[string]any{"exp": time.Now().Add(-time.Hour).Unix()})
 	auth := `{"OPENAI_API_KEY": null, "tokens": {"id_token": "` + modeltest.JWT(claims) + `", "access_token": "` + expired +
 		`", "refresh_token": "rt-e2e-REAL-first", "account_id": "acct-e2e-REAL-42"}, "last_refresh": "2026-11-01T00:00:00Z"}`
 	if err := os.WriteFile(filepath.Join(codexHome, "auth.json"), []byte(auth), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	home, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
+	h.Setenv("PADDOCK_CHATGPT_BASE_URL", model.URL())
+	h.Setenv("CODEX_REFRESH_TOKEN_URL_OVERRIDE", tokens.URL())
+	h.Setenv("OPENAI_API_KEY", "")
+	h.Setenv("CODEX_HOME", codexHome)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "login", "codex")
 	if fi, err := os.Stat(filepath.Join(home, "logins", "codex.json")); err != nil || fi.Mode().Perm() != 0o600 {

@@ -23,7 +23,8 @@ import (
 // UI's terminal uses), against the same bytes through a local pty on the host, in the
 // same run.
 func BenchmarkTerminal(b *testing.B) {
-	run, home := upRepo(b)
+	run, h := upRepo(b)
+	home := h.Dir
 	ctx := context.Background()
 	const gen = "head -c 36000000 /dev/urandom | base64 -w 120 > "
 	run("exec", "repo", "--", "sh", "-c", gen+"/tmp/data")

@@ -18,11 +18,15 @@ import (
 type tmuxTerm struct {
 	t      *testing.T
 	socket string
+	// env is the environment of the server, which its panes inherit.
+	env []string
 }
 
 func (tt *tmuxTerm) tmux(args ...string) string {
 	tt.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", tt.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	cmd := exec.Command("tmux", append([]string{"-L", tt.socket, "-f", "/dev/null"}, args...)...)
+	cmd.Env = tt.env
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tt.t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
@@ -95,19 +99,20 @@ const tuiCols, tuiRows = 150, 32
 // from the dialog goes working then idle, attach and detach come back to the list, and a
 // killed agent comes back with R, its conversation resumed.
 func TestTUIEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"claude", "bwrap", "tmux"} {
 		testenv.Program(t, tool, "make setup")
 	}
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-e2e-REAL-0123456789abcdefghijklmnop")
-	_, repo := e2eHome(t)
-	paddock := newPaddock(t)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-e2e-REAL-0123456789abcdefghijklmnop")
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--backend", "bwrap")
 
-	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("pdk-tui-%d", os.Getpid())}
-	// The server inherits this environment: PATH with paddock (this test binary), PADDOCK_HOME.
+	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("pdk-tui-%d", os.Getpid()), env: h.Environ()}
+	// The server has the home's environment: PATH with paddock (this test binary), PADDOCK_HOME.
 	// tmux is only the test's terminal: the TUI runs as in a terminal of its own, without
 	// TMUX (inside the user's own tmux, an attach opens a window of it instead).
 	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "env -u TMUX paddock")

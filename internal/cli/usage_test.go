@@ -1,19 +1,18 @@
 package cli_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/cli"
+	"github.com/paddockhq/paddock/internal/clitest"
 )
 
 // TestUsageErrors: every command line that is wrong as typed exits 2, with a message,
 // before anything is asked of a daemon (none runs here, and none may be started).
 func TestUsageErrors(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("PADDOCK_HOME", home)
+	t.Parallel()
+	h := clitest.New(t)
 	for _, line := range [][]string{
 		{"nosuchcommand"},
 		{"ls", "extra"},
@@ -55,18 +54,16 @@ func TestUsageErrors(t *testing.T) {
 		{"tui", "extra"},
 	} {
 		t.Run(strings.Join(line, " "), func(t *testing.T) {
-			var out, errOut strings.Builder
-			f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-			code := cli.Run(context.Background(), f, line)
+			out, errOut, code := h.Run("", line...)
 			if code != 2 {
-				t.Errorf("exit %d, want 2 (usage)\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+				t.Errorf("exit %d, want 2 (usage)\nstdout: %s\nstderr: %s", code, out, errOut)
 			}
-			if strings.TrimSpace(errOut.String()) == "" && !strings.Contains(out.String(), "Usage") {
+			if strings.TrimSpace(errOut) == "" && !strings.Contains(out, "Usage") {
 				t.Errorf("no message")
 			}
 		})
 	}
-	if _, err := os.Stat(home + "/paddock.sock"); err == nil {
+	if _, err := os.Stat(h.Dir + "/paddock.sock"); err == nil {
 		t.Error("a usage error started a daemon")
 	}
 }

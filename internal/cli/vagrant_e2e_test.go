@@ -18,13 +18,15 @@ import (
 // was; stop halts it (the docker provider cannot suspend), start brings it up again, rm
 // destroys it.
 func TestVagrantRecovery(t *testing.T) {
+	t.Parallel()
 	if !dockerReady() {
 		testenv.Missing(t, "no docker engine with the paddock/sandbox image", "make setup")
 	}
 	config := vagranttest.Config(t)
-	home, repo := e2eHome(t)
+	h, repo := e2eHome(t)
+	home := h.Dir
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600)
-	paddock := newPaddock(t)
+	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	must("", "up", repo, "--backend", "vagrant")
 	must("", "exec", "repo", "--", "sh", "-c", "echo kept > /workspace/work.txt")

@@ -16,12 +16,13 @@ import (
 // Every check holds, and nothing is left in the namespace.
 func TestVerifyKubernetes(t *testing.T) {
 	config := regexp.MustCompile(`(?m)^pids_limit = .*\n`).ReplaceAllString(k8stest.Config(t), "")
-	home, _ := e2eHome(t)
+	h, _ := e2eHome(t)
+	home := h.Dir
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	out, errOut, code := newPaddock(t)("", "verify", "--backend", "kubernetes")
+	out, errOut, code := newPaddock(h)("", "verify", "--backend", "kubernetes")
 	t.Logf("verify --backend kubernetes: %s", time.Since(start).Round(time.Second))
 	if code != 0 {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)

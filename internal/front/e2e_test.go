@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -58,21 +59,15 @@ func newHomeWith(tb testing.TB, fill func(repo string)) *home {
 	tb.Helper()
 	testenv.Program(tb, "bwrap", "apt-get install bubblewrap")
 	bin := binaries(tb)
-	// A short home keeps the socket's path within a unix socket's limit; as root,
-	// sandboxes run as an unprivileged uid that must reach their directories.
-	dir, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		tb.Fatal(err)
+	// The home's daemon is the built paddock-full's, torn down with its sandboxes at the end.
+	ch := clitest.New(tb)
+	ch.Executable = filepath.Join(bin, "paddock-full")
+	dir := ch.Dir
+	for k, v := range map[string]string{"HOME": filepath.Join(dir, "home"), "PADDOCK_CONTEXT": "", "GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"} {
+		ch.Setenv(k, v)
 	}
-	os.Chmod(dir, 0o711)
-	h := &home{tb: tb, dir: dir, bin: bin}
-	h.env = append(os.Environ(), "PADDOCK_HOME="+dir, "HOME="+filepath.Join(dir, "home"), "PADDOCK_CONTEXT=",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	tb.Cleanup(func() {
-		h.run("paddock-full", "", "rm", "--force", "r")
-		h.run("paddock-full", "", "daemon", "stop")
-		os.RemoveAll(dir)
-	})
+	h := &home{tb: tb, dir: dir, bin: bin, env: ch.Environ()}
 	repo := filepath.Join(dir, "r")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
 		cmd := exec.Command("git", args...)
@@ -113,6 +108,7 @@ func (h *home) runIn(dir, prog, stdin string, args ...string) (string, string, i
 // exit code through the lean front as through the full program, whether the front
 // serves it or hands it over.
 func TestFrontAnswersAsTheFullProgram(t *testing.T) {
+	t.Parallel()
 	h := newHome(t)
 	for _, tc := range []struct {
 		name  string
@@ -171,6 +167,7 @@ func TestFrontAnswersAsTheFullProgram(t *testing.T) {
 // TestFrontHandsOver: what the front does not serve itself reaches the full program
 // whole: a daemon to start, git's remote helper by its name, a context's token.
 func TestFrontHandsOver(t *testing.T) {
+	t.Parallel()
 	h := newHome(t)
 
 	// No daemon: the full program starts it, and the command runs.
@@ -297,6 +294,7 @@ func (h *home) alone(fullScript string) string {
 // fails as the full program does; with no daemon it hands over, and the daemon is
 // started. Each answer is compared with the full program's for the same work.
 func TestFrontSync(t *testing.T) {
+	t.Parallel()
 	h := newHome(t)
 	commit := `printf 'all:\n\ttrue\n' > Makefile && echo a > a.txt && git add -A && git -c user.name=t -c user.email=t@example.com commit -q -m "add a"`
 	if _, errOut, code := h.run("paddock-full", "", "exec", "r", "--", "sh", "-c", commit); code != 0 {
@@ -488,6 +486,7 @@ func BenchmarkCLIStart(b *testing.B) {
 // running sandbox with a session under it, then a stopped one; with no sandbox, what to
 // run; the copy of the front alone (beside a full program that only fails) serves it.
 func TestFrontLs(t *testing.T) {
+	t.Parallel()
 	h := newHome(t)
 	if _, errOut, code := h.run("paddock-full", "", "chat", "r", "--new", "worker", "--agent", "shell", "--command", "while :; do sleep 1; done"); code != 0 {
 		t.Fatalf("start a session: %d %s", code, errOut)

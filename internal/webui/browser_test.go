@@ -18,7 +18,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/cli"
-	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/servecmd"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -51,46 +51,26 @@ func chromium(t *testing.T) string {
 	return need(t, "chromium", "the browser tests run the web UI in headless Chromium; apt-get install chromium")
 }
 
-// daemon is a paddock with its own PADDOCK_HOME, run in-process as the CLI.
+// daemon is a paddock with a home of its own (clitest.Home: its PADDOCK_HOME, its
+// environment, torn down at the end) and a repository "repo", its CLI run in-process.
 type daemon struct {
+	*clitest.Home
 	t      *testing.T
 	home   string
 	client *api.Client
 }
 
 func newDaemon(t *testing.T) *daemon {
-	home, err := os.MkdirTemp("", "pdk") // short: unix socket paths have a 107-byte limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(home, 0o711) // as root, sandboxes run as a uid that must reach their directories
-	t.Setenv("PADDOCK_HOME", home)
-	d := &daemon{t: t, home: home}
-	t.Cleanup(d.teardown)
-	paths, err := config.ForHome(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.client = api.NewClient(paths.Socket)
-	repo := filepath.Join(home, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
-		{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	h := clitest.New(t)
+	d := &daemon{Home: h, t: t, home: h.Dir, client: api.NewClient(h.Paths().Socket)}
+	h.InitRepo("repo")
 	return d
 }
 
 // paddock runs a paddock command and returns its stdout, failing the test if it fails.
 func (d *daemon) paddock(args ...string) string {
 	d.t.Helper()
-	var out, errOut strings.Builder
-	f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	if code := cli.Run(context.Background(), f, args); code != 0 {
-		d.t.Fatalf("paddock %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
-	}
-	return out.String()
+	return d.Must(args...)
 }
 
 // inside runs argv in sandbox repo and returns its exit code.
@@ -101,28 +81,6 @@ func (d *daemon) inside(argv ...string) int {
 		d.t.Fatalf("exec %v: %v", argv, err)
 	}
 	return code
-}
-
-// teardown removes the sandboxes and stops the daemon: nothing may outlive the test.
-func (d *daemon) teardown() {
-	defer os.RemoveAll(d.home)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := d.client.Version(ctx); err != nil {
-		return // no daemon ever started
-	}
-	if list, err := d.client.List(ctx); err == nil {
-		for _, sb := range list {
-			d.client.Remove(ctx, sb.Name, true)
-		}
-	}
-	d.client.StopDaemon(ctx)
-	for i := 0; i < 100; i++ {
-		if _, err := d.client.Version(ctx); err != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // web serves the API and the UI over TCP (paddock web) and returns the one-time login URL.
@@ -303,6 +261,7 @@ func (b *browser) shot(name string) {
 // changing live, the terminal, a blocked host allowed with one tap, and (with Claude
 // Code installed) a conversation sent from the page.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	need(t, "bwrap", "sandboxes")
 	haveClaude := true
@@ -315,10 +274,12 @@ func TestBrowser(t *testing.T) {
 	var model *modeltest.Anthropic
 	if haveClaude {
 		model = modeltest.NewAnthropic(t)
-		t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-browser-0123456789abcdefghijklmnop")
 	}
 	d := newDaemon(t)
+	if haveClaude {
+		d.Setenv("ANTHROPIC_BASE_URL", model.URL())
+		d.Setenv("ANTHROPIC_API_KEY", "sk-ant-browser-0123456789abcdefghijklmnop")
+	}
 	d.paddock("up", filepath.Join(d.home, "repo"))
 	d.paddock("chat", "repo", "--new", "worker", "--agent", "shell", "--command", "bash")
 	login := d.web()

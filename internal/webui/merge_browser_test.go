@@ -14,6 +14,7 @@ import (
 // sandbox's host repository: Merge shows the plan with the files that run code on the host
 // named, and merges into the host's branch only on the second press.
 func TestBrowserSyncAndMerge(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	need(t, "bwrap", "sandboxes")
 	d := newDaemon(t)

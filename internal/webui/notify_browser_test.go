@@ -20,6 +20,7 @@ import (
 // to the service worker (through DevTools, as the push service would) is shown as a
 // notification whose tap opens the session's page.
 func TestBrowserNotifications(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	d := newDaemon(t)
 	login := d.web()

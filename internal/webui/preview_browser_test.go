@@ -12,6 +12,7 @@ import (
 // inside it: the page lists the port live, Open signs the browser in to the preview with
 // a one-time link, and the server's page shows from http://PORT-SANDBOX.localhost.
 func TestBrowserPreview(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	need(t, "bwrap", "sandboxes")
 	need(t, "python3", "the web server inside the sandbox")

@@ -18,12 +18,13 @@ import (
 // turns done by itself from the event stream, and opens onto its steps, the tool's output
 // included.
 func TestBrowserRuns(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	need(t, "bwrap", "sandboxes")
 	model := modeltest.NewAnthropic(t)
-	t.Setenv("ANTHROPIC_BASE_URL", model.URL())
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-browser-runs-0123456789")
 	d := newDaemon(t)
+	d.Setenv("ANTHROPIC_BASE_URL", model.URL())
+	d.Setenv("ANTHROPIC_API_KEY", "sk-ant-browser-runs-0123456789")
 	d.paddock("up", filepath.Join(d.home, "repo"))
 	login := d.web()
 	b := newBrowser(t, chrome)
@@ -42,7 +43,7 @@ func TestBrowserRuns(t *testing.T) {
 
 	done := make(chan int, 1)
 	go func() {
-		f := cli.NewFactory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		f := d.Factory(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 		done <- cli.Run(context.Background(), f, []string{"run", "repo",
 			"say hello\nCALL: run_command {\"command\":\"echo hello-from-run; sleep 3\"}\n"})
 	}()
