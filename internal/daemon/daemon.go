@@ -83,13 +83,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	guestSrc := cfg.GuestSource()
-	if guestSrc == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find this executable to inject as the guest: %w", err)
-		}
-		guestSrc = GuestBinary(self)
+	guestSrc, err := GuestSource(cfg)
+	if err != nil {
+		return err
 	}
 	guest, err := sandbox.InstallGuest(guestSrc, filepath.Join(p.Cache, "agent"))
 	if err != nil {
@@ -236,6 +232,19 @@ func Run(ctx context.Context, opts Options) error {
 
 // GuestName is the small guest's file name, beside paddock's own (`make build` makes both).
 const GuestName = "paddock-guest"
+
+// GuestSource is the guest binary the daemon injects: the one the environment or the
+// config names (config.Config.GuestSource), else GuestBinary of this executable.
+func GuestSource(cfg config.Config) (string, error) {
+	if src := cfg.GuestSource(); src != "" {
+		return src, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find this executable to inject as the guest: %w", err)
+	}
+	return GuestBinary(self), nil
+}
 
 // GuestBinary is what the daemon injects as the guest when the config names none: the
 // small guest beside self when there is one, else self (the whole paddock is a guest too).

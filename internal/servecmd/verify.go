@@ -132,7 +132,7 @@ func runVerify(ctx context.Context, f *cli.Factory, opts *verifyOptions) error {
 	if err := os.Chmod(tmp, 0o711); err != nil {
 		return err
 	}
-	agent, err := verifyGuest(cfg, filepath.Join(tmp, "agent"))
+	guest, err := verifyGuest(cfg, filepath.Join(tmp, "guest"))
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func runVerify(ctx context.Context, f *cli.Factory, opts *verifyOptions) error {
 			defer wg.Done()
 			defer closeBackend(b)
 			for _, rt := range verifyRuntimes(ctx, b) {
-				bv, err := verifyBackend(ctx, errOut, b, rt, agent, p)
+				bv, err := verifyBackend(ctx, errOut, b, rt, guest, p)
 				if bv != nil {
 					run.results = append(run.results, *bv)
 				}
@@ -274,16 +274,9 @@ func verifyOutcome(report verifyReport, unavailable []string) error {
 // verifyGuest installs the guest the daemon would inject (the config's, else the small
 // guest beside this binary, else this binary) in dir.
 func verifyGuest(cfg config.Config, dir string) (sandbox.GuestBinary, error) {
-	src := cfg.GuestBinary
-	if env := os.Getenv("PADDOCK_AGENT_BINARY"); env != "" {
-		src = env
-	}
-	if src == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return sandbox.GuestBinary{}, fmt.Errorf("find this executable to inject as the guest: %w", err)
-		}
-		src = daemon.GuestBinary(self)
+	src, err := daemon.GuestSource(cfg)
+	if err != nil {
+		return sandbox.GuestBinary{}, err
 	}
 	return sandbox.InstallGuest(src, dir)
 }
@@ -323,7 +316,7 @@ func verifyRuntimes(ctx context.Context, b backend.Backend) []verifyRuntime {
 
 // verifyBackend runs the checks on b's sandboxes under rt, destroying every sandbox it
 // made however the run ends (Ctrl-C too), then looks for what they left.
-func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt verifyRuntime, agent sandbox.GuestBinary, p config.Paths) (*backendVerify, error) {
+func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt verifyRuntime, guest sandbox.GuestBinary, p config.Paths) (*backendVerify, error) {
 	name := b.Name()
 	if rt.Name != "" {
 		name += "+" + rt.Name
@@ -339,7 +332,7 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 			mu.Lock()
 			ids = append(ids, id)
 			mu.Unlock()
-			return backend.Spec{ID: id, Name: "verify-" + string(id), GuestBinary: agent.Path, GuestSHA256: agent.SHA256, Runtime: rt.Name}
+			return backend.Spec{ID: id, Name: "verify-" + string(id), GuestBinary: guest.Path, GuestSHA256: guest.SHA256, Runtime: rt.Name}
 		},
 		// Where the daemon keeps its config and state: secrets planted there must stay out.
 		HostSecrets:      existingDirs(filepath.Join(filepath.Dir(p.Config), "verify-secret"), filepath.Join(p.State, "verify-secret")),

@@ -72,7 +72,7 @@ func TestVerifyDaemonKeyFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PADDOCK_AGENT_BINARY", guest)
+	t.Setenv("PADDOCK_GUEST_BINARY", guest)
 	dir, err := os.MkdirTemp("", "pv")
 	if err != nil {
 		t.Fatal(err)
