@@ -50,7 +50,7 @@ down() {
 	cluster=0
 	if [ -n "$upper" ] && kill -0 "$upper" 2>/dev/null; then
 		log "stopping the cluster's bring-up"
-		kill "$upper" 2>/dev/null
+		kill -- -"$upper" 2>/dev/null
 		wait "$upper" 2>/dev/null
 	fi
 	log "tearing down the cluster at $STATE"
@@ -75,21 +75,21 @@ else
 	log "bringing up Kubernetes at $STATE in the background (log: $STATE.log)"
 	rm -f "$STATE.status"
 	cluster=1
-	(
-		trap - EXIT INT TERM
-		if [ -d "$STATE" ]; then
-			echo "test: tearing down the cluster a previous run left at $STATE"
-			./scripts/k8s-down.sh "$STATE"
+	# In a session of its own (setsid), so that down can stop the whole of it.
+	setsid bash -c '
+		state=$1
+		if [ -d "$state" ]; then
+			echo "test: tearing down the cluster a previous run left at $state"
+			./scripts/k8s-down.sh "$state"
 		fi
 		start=$(date +%s)
-		if ./scripts/k8s-up.sh "$STATE" >/dev/null; then
-			echo up >"$STATE.status.tmp"
+		if ./scripts/k8s-up.sh "$state" >/dev/null; then
+			echo up >"$state.status.tmp"
 			echo "test: the cluster is up ($(($(date +%s) - start))s)"
 		else
-			echo failed >"$STATE.status.tmp"
+			echo failed >"$state.status.tmp"
 		fi
-		mv "$STATE.status.tmp" "$STATE.status"
-	) >"$STATE.log" 2>&1 &
+		mv "$state.status.tmp" "$state.status"' bring-up "$STATE" >"$STATE.log" 2>&1 </dev/null &
 	upper=$!
 	export PADDOCK_TEST_KUBECONFIG=$STATE/kubeconfig PADDOCK_TEST_K8S_STATE=$STATE PADDOCK_TEST_K8S_WAIT=$STATE.status
 fi
