@@ -11,7 +11,7 @@ import (
 const bridgeThreads = 4
 
 // Bridge copies between in and out and the resident guest's unix socket until either side
-// ends. It is `paddock guest connect`, the channel of backends that reach the agent by
+// ends. It is `paddock guest connect`, the channel of backends that reach the guest by
 // exec, so it runs inside the sandbox under its pids limit: it keeps spare threads as the
 // guest does, so a fork bomb inside cannot cut the daemon's connection.
 func Bridge(socket string, in io.Reader, out io.Writer) error {

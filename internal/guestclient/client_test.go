@@ -96,10 +96,10 @@ func waitClosed(t *testing.T, ch <-chan struct{}) {
 	}
 }
 
-// TestServeConcurrentClients serves two clients from one resident agent: both work at
+// TestServeConcurrentClients serves two clients from one resident guest: both work at
 // once, and one going away leaves the other's calls running.
 func TestServeConcurrentClients(t *testing.T) {
-	dir, err := os.MkdirTemp("", "paddock-agent")
+	dir, err := os.MkdirTemp("", "paddock-guest")
 	if err != nil {
 		t.Fatal(err)
 	}

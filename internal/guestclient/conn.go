@@ -238,7 +238,7 @@ func (c *tunnelConn) SetWriteDeadline(t time.Time) error {
 type tunnelAddr string
 
 // Network names the transport.
-func (a tunnelAddr) Network() string { return "paddock-agent" }
+func (a tunnelAddr) Network() string { return "paddock-guest" }
 
 // String names the end.
 func (a tunnelAddr) String() string { return string(a) }

@@ -144,7 +144,7 @@ func (c *Client) bridge(ctx context.Context, id string, dial func(context.Contex
 		return
 	}
 	// From here the tunnel connection owns the call: its Close ends it gracefully.
-	join(local, newTunnelConn(stream, cancel, "agent:"+id))
+	join(local, newTunnelConn(stream, cancel, "guest:"+id))
 }
 
 // join copies between a and b both ways. The end of one direction half-closes its

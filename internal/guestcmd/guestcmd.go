@@ -42,7 +42,7 @@ func commands(s IO, version string) []command {
 		{name: "connect", usage: "[--socket PATH]",
 			short: "Bridge stdin and stdout to the resident guest's unix socket",
 			setup: func(fs *flag.FlagSet) runFunc {
-				socket := fs.String("socket", inside.Run+"/agent.sock", "the resident guest's socket")
+				socket := fs.String("socket", inside.GuestSocket, "the resident guest's socket")
 				return noArgs(func(context.Context) error {
 					// It carries the daemon's connection: nothing inside may trace it either.
 					if err := guest.Untraceable(); err != nil {

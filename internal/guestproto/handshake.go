@@ -26,7 +26,8 @@ const Protocol = 2
 const LegacyProtocol = 1
 
 // Magic starts every handshake line, so that a stream that is not a guest (a shell's
-// greeting, a wrong binary) is told apart from a version mismatch.
+// greeting, a wrong binary) is told apart from a version mismatch. It keeps the guest's
+// former name, which every guest and daemon, old and new, sends and expects.
 const Magic = "paddock-agent"
 
 // Hello is the one JSON line each side sends first.
