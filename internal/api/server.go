@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/doctor"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/imagebuild"
 	"github.com/paddockhq/paddock/internal/metering"
@@ -37,6 +38,8 @@ type Server struct {
 	keys *keyring.Service
 	// images are the image verbs over the daemon's backends.
 	images *imagebuild.Service
+	// checks are the doctor's: backends and agents.
+	checks *doctor.Service
 	// net are the sandboxes' egress rules, denials and learn mode.
 	net     *netpolicy.Rules
 	log     *slog.Logger
@@ -69,13 +72,15 @@ type Services struct {
 	Keys *keyring.Service
 	// Images builds, loads and prepares sandbox images.
 	Images *imagebuild.Service
+	// Doctor checks the backends and the agents' CLIs.
+	Doctor *doctor.Service
 	// Net are the sandboxes' egress rules, denials and learn mode (sandbox.Service.Net).
 	Net *netpolicy.Rules
 }
 
 // NewServer builds the API handler.
 func NewServer(svc *sandbox.Service, sessions *session.Service, more Services, version Version, log *slog.Logger, shutdown func()) *Server {
-	return &Server{svc: svc, sessions: sessions, keys: more.Keys, images: more.Images, net: more.Net, log: log, version: version, shutdown: shutdown}
+	return &Server{svc: svc, sessions: sessions, keys: more.Keys, images: more.Images, checks: more.Doctor, net: more.Net, log: log, version: version, shutdown: shutdown}
 }
 
 // Handler returns the HTTP handler with every route.
@@ -207,7 +212,7 @@ func (s *Server) stopDaemon(w http.ResponseWriter, r *http.Request) {
 type Doctor = wire.Doctor
 
 func (s *Server) doctor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Doctor{Backends: s.svc.Doctor(r.Context()), Agents: s.svc.Agents(), Logins: s.keys.Logins()})
+	writeJSON(w, http.StatusOK, Doctor{Backends: s.checks.Backends(r.Context()), Agents: s.checks.Agents(), Logins: s.keys.Logins()})
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {

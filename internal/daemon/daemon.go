@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
+	"github.com/paddockhq/paddock/internal/doctor"
 	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/ghauth"
@@ -157,7 +158,8 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends), Net: svc.Net()}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends),
+		Doctor: doctor.New(backends, svc), Net: svc.Net()}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
