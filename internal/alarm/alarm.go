@@ -8,7 +8,9 @@
 // stops the agent by itself ([alarms] stop does).
 package alarm
 
-import "time"
+import (
+	"github.com/paddockhq/paddock/internal/api/wire"
+)
 
 // Kinds of alarm.
 const (
@@ -22,25 +24,8 @@ const (
 	KindDNSData = "dns-data"
 )
 
-// Finding is one thing a detector saw.
-type Finding struct {
-	// Kind is one of the Kind constants.
-	Kind string `json:"kind"`
-	// Detail says what was seen, for people; it holds text from the sandbox, to be
-	// escaped for a terminal (termtext) and never used as a host path.
-	Detail string `json:"detail"`
-	// Source says how it was seen: "files" (the guest's watch), "transcript" (an
-	// agent's tool call) or "egress" (the egress proxy).
-	Source string `json:"source"`
-}
+// Finding is wire.AlarmFinding.
+type Finding = wire.AlarmFinding
 
-// Alarm is a finding as the daemon keeps it.
-type Alarm struct {
-	ID      int64     `json:"id"`
-	Sandbox string    `json:"sandbox"`
-	Session string    `json:"session,omitempty"`
-	Time    time.Time `json:"time"`
-	Finding
-	// Cleared is when the user acknowledged it; zero while it stands.
-	Cleared time.Time `json:"cleared,omitzero"`
-}
+// Alarm is wire.Alarm.
+type Alarm = wire.Alarm

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/paddockhq/paddock/internal/alarm"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 func (s *Server) alarmRoutes(mux *http.ServeMux) {
@@ -12,16 +13,11 @@ func (s *Server) alarmRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sandboxes/{name}/alarms/clear", s.clearAlarms)
 }
 
-// ClearAlarmsRequest is the body of POST /v1/sandboxes/{name}/alarms/clear.
-type ClearAlarmsRequest struct {
-	// ID is the alarm to clear; 0 clears every standing alarm of the sandbox.
-	ID int64 `json:"id,omitempty"`
-}
+// ClearAlarmsRequest is wire.ClearAlarmsRequest.
+type ClearAlarmsRequest = wire.ClearAlarmsRequest
 
-// ClearAlarmsResponse says how many alarms a clear acknowledged.
-type ClearAlarmsResponse struct {
-	Cleared int64 `json:"cleared"`
-}
+// ClearAlarmsResponse is wire.ClearAlarmsResponse.
+type ClearAlarmsResponse = wire.ClearAlarmsResponse
 
 // listAlarms lists the standing alarms of a sandbox, or of every sandbox; ?all=1 adds
 // the cleared ones.

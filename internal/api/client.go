@@ -111,7 +111,7 @@ func (c *Client) Remove(ctx context.Context, name string, force bool) error {
 }
 
 // Create makes a sandbox seeded from bundle, reporting progress as it goes.
-func (c *Client) Create(ctx context.Context, req sandbox.CreateRequest, bundle io.Reader, progress func(string)) (sandbox.Info, error) {
+func (c *Client) Create(ctx context.Context, req wire.SandboxCreateRequest, bundle io.Reader, progress func(string)) (sandbox.Info, error) {
 	hdr, _ := json.Marshal(req)
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/v1/sandboxes", bundle)
 	if err != nil {
@@ -441,21 +441,8 @@ func (c *Client) LoadImage(ctx context.Context, req ImageLoadRequest, progress f
 	return err
 }
 
-// EventsQuery selects what Events streams.
-type EventsQuery struct {
-	// Sandbox keeps the events of one sandbox (by name).
-	Sandbox string
-	// Since sends the stored events first: from a duration back ("1h"), a time (RFC 3339)
-	// or after a seq. Empty sends only new events.
-	Since string
-	// Until ends the stream after the stored events up to a duration back ("0s": now)
-	// or a time.
-	Until string
-	// NoFollow ends the stream after the stored events.
-	NoFollow bool
-	// Last sends the newest Last stored events first, when Since is empty.
-	Last int
-}
+// EventsQuery is wire.EventsQuery.
+type EventsQuery = wire.EventsQuery
 
 // Events streams events to fn, oldest first, until ctx is done, fn fails, or (with Until
 // or NoFollow) the stored events are sent; then it returns nil, or fn's error. A stream

@@ -10,18 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// EventLine is one line of GET /v1/events as NDJSON (or one SSE data field): an event,
-// or, as the last line, an error with the seq to resume after (the stream fell behind).
-type EventLine struct {
-	events.Event
-	Error *ErrorBody `json:"error,omitempty"`
-}
+// EventLine is wire.EventLine.
+type EventLine = wire.EventLine
 
 const (
 	// eventsPage is how many stored events are read at a time.

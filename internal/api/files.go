@@ -7,22 +7,14 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
-// FileInfo is what GET /v1/sandboxes/{name}/stat returns.
-type FileInfo struct {
-	Name string `json:"name"`
-	Size int64  `json:"size"`
-	Mode uint32 `json:"mode"`
-	// Type is one of "file", "dir", "symlink", "other".
-	Type string `json:"type"`
-	Link string `json:"link,omitempty"`
-	// MTime is the modification time, in Unix nanoseconds.
-	MTime int64 `json:"mtime"`
-}
+// FileInfo is wire.FileInfo.
+type FileInfo = wire.FileInfo
 
 // filePath reads the path and root query parameters. Paths are absolute sandbox paths;
 // the root, "/" unless given, is the directory no resolution may leave.

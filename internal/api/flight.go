@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/flightrec"
 )
@@ -162,18 +163,8 @@ func (s *Server) verifyRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// MergeNote is what `paddock merge` merged into the user's checkout, on the host, for
-// the sandbox's flight record (POST /v1/sandboxes/{name}/merges).
-type MergeNote struct {
-	Branch      string   `json:"branch"`
-	Ref         string   `json:"ref"`
-	Into        string   `json:"into"`
-	Head        string   `json:"head"`
-	New         string   `json:"new"`
-	Commits     []string `json:"commits"`
-	Files       int      `json:"files"`
-	FastForward bool     `json:"fast_forward"`
-}
+// MergeNote is wire.MergeNote.
+type MergeNote = wire.MergeNote
 
 func (s *Server) noteMerge(w http.ResponseWriter, r *http.Request) {
 	var n MergeNote

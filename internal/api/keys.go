@@ -7,16 +7,15 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 var errEmptyKey = apperr.Invalid("to remove the key paddock keeps, run `paddock key rm PROVIDER`", "no key given")
 
-// KeyRequest is the body of PUT /v1/providers/{name}/key.
-type KeyRequest struct {
-	Key string `json:"key"`
-}
+// KeyRequest is wire.KeyRequest.
+type KeyRequest = wire.KeyRequest
 
 func (s *Server) listProviders(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.keys.Providers())

@@ -7,16 +7,12 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
-// LoginRequest is the body of PUT /v1/logins/{name}: a token of `claude setup-token`,
-// or the contents of the agent CLI's own credentials file (Claude Code's
-// .credentials.json, Codex's auth.json).
-type LoginRequest struct {
-	Token string          `json:"token,omitempty"`
-	File  json.RawMessage `json:"file,omitempty"`
-}
+// LoginRequest is wire.LoginRequest.
+type LoginRequest = wire.LoginRequest
 
 func (s *Server) listLogins(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.keys.Logins())

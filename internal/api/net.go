@@ -5,17 +5,13 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/netpolicy"
 )
 
-// NetRuleRequest is the body of POST /v1/net/rules.
-type NetRuleRequest struct {
-	// Sandbox scopes the rule to one sandbox; empty means every sandbox.
-	Sandbox string `json:"sandbox,omitempty"`
-	Pattern string `json:"pattern"`
-	Action  string `json:"action"`
-}
+// NetRuleRequest is wire.NetRuleRequest.
+type NetRuleRequest = wire.NetRuleRequest
 
 func (s *Server) netRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/net/rules", s.listNetRules)

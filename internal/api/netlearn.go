@@ -4,24 +4,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 )
 
-// NetLearnRequest is the body of POST /v1/net/learning.
-type NetLearnRequest struct {
-	Sandbox string `json:"sandbox"`
-	// For is how long to learn, as a Go duration ("30m", "2h"); empty means an hour.
-	For string `json:"for,omitempty"`
-	// Stop ends learning now instead.
-	Stop bool `json:"stop,omitempty"`
-}
+// NetLearnRequest is wire.NetLearnRequest.
+type NetLearnRequest = wire.NetLearnRequest
 
-// NetProposalRequest is the body of POST /v1/net/proposal, which applies a proposal.
-type NetProposalRequest struct {
-	Sandbox string `json:"sandbox"`
-	// Prune removes the sandbox's own allow rules that allowed nothing while learning.
-	Prune bool `json:"prune,omitempty"`
-}
+// NetProposalRequest is wire.NetProposalRequest.
+type NetProposalRequest = wire.NetProposalRequest
 
 func (s *Server) netLearnRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/net/learning", s.listNetLearning)

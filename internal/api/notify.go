@@ -9,30 +9,17 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// NotifyStatus is what GET /v1/notify reports: the key browsers subscribe with, and
-// where notifications go.
-type NotifyStatus struct {
-	// PublicKey is the daemon's VAPID public key (base64url), the applicationServerKey
-	// of PushManager.subscribe.
-	PublicKey string          `json:"public_key"`
-	Targets   []notify.Target `json:"targets"`
-}
+// NotifyStatus is wire.NotifyStatus.
+type NotifyStatus = wire.NotifyStatus
 
-// PushSubscriptionRequest is the body of POST /v1/notify/subscriptions: a browser's
-// PushSubscription as its toJSON() gives it, and a label for people.
-type PushSubscriptionRequest struct {
-	Endpoint string `json:"endpoint"`
-	Keys     struct {
-		P256DH string `json:"p256dh"`
-		Auth   string `json:"auth"`
-	} `json:"keys"`
-	Label string `json:"label,omitempty"`
-}
+// PushSubscriptionRequest is wire.PushSubscriptionRequest.
+type PushSubscriptionRequest = wire.PushSubscriptionRequest
 
 // EnableNotify gives the server the daemon's notifier; without it the /v1/notify routes
 // answer unavailable. Call it before Handler.

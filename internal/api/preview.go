@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 )
 
@@ -44,25 +45,11 @@ var previewHostRE = lazyRegexp(`(?i)^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,62})\.loc
 // hostLabelRE matches the sandbox names that can be a host name's label.
 var hostLabelRE = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
-// PortInfo is a port of GET /v1/sandboxes/{name}/ports.
-type PortInfo struct {
-	Port    int    `json:"port"`
-	Address string `json:"address"`
-	Process string `json:"process,omitempty"`
-	PID     string `json:"pid,omitempty"`
-	// URL is the port's own origin (http://PORT-SANDBOX.localhost:WEBPORT/), for browsers
-	// on the daemon's machine; empty when paddock web serves nothing or the name cannot
-	// be a host name. Opening it needs a code: POST .../ports/{port}/open.
-	URL string `json:"url,omitempty"`
-	// PathURL is the path form under the web UI's address, wherever the UI is reached.
-	PathURL string `json:"path_url,omitempty"`
-}
+// PortInfo is wire.PortInfo.
+type PortInfo = wire.PortInfo
 
-// OpenPort is the answer of POST /v1/sandboxes/{name}/ports/{port}/open.
-type OpenPort struct {
-	// URL opens the preview once, signing that browser in to it.
-	URL string `json:"url"`
-}
+// OpenPort is wire.OpenPort.
+type OpenPort = wire.OpenPort
 
 type previewGrant struct {
 	sandbox string

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -165,32 +166,11 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// AuditEntry is one line of GET /v1/audit.
-type AuditEntry struct {
-	Time time.Time `json:"time"`
-	// Who is a GitHub login, "token NAME" (a token of the daemon's host), "browser" (a
-	// browser signed in with a login URL of `paddock web`) or "local" (the unix socket).
-	Who     string `json:"who"`
-	Action  string `json:"action"`
-	Sandbox string `json:"sandbox,omitempty"`
-	Status  int    `json:"status,omitempty"`
-	Detail  string `json:"detail,omitempty"`
-	Remote  string `json:"remote,omitempty"`
-}
+// AuditEntry is wire.AuditEntry.
+type AuditEntry = wire.AuditEntry
 
-// UserInfo is a user as GET /v1/users and GET /v1/me show them.
-type UserInfo struct {
-	Login    string     `json:"login"`
-	Name     string     `json:"name,omitempty"`
-	Admin    bool       `json:"admin"`
-	Created  time.Time  `json:"created_at"`
-	LastSeen *time.Time `json:"last_seen,omitempty"`
-	// Checked is when GitHub last said they are a member; Revoked, when it said they
-	// no longer are.
-	Checked *time.Time  `json:"checked_at,omitempty"`
-	Revoked *time.Time  `json:"revoked_at,omitempty"`
-	Tokens  []TokenInfo `json:"tokens"`
-}
+// UserInfo is wire.UserInfo.
+type UserInfo = wire.UserInfo
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -338,11 +338,8 @@ func (p *progressStream) fail(err error) {
 	p.send(ProgressEvent{Done: true, Error: &b})
 }
 
-// SyncRecord is one recorded sync: when, and what it fetched (the sync command's JSON).
-type SyncRecord struct {
-	Time   time.Time       `json:"time"`
-	Result json.RawMessage `json:"result"`
-}
+// SyncRecord is wire.SyncRecord.
+type SyncRecord = wire.SyncRecord
 
 func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
 	var raw json.RawMessage
@@ -376,10 +373,8 @@ func (s *Server) listSyncs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// SyncModeRequest is the body of PUT /v1/sandboxes/{name}/sync-mode.
-type SyncModeRequest struct {
-	Mode string `json:"mode"`
-}
+// SyncModeRequest is wire.SyncModeRequest.
+type SyncModeRequest = wire.SyncModeRequest
 
 func (s *Server) setSyncMode(w http.ResponseWriter, r *http.Request) {
 	var req SyncModeRequest
@@ -395,26 +390,11 @@ func (s *Server) setSyncMode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// ImageBuildRequest is the body of POST /v1/images/build.
-type ImageBuildRequest struct {
-	Backend string   `json:"backend,omitempty"`
-	Tag     string   `json:"tag,omitempty"`
-	Agents  []string `json:"agents,omitempty"`
-	Minimal bool     `json:"minimal,omitempty"`
-	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
-	Dockerfile string `json:"dockerfile,omitempty"`
-	Context    string `json:"context,omitempty"`
-	// Format, when set, names a backend whose own form of the image is made too, ahead
-	// of its first sandbox: "microvm" (its kernel and root file system).
-	Format string `json:"format,omitempty"`
-}
+// ImageBuildRequest is wire.ImageBuildRequest.
+type ImageBuildRequest = wire.ImageBuildRequest
 
-// ImageLoadRequest is the body of POST /v1/images/load.
-type ImageLoadRequest struct {
-	Backend string `json:"backend"`
-	// Image is the local image to load; empty is the backend's default image.
-	Image string `json:"image,omitempty"`
-}
+// ImageLoadRequest is wire.ImageLoadRequest.
+type ImageLoadRequest = wire.ImageLoadRequest
 
 // loadImage copies a local image to a backend's nodes, answering with an NDJSON
 // progress stream whose last line has done set (or an error).

@@ -5,19 +5,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/session"
 )
 
-// SessionText is the body of the send and ask routes, and ask's answer.
-type SessionText struct {
-	Text string `json:"text"`
-}
+// SessionText is wire.SessionText.
+type SessionText = wire.SessionText
 
-// RenameRequest is the body of the rename route.
-type RenameRequest struct {
-	To string `json:"to"`
-}
+// RenameRequest is wire.RenameRequest.
+type RenameRequest = wire.RenameRequest
 
 func (s *Server) sessionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sessions", s.listAllSessions)

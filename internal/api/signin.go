@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/store"
@@ -106,35 +107,14 @@ func (h *remote) githubCallback(w http.ResponseWriter, r *http.Request) {
 	writePage(w, http.StatusOK, signedInAsPage, u.Login)
 }
 
-// DeviceStart answers POST /v1/auth/device: what to show the user, and the handle to
-// poll POST /v1/auth/device/token with.
-type DeviceStart struct {
-	Handle          string `json:"handle"`
-	UserCode        string `json:"user_code"`
-	VerificationURI string `json:"verification_uri"`
-	ExpiresIn       int    `json:"expires_in"`
-	Interval        int    `json:"interval"`
-}
+// DeviceStart is wire.DeviceStart.
+type DeviceStart = wire.DeviceStart
 
-// DeviceTokenRequest is the body of POST /v1/auth/device/token.
-type DeviceTokenRequest struct {
-	Handle string `json:"handle"`
-	// Name is what the token is for (the machine's name, say); the daemon adds the
-	// user's login and a suffix of its own.
-	Name string `json:"name,omitempty"`
-}
+// DeviceTokenRequest is wire.DeviceTokenRequest.
+type DeviceTokenRequest = wire.DeviceTokenRequest
 
-// DeviceToken answers POST /v1/auth/device/token: "pending" (poll again after
-// Interval seconds), "slow_down" (the same, Interval having grown) or "done", with the
-// paddock token for the signed-in user, shown this once.
-type DeviceToken struct {
-	Status   string `json:"status"`
-	Interval int    `json:"interval,omitempty"`
-	Token    string `json:"token,omitempty"`
-	Name     string `json:"name,omitempty"`
-	Login    string `json:"login,omitempty"`
-	Admin    bool   `json:"admin,omitempty"`
-}
+// DeviceToken is wire.DeviceToken.
+type DeviceToken = wire.DeviceToken
 
 var tokenLabel = lazyRegexp(`[^A-Za-z0-9._-]+`)
 

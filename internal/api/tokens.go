@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -19,26 +20,14 @@ import (
 // TokenPrefix starts every API token, so that secret scanners and people can tell one.
 const TokenPrefix = "pdk_"
 
-// TokenInfo is a token as GET /v1/tokens lists it: never its secret.
-type TokenInfo struct {
-	Name     string    `json:"name"`
-	ReadOnly bool      `json:"read_only"`
-	Created  time.Time `json:"created_at"`
-	// LastUsed is absent until the token authenticates a request.
-	LastUsed *time.Time `json:"last_used,omitempty"`
-}
+// TokenInfo is wire.TokenInfo.
+type TokenInfo = wire.TokenInfo
 
-// TokenRequest is the body of POST /v1/tokens.
-type TokenRequest struct {
-	Name     string `json:"name"`
-	ReadOnly bool   `json:"read_only,omitempty"`
-}
+// TokenRequest is wire.TokenRequest.
+type TokenRequest = wire.TokenRequest
 
-// NewToken answers POST /v1/tokens: the only time the daemon shows the secret.
-type NewToken struct {
-	TokenInfo
-	Token string `json:"token"`
-}
+// NewToken is wire.NewToken.
+type NewToken = wire.NewToken
 
 var tokenName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/metering"
@@ -27,16 +28,8 @@ func (s *Server) usageRoutes(mux *http.ServeMux) {
 
 var errNoMeter = apperr.Unavailable("restart the daemon (`paddock daemon restart`) with this version", "this daemon does not meter model calls")
 
-// UsageReport is the answer of GET /v1/usage.
-type UsageReport struct {
-	// Since is the start of the period, zero for all time.
-	Since time.Time `json:"since,omitzero"`
-	// Groups are sums by sandbox, session, provider and model, the oldest first.
-	Groups []store.UsageGroup `json:"groups"`
-	Total  store.UsageSum     `json:"total"`
-	// Estimate is always true: costs come from a price table, not from the providers' bills.
-	Estimate bool `json:"estimate"`
-}
+// UsageReport is wire.UsageReport.
+type UsageReport = wire.UsageReport
 
 // getUsage serves GET /v1/usage?sandbox=NAME&session=NAME&since=24h.
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
@@ -82,13 +75,8 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// BudgetList is the answer of GET /v1/budgets.
-type BudgetList struct {
-	// Default is the config's budget of every sandbox without its own.
-	Default  metering.Limit    `json:"default"`
-	Budgets  []metering.Budget `json:"budgets"`
-	Estimate bool              `json:"estimate"`
-}
+// BudgetList is wire.BudgetList.
+type BudgetList = wire.BudgetList
 
 func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
 	if s.meter == nil {
@@ -113,12 +101,8 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, BudgetList{Default: s.meter.Default(), Budgets: list, Estimate: true})
 }
 
-// BudgetRequest is the body of PUT /v1/sandboxes/{name}/budget: the sandbox's own
-// budget, or one of its sessions'. No bound at all removes it.
-type BudgetRequest struct {
-	Session string `json:"session,omitempty"`
-	metering.Limit
-}
+// BudgetRequest is wire.BudgetRequest.
+type BudgetRequest = wire.BudgetRequest
 
 func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
 	if s.meter == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
@@ -25,17 +26,8 @@ type SyncAnswer struct {
 	RunsOnHost []gitsync.HostCode `json:"runs_on_host"`
 }
 
-// MergeOptions are a merge's choices (see gitsync.MergeRequest).
-type MergeOptions struct {
-	Branch string `json:"branch,omitempty"`
-	WIP    bool   `json:"wip,omitempty"`
-	// Yes accepts the files that run code on the host once merged.
-	Yes bool `json:"yes,omitempty"`
-	// Check only plans the merge.
-	Check bool `json:"check,omitempty"`
-	// Commit, when set, is the commit the plan shown merged (gitsync.MergeRequest.Expect).
-	Commit string `json:"commit,omitempty"`
-}
+// MergeOptions is wire.MergeRequest.
+type MergeOptions = wire.MergeRequest
 
 // MergeAnswer is the daemon's merge: its plan, and whether it ran.
 type MergeAnswer struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/hostagent"
 	"github.com/paddockhq/paddock/internal/runs"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -137,7 +137,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 		}
 		opts.resume = d.ID
 	}
-	req := api.RunRequest{Model: opts.model, Budget: hostagent.Budget{MaxTurns: opts.maxTurns, MaxTokens: opts.maxTokens}}
+	req := api.RunRequest{Model: opts.model, RunBudget: wire.RunBudget{MaxTurns: opts.maxTurns, MaxTokens: opts.maxTokens}}
 	id := opts.resume
 	if !opts.interactive {
 		req.Prompt = opts.prompt

@@ -166,7 +166,7 @@ func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 			return err
 		}
 	}
-	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Network: opts.network, Image: opts.image,
+	req := wire.SandboxCreateRequest{Name: opts.name, Backend: opts.backend, Network: opts.network, Image: opts.image,
 		Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, DiskBytes: limits.DiskBytes, Runtime: opts.runtime,
 		Agents: opts.agents, IdleStopSeconds: int64(opts.idleStop / time.Second), SourceURL: url, Origin: url, Clone: true}
 	info, err := c.Create(ctx, req, nil, func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
@@ -354,7 +354,7 @@ func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 		wait()
 		return sandbox.Info{}, err
 	}
-	req := sandbox.CreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
+	req := wire.SandboxCreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
 		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, DiskBytes: limits.DiskBytes, Devcontainer: dc, Runtime: opts.runtime,
 		Agents: opts.agents, SourcePath: repo, IdleStopSeconds: int64(opts.idleStop / time.Second),
 		SourceURL: url, Origin: src.Origin, Branch: src.Branch, Commit: src.Commit, GitName: src.GitName, GitEmail: src.GitEmail}

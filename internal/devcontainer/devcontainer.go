@@ -14,24 +14,12 @@ import (
 
 	"github.com/tailscale/hujson"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/shell"
 )
 
-// Config is what paddock takes from a devcontainer.json.
-type Config struct {
-	// Image to run, or Dockerfile (absolute host path) and Context to build.
-	Image      string `json:"image,omitempty"`
-	Dockerfile string `json:"dockerfile,omitempty"`
-	Context    string `json:"context,omitempty"`
-	// Env is containerEnv, KEY=VALUE.
-	Env []string `json:"env,omitempty"`
-	// RemoteUser is the user the project expects; paddock always runs as agent.
-	RemoteUser string `json:"remote_user,omitempty"`
-	// PostCreate is postCreateCommand, run once in /workspace after the sandbox is made.
-	PostCreate []string `json:"post_create,omitempty"`
-	// ForwardPorts are recorded for the port preview.
-	ForwardPorts []int `json:"forward_ports,omitempty"`
-}
+// Config is wire.Devcontainer.
+type Config = wire.Devcontainer
 
 type file struct {
 	Image        string            `json:"image"`

@@ -7,11 +7,12 @@
 package flightrec
 
 import (
+	"github.com/paddockhq/paddock/internal/api/wire"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"time"
 )
 
 // Entry kinds: what was done.
@@ -29,47 +30,14 @@ const (
 	KindGap        = "record-gap"  // the file ended before the head the store kept, when reopened
 )
 
-// Entry is one line of a record.
-type Entry struct {
-	// Seq numbers the record's entries from 1, without gaps.
-	Seq  int64     `json:"seq"`
-	Time time.Time `json:"time"`
-	Kind string    `json:"kind"`
-	// Session is the session the action belongs to, when it belongs to one.
-	Session string `json:"session,omitempty"`
-	// Who asked for it: a GitHub login, "token NAME", "browser", "local"; empty for what
-	// the sandbox did itself (its requests, its model calls) or the daemon on its own.
-	Who string `json:"who,omitempty"`
-	// Fields say what was done (argv, host, model, refs, paths, bytes...).
-	Fields map[string]string `json:"fields,omitempty"`
-	// Prev is the hash of the entry before (64 zeros for the first); Hash is SHA-256
-	// over Prev and the entry's canonical encoding (this struct as JSON without Hash).
-	Prev string `json:"prev"`
-	Hash string `json:"hash,omitempty"`
-}
+// Entry is wire.RecordEntry.
+type Entry = wire.RecordEntry
 
 // Genesis is the Prev of a record's first entry.
 var Genesis = hex.EncodeToString(make([]byte, sha256.Size))
 
-// canonical is the entry's encoding without its hash: JSON of the struct, whose field
-// order is fixed and whose map keys encoding/json sorts.
-func (e Entry) canonical() []byte {
-	e.Hash = ""
-	b, _ := json.Marshal(e)
-	return b
-}
-
-// Sum is the hash the entry should carry.
-func (e Entry) Sum() string {
-	h := sha256.New()
-	h.Write([]byte(e.Prev))
-	h.Write([]byte{'\n'})
-	h.Write(e.canonical())
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// line is the entry as a line of the file: its canonical JSON with the hash.
-func (e Entry) line() []byte {
+// lineOf is the entry as a line of the file: its canonical JSON with the hash.
+func lineOf(e Entry) []byte {
 	b, _ := json.Marshal(e)
 	return append(b, '\n')
 }

@@ -101,7 +101,7 @@ func TestVerifyNamesWhatWasDone(t *testing.T) {
 			e := mustParse(t, l[1])
 			e.Fields["allowed"] = "true"
 			e.Hash = e.Sum()
-			l[1] = e.line()
+			l[1] = lineOf(e)
 			return l
 		}, "entry 3 (line 3): the entry before it was changed"},
 		{"a middle entry removed", func(l [][]byte) [][]byte {

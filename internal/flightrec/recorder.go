@@ -304,13 +304,13 @@ func (c *chain) append(buf *bytes.Buffer, e Entry) {
 	}
 	e.Seq, e.Prev = c.seq+1, c.hash
 	e.Hash = e.Sum()
-	line := e.line()
+	line := lineOf(e)
 	if c.size+int64(buf.Len()+len(line)) > c.r.opts.MaxBytes-1024 {
 		c.full = true
 		e = Entry{Seq: c.seq + 1, Time: e.Time, Kind: KindFull, Prev: c.hash,
 			Fields: map[string]string{"max_bytes": strconv.FormatInt(c.r.opts.MaxBytes, 10)}}
 		e.Hash = e.Sum()
-		line = e.line()
+		line = lineOf(e)
 	}
 	buf.Write(line)
 	c.seq, c.hash = e.Seq, e.Hash

@@ -1,6 +1,8 @@
 package flightrec
 
 import (
+	"github.com/paddockhq/paddock/internal/api/wire"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -9,42 +11,11 @@ import (
 	"os"
 )
 
-// Problem is something wrong found in a record: an entry changed, missing, out of
-// place or cut off. Seq names the entry concerned (0: the record as a whole); Line is
-// the line of the file, from 1.
-type Problem struct {
-	Seq  int64  `json:"seq,omitempty"`
-	Line int    `json:"line,omitempty"`
-	What string `json:"what"`
-}
+// Problem is wire.RecordProblem.
+type Problem = wire.RecordProblem
 
-func (p Problem) String() string {
-	switch {
-	case p.Seq > 0:
-		return fmt.Sprintf("entry %d (line %d): %s", p.Seq, p.Line, p.What)
-	case p.Line > 0:
-		return fmt.Sprintf("line %d: %s", p.Line, p.What)
-	}
-	return p.What
-}
-
-// Report is what Verify found in one record.
-type Report struct {
-	Sandbox string `json:"sandbox"`
-	Path    string `json:"path"`
-	Entries int64  `json:"entries"`
-	// LastSeq and LastHash end the chain as read; HeadSeq is the head the store kept.
-	LastSeq  int64  `json:"last_seq"`
-	LastHash string `json:"last_hash,omitempty"`
-	HeadSeq  int64  `json:"head_seq"`
-	// Problems make the record fail; Notes do not (a line torn when the daemon stopped
-	// mid-write, entries written after the last head the store kept).
-	Problems []Problem `json:"problems,omitempty"`
-	Notes    []Problem `json:"notes,omitempty"`
-}
-
-// OK says the record verified.
-func (r Report) OK() bool { return len(r.Problems) == 0 }
+// Report is wire.RecordReport.
+type Report = wire.RecordReport
 
 // Read returns a record's entries in order, skipping lines that are not entries.
 func Read(path string) ([]Entry, error) {
@@ -122,7 +93,7 @@ func Verify(r io.Reader, headSeq int64, headHash string) (Report, error) {
 		switch {
 		case e.Hash != e.Sum():
 			rep.Problems = append(rep.Problems, Problem{Seq: e.Seq, Line: n, What: "changed: its hash does not match its content"})
-		case !bytes.Equal(e.line(), raw) && complete:
+		case !bytes.Equal(lineOf(e), raw) && complete:
 			rep.Problems = append(rep.Problems, Problem{Seq: e.Seq, Line: n, What: "changed: the line is not the entry as written (fields added or reworded)"})
 		case e.Prev != prevHash && e.Seq == prevSeq+1:
 			rep.Problems = append(rep.Problems, Problem{Seq: e.Seq, Line: n, What: "the entry before it was changed or replaced: prev does not match its hash"})

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config/cost"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
@@ -352,15 +353,8 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-// Budget is a budget as the API shows it: whose, its bound, and what was spent.
-type Budget struct {
-	Sandbox string `json:"sandbox"`
-	Session string `json:"session,omitempty"`
-	Limit
-	// Default is true for a sandbox under the config's default budget.
-	Default bool           `json:"default,omitempty"`
-	Spent   store.UsageSum `json:"spent"`
-}
+// Budget is wire.Budget.
+type Budget = wire.Budget
 
 // SetBudget sets the budget of sandbox sb (session "") or of one of its sessions; a
 // limit with no bound removes it (a sandbox then has the config's default again).

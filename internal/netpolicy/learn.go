@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
@@ -26,19 +27,8 @@ const learnFlushEvery = time.Second
 // written at once, so that endless distinct destinations cannot grow the daemon's memory.
 const maxPendingLearned = 1000
 
-// Learning is a sandbox's learn mode as the user sees it.
-type Learning struct {
-	Sandbox string `json:"sandbox"`
-	// Active says it is learning now; Since and Until bound the window (UTC, RFC 3339).
-	Active bool   `json:"active"`
-	Since  string `json:"since"`
-	Until  string `json:"until"`
-	// Destinations is how many distinct hosts and ports were recorded, Requests how many
-	// requests to them; Dropped how many requests went to destinations past the 1,000 kept.
-	Destinations int `json:"destinations"`
-	Requests     int `json:"requests"`
-	Dropped      int `json:"dropped,omitempty"`
-}
+// Learning is wire.Learning.
+type Learning = wire.Learning
 
 // learnKey is one destination of one sandbox.
 type learnKey struct {

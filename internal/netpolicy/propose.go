@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/paddockhq/paddock/internal/alarm"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -19,51 +20,14 @@ import (
 // must need before it proposes *.domain instead of each host.
 const WildcardMin = 3
 
-// Proposal is the smallest allowlist that would have allowed what a sandbox used while
-// it learned, as a diff against its rules today.
-type Proposal struct {
-	Learning Learning `json:"learning"`
-	// Lines are today's rules (Op " "), each with what it allowed or refused, then the
-	// rules to add (Op "+") and, when pruning, the sandbox's own allow rules never used
-	// (Op "-").
-	Lines []ProposalLine `json:"lines"`
-	// Learned are the destinations the sandbox reached for, by host and port.
-	Learned []LearnedDest `json:"learned"`
-	// Refused are destinations a deny rule refused: a proposal never overrides one.
-	Refused []LearnedDest `json:"refused,omitempty"`
-	// Suspect are destinations whose host name reads as data carried out (an alarm's
-	// finding): a proposal never allows one.
-	Suspect []LearnedDest `json:"suspect,omitempty"`
-	// Applied says the additions (and removals) were made.
-	Applied bool `json:"applied,omitempty"`
-}
+// Proposal is wire.Proposal.
+type Proposal = wire.Proposal
 
-// ProposalLine is one rule of a proposal.
-type ProposalLine struct {
-	// Op is "+" for a rule to add, "-" for one to remove, " " for one kept.
-	Op      string `json:"op"`
-	Action  string `json:"action"`
-	Pattern string `json:"pattern"`
-	// Scope is "default", "global" or the sandbox's name.
-	Scope string `json:"scope"`
-	// Requests is how many requests the rule decided while learning (for a rule to add:
-	// how many were refused for want of it); Hosts the destinations those went to.
-	Requests int      `json:"requests"`
-	Hosts    []string `json:"hosts,omitempty"`
-}
+// ProposalLine is wire.ProposalLine.
+type ProposalLine = wire.ProposalLine
 
-// LearnedDest is a destination a learning sandbox reached for.
-type LearnedDest struct {
-	Host     string   `json:"host"`
-	Port     int      `json:"port"`
-	Requests int      `json:"requests"`
-	Refused  int      `json:"refused"`
-	Reason   string   `json:"reason,omitempty"`
-	Methods  []string `json:"methods,omitempty"`
-	Paths    []string `json:"paths,omitempty"`
-	First    string   `json:"first_seen"`
-	Last     string   `json:"last_seen"`
-}
+// LearnedDest is wire.LearnedDest.
+type LearnedDest = wire.LearnedDest
 
 // Propose computes a sandbox's proposal from what it learned, against its rules today.
 // With prune, the sandbox's own allow rules that allowed nothing are proposed for removal.

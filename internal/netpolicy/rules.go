@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/egress"
@@ -75,28 +76,11 @@ func (p *Rules) Egress(ctx context.Context, name string) (egress.Policy, error) 
 	return pol, nil
 }
 
-// Rule is an egress rule as the user sees it.
-type Rule struct {
-	Pattern string `json:"pattern"`
-	Action  string `json:"action"`
-	// Scope is "default", "global", or the sandbox's name.
-	Scope string `json:"scope"`
-}
+// Rule is wire.NetRule.
+type Rule = wire.NetRule
 
-// Denial is a refused egress request as the user sees it: identical requests refused
-// within a minute of the first are one denial with a count.
-type Denial struct {
-	ID int64 `json:"id"`
-	// Time is when the first was refused, LastSeen when the last was (UTC, RFC 3339).
-	Time     string `json:"time"`
-	LastSeen string `json:"last_seen"`
-	Sandbox  string `json:"sandbox"`
-	Host     string `json:"host"`
-	Port     int    `json:"port"`
-	Reason   string `json:"reason"`
-	// Count is how many requests were refused.
-	Count int `json:"count"`
-}
+// Denial is wire.Denial.
+type Denial = wire.Denial
 
 // scope resolves a rule scope: a sandbox name, or "" for every sandbox.
 func (p *Rules) scope(ctx context.Context, sandbox string) (string, error) {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/store"
@@ -64,25 +65,11 @@ type Message struct {
 // notification of the same session instead of stacking them.
 func (m Message) Tag() string { return "paddock:" + m.Sandbox + "/" + m.Session }
 
-// Target is somewhere notifications go, as `paddock notify ls` shows it.
-type Target struct {
-	// ID is "webhook" for the config's webhook, or the push subscription's number.
-	ID   string `json:"id"`
-	Kind string `json:"kind"` // "webhook" or "push"
-	// Where is the webhook URL, or the push service's host.
-	Where string `json:"where"`
-	// Label says which browser a push subscription is.
-	Label    string    `json:"label,omitempty"`
-	Created  time.Time `json:"created,omitzero"`
-	LastSent time.Time `json:"last_sent,omitzero"`
-}
+// Target is wire.NotifyTarget.
+type Target = wire.NotifyTarget
 
-// Result is the outcome of one delivery of `paddock notify test`.
-type Result struct {
-	Target Target `json:"target"`
-	// Error is empty when the target accepted the message.
-	Error string `json:"error,omitempty"`
-}
+// Result is wire.NotifyResult.
+type Result = wire.NotifyResult
 
 // Options configure a Notifier.
 type Options struct {

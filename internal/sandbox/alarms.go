@@ -96,7 +96,7 @@ func (s *Service) Alarms(ctx context.Context, name string, all bool) ([]alarm.Al
 			continue // removed, or another user's
 		}
 		out = append(out, alarm.Alarm{ID: r.ID, Sandbox: r.Sandbox, Session: r.Session, Time: r.Time,
-			Finding: alarm.Finding{Kind: r.Kind, Detail: r.Detail, Source: r.Source}, Cleared: r.Cleared})
+			AlarmFinding: alarm.Finding{Kind: r.Kind, Detail: r.Detail, Source: r.Source}, Cleared: r.Cleared})
 	}
 	return out, nil
 }

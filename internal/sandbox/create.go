@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
-	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -21,54 +21,10 @@ import (
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// CreateRequest describes a new sandbox and the repository state to seed it with.
+// CreateRequest describes a new sandbox and the repository state to seed it with: what
+// a client sends (wire.SandboxCreateRequest), and what the daemon does once it is seeded.
 type CreateRequest struct {
-	Name    string `json:"name"`
-	Backend string `json:"backend,omitempty"`
-	Rootfs  string `json:"rootfs,omitempty"`
-	// SourcePath is the host repo the workspace is cloned from (recorded for sync).
-	SourcePath string `json:"source_path"`
-	// SourceURL is the git URL the user gave, when the host repo is a clone of it.
-	SourceURL string `json:"source_url,omitempty"`
-	// Clone asks the daemon to clone SourceURL itself, on its host with its credentials,
-	// and seed the workspace from that clone: the request has no bundle, and Commit,
-	// Branch and the git identity come from the clone (`up GIT-URL` through a context).
-	Clone bool `json:"clone,omitempty"`
-	// Origin becomes the workspace's origin remote, when set.
-	Origin string `json:"origin,omitempty"`
-	// Branch is checked out in the workspace; empty means a detached Commit.
-	Branch string `json:"branch,omitempty"`
-	Commit string `json:"commit"`
-	// GitName and GitEmail become the workspace repo's user.name and user.email.
-	GitName  string `json:"git_name,omitempty"`
-	GitEmail string `json:"git_email,omitempty"`
-	// Network is "closed" (the default: loopback only, egress through the allowlist
-	// proxy) or "open" (the backend's normal network).
-	Network string `json:"network,omitempty"`
-	// Agents are the agent kinds the sandbox is for; their service hosts join its
-	// default allowlist.
-	Agents []string `json:"agents,omitempty"`
-	// Image is for backends that run images (docker, kubernetes).
-	Image string `json:"image,omitempty"`
-	// Placement says where in the backend the sandbox goes (kubernetes: "kube-context",
-	// "namespace"), for backends that have places.
-	Placement map[string]string `json:"placement,omitempty"`
-	// Devcontainer is what the project's devcontainer.json asks (docker).
-	Devcontainer *devcontainer.Config `json:"devcontainer,omitempty"`
-	// CPUs, MemoryBytes and PidsLimit limit the sandbox; zero is the default (4 CPUs, 8
-	// GiB, 4096 processes), and each is clamped to what the host has.
-	CPUs        float64 `json:"cpus,omitempty"`
-	MemoryBytes int64   `json:"memory_bytes,omitempty"`
-	PidsLimit   int64   `json:"pids,omitempty"`
-	// DiskBytes bounds what the workspace may take of the host's disk (bwrap, docker, as
-	// root); zero is none. A backend that cannot set it refuses the sandbox.
-	DiskBytes int64 `json:"disk_bytes,omitempty"`
-	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
-	// empty is the backend's default ([backends.docker] runtime in the config).
-	Runtime string `json:"runtime,omitempty"`
-	// IdleStopSeconds stops the sandbox after this long unused (with a final snapshot),
-	// instead of the config's idle_stop; zero means the config's.
-	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
+	wire.SandboxCreateRequest
 	// Seeded, when set, runs once the workspace is seeded and before the sandbox counts
 	// as made: what it does is part of the making (a restore fills the sandbox here), so
 	// a failure, or a daemon that dies meanwhile, leaves no sandbox behind.

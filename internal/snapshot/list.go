@@ -56,7 +56,7 @@ func (s *Service) read(ctx context.Context, key string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", key, err)
 	}
-	for _, b := range m.blobs() {
+	for _, b := range blobs(&m) {
 		if err := storage.CheckSHA256(b.SHA256); err != nil {
 			return nil, fmt.Errorf("%s names a bad blob: %w", key, err)
 		}
@@ -96,7 +96,7 @@ func (s *Service) Find(ctx context.Context, ref string) (*Manifest, error) {
 func (s *Service) missing(ctx context.Context, m *Manifest) []Blob {
 	var out []Blob
 	seen := map[string]bool{}
-	for _, b := range m.blobs() {
+	for _, b := range blobs(m) {
 		if seen[b.SHA256] {
 			continue
 		}
@@ -150,7 +150,7 @@ func (s *Service) collect(ctx context.Context) error {
 	}
 	used := map[string]bool{}
 	for i := range all {
-		for _, b := range all[i].blobs() {
+		for _, b := range blobs(&all[i]) {
 			used[storage.BlobKey(b.SHA256)] = true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -22,13 +23,8 @@ import (
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
-// RestoreOptions say where a snapshot comes back.
-type RestoreOptions struct {
-	// Backend is the new sandbox's backend; the snapshot's when empty.
-	Backend string `json:"backend,omitempty"`
-	// Name is the new sandbox's name; the snapshot's sandbox's when empty.
-	Name string `json:"name,omitempty"`
-}
+// RestoreOptions is wire.RestoreRequest.
+type RestoreOptions = wire.RestoreRequest
 
 // Restore makes a new sandbox from a snapshot (ref: its id, or a sandbox's name for its
 // newest): the repository with every ref, the uncommitted work in the working tree as
@@ -92,9 +88,9 @@ func (s *Service) Restore(ctx context.Context, ref string, opts RestoreOptions, 
 // createRequest makes the sandbox as the snapshot's was made, on the backend asked for;
 // what belongs to one backend (a root filesystem, a runtime) goes only to that backend.
 func (s *Service) createRequest(m *Manifest, opts RestoreOptions) sandbox.CreateRequest {
-	req := sandbox.CreateRequest{Name: opts.Name, Backend: opts.Backend, SourcePath: m.Meta.SourcePath, SourceURL: m.Meta.SourceURL,
-		Network: m.Meta.Network, Agents: m.Meta.Agents, Commit: m.Git.Bundles[0].Commit,
-		Branch: strings.TrimPrefix(m.Git.Bundles[0].Branch, "refs/heads/")}
+	req := sandbox.CreateRequest{SandboxCreateRequest: wire.SandboxCreateRequest{Name: opts.Name, Backend: opts.Backend,
+		SourcePath: m.Meta.SourcePath, SourceURL: m.Meta.SourceURL, Network: m.Meta.Network, Agents: m.Meta.Agents,
+		Commit: m.Git.Bundles[0].Commit, Branch: strings.TrimPrefix(m.Git.Bundles[0].Branch, "refs/heads/")}}
 	if req.Name == "" {
 		req.Name = m.Sandbox
 	}

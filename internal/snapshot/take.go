@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -87,12 +88,8 @@ func (s *Service) lock(name string) func() {
 	return l.Unlock
 }
 
-// TakeOptions are what a snapshot is asked for.
-type TakeOptions struct {
-	Note string `json:"note,omitempty"`
-	// DryRun lists what would go in and what would be left out, and writes nothing.
-	DryRun bool `json:"dry_run,omitempty"`
-}
+// TakeOptions is wire.SnapshotRequest.
+type TakeOptions = wire.SnapshotRequest
 
 // Take snapshots a running sandbox.
 func (s *Service) Take(ctx context.Context, name string, opts TakeOptions, progress func(string)) (*Manifest, error) {
@@ -157,7 +154,7 @@ func (s *Service) take(ctx context.Context, c *guestclient.Client, m *Manifest, 
 		}
 	}
 	seen := map[string]bool{}
-	for _, b := range m.blobs() {
+	for _, b := range blobs(m) {
 		if !seen[b.SHA256] { // two files with the same bytes are one blob
 			seen[b.SHA256] = true
 			m.Size += b.Size

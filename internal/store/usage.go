@@ -115,14 +115,8 @@ type UsageQuery struct {
 	Since time.Time
 }
 
-// UsageGroup is the usage of one sandbox's session with one model.
-type UsageGroup struct {
-	Sandbox  string `json:"sandbox"`
-	Session  string `json:"session,omitempty"`
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	UsageSum
-}
+// UsageGroup is wire.UsageGroup.
+type UsageGroup = wire.UsageGroup
 
 // UsageGroups sums the selected usage by sandbox, session, provider and model.
 func (s *Store) UsageGroups(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {

@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // LoginStatus is what the daemon knows of one login, never a token.
 type LoginStatus struct {
@@ -17,4 +20,17 @@ type LoginStatus struct {
 	// knows; ProblemAt is when that was seen.
 	Problem   string    `json:"problem,omitempty"`
 	ProblemAt time.Time `json:"problem_at,omitzero"`
+}
+
+// LoginRequest is the body of PUT /v1/logins/{name}: a token of `claude setup-token`,
+// or the contents of the agent CLI's own credentials file (Claude Code's
+// .credentials.json, Codex's auth.json).
+type LoginRequest struct {
+	Token string          `json:"token,omitempty"`
+	File  json.RawMessage `json:"file,omitempty"`
+}
+
+// KeyRequest is the body of PUT /v1/providers/{name}/key.
+type KeyRequest struct {
+	Key string `json:"key"`
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,6 +47,57 @@ type SandboxInfo struct {
 	// Alarms counts the sandbox's standing alarms: its agent went for its own controls
 	// (paddock alarms NAME says how).
 	Alarms int `json:"alarms,omitempty"`
+}
+
+// SandboxCreateRequest describes a new sandbox and the repository state to seed it with:
+// the X-Paddock-Request header of POST /v1/sandboxes.
+type SandboxCreateRequest struct {
+	Name    string `json:"name"`
+	Backend string `json:"backend,omitempty"`
+	Rootfs  string `json:"rootfs,omitempty"`
+	// SourcePath is the host repo the workspace is cloned from (recorded for sync).
+	SourcePath string `json:"source_path"`
+	// SourceURL is the git URL the user gave, when the host repo is a clone of it.
+	SourceURL string `json:"source_url,omitempty"`
+	// Clone asks the daemon to clone SourceURL itself, on its host with its credentials,
+	// and seed the workspace from that clone: the request has no bundle, and Commit,
+	// Branch and the git identity come from the clone (`up GIT-URL` through a context).
+	Clone bool `json:"clone,omitempty"`
+	// Origin becomes the workspace's origin remote, when set.
+	Origin string `json:"origin,omitempty"`
+	// Branch is checked out in the workspace; empty means a detached Commit.
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit"`
+	// GitName and GitEmail become the workspace repo's user.name and user.email.
+	GitName  string `json:"git_name,omitempty"`
+	GitEmail string `json:"git_email,omitempty"`
+	// Network is "closed" (the default: loopback only, egress through the allowlist
+	// proxy) or "open" (the backend's normal network).
+	Network string `json:"network,omitempty"`
+	// Agents are the agent kinds the sandbox is for; their service hosts join its
+	// default allowlist.
+	Agents []string `json:"agents,omitempty"`
+	// Image is for backends that run images (docker, kubernetes).
+	Image string `json:"image,omitempty"`
+	// Placement says where in the backend the sandbox goes (kubernetes: "kube-context",
+	// "namespace"), for backends that have places.
+	Placement map[string]string `json:"placement,omitempty"`
+	// Devcontainer is what the project's devcontainer.json asks (docker).
+	Devcontainer *Devcontainer `json:"devcontainer,omitempty"`
+	// CPUs, MemoryBytes and PidsLimit limit the sandbox; zero is the default (4 CPUs, 8
+	// GiB, 4096 processes), and each is clamped to what the host has.
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	PidsLimit   int64   `json:"pids,omitempty"`
+	// DiskBytes bounds what the workspace may take of the host's disk (bwrap, docker, as
+	// root); zero is none. A backend that cannot set it refuses the sandbox.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// Runtime is the OCI runtime to run the sandbox under (docker: runsc for gVisor);
+	// empty is the backend's default ([backends.docker] runtime in the config).
+	Runtime string `json:"runtime,omitempty"`
+	// IdleStopSeconds stops the sandbox after this long unused (with a final snapshot),
+	// instead of the config's idle_stop; zero means the config's.
+	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 }
 
 // Limits are the resource limits of a sandbox: at most CPUs processors' worth of time,
@@ -210,4 +262,64 @@ func (i Isolation) MarshalText() ([]byte, error) { return []byte(i.String()), ni
 func (i *Isolation) UnmarshalText(b []byte) error {
 	*i = Isolation(max(0, slices.Index(isolationNames, string(b))))
 	return nil
+}
+
+// SyncRecord is one recorded sync: when, and what it fetched (the sync command's JSON).
+type SyncRecord struct {
+	Time   time.Time       `json:"time"`
+	Result json.RawMessage `json:"result"`
+}
+
+// SyncModeRequest is the body of PUT /v1/sandboxes/{name}/sync-mode.
+type SyncModeRequest struct {
+	Mode string `json:"mode"`
+}
+
+// ImageBuildRequest is the body of POST /v1/images/build.
+type ImageBuildRequest struct {
+	Backend string   `json:"backend,omitempty"`
+	Tag     string   `json:"tag,omitempty"`
+	Agents  []string `json:"agents,omitempty"`
+	Minimal bool     `json:"minimal,omitempty"`
+	// Dockerfile and Context (absolute host paths) build that Dockerfile instead.
+	Dockerfile string `json:"dockerfile,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// Format, when set, names a backend whose own form of the image is made too, ahead
+	// of its first sandbox: "microvm" (its kernel and root file system).
+	Format string `json:"format,omitempty"`
+}
+
+// ImageLoadRequest is the body of POST /v1/images/load.
+type ImageLoadRequest struct {
+	Backend string `json:"backend"`
+	// Image is the local image to load; empty is the backend's default image.
+	Image string `json:"image,omitempty"`
+}
+
+// MergeRequest are a merge's choices (see gitsync.MergeRequest).
+type MergeRequest struct {
+	Branch string `json:"branch,omitempty"`
+	WIP    bool   `json:"wip,omitempty"`
+	// Yes accepts the files that run code on the host once merged.
+	Yes bool `json:"yes,omitempty"`
+	// Check only plans the merge.
+	Check bool `json:"check,omitempty"`
+	// Commit, when set, is the commit the plan shown merged (gitsync.MergeRequest.Expect).
+	Commit string `json:"commit,omitempty"`
+}
+
+// Devcontainer is what paddock takes from a devcontainer.json.
+type Devcontainer struct {
+	// Image to run, or Dockerfile (absolute host path) and Context to build.
+	Image      string `json:"image,omitempty"`
+	Dockerfile string `json:"dockerfile,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// Env is containerEnv, KEY=VALUE.
+	Env []string `json:"env,omitempty"`
+	// RemoteUser is the user the project expects; paddock always runs as agent.
+	RemoteUser string `json:"remote_user,omitempty"`
+	// PostCreate is postCreateCommand, run once in /workspace after the sandbox is made.
+	PostCreate []string `json:"post_create,omitempty"`
+	// ForwardPorts are recorded for the port preview.
+	ForwardPorts []int `json:"forward_ports,omitempty"`
 }
