@@ -27,6 +27,7 @@ import (
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/imagebuild"
 	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/netpolicy"
 	"github.com/paddockhq/paddock/internal/notify"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/keyring"
@@ -130,7 +131,8 @@ func Run(ctx context.Context, opts Options) error {
 		flight = nil
 	}
 	evlog := eventlog.New(eventlog.Options{Store: st, Flight: flight, Logger: log})
-	svc := sandbox.New(sandbox.Options{Store: st, Events: evlog, Backends: backends, DefaultBackend: cfg.DefaultBackend,
+	egressPolicy := netpolicy.New(netpolicy.Options{Store: st, Sandboxes: sandbox.Records{Store: st, Events: evlog}, Logger: log})
+	svc := sandbox.New(sandbox.Options{Store: st, Events: evlog, Net: egressPolicy, Backends: backends, DefaultBackend: cfg.DefaultBackend,
 		Guest: guest, Version: opts.Version, Logger: log, Creds: credsProxy, MCP: cfg.MCP,
 		ReposDir: filepath.Join(p.Cache, "repos"), Alarms: cfg.Alarms, Flight: flight})
 	defer svc.Close()
@@ -159,7 +161,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var once sync.Once
 	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends),
-		Doctor: doctor.New(backends, svc), Net: svc.Net()}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+		Doctor: doctor.New(backends, svc), Net: egressPolicy}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)

@@ -84,6 +84,9 @@ type Options struct {
 	// Events is the daemon's event log, where the service's events go; nil makes one
 	// over Store and Flight.
 	Events *eventlog.Log
+	// Net is the sandboxes' egress policy (rules, denials, learn mode), which the
+	// service's egress proxy decides by; nil makes one over Store and Events.
+	Net *netpolicy.Rules
 	// Flight is the flight recorder that keeps each sandbox's record (nil: none kept).
 	Flight *flightrec.Recorder
 	// Alarms says what an alarm does beyond being recorded ([alarms]).
@@ -166,7 +169,10 @@ func New(opts Options) *Service {
 	}
 	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.events.Bus(), Sandboxes: host{s},
 		Logger: log})
-	s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: host{s}, Logger: log})
+	s.net = opts.Net
+	if s.net == nil {
+		s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: Records{Store: opts.Store, Events: s.events}, Logger: log})
+	}
 	s.names = alarm.NewNames()
 	s.egress = egress.New(egress.Options{Policy: s.net.Egress, OnDenial: s.net.RecordDenial, OnRequest: s.observeEgress,
 		Logger: log})
@@ -213,11 +219,7 @@ func notFound(name string) error {
 
 // record finds a sandbox by name, as ctx's viewer sees it: another user's is not found.
 func (s *Service) record(ctx context.Context, name string) (store.Sandbox, error) {
-	sb, err := s.opts.Store.GetSandbox(ctx, name)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !Sees(ctx, sb)) {
-		return store.Sandbox{}, notFound(name)
-	}
-	return sb, err
+	return Records{Store: s.opts.Store}.Get(ctx, name)
 }
 
 func (s *Service) backendOf(sb store.Sandbox) (backend.Backend, error) {
