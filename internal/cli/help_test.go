@@ -77,11 +77,15 @@ func TestHelpCommands(t *testing.T) {
 		}
 		return out.String()
 	}
-	listed := regexp.MustCompile(`(?m)^  ([a-z-]+) `)
+	// The words that start the lines of the help's command list.
 	names := func(help string) []string {
+		_, list, _ := strings.Cut(help, "Available Commands:\n")
+		list, _, _ = strings.Cut(list, "\n\n")
 		var n []string
-		for _, m := range listed.FindAllStringSubmatch(help, -1) {
-			n = append(n, m[1])
+		for _, l := range strings.Split(list, "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				n = append(n, f[0])
+			}
 		}
 		return n
 	}
