@@ -29,12 +29,21 @@ var server = []string{
 	"github.com/docker/", "k8s.io/", "modernc.org/sqlite", "github.com/minio/", "github.com/anthropics/",
 }
 
-// client are the client's packages, which neither the guest nor the lean front links
-// beyond what it serves itself.
-var client = []string{"internal/cli", "internal/tui", "internal/tui/", "internal/webui"}
+// guest is the guest's own code, which the full program links to be injected as the
+// guest but a client has no use for.
+var guest = []string{"internal/guest", "internal/guestcmd"}
+
+// client are the clients' packages, which the server does not link: it knows nothing of
+// its clients but the wire.
+var client = []string{"internal/cli", "internal/tui", "internal/tui/", "internal/front", "internal/lscmd",
+	"internal/synccmd", "internal/api/client"}
+
+// full are the full program's packages beyond the server's, which neither the lean front
+// nor the guest links: the CLI's commands, the TUI, the web UI's files.
+var full = []string{"internal/cli", "internal/tui", "internal/tui/", "internal/webui"}
 
 // guestOnly is what the guest, the small program in every sandbox, must not link beyond
-// the server's and the client's packages: the API and its wire, the TUI's and the
+// the server's and the full program's packages: the API's client and wire, the front, the TUI's and the
 // browser's libraries, cobra, and the network stacks it has no use for.
 var guestOnly = []string{
 	"internal/api/", "internal/front", "internal/lscmd", "internal/synccmd",
@@ -73,8 +82,8 @@ var known = []struct{ from, to, why string }{
 }
 
 // TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the
-// API's client) link the API's client and wire and none of the server's packages; the
-// lean front (cmd/paddock) links none of the full program's either, so that it starts
+// API's client) link the API's client and wire and none of the server's packages, and
+// the server (the daemon and all it links) none of the clients'; the lean front (cmd/paddock) links none of the full program's either, so that it starts
 // in a few milliseconds; and the guest (cmd/paddock-guest) links only what a sandbox
 // needs, so that every sandbox gets a small file and a small process. A failure names
 // the chain of imports that brought the package in.
@@ -85,9 +94,10 @@ func TestTowers(t *testing.T) {
 		roots      []string
 		forbidden  []string
 	}{
-		{"the client", "a server package", []string{"internal/cli", "internal/tui", "internal/front", "internal/webui", "internal/lscmd", "internal/synccmd", "internal/api/wire"}, server},
-		{"the lean front", "a package of the server or the full program", []string{"cmd/paddock"}, append(slices.Clone(server), client...)},
-		{"the guest", "a package a sandbox has no use for", []string{"cmd/paddock-guest"}, slices.Concat(server, client, guestOnly)},
+		{"the client", "a package of the server or the guest", []string{"internal/cli", "internal/tui", "internal/front", "internal/webui", "internal/lscmd", "internal/synccmd", "internal/api/wire"}, slices.Concat(server, guest)},
+		{"the server", "a client's package", []string{"internal/daemon"}, client},
+		{"the lean front", "a package of the server or the full program", []string{"cmd/paddock"}, slices.Concat(server, full)},
+		{"the guest", "a package a sandbox has no use for", []string{"cmd/paddock-guest"}, slices.Concat(server, full, guestOnly)},
 	}
 	var roots []string
 	for _, s := range sides {
