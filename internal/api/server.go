@@ -429,7 +429,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		tag, err = s.images.Build(r.Context(), req.Backend, backend.ImageSpec{Tag: req.Tag, Minimal: req.Minimal}, req.Agents, progress)
 	}
-	if err == nil && req.Format != "" && req.Format != "docker" {
+	if err == nil && req.Format != "" {
 		_, err = s.images.Prepare(r.Context(), req.Format, tag, progress)
 	}
 	if err != nil {

@@ -84,9 +84,9 @@ type Spec struct {
 	// NPM are the npm packages (name@version) the sandbox's agents and MCP servers need,
 	// for backends that provision a machine rather than run an image.
 	NPM []string
-	// Placement says where in the backend the sandbox goes, for backends that implement
-	// Placer (kubernetes: its context and namespace); empty values mean the backend's
-	// defaults.
+	// Placement says where in the backend the sandbox goes, for backends whose
+	// description names its keys (kubernetes: its context and namespace); empty values
+	// mean the backend's defaults.
 	Placement map[string]string
 }
 
@@ -102,6 +102,10 @@ type Status struct {
 type Backend interface {
 	// Name is the registry name ("bwrap", "docker").
 	Name() string
+	// Describe is what the backend is and can do as configured on this machine: its
+	// registered description, with what the configuration and the machine decide
+	// (its tier under the configured runtime, whether it is emulated here).
+	Describe() Description
 	// Available reports whether the backend can run sandboxes on this machine; a non-nil
 	// error is an *UnavailableError saying why and how to fix it.
 	Available(ctx context.Context) error
@@ -175,31 +179,60 @@ type Env struct {
 // Factory constructs a backend.
 type Factory func(env Env) (Backend, error)
 
+// registration is a registered backend: what it is, and how to make it.
+type registration struct {
+	desc    Description
+	factory Factory
+}
+
 var (
 	mu       sync.RWMutex
-	registry = map[string]Factory{}
+	registry = map[string]registration{}
 )
 
-// Register adds a backend factory under a name. It panics on a duplicate name: two
-// backends with one name is a programming error caught at start-up.
-func Register(name string, f Factory) {
+// Register adds a backend under a name, with its description under its default
+// settings (what choices made before it is constructed read: Registered) and its
+// factory. It panics on a duplicate name: two backends with one name is a programming
+// error caught at start-up.
+func Register(name string, d Description, f Factory) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := registry[name]; dup {
 		panic("backend: duplicate registration of " + name)
 	}
-	registry[name] = f
+	registry[name] = registration{desc: d, factory: f}
+}
+
+// Registered is the description the backend name registered with; false when no
+// backend has that name.
+func Registered(name string) (Description, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	r, ok := registry[name]
+	return r.desc, ok
+}
+
+// NamesWhere lists the registered backends whose registered description has what
+// want asks, sorted.
+func NamesWhere(want func(Description) bool) []string {
+	var out []string
+	for _, n := range Names() {
+		if d, _ := Registered(n); want(d) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // New constructs the backend registered under name.
 func New(name string, env Env) (Backend, error) {
 	mu.RLock()
-	f, ok := registry[name]
+	r, ok := registry[name]
 	mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Names())
 	}
-	return f(env)
+	return r.factory(env)
 }
 
 // Names lists registered backends, sorted.
@@ -214,21 +247,11 @@ func Names() []string {
 	return names
 }
 
-var machines = map[string]bool{}
-
-// RegisterMachine marks the backend name as one whose sandboxes are whole machines of
-// their own (VMs) where the agent has sudo: agents are told so. Call it from init.
-func RegisterMachine(name string) {
-	mu.Lock()
-	defer mu.Unlock()
-	machines[name] = true
-}
-
-// IsMachine reports whether the backend name runs each sandbox as a whole machine.
+// IsMachine reports whether the backend name runs each sandbox as a whole machine
+// where the agent has sudo (Description.Machine).
 func IsMachine(name string) bool {
-	mu.RLock()
-	defer mu.RUnlock()
-	return machines[name]
+	d, _ := Registered(name)
+	return d.Machine
 }
 
 // Suspender is implemented by backends that can suspend a sandbox: its processes
@@ -245,19 +268,6 @@ type Suspender interface {
 
 // ErrNotSupported is wrapped by errors for what a backend cannot do for a sandbox.
 var ErrNotSupported = errors.New("not supported by this backend")
-
-// VM is implemented by backends whose sandboxes may be virtual machines.
-type VM interface {
-	// OwnKernel says whether each sandbox runs its own kernel under a hypervisor here (a
-	// Vagrant machine on VirtualBox: yes; on Vagrant's docker provider: no).
-	OwnKernel() bool
-}
-
-// Placer is implemented by backends that can put a sandbox in one of several places
-// (a cluster's contexts and namespaces): Spec.Placement's keys are among PlacementKeys.
-type Placer interface {
-	PlacementKeys() []string
-}
 
 // ImageLoader is implemented by backends that run images kept outside the host's
 // engine, on a cluster's nodes: LoadImage copies a local image there.

@@ -4,7 +4,7 @@ import "testing"
 
 func TestRegistryRefusesDuplicates(t *testing.T) {
 	f := func(Env) (Backend, error) { return nil, nil }
-	Register("test-dup", f)
+	Register("test-dup", Description{}, f)
 	defer func() {
 		if recover() == nil {
 			t.Fatal("a second registration under one name did not panic")
@@ -13,7 +13,7 @@ func TestRegistryRefusesDuplicates(t *testing.T) {
 		delete(registry, "test-dup")
 		mu.Unlock()
 	}()
-	Register("test-dup", f)
+	Register("test-dup", Description{}, f)
 }
 
 func TestNewUnknown(t *testing.T) {

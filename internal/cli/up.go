@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -400,9 +401,10 @@ func placement(opts *upOptions) map[string]string {
 }
 
 // devcontainerFor applies the precedence --devcontainer > --image > the project's
-// .devcontainer (with the docker backend) > the default image, and prints what a
-// devcontainer.json asks that paddock does not do.
+// .devcontainer (with a backend that builds images: docker) > the default image, and
+// prints what a devcontainer.json asks that paddock does not do.
 func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Config, error) {
+	builders := backend.NamesWhere(func(d backend.Description) bool { return d.Images.Build })
 	path := opts.devcontainer
 	if path == "" {
 		if opts.image != "" {
@@ -412,13 +414,13 @@ func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Co
 		if found == "" {
 			return nil, nil
 		}
-		if opts.backend != "docker" {
-			fmt.Fprintf(f.IO.ErrOut, "paddock: %s is used with --backend docker\n", found)
+		if !slices.Contains(builders, opts.backend) {
+			fmt.Fprintf(f.IO.ErrOut, "paddock: %s is used with --backend %s\n", found, strings.Join(builders, " or --backend "))
 			return nil, nil
 		}
 		path = found
-	} else if opts.backend == "" {
-		opts.backend = "docker"
+	} else if opts.backend == "" && len(builders) > 0 {
+		opts.backend = builders[0]
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

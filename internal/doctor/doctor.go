@@ -37,8 +37,8 @@ func (s *Service) Backends(ctx context.Context) []wire.BackendReport {
 	var out []wire.BackendReport
 	def, _ := s.sandboxes.PickBackend(ctx, "")
 	for name, b := range s.backends {
-		d := backend.Describe(b)
-		r := wire.BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name,
+		d := b.Describe()
+		r := wire.BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name, HostSystem: d.HostSystem,
 			Isolation: d.Isolation, Preference: d.Default, Emulated: d.Emulated, Slow: d.Slow}
 		if err := b.Available(ctx); err != nil {
 			r.Available = false
@@ -48,15 +48,13 @@ func (s *Service) Backends(ctx context.Context) []wire.BackendReport {
 				r.Reason, r.Fix = ue.Reason, ue.Fix
 			}
 		}
-		if rs, ok := b.(backend.RuntimeSelector); ok && r.Available {
+		if rs, ok := b.(backend.RuntimeSelector); ok && d.Runtimes && r.Available {
 			r.Runtimes = rs.Runtimes(ctx)
 		}
 		if rp, ok := b.(backend.Reporter); ok && r.Available {
 			r.Findings = rp.Report(ctx)
 		}
-		if vm, ok := b.(backend.VM); ok && r.Available {
-			r.VM = vm.OwnKernel()
-		}
+		r.VM = d.OwnKernel && r.Available
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -22,14 +22,15 @@ func NewService(backends map[string]backend.Backend) *Service {
 // backends that run images kept outside the host's engine.
 func (s *Service) Load(ctx context.Context, backendName, ref string, progress func(string)) error {
 	if backendName == "" {
-		return apperr.Invalid("name one: paddock image load --backend kubernetes", "image load needs the backend to load the image for")
+		return apperr.Invalid("name one: paddock image load --backend "+backend.Which(func(d backend.Description) bool { return d.Images.Load }),
+			"image load needs the backend to load the image for")
 	}
 	b, ok := s.backends[backendName]
 	if !ok {
 		return apperr.Invalid("see `paddock doctor` for the backends", "unknown backend %q", backendName)
 	}
 	l, ok := b.(backend.ImageLoader)
-	if !ok {
+	if !ok || !b.Describe().Images.Load {
 		return apperr.Invalid("", "backend %s runs images from the host's own engine, or none: there is nothing to load", backendName)
 	}
 	return l.LoadImage(ctx, ref, progress)

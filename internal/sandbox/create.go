@@ -33,10 +33,7 @@ type CreateRequest struct {
 
 // checkPlacement refuses a placement the backend does not take.
 func checkPlacement(b backend.Backend, placement map[string]string) error {
-	var keys []string
-	if p, ok := b.(backend.Placer); ok {
-		keys = p.PlacementKeys()
-	}
+	keys := b.Describe().Placement
 	for k, v := range placement {
 		if v != "" && !slices.Contains(keys, k) {
 			return apperr.Invalid(placementHint(k), "--%s is not for the %s backend", k, b.Name())
@@ -45,12 +42,14 @@ func checkPlacement(b backend.Backend, placement map[string]string) error {
 	return nil
 }
 
+// runsImages and buildsImages ask of a backend's description whether it runs sandboxes
+// from images (`up --image`), and whether it builds them (a devcontainer).
+func runsImages(d backend.Description) bool   { return d.Images.Runs() }
+func buildsImages(d backend.Description) bool { return d.Images.Build }
+
 // placementHint says which backend takes a placement flag.
 func placementHint(key string) string {
-	if key == "vmm" {
-		return "use --backend microvm, or leave it out"
-	}
-	return "use --backend kubernetes, or leave it out"
+	return "use --backend " + backend.Which(func(d backend.Description) bool { return slices.Contains(d.Placement, key) }) + ", or leave it out"
 }
 
 // Progress receives human-readable steps of a long operation.
@@ -97,12 +96,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	if err := canLimitDisk(ctx, b, req.DiskBytes); err != nil {
 		return Info{}, err
 	}
-	_, builds := b.(backend.ImageBuilder)
-	if _, loads := b.(backend.ImageLoader); !builds && !loads && req.Image != "" {
-		return Info{}, apperr.Invalid("use --backend docker or kubernetes, or leave it out", "--image is for backends that run images, not %s", b.Name())
-	}
-	if !builds && req.Devcontainer != nil {
-		return Info{}, apperr.Invalid("use --backend docker, or leave it out", "--devcontainer is for the docker backend, not %s", b.Name())
+	if images := b.Describe().Images; !images.Runs() && req.Image != "" {
+		return Info{}, apperr.Invalid("use --backend "+backend.Which(runsImages)+", or leave it out", "--image is for backends that run images, not %s", b.Name())
+	} else if !images.Build && req.Devcontainer != nil {
+		builder := backend.Which(buildsImages)
+		return Info{}, apperr.Invalid("use --backend "+builder+", or leave it out", "--devcontainer is for the %s backend, not %s", builder, b.Name())
 	}
 	if err := checkPlacement(b, req.Placement); err != nil {
 		return Info{}, err
@@ -223,10 +221,11 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 // backend's default) and checks the backend can use it here, before anything is made.
 func checkRuntime(ctx context.Context, b backend.Backend, runtime string, openNetwork bool) (string, error) {
 	rs, ok := b.(backend.RuntimeSelector)
-	if !ok {
+	if !ok || !b.Describe().Runtimes {
 		if runtime != "" {
-			return "", apperr.Invalid("use --backend docker (`paddock up --backend docker --runtime "+runtime+"`), or leave out --runtime",
-				"--runtime is for backends that run containers under an OCI runtime (docker), not %s", b.Name())
+			with := backend.Which(func(d backend.Description) bool { return d.Runtimes })
+			return "", apperr.Invalid("use --backend "+with+" (`paddock up --backend "+with+" --runtime "+runtime+"`), or leave out --runtime",
+				"--runtime is for backends that run containers under an OCI runtime (%s), not %s", with, b.Name())
 		}
 		return "", nil
 	}

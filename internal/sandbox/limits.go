@@ -13,7 +13,7 @@ import (
 // all, or they could not be read.
 func (s *Service) limits(ctx context.Context, b backend.Backend, id backend.ID) (*backend.Limits, string) {
 	lr, ok := b.(backend.LimitReader)
-	if !ok {
+	if !ok || !b.Describe().Limits {
 		return nil, ""
 	}
 	l, err := lr.Limits(ctx, id)
@@ -39,8 +39,9 @@ func canLimitDisk(ctx context.Context, b backend.Backend, diskBytes int64) error
 		return nil
 	}
 	dl, ok := b.(backend.DiskLimiter)
-	if !ok {
-		return apperr.Invalid("use --backend bwrap or docker, or leave out --disk", "--disk is not supported by the %s backend", b.Name())
+	if !ok || !b.Describe().DiskLimit {
+		return apperr.Invalid("use --backend "+backend.Which(func(d backend.Description) bool { return d.DiskLimit })+", or leave out --disk",
+			"--disk is not supported by the %s backend", b.Name())
 	}
 	if err := dl.CanLimitDisk(ctx); err != nil {
 		var fixer interface{ FixText() string }

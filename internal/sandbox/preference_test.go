@@ -36,7 +36,7 @@ func TestPreferenceSkipsEmulated(t *testing.T) {
 		}
 		all[name] = b
 	}
-	if d := backend.Describe(all["microvm"]); !d.Emulated {
+	if d := all["microvm"].Describe(); !d.Emulated {
 		t.Fatalf("the microvm backend under TCG does not say it is emulated: %+v", d)
 	}
 	if got := sandbox.Preference(all); !slices.Equal(got, []string{"bwrap", "docker"}) {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -100,14 +99,11 @@ type Options struct {
 func Preference(backends map[string]backend.Backend) []string {
 	var names []string
 	for n, b := range backends {
-		if d := backend.Describe(b); d.Default > 0 && !d.Emulated {
+		if d := b.Describe(); d.Default > 0 && !d.Emulated {
 			names = append(names, n)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool {
-		di, dj := backend.Describe(backends[names[i]]).Default, backend.Describe(backends[names[j]]).Default
-		return di < dj || di == dj && names[i] < names[j]
-	})
+	backend.SortByDefault(names, func(n string) backend.Description { return backends[n].Describe() })
 	return names
 }
 
@@ -345,8 +341,9 @@ func (s *Service) listStates(ctx context.Context, sbs []store.Sandbox) map[strin
 			continue
 		}
 		out[sb.Backend] = nil
-		l, ok := s.opts.Backends[sb.Backend].(backend.Lister)
-		if !ok {
+		b := s.opts.Backends[sb.Backend]
+		l, ok := b.(backend.Lister)
+		if !ok || !b.Describe().Lists {
 			continue
 		}
 		states, err := l.States(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
@@ -25,8 +26,8 @@ func (s *Service) Suspend(ctx context.Context, name string) (Info, error) {
 	}
 	hint := fmt.Sprintf("stop it without its memory: `paddock stop %s`", name)
 	sus, ok := b.(backend.Suspender)
-	if !ok {
-		return Info{}, apperr.Invalid(hint+" (only the microvm backend's QEMU VMs can be suspended)",
+	if !ok || b.Describe().Suspend == "" {
+		return Info{}, apperr.Invalid(hint+" (only "+suspendable()+" can be suspended)",
 			"the %s backend cannot suspend a sandbox; %s is unchanged", b.Name(), name)
 	}
 	st, err := b.State(ctx, backend.ID(sb.ID))
@@ -50,4 +51,15 @@ func (s *Service) Suspend(ctx context.Context, name string) (Info, error) {
 	}
 	s.Emit(ctx, sb, events.Event{Kind: "suspended"})
 	return s.info(ctx, sb), nil
+}
+
+// suspendable says, for the user, which sandboxes can be suspended, from the backends'
+// descriptions: "the microvm backend's QEMU VMs".
+func suspendable() string {
+	var which []string
+	for _, n := range backend.NamesWhere(func(d backend.Description) bool { return d.Suspend != "" }) {
+		d, _ := backend.Registered(n)
+		which = append(which, "the "+n+" backend's "+d.Suspend)
+	}
+	return strings.Join(which, " and ")
 }

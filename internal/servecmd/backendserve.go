@@ -17,8 +17,13 @@ import (
 	"github.com/paddockhq/paddock/internal/logfile"
 )
 
-// hostBackends are the backends a host serves a daemon's sandboxes with, best first.
-var hostBackends = []string{"bwrap", "docker"}
+// hostBackends are the backends a host serves a daemon's sandboxes with, best first:
+// those whose description says so (bwrap, then docker), in the order of defaults.
+func hostBackends() []string {
+	names := backend.NamesWhere(func(d backend.Description) bool { return d.Serves })
+	backend.SortByDefault(names, func(n string) backend.Description { d, _ := backend.Registered(n); return d })
+	return names
+}
 
 // newCmdBackend is the host's side of the ssh backend: the daemon of another machine runs
 // `paddock backend serve` over SSH and speaks to it on stdin and stdout.
@@ -47,7 +52,7 @@ func newCmdBackend(f *cli.Factory) *cobra.Command {
 			}
 			defer logs.Close()
 			log := slog.New(slog.NewTextHandler(logs, nil))
-			names := hostBackends
+			names := hostBackends()
 			if name != "auto" {
 				names = []string{name}
 			}

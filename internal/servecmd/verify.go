@@ -155,7 +155,7 @@ func runVerify(ctx context.Context, f *cli.Factory, opts *verifyOptions) error {
 		if err == nil {
 			err = b.Available(ctx)
 		}
-		d := backend.Describe(b)
+		d, _ := backend.Registered(name)
 		if err == nil && len(opts.backends) == 0 && d.Elsewhere != "" && cfg.Backends[name] == nil {
 			err = &backend.UnavailableError{Backend: name, Reason: "not checked unless named: " + d.Elsewhere,
 				Fix: "paddock verify --backend " + name}
@@ -301,9 +301,9 @@ type verifyRuntime struct {
 
 // verifyRuntimes are b's default runtime and the others it reports available here.
 func verifyRuntimes(ctx context.Context, b backend.Backend) []verifyRuntime {
-	rts := []verifyRuntime{{Isolation: backend.Describe(b).Isolation}}
+	rts := []verifyRuntime{{Isolation: b.Describe().Isolation}}
 	rs, ok := b.(backend.RuntimeSelector)
-	if !ok {
+	if !ok || !b.Describe().Runtimes {
 		return rts
 	}
 	for _, r := range rs.Runtimes(ctx) {
@@ -322,7 +322,7 @@ func verifyBackend(ctx context.Context, errOut io.Writer, b backend.Backend, rt 
 		name += "+" + rt.Name
 	}
 	bv := &backendVerify{Name: name, Backend: b.Name(), Runtime: rt.Name, Isolation: rt.Isolation,
-		Versions: verifyVersions(ctx, rt.Isolation), LeftBehind: []string{}}
+		Versions: verifyVersions(ctx, b, rt.Name), LeftBehind: []string{}}
 	expect := backend.ExpectOf(ctx, b, rt.Name)
 	var mu sync.Mutex
 	var ids []backend.ID
@@ -412,12 +412,12 @@ func existingDirs(paths ...string) []string {
 	return out
 }
 
-// verifyVersions are the versions of what isolates a sandbox of the tier: always the
-// kernel, and the tools of the tier.
-func verifyVersions(ctx context.Context, tier backend.Isolation) map[string]string {
+// verifyVersions are the versions of what isolates b's sandboxes under runtime (empty:
+// its default): always the kernel, and the tools its description names.
+func verifyVersions(ctx context.Context, b backend.Backend, runtime string) map[string]string {
 	v := map[string]string{}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		v["kernel"] = strings.TrimSpace(string(b))
+	if release, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		v["kernel"] = strings.TrimSpace(string(release))
 	}
 	tool := func(key string, argv ...string) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -426,16 +426,13 @@ func verifyVersions(ctx context.Context, tier backend.Isolation) map[string]stri
 			v[key] = versionOf(string(out))
 		}
 	}
-	switch tier {
-	case backend.IsolationNamespaces:
-		tool("bubblewrap", "bwrap", "--version")
-	case backend.IsolationContainer:
-		tool("docker", "docker", "version", "--format", "{{.Server.Version}}")
-	case backend.IsolationUserKernel:
-		tool("docker", "docker", "version", "--format", "{{.Server.Version}}")
-		tool("runsc", "runsc", "--version")
-	case backend.IsolationVM:
-		tool("qemu", "qemu-system-x86_64", "--version")
+	if rs, ok := b.(backend.RuntimeSelector); ok && runtime == "" {
+		runtime = rs.DefaultRuntime()
+	}
+	for _, t := range b.Describe().Tools {
+		if t.Runtime == "" || t.Runtime == runtime {
+			tool(t.Name, t.Argv...)
+		}
 	}
 	return v
 }

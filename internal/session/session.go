@@ -302,7 +302,8 @@ func installed(ctx context.Context, c *guestclient.Client, a *agents.Agent) erro
 	if code != 0 {
 		hint := "install it in the sandbox's image"
 		if a.Install != "" {
-			hint = "install it: " + a.Install + " (on the bwrap backend, on the host: the sandbox sees the host's /usr)"
+			hint = "install it: " + a.Install + " (on the " + backend.Which(func(d backend.Description) bool { return d.HostSystem }) +
+				" backend, on the host: the sandbox sees the host's /usr)"
 		}
 		return apperr.Unavailable(hint, "agent %s is not installed in the sandbox (no %q on its PATH)", a.Name, a.Binary)
 	}

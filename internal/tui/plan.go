@@ -281,12 +281,12 @@ func (d *dialog) validate() (plan, bool) {
 		return fail("the shell takes no first prompt: choose an agent, or clear the first prompt")
 	}
 	p.disposable = p.justDoIt && a.Disposable
-	if !a.Available && p.isNew && p.backend == "bwrap" {
+	if !a.Available && p.isNew && d.runsHostSystem(p.backend) {
 		hint := a.Install
 		if hint == "" {
 			hint = "install it on the host"
 		}
-		return fail("agent %s is not installed (a bwrap sandbox runs the host's /usr): %s", a.Name, hint)
+		return fail("agent %s is not installed (a %s sandbox runs the host's /usr): %s", a.Name, p.backend, hint)
 	}
 	if err := sandbox.ValidateName(p.name); err != nil {
 		return fail("session name: choose letters, digits, '.', '_' and '-' (at most 63)")
@@ -379,4 +379,15 @@ func backendText(name, runtime string) string {
 		return name + " under " + runtime
 	}
 	return name
+}
+
+// runsHostSystem says the daemon describes the backend name as running the host's own
+// programs in its sandboxes, so that an agent the host lacks is not in them either.
+func (d *dialog) runsHostSystem(name string) bool {
+	for _, b := range d.backends {
+		if b.Name == name {
+			return b.HostSystem
+		}
+	}
+	return false
 }

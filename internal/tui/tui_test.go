@@ -314,8 +314,8 @@ func doctorWith(dockerOK, runsc bool) api.Doctor {
 	if runsc {
 		docker.Runtimes = []backend.RuntimeReport{{Name: "runsc", Available: true, Isolation: backend.IsolationUserKernel}}
 	}
-	return api.Doctor{
-		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true, Isolation: backend.IsolationNamespaces, Preference: 1}, docker},
+	return wire.Doctor{
+		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true, HostSystem: true, Isolation: backend.IsolationNamespaces, Preference: 1}, docker},
 		Agents: []sandbox.AgentReport{{Name: "claude", Available: true, Disposable: true}, {Name: "codex", Available: true, Disposable: true},
 			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}, {Name: "shell", Available: true}},
 	}

@@ -36,8 +36,14 @@ import (
 // Name is the registry name.
 const Name = "bwrap"
 
+// description is what the backend is: namespaces under the host's kernel, running the
+// host's own programs, the default backend where it works (nothing to install but
+// bubblewrap, quick to start), and a host's first offer to another machine's daemon.
+var description = backend.Description{Isolation: backend.IsolationNamespaces, HostSystem: true, Default: 1, Serves: true,
+	Limits: true, DiskLimit: true, Tools: []backend.Tool{{Name: "bubblewrap", Argv: []string{"bwrap", "--version"}}}}
+
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 }
 
 // rootHostID is the host uid and gid that the sandbox user maps to when the daemon runs
@@ -139,11 +145,8 @@ func absOption(opts map[string]any, key string) (string, error) {
 // Name implements backend.Backend.
 func (b *Bwrap) Name() string { return Name }
 
-// Describe implements backend.Describer: namespaces under the host's kernel, the
-// default backend where it works (nothing to install but bubblewrap, quick to start).
-func (b *Bwrap) Describe() backend.Description {
-	return backend.Description{Isolation: backend.IsolationNamespaces, Default: 1}
-}
+// Describe implements backend.Backend: the same wherever it runs.
+func (b *Bwrap) Describe() backend.Description { return description }
 
 // Available runs a trivial sandbox to prove bubblewrap and user namespaces work here.
 func (b *Bwrap) Available(ctx context.Context) error {

@@ -28,7 +28,6 @@ func tmpSize(l backend.Limits) int64 { return l.MemoryBytes / 2 }
 
 var (
 	_ backend.LimitReader = (*Bwrap)(nil)
-	_ backend.Describer   = (*Bwrap)(nil)
 	_ backend.Reporter    = (*Bwrap)(nil)
 )
 

@@ -31,8 +31,16 @@ import (
 // Name is the registry name.
 const Name = "docker"
 
+// description is what the backend is: a container, second to bwrap as the default and
+// as a host's offer to another machine's daemon; it builds images and Dockerfiles, and
+// runs them under the OCI runtime asked for.
+var description = backend.Description{Isolation: backend.IsolationContainer, Default: 2, Serves: true,
+	Lists: true, Limits: true, DiskLimit: true, Images: backend.Images{Build: true, Dockerfile: true}, Runtimes: true,
+	Tools: []backend.Tool{{Name: "docker", Argv: []string{"docker", "version", "--format", "{{.Server.Version}}"}},
+		{Name: Runsc, Argv: []string{Runsc, "--version"}, Runtime: Runsc}}}
+
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 }
 
 // DefaultImage is the image `paddock image build` makes.
@@ -76,8 +84,11 @@ type Docker struct {
 }
 
 var (
-	_ backend.Backend   = (*Docker)(nil)
-	_ backend.Describer = (*Docker)(nil)
+	_ backend.Backend           = (*Docker)(nil)
+	_ backend.Lister            = (*Docker)(nil)
+	_ backend.ImageBuilder      = (*Docker)(nil)
+	_ backend.DockerfileBuilder = (*Docker)(nil)
+	_ backend.RuntimeSelector   = (*Docker)(nil)
 )
 
 // New constructs the backend; DOCKER_HOST and friends are honoured. Options: image,
@@ -104,14 +115,14 @@ func New(env backend.Env) (*Docker, error) {
 // Name implements backend.Backend.
 func (d *Docker) Name() string { return Name }
 
-// Describe implements backend.Describer: a container, second to bwrap as the default;
-// under gVisor when the config makes runsc the default runtime.
+// Describe implements backend.Backend: under gVisor when the config makes runsc the
+// default runtime.
 func (d *Docker) Describe() backend.Description {
-	iso := backend.IsolationContainer
+	desc := description
 	if d.runtime == Runsc {
-		iso = backend.IsolationUserKernel
+		desc.Isolation = backend.IsolationUserKernel
 	}
-	return backend.Description{Isolation: iso, Default: 2}
+	return desc
 }
 
 // Available pings the engine and checks the default image exists.

@@ -18,9 +18,8 @@ import (
 
 var (
 	_ backend.Reporter    = (*Kubernetes)(nil)
-	_ backend.Describer   = (*Kubernetes)(nil)
 	_ backend.LimitReader = (*Kubernetes)(nil)
-	_ backend.Placer      = (*Kubernetes)(nil)
+	_ backend.ImageLoader = (*Kubernetes)(nil)
 )
 
 // Permission is one verb on one resource that paddock needs in a sandbox's namespace.

@@ -33,8 +33,15 @@ import (
 // Name is the registry name.
 const Name = "kubernetes"
 
+// description is what the backend is: a pod's container, on a cluster that may be
+// elsewhere, so never the default; it runs images loaded onto the cluster's nodes,
+// placed by `up --context` and `--namespace`.
+var description = backend.Description{Isolation: backend.IsolationContainer,
+	Elsewhere: "its pods go to the cluster of your kubeconfig, which paddock's config does not name",
+	Limits:    true, Images: backend.Images{Load: true}, Placement: []string{PlaceContext, PlaceNamespace}}
+
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 	// client-go reports through klog, on stderr, every exec stream paddock itself closes
 	// ("use of closed network connection"): the errors that matter come back as errors.
 	klog.SetLogger(logr.Discard())
@@ -90,15 +97,8 @@ func New(env backend.Env) (*Kubernetes, error) {
 // Name implements backend.Backend.
 func (k *Kubernetes) Name() string { return Name }
 
-// Describe implements backend.Describer: a pod's container, on a cluster that may be
-// elsewhere, so never the default.
-func (k *Kubernetes) Describe() backend.Description {
-	return backend.Description{Isolation: backend.IsolationContainer,
-		Elsewhere: "its pods go to the cluster of your kubeconfig, which paddock's config does not name"}
-}
-
-// PlacementKeys names what `up` may say of where a sandbox goes on this backend.
-func (k *Kubernetes) PlacementKeys() []string { return []string{PlaceContext, PlaceNamespace} }
+// Describe implements backend.Backend: the same whatever the cluster.
+func (k *Kubernetes) Describe() backend.Description { return description }
 
 // record is where a sandbox is: kept in the backend's directory from its Create to its
 // Destroy, so a daemon started later finds it.

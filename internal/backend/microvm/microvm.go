@@ -36,8 +36,15 @@ const Name = "microvm"
 // PlaceVMM is the placement key of the monitor (`up --vmm`).
 const PlaceVMM = "vmm"
 
+// description is what the backend is: a VM with its own kernel, never the default (a
+// VM is slower to start than a namespace), whose QEMU VMs can be suspended; it boots a
+// built image in a form of its own, on the monitor `up --vmm` names.
+var description = backend.Description{Isolation: backend.IsolationVM, OwnKernel: true, Suspend: "QEMU VMs",
+	Limits: true, Images: backend.Images{Prepare: true}, Placement: []string{PlaceVMM},
+	Tools: []backend.Tool{{Name: "qemu", Argv: []string{"qemu-system-x86_64", "--version"}}}}
+
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 }
 
 // MicroVM is the backend.
@@ -57,11 +64,9 @@ type MicroVM struct {
 
 var (
 	_ backend.Backend     = (*MicroVM)(nil)
-	_ backend.Placer      = (*MicroVM)(nil)
 	_ backend.LimitReader = (*MicroVM)(nil)
 	_ backend.Reporter    = (*MicroVM)(nil)
-	_ backend.VM          = (*MicroVM)(nil)
-	_ backend.Describer   = (*MicroVM)(nil)
+	_ backend.Suspender   = (*MicroVM)(nil)
 
 	_ backend.ImagePreparer = (*MicroVM)(nil)
 )
@@ -81,17 +86,11 @@ func New(env backend.Env) (*MicroVM, error) {
 // Name implements backend.Backend.
 func (m *MicroVM) Name() string { return Name }
 
-// PlacementKeys implements backend.Placer: the monitor, `up --vmm`.
-func (m *MicroVM) PlacementKeys() []string { return []string{PlaceVMM} }
-
-// OwnKernel implements backend.VM: every sandbox runs its own kernel.
-func (m *MicroVM) OwnKernel() bool { return true }
-
-// Describe implements backend.Describer: a VM, emulated where QEMU, the default
+// Describe implements backend.Backend: a VM, emulated where QEMU, the default
 // monitor, runs it under TCG (no working /dev/kvm, or accel = "tcg"), and then slow: measured here, about 110 s
 // from up to a ready sandbox and about a minute for a trivial agent turn.
 func (m *MicroVM) Describe() backend.Description {
-	d := backend.Description{Isolation: backend.IsolationVM}
+	d := description
 	if accel, why := m.qemu.accel(); m.settings.VMM != VMMFirecracker && accel == "tcg" {
 		d.Emulated = true
 		d.Slow = "no KVM (" + why + "): QEMU emulates the processor, about 100 s to start a sandbox and a minute a turn"

@@ -104,7 +104,7 @@ func (s *server) handle(ctx context.Context, st net.Conn) {
 		resp.Status = &st
 	case opLimits:
 		lr, ok := b.(backend.LimitReader)
-		if !ok {
+		if !ok || !b.Describe().Limits {
 			err = &backend.LimitsNotEnforcedError{Reason: "backend " + b.Name() + " enforces no limits", Fix: "use a backend that does"}
 			break
 		}

@@ -28,8 +28,12 @@ const Name = "ssh"
 // PlaceHost is the placement key naming the host (`up --host`).
 const PlaceHost = "host"
 
+// description is what the backend is: a host the user names, unranked, so never chosen
+// for the user; `up --host NAME` places a sandbox.
+var description = backend.Description{Limits: true, Placement: []string{PlaceHost}}
+
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 }
 
 // Settings are the [backends.ssh] options.
@@ -51,10 +55,8 @@ type SSH struct {
 
 var (
 	_ backend.Backend     = (*SSH)(nil)
-	_ backend.Placer      = (*SSH)(nil)
 	_ backend.LimitReader = (*SSH)(nil)
 	_ backend.Closer      = (*SSH)(nil)
-	_ backend.Describer   = (*SSH)(nil)
 )
 
 // New constructs the backend; no host is reached until a sandbox needs it.
@@ -77,12 +79,8 @@ func New(env backend.Env) (*SSH, error) {
 // Name implements backend.Backend.
 func (b *SSH) Name() string { return Name }
 
-// Describe implements backend.Describer: a host the user names, unranked, so never
-// chosen for the user.
-func (b *SSH) Describe() backend.Description { return backend.Description{} }
-
-// PlacementKeys implements backend.Placer: `up --host NAME`.
-func (b *SSH) PlacementKeys() []string { return []string{PlaceHost} }
+// Describe implements backend.Backend: the same whatever the hosts.
+func (b *SSH) Describe() backend.Description { return description }
 
 // Available implements backend.Backend: there is a host to run on. Hosts are reached
 // only when a sandbox needs one.

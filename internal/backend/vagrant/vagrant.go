@@ -27,13 +27,17 @@ import (
 const Name = "vagrant"
 
 func init() {
-	backend.Register(Name, func(env backend.Env) (backend.Backend, error) { return New(env) })
-	backend.RegisterMachine(Name)
+	backend.Register(Name, description, func(env backend.Env) (backend.Backend, error) { return New(env) })
 }
 
+// description is what the backend is: a whole machine where the agent has sudo, a VM
+// with its own kernel on a hypervisor provider; never the default (it provisions a
+// whole machine).
+var description = backend.Description{Isolation: backend.IsolationVM, OwnKernel: true, Machine: true,
+	Tools: []backend.Tool{{Name: "vagrant", Argv: []string{"vagrant", "--version"}}}}
+
 var (
-	_ backend.Backend   = (*Vagrant)(nil)
-	_ backend.Describer = (*Vagrant)(nil)
+	_ backend.Backend = (*Vagrant)(nil)
 )
 
 // Vagrant is the backend.
@@ -119,16 +123,18 @@ func (v *Vagrant) provider() string {
 	return ""
 }
 
-// OwnKernel implements backend.VM: machines are VMs unless the provider is docker.
+// OwnKernel says whether machines are VMs with a kernel of their own: yes unless the
+// provider is docker.
 func (v *Vagrant) OwnKernel() bool { return v.provider() != "" && v.provider() != "docker" }
 
-// Describe implements backend.Describer: a VM on a hypervisor provider, a container on
-// the docker provider; never the default (it provisions a whole machine).
+// Describe implements backend.Backend: a VM on a hypervisor provider, a container on
+// the docker provider.
 func (v *Vagrant) Describe() backend.Description {
-	if v.OwnKernel() {
-		return backend.Description{Isolation: backend.IsolationVM}
+	d := description
+	if !v.OwnKernel() {
+		d.Isolation, d.OwnKernel = backend.IsolationContainer, false
 	}
-	return backend.Description{Isolation: backend.IsolationContainer}
+	return d
 }
 
 // Report implements backend.Reporter: what a machine isolates here, and what it does not.
