@@ -15,10 +15,10 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/config"
-	"github.com/paddockhq/paddock/internal/guestcmd"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/sshgate"
+	"github.com/paddockhq/paddock/internal/stdioconn"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -166,7 +166,7 @@ func newCmdSSHProxy(f *Factory) *cobra.Command {
 			if _, err := c.Get(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			return sshgate.Serve(cmd.Context(), guestcmd.StdioConn(f.IO.In, f.IO.Out), key, &sshSandbox{c: c, name: args[0]})
+			return sshgate.Serve(cmd.Context(), stdioconn.New(f.IO.In, f.IO.Out), key, &sshSandbox{c: c, name: args[0]})
 		},
 	}
 }

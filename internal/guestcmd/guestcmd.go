@@ -24,6 +24,7 @@ import (
 	"github.com/paddockhq/paddock/internal/guest"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/portmux"
+	"github.com/paddockhq/paddock/internal/stdioconn"
 )
 
 // IO are the streams the commands use.
@@ -106,7 +107,7 @@ func serveCommand(fs *flag.FlagSet, s IO, version string) runFunc {
 			StatusDir: inside.StatusDir, Workspace: inside.Workspace})
 		switch {
 		case *stdio:
-			return srv.ServeConn(ctx, stdioConn(s))
+			return srv.ServeConn(ctx, stdioconn.New(s.In, s.Out))
 		case *portFD > 0:
 			// A microVM's console port: one stream carrying every connection.
 			port := os.NewFile(uintptr(*portFD), "guest-port")

@@ -1,4 +1,6 @@
-package guestcmd
+// Package stdioconn makes a command's stdin and stdout one net.Conn, for the protocols
+// served on them: the guest's (`guest serve --stdio`) and the SSH gate's (`ssh-proxy`).
+package stdioconn
 
 import (
 	"io"
@@ -6,12 +8,9 @@ import (
 	"time"
 )
 
-// stdioConn makes stdin and stdout one net.Conn, for `guest serve --stdio`.
-func stdioConn(s IO) net.Conn { return StdioConn(s.In, s.Out) }
-
-// StdioConn makes a reader and a writer (a command's stdin and stdout) one net.Conn
-// (`guest serve --stdio`, the CLI's `ssh-proxy`).
-func StdioConn(r io.Reader, w io.Writer) net.Conn { return &pipeConn{r: r, w: w} }
+// New makes a reader and a writer (a command's stdin and stdout) one net.Conn. Closing
+// it closes both, when they can be closed; its deadlines are not kept.
+func New(r io.Reader, w io.Writer) net.Conn { return &pipeConn{r: r, w: w} }
 
 type pipeConn struct {
 	r io.Reader
