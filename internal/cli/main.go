@@ -1,6 +1,8 @@
-// Package cli holds paddock's commands. Each verb is one file with an options struct and
-// a run function; commands talk to the daemon through the API client and print to the
-// command's streams.
+// Package cli holds paddock's client commands. Each verb is one file with an options
+// struct and a run function; commands talk to the daemon through the API's client and
+// print to the command's streams. The commands that run server code in the process
+// (serve, verify, host, backend serve, guest) are package servecmd's, added to the root
+// through Factory.More; internal/deps' test keeps this package off the server's.
 package cli
 
 import (
