@@ -16,7 +16,7 @@ func (s *Server) gitRoutes(mux *http.ServeMux) {
 }
 
 func (s *Server) syncNow(w http.ResponseWriter, r *http.Request) {
-	res, err := s.svc.SyncNow(r.Context(), r.PathValue("name"))
+	res, err := s.syncs.Sync(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -33,7 +33,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.svc.Merge(r.Context(), r.PathValue("name"), req)
+	res, err := s.syncs.Merge(r.Context(), r.PathValue("name"), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

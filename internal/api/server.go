@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/doctor"
 	"github.com/paddockhq/paddock/internal/flightrec"
@@ -38,6 +39,8 @@ type Server struct {
 	keys *keyring.Service
 	// images are the image verbs over the daemon's backends.
 	images *imagebuild.Service
+	// syncs are the daemon's syncs and merges into sandboxes' host repositories.
+	syncs *autosync.Syncer
 	// checks are the doctor's: backends and agents.
 	checks *doctor.Service
 	// net are the sandboxes' egress rules, denials and learn mode.
@@ -72,6 +75,8 @@ type Services struct {
 	Keys *keyring.Service
 	// Images builds, loads and prepares sandbox images.
 	Images *imagebuild.Service
+	// Syncs records syncs, and syncs and merges into host repositories here.
+	Syncs *autosync.Syncer
 	// Doctor checks the backends and the agents' CLIs.
 	Doctor *doctor.Service
 	// Net are the sandboxes' egress rules, denials and learn mode (sandbox.Service.Net).
@@ -80,7 +85,7 @@ type Services struct {
 
 // NewServer builds the API handler.
 func NewServer(svc *sandbox.Service, sessions *session.Service, more Services, version Version, log *slog.Logger, shutdown func()) *Server {
-	return &Server{svc: svc, sessions: sessions, keys: more.Keys, images: more.Images, checks: more.Doctor, net: more.Net, log: log, version: version, shutdown: shutdown}
+	return &Server{svc: svc, sessions: sessions, keys: more.Keys, images: more.Images, syncs: more.Syncs, checks: more.Doctor, net: more.Net, log: log, version: version, shutdown: shutdown}
 }
 
 // Handler returns the HTTP handler with every route.
@@ -347,7 +352,7 @@ func (s *Server) recordSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.Invalid("", "bad request body: %v", err))
 		return
 	}
-	if err := s.svc.RecordSync(r.Context(), r.PathValue("name"), string(raw)); err != nil {
+	if err := s.syncs.Record(r.Context(), r.PathValue("name"), string(raw)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

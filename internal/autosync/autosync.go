@@ -40,6 +40,9 @@ var triggers = map[string]string{
 
 // Sandboxes is what a Syncer needs of the sandbox service.
 type Sandboxes interface {
+	// Get returns the record of the sandbox with this name as ctx's viewer sees it, or an
+	// apperr not-found error that says what to run.
+	Get(ctx context.Context, name string) (store.Sandbox, error)
 	// Live returns the live guest connection of the sandbox with this ID, or nil when
 	// there is none (the sandbox is stopped, or its connection died).
 	Live(id string) *guestclient.Client
@@ -158,10 +161,14 @@ func (s *Syncer) syncNow(ctx context.Context, sb store.Sandbox, c *guestclient.C
 	return res, s.record(ctx, sb, mode, len(res.Updates), string(data))
 }
 
-// Record records what a sync run elsewhere (`paddock sync`) fetched into sb's host
-// repository: result is its JSON, with the number of refs it updated in "updates" if it
-// says, and its mode in "mode" (manual if it does not).
-func (s *Syncer) Record(ctx context.Context, sb store.Sandbox, result string) error {
+// Record records what a sync run elsewhere (`paddock sync`) fetched into the host
+// repository of the sandbox named name: result is its JSON, with the number of refs it
+// updated in "updates" if it says, and its mode in "mode" (manual if it does not).
+func (s *Syncer) Record(ctx context.Context, name, result string) error {
+	sb, err := s.opts.Sandboxes.Get(ctx, name)
+	if err != nil {
+		return err
+	}
 	var r struct {
 		Updates []json.RawMessage `json:"updates"`
 		Mode    string            `json:"mode"`

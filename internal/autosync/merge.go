@@ -56,8 +56,13 @@ func (s *Syncer) live(sb store.Sandbox) (*guestclient.Client, error) {
 	return c, nil
 }
 
-// Sync syncs a sandbox into its host repository now, recorded as a manual sync.
-func (s *Syncer) Sync(ctx context.Context, sb store.Sandbox) (SyncAnswer, error) {
+// Sync syncs the sandbox named name into its host repository now, recorded as a manual
+// sync (the web UI's Sync).
+func (s *Syncer) Sync(ctx context.Context, name string) (SyncAnswer, error) {
+	sb, err := s.opts.Sandboxes.Get(ctx, name)
+	if err != nil {
+		return SyncAnswer{}, err
+	}
 	c, err := s.live(sb)
 	if err != nil {
 		return SyncAnswer{}, err
@@ -70,11 +75,15 @@ func (s *Syncer) Sync(ctx context.Context, sb store.Sandbox) (SyncAnswer, error)
 	return SyncAnswer{Result: res, RunsOnHost: append([]gitsync.HostCode{}, g.RunsOnHost(ctx, res, sb.BaseCommit)...)}, nil
 }
 
-// Merge syncs a sandbox into its host repository, then merges its branch into the
-// repository's current branch (gitsync.PlanMerge and Merge): unless only checked, or the
-// files that run code on the host once merged wait for opts.Yes. A merge is reported as
-// a "merged" event.
-func (s *Syncer) Merge(ctx context.Context, sb store.Sandbox, opts MergeOptions) (MergeAnswer, error) {
+// Merge syncs the sandbox named name into its host repository, then merges its branch
+// into the repository's current branch (gitsync.PlanMerge and Merge; the web UI's
+// Merge): unless only checked, or the files that run code on the host once merged wait
+// for opts.Yes. A merge is reported as a "merged" event.
+func (s *Syncer) Merge(ctx context.Context, name string, opts MergeOptions) (MergeAnswer, error) {
+	sb, err := s.opts.Sandboxes.Get(ctx, name)
+	if err != nil {
+		return MergeAnswer{}, err
+	}
 	c, err := s.live(sb)
 	if err != nil {
 		return MergeAnswer{}, err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/doctor"
@@ -149,6 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 	credsProxy.SetMeter(meter)
 	// The session service keeps the sessions of the sandboxes reconcile starts again.
 	keys := keyring.New(credsProxy)
+	syncs := autosync.New(autosync.Options{Store: st, Bus: evlog.Bus(), Sandboxes: svc.Host(), Logger: log})
 	sessions := session.New(svc, keys, log)
 	go sessions.WatchTranscripts(ctx, evlog.Bus())
 	svc.Reconcile(ctx)
@@ -161,7 +163,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var once sync.Once
 	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends),
-		Doctor: doctor.New(backends, svc), Net: egressPolicy}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+		Syncs: syncs, Doctor: doctor.New(backends, svc), Net: egressPolicy}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)
@@ -218,7 +220,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go svc.AutoSync(ctx)
+	go syncs.Run(ctx)
 	go notifier.Run(ctx, evlog.Bus())
 	select {
 	case <-ctx.Done():

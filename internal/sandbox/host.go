@@ -12,11 +12,16 @@ import (
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// host is the Service as the packages it drives (autosync) see it.
-type host struct{ s *Service }
+// Host is the service as the automatic syncs (autosync), which the daemon makes beside
+// it, see sandboxes: a viewer's look-up of a record, the live guest connection, the
+// event log.
+type Host struct{ s *Service }
+
+// Host returns the service as autosync sees it.
+func (s *Service) Host() Host { return Host{s} }
 
 var (
-	_ autosync.Sandboxes  = host{}
+	_ autosync.Sandboxes  = Host{}
 	_ netpolicy.Sandboxes = Records{}
 )
 
@@ -43,14 +48,14 @@ func (r Records) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
 }
 
 // Get returns a sandbox's record, or a not-found error that says what to run.
-func (h host) Get(ctx context.Context, name string) (store.Sandbox, error) {
+func (h Host) Get(ctx context.Context, name string) (store.Sandbox, error) {
 	return h.s.record(ctx, name)
 }
 
 // Live returns the sandbox's live guest connection, or nil.
-func (h host) Live(id string) *guestclient.Client { return h.s.live(id) }
+func (h Host) Live(id string) *guestclient.Client { return h.s.live(id) }
 
 // Emit records and publishes an event of a sandbox.
-func (h host) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
+func (h Host) Emit(ctx context.Context, sb store.Sandbox, ev events.Event) {
 	h.s.Emit(ctx, sb, ev)
 }

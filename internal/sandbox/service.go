@@ -20,7 +20,6 @@ import (
 	"github.com/paddockhq/paddock/internal/alarm"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
@@ -115,7 +114,6 @@ type Service struct {
 
 	egress *egress.Proxy
 	net    *netpolicy.Rules
-	syncer *autosync.Syncer
 	events *eventlog.Log
 
 	mu      sync.Mutex
@@ -163,8 +161,6 @@ func New(opts Options) *Service {
 	if s.events == nil {
 		s.events = eventlog.New(eventlog.Options{Store: opts.Store, Flight: opts.Flight, Logger: log})
 	}
-	s.syncer = autosync.New(autosync.Options{Store: opts.Store, Bus: s.events.Bus(), Sandboxes: host{s},
-		Logger: log})
 	s.net = opts.Net
 	if s.net == nil {
 		s.net = netpolicy.New(netpolicy.Options{Store: opts.Store, Sandboxes: Records{Store: opts.Store, Events: s.events}, Logger: log})
