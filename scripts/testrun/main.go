@@ -54,16 +54,23 @@ func newReader(out io.Writer) *reader {
 	return &reader{out: out, pending: map[string][]string{}}
 }
 
+// line is one line of a command's output; from tells the commands that test one package
+// apart (the tests it picks: "-run ^TestScripts$"), empty for most.
+type line struct{ from, text string }
+
 // line takes one line of a stream: an event, or text that is not one (printed as it is).
-func (r *reader) line(s string) {
+func (r *reader) line(l line) {
 	var e event
-	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &e) != nil {
-		fmt.Fprintln(r.out, s)
+	if !strings.HasPrefix(l.text, "{") || json.Unmarshal([]byte(l.text), &e) != nil {
+		fmt.Fprintln(r.out, l.text)
 		return
 	}
 	if e.Action == "build-output" {
 		fmt.Fprint(r.out, e.Output)
 		return
+	}
+	if l.from != "" {
+		e.Package += " (" + l.from + ")"
 	}
 	key := e.Package + "\x00" + e.Test
 	switch e.Action {
@@ -180,7 +187,7 @@ func commands(args []string) [][]string {
 
 // run starts every command, feeds their lines to lines, and returns the first non-zero
 // exit status (1 for a command that did not start or was killed).
-func run(cmds [][]string, lines chan<- string) int {
+func run(cmds [][]string, lines chan<- line) int {
 	var wg sync.WaitGroup
 	codes := make([]int, len(cmds))
 	for i, argv := range cmds {
@@ -198,7 +205,7 @@ func run(cmds [][]string, lines chan<- string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scan(stdout, lines)
+			scan(stdout, picks(argv), lines)
 			codes[i] = exitCode(cmd.Wait())
 		}()
 	}
@@ -223,12 +230,26 @@ func exitCode(err error) int {
 	}
 }
 
-// scan sends each line of r to lines; a line may be long (a test's whole output line).
-func scan(r io.Reader, lines chan<- string) {
+// picks returns the flags of argv that pick tests (-run, -skip and their patterns).
+func picks(argv []string) string {
+	var out []string
+	for i, a := range argv {
+		if (a == "-run" || a == "-skip") && i+1 < len(argv) {
+			out = append(out, a+" "+argv[i+1])
+		} else if strings.HasPrefix(a, "-run=") || strings.HasPrefix(a, "-skip=") {
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// scan sends each line of r to lines, marked from; a line may be long (a test's whole
+// output line).
+func scan(r io.Reader, from string, lines chan<- line) {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64*1024), 64*1024*1024)
 	for s.Scan() {
-		lines <- s.Text()
+		lines <- line{from, s.Text()}
 	}
 }
 
@@ -246,7 +267,7 @@ func main() {
 func mainStatus(reportFile string, n int, cmds [][]string) int {
 	start := time.Now()
 	r := newReader(os.Stdout)
-	lines := make(chan string, 256)
+	lines := make(chan line, 256)
 	done := make(chan struct{})
 	go func() {
 		for l := range lines {
@@ -256,7 +277,7 @@ func mainStatus(reportFile string, n int, cmds [][]string) int {
 	}()
 	code := 0
 	if len(cmds) == 0 {
-		scan(os.Stdin, lines)
+		scan(os.Stdin, "", lines)
 	} else {
 		code = run(cmds, lines)
 	}

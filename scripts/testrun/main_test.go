@@ -35,7 +35,7 @@ func read(t *testing.T) (*reader, string) {
 	var out strings.Builder
 	r := newReader(&out)
 	for _, l := range strings.Split(strings.TrimSuffix(stream, "\n"), "\n") {
-		r.line(l)
+		r.line(line{text: l})
 	}
 	return r, out.String()
 }
@@ -95,16 +95,39 @@ func TestExitStatus(t *testing.T) {
 	if len(cmds) != 3 {
 		t.Fatalf("commands: %q", cmds)
 	}
-	lines := make(chan string, 10)
+	lines := make(chan line, 10)
 	if code := run(cmds, lines); code != 3 {
 		t.Errorf("status %d, want 3", code)
 	}
 	close(lines)
 	var got []string
 	for l := range lines {
-		got = append(got, l)
+		got = append(got, l.text)
 	}
 	if strings.Join(got, ",") != "one,two" && strings.Join(got, ",") != "two,one" {
 		t.Errorf("lines %q, want one and two", got)
+	}
+}
+
+// TestPicks: two commands testing one package are told apart by the tests they pick.
+func TestPicks(t *testing.T) {
+	var out strings.Builder
+	r := newReader(&out)
+	for _, from := range []string{"-run ^TestScripts$", "-skip ^TestScripts$"} {
+		r.line(line{from, `{"Action":"output","Package":"example.com/cli","Output":"FAIL\n"}`})
+		r.line(line{from, `{"Action":"fail","Package":"example.com/cli","Elapsed":1}`})
+	}
+	if got := picks([]string{"go", "test", "-json", "-run", "^TestScripts$", "-count=1", "./x"}); got != "-run ^TestScripts$" {
+		t.Errorf("picks = %q", got)
+	}
+	var rep strings.Builder
+	r.report(&rep, time.Second)
+	for _, want := range []string{"example.com/cli (-run ^TestScripts$)\n", "example.com/cli (-skip ^TestScripts$)\n"} {
+		if !strings.Contains(rep.String(), want) {
+			t.Errorf("report:\n%s\nwants %q", rep.String(), want)
+		}
+	}
+	if out.String() != "FAIL\nFAIL\n" {
+		t.Errorf("printed %q: each package's own output once", out.String())
 	}
 }
