@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -245,28 +244,4 @@ func (o *eventWriter) dropped(last int64) {
 		fmt.Fprintf(o.w, "%s\n", data)
 	}
 	o.rc.Flush()
-}
-
-// eventsPath is the path and query of GET /v1/events for q.
-func eventsPath(q EventsQuery) string {
-	v := url.Values{}
-	if q.Sandbox != "" {
-		v.Set("sandbox", q.Sandbox)
-	}
-	if q.Since != "" {
-		v.Set("since", q.Since)
-	}
-	if q.Until != "" {
-		v.Set("until", q.Until)
-	}
-	if q.NoFollow {
-		v.Set("follow", "false")
-	}
-	if q.Last > 0 && q.Since == "" {
-		v.Set("last", strconv.Itoa(q.Last))
-	}
-	if len(v) == 0 {
-		return "/v1/events"
-	}
-	return "/v1/events?" + v.Encode()
 }

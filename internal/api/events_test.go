@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/proxy/keyring"
@@ -28,7 +29,7 @@ import (
 type eventsTest struct {
 	t      *testing.T
 	svc    *sandbox.Service
-	client *Client
+	client *client.Client
 	socket string
 	a, b   store.Sandbox
 
@@ -70,7 +71,7 @@ func newEventsTest(t *testing.T) *eventsTest {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	et.client = NewClient(et.socket)
+	et.client = client.NewClient(et.socket)
 	return et
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -17,10 +16,10 @@ import (
 )
 
 // RecordEntry is one entry of a sandbox's flight record (GET /v1/sandboxes/{name}/record).
-type RecordEntry = flightrec.Entry
+type RecordEntry = wire.RecordEntry
 
 // RecordReport is what verifying one flight record found (GET /v1/records/verify).
-type RecordReport = flightrec.Report
+type RecordReport = wire.RecordReport
 
 func (s *Server) flightRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sandboxes/{name}/record", s.getRecord)
@@ -181,32 +180,4 @@ func (s *Server) noteMerge(w http.ResponseWriter, r *http.Request) {
 		"old": n.Head, "new": n.New, "commits": strings.Join(n.Commits, "\n"), "files": strconv.Itoa(n.Files),
 		"fast_forward": strconv.FormatBool(n.FastForward), "where": "the user's checkout (paddock merge)"})
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// NoteMerge tells the sandbox's flight record of a merge done on the host.
-func (c *Client) NoteMerge(ctx context.Context, sandbox string, n MergeNote) error {
-	return c.postJSON(ctx, sandboxPath(sandbox, "/merges"), n, nil)
-}
-
-// Record reads a sandbox's flight record, only a session's entries when session is
-// not empty.
-func (c *Client) Record(ctx context.Context, sandbox, session string) ([]RecordEntry, error) {
-	v := url.Values{}
-	if session != "" {
-		v.Set("session", session)
-	}
-	var out []RecordEntry
-	err := c.Do(ctx, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(sandbox)+"/record?"+v.Encode(), nil, &out)
-	return out, err
-}
-
-// VerifyRecords verifies a sandbox's flight record, or every record ("", admins).
-func (c *Client) VerifyRecords(ctx context.Context, sandbox string) ([]RecordReport, error) {
-	v := url.Values{}
-	if sandbox != "" {
-		v.Set("sandbox", sandbox)
-	}
-	var out []RecordReport
-	err := c.Do(ctx, http.MethodGet, "/v1/records/verify?"+v.Encode(), nil, &out)
-	return out, err
 }

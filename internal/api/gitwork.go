@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"github.com/paddockhq/paddock/internal/autosync"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // gitRoutes are the daemon's own sync and merge of a sandbox into its host repository on
@@ -25,7 +25,7 @@ func (s *Server) syncNow(w http.ResponseWriter, r *http.Request) {
 }
 
 // MergeRequest is the body of POST /v1/sandboxes/{name}/merge.
-type MergeRequest = autosync.MergeOptions
+type MergeRequest = wire.MergeRequest
 
 func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 	var req MergeRequest

@@ -1,15 +1,10 @@
 package api
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"net/http"
-	"net/url"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 var errEmptyKey = apperr.Invalid("to remove the key paddock keeps, run `paddock key rm PROVIDER`", "no key given")
@@ -46,24 +41,4 @@ func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
-}
-
-// Providers lists the credential proxy's model providers and where their keys come from.
-func (c *Client) Providers(ctx context.Context) ([]sandbox.ProviderInfo, error) {
-	var out []sandbox.ProviderInfo
-	err := c.Do(ctx, http.MethodGet, "/v1/providers", nil, &out)
-	return out, err
-}
-
-// SetKey gives the daemon provider's key ("" removes the one `SetKey` kept).
-func (c *Client) SetKey(ctx context.Context, provider, key string) (sandbox.ProviderInfo, error) {
-	var out sandbox.ProviderInfo
-	path := "/v1/providers/" + url.PathEscape(provider) + "/key"
-	if key == "" {
-		err := c.Do(ctx, http.MethodDelete, path, nil, &out)
-		return out, err
-	}
-	body, _ := json.Marshal(KeyRequest{Key: key})
-	err := c.Do(ctx, http.MethodPut, path, bytes.NewReader(body), &out)
-	return out, err
 }

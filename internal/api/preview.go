@@ -773,22 +773,3 @@ func previewPage(w http.ResponseWriter, status int, title, body string) {
 <h1>%s</h1><p>%s</p><p><small>paddock preview</small></p>
 `, html.EscapeString(title), html.EscapeString(title), body)
 }
-
-// Ports lists the ports processes inside a sandbox listen on, with their preview URLs.
-func (c *Client) Ports(ctx context.Context, name string) ([]PortInfo, error) {
-	var out []PortInfo
-	err := c.Do(ctx, http.MethodGet, sandboxPath(name)+"/ports", nil, &out)
-	return out, err
-}
-
-// OpenPort makes a link that opens a port's preview; pathForm asks for the
-// /preview/SANDBOX/PORT/ form instead of the port's own origin.
-func (c *Client) OpenPort(ctx context.Context, name string, port int, pathForm bool) (OpenPort, error) {
-	q := ""
-	if pathForm {
-		q = "?form=path"
-	}
-	var out OpenPort
-	err := c.Do(ctx, http.MethodPost, sandboxPath(name)+"/ports/"+strconv.Itoa(port)+"/open"+q, nil, &out)
-	return out, err
-}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -256,33 +255,4 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out[0])
-}
-
-// Audit reads the audit log: entries since a time ("" : all kept; a duration back
-// such as 24h, or a time), at most limit of the newest (0: all).
-func (c *Client) Audit(ctx context.Context, since string, limit int) ([]AuditEntry, error) {
-	v := url.Values{}
-	if since != "" {
-		v.Set("since", since)
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
-	var out []AuditEntry
-	err := c.Do(ctx, http.MethodGet, "/v1/audit?"+v.Encode(), nil, &out)
-	return out, err
-}
-
-// Users lists the users signed in with GitHub, with their tokens.
-func (c *Client) Users(ctx context.Context) ([]UserInfo, error) {
-	var out []UserInfo
-	err := c.Do(ctx, http.MethodGet, "/v1/users", nil, &out)
-	return out, err
-}
-
-// Me says who the client's credential stands for.
-func (c *Client) Me(ctx context.Context) (UserInfo, error) {
-	var out UserInfo
-	err := c.Do(ctx, http.MethodGet, "/v1/me", nil, &out)
-	return out, err
 }

@@ -252,16 +252,8 @@ func (s *Server) sandboxInfo(fn func(context.Context, string) (sandbox.Info, err
 	}
 }
 
-// ProgressEvent is one line of an NDJSON progress stream. The last line has Done set,
-// with Sandbox on success or Error on failure.
-type ProgressEvent struct {
-	Step    string        `json:"step,omitempty"`
-	Done    bool          `json:"done,omitempty"`
-	Sandbox *sandbox.Info `json:"sandbox,omitempty"`
-	// Snapshot is the snapshot taken (or restored from).
-	Snapshot *snapshot.Manifest `json:"snapshot,omitempty"`
-	Error    *ErrorBody         `json:"error,omitempty"`
-}
+// ProgressEvent is wire.ProgressEvent.
+type ProgressEvent = wire.ProgressEvent
 
 // createSandbox takes the CreateRequest as JSON in the X-Paddock-Request header and the
 // git bundle as the body, and answers with an NDJSON progress stream.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -270,19 +269,4 @@ func (a *remoteAuth) userToken(ctx context.Context, u store.User, label string) 
 		return "", "", err
 	}
 	return name, secret, nil
-}
-
-// StartDeviceLogin starts `paddock login`'s sign-in with GitHub.
-func (c *Client) StartDeviceLogin(ctx context.Context) (DeviceStart, error) {
-	var out DeviceStart
-	err := c.Do(ctx, http.MethodPost, "/v1/auth/device", nil, &out)
-	return out, err
-}
-
-// PollDeviceLogin asks once whether the user entered the code: see DeviceToken.
-func (c *Client) PollDeviceLogin(ctx context.Context, req DeviceTokenRequest) (DeviceToken, error) {
-	body, _ := json.Marshal(req)
-	var out DeviceToken
-	err := c.Do(ctx, http.MethodPost, "/v1/auth/device/token", bytes.NewReader(body), &out)
-	return out, err
 }

@@ -1,27 +1,23 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/snapshot"
 )
 
 // SnapshotRequest is the body of POST /v1/sandboxes/{name}/snapshots.
-type SnapshotRequest = snapshot.TakeOptions
+type SnapshotRequest = wire.SnapshotRequest
 
 // RestoreRequest is the body of POST /v1/snapshots/{ref}/restore.
-type RestoreRequest = snapshot.RestoreOptions
+type RestoreRequest = wire.RestoreRequest
 
-// PruneResult is what POST /v1/snapshots/prune answers: the snapshots removed.
-type PruneResult struct {
-	Removed []string `json:"removed"`
-}
+// PruneResult is wire.PruneResult.
+type PruneResult = wire.PruneResult
 
 // EnableActivity has the server record each request that acts on a sandbox (an attach,
 // an exec, a message, files in or out), for the idle stop. Call it before Handler.
@@ -147,42 +143,4 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream.send(ProgressEvent{Done: true, Sandbox: &info, Snapshot: m})
-}
-
-// TakeSnapshot snapshots a sandbox, reporting progress.
-func (c *Client) TakeSnapshot(ctx context.Context, name string, req SnapshotRequest, progress func(string)) (*snapshot.Manifest, error) {
-	body, _ := json.Marshal(req)
-	resp, err := c.stream(ctx, http.MethodPost, sandboxPath(name, "/snapshots"), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	last, err := readProgress(resp.Body, progress)
-	return last.Snapshot, err
-}
-
-// Snapshots lists the snapshots of a sandbox (every sandbox's with ""), newest first.
-func (c *Client) Snapshots(ctx context.Context, sandbox string) ([]snapshot.Manifest, error) {
-	var out []snapshot.Manifest
-	err := c.Do(ctx, http.MethodGet, "/v1/snapshots?sandbox="+url.QueryEscape(sandbox), nil, &out)
-	return out, err
-}
-
-// PruneSnapshots applies the retention now.
-func (c *Client) PruneSnapshots(ctx context.Context, sandbox string) ([]string, error) {
-	var out PruneResult
-	err := c.Do(ctx, http.MethodPost, "/v1/snapshots/prune?sandbox="+url.QueryEscape(sandbox), nil, &out)
-	return out.Removed, err
-}
-
-// RestoreSnapshot makes a new sandbox from a snapshot, reporting progress.
-func (c *Client) RestoreSnapshot(ctx context.Context, ref string, req RestoreRequest, progress func(string)) (*snapshot.Manifest, error) {
-	body, _ := json.Marshal(req)
-	resp, err := c.stream(ctx, http.MethodPost, "/v1/snapshots/"+url.PathEscape(ref)+"/restore", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	last, err := readProgress(resp.Body, progress)
-	return last.Snapshot, err
 }

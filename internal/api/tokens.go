@@ -1,15 +1,11 @@
 package api
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
@@ -102,24 +98,4 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("token revoked", "name", name)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// Tokens lists the API tokens.
-func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
-	var out []TokenInfo
-	err := c.Do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
-	return out, err
-}
-
-// CreateToken makes a token; the answer holds its secret, shown this once.
-func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (NewToken, error) {
-	body, _ := json.Marshal(req)
-	var out NewToken
-	err := c.Do(ctx, http.MethodPost, "/v1/tokens", bytes.NewReader(body), &out)
-	return out, err
-}
-
-// RevokeToken deletes a token: requests with it are refused from then on.
-func (c *Client) RevokeToken(ctx context.Context, name string) error {
-	return c.Do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(name), nil, nil)
 }

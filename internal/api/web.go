@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
@@ -152,33 +150,4 @@ func (s *Server) fullAccess(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
-}
-
-// Web says whether and where the daemon serves the API over TCP.
-func (c *Client) Web(ctx context.Context) (WebStatus, error) {
-	var out WebStatus
-	err := c.Do(ctx, http.MethodGet, "/v1/web", nil, &out)
-	return out, err
-}
-
-// ServeWeb asks the daemon to serve the API over TCP; the answer has a login URL.
-func (c *Client) ServeWeb(ctx context.Context, req WebRequest) (WebStatus, error) {
-	body, _ := json.Marshal(req)
-	var out WebStatus
-	err := c.Do(ctx, http.MethodPut, "/v1/web", bytes.NewReader(body), &out)
-	return out, err
-}
-
-// StopWeb asks the daemon to stop serving the API over TCP and sign every browser out.
-func (c *Client) StopWeb(ctx context.Context) (WebStatus, error) {
-	var out WebStatus
-	err := c.Do(ctx, http.MethodDelete, "/v1/web", nil, &out)
-	return out, err
-}
-
-// WebLogin makes a new one-time login URL for the TCP listener.
-func (c *Client) WebLogin(ctx context.Context) (WebStatus, error) {
-	var out WebStatus
-	err := c.Do(ctx, http.MethodPost, "/v1/web/login", nil, &out)
-	return out, err
 }

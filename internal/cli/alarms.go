@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/alarm"
-	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -75,8 +74,8 @@ func runAlarms(ctx context.Context, f *Factory, opts *alarmsOptions) error {
 		return err
 	}
 	if opts.clear {
-		body, _ := json.Marshal(api.ClearAlarmsRequest{ID: opts.id})
-		var res api.ClearAlarmsResponse
+		body, _ := json.Marshal(wire.ClearAlarmsRequest{ID: opts.id})
+		var res wire.ClearAlarmsResponse
 		if err := c.Do(ctx, http.MethodPost, wire.SandboxPath(opts.sandbox, "/alarms/clear"), bytes.NewReader(body), &res); err != nil {
 			return err
 		}

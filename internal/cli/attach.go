@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -36,7 +36,7 @@ func newCmdAttach(f *Factory) *cobra.Command {
 }
 
 // clientAndTarget connects to the daemon and resolves SANDBOX[/SESSION].
-func clientAndTarget(ctx context.Context, f *Factory, arg string, needSession bool) (*api.Client, string, string, error) {
+func clientAndTarget(ctx context.Context, f *Factory, arg string, needSession bool) (*client.Client, string, string, error) {
 	c, err := f.Client(ctx)
 	if err != nil {
 		return nil, "", "", err
@@ -128,7 +128,7 @@ func newCmdTranscript(f *Factory) *cobra.Command {
 // wake starts a sandbox that was stopped (after an idle stop, say) or suspended, and
 // resumes the session asked for (every session, with none named) whose process went
 // with it, saying so: chat and attach then find the work as it was.
-func wake(ctx context.Context, f *Factory, c *api.Client, sb, name string) error {
+func wake(ctx context.Context, f *Factory, c *client.Client, sb, name string) error {
 	info, err := c.Get(ctx, sb)
 	if err != nil || (info.State != "stopped" && info.State != "suspended") {
 		return err

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -104,8 +105,8 @@ func verifyRecords(ctx context.Context, f *Factory, opts *auditOptions, sandbox 
 
 // noteMerge tells the sandbox's flight record of a merge `paddock merge` made on the
 // host; the merge stands whatever the daemon answers, and a failure is said, not fatal.
-func noteMerge(ctx context.Context, f *Factory, c *api.Client, sandbox string, done gitsync.MergeResult) {
-	err := c.NoteMerge(ctx, sandbox, api.MergeNote{Branch: done.Branch, Ref: done.Ref, Into: done.Into, Head: done.Head, New: done.New,
+func noteMerge(ctx context.Context, f *Factory, c *client.Client, sandbox string, done gitsync.MergeResult) {
+	err := c.NoteMerge(ctx, sandbox, wire.MergeNote{Branch: done.Branch, Ref: done.Ref, Into: done.Into, Head: done.Head, New: done.New,
 		Commits: done.Commits, Files: len(done.Files), FastForward: done.FastForward})
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: the sandbox's flight record did not take the merge: %v\n", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -87,7 +87,7 @@ func TestClaudeBudgetEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := api.NewClient(paths.Socket)
+	c := client.NewClient(paths.Socket)
 	one, err := c.Get(t.Context(), "repo")
 	if err != nil {
 		t.Fatal(err)

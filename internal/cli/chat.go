@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/metering"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -227,7 +227,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 // firstSessionFor is the name of the session `chat SANDBOX --non-interactive` starts
 // when the sandbox has none (named after its agent, which it sets in opts), "" when it
 // has sessions or one is named.
-func firstSessionFor(ctx context.Context, f *Factory, c *api.Client, opts *chatOptions) (string, error) {
+func firstSessionFor(ctx context.Context, f *Factory, c *client.Client, opts *chatOptions) (string, error) {
 	if strings.Contains(opts.target, "/") {
 		return "", nil
 	}

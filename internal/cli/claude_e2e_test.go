@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/backend/vagrant/vagranttest"
 	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
@@ -485,7 +485,7 @@ func TestClaudeFork(t *testing.T) {
 	// The web UI's new-session form sends its first prompt in the body it posts.
 	paths := h.Paths()
 	form := `{"name":"web","agent":"claude","prompt":"RUN: echo third > /workspace/third.txt"}`
-	if err := api.NewClient(paths.Socket).Do(t.Context(), "POST", "/v1/sandboxes/repo/sessions", strings.NewReader(form), nil); err != nil {
+	if err := client.NewClient(paths.Socket).Do(t.Context(), "POST", "/v1/sandboxes/repo/sessions", strings.NewReader(form), nil); err != nil {
 		t.Fatalf("the new-session form's request: %v", err)
 	}
 	firstMessage(t, model, "RUN: echo third")

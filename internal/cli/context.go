@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/front"
@@ -63,7 +63,7 @@ func saveContexts(p config.Paths, cf contextFile) error {
 func (f *Factory) contextName(cf contextFile) string { return front.ContextName(f.Context, cf) }
 
 // remoteClient returns the client of a remote context and its name; nil for local.
-func (f *Factory) remoteClient(p config.Paths) (*api.Client, string, error) {
+func (f *Factory) remoteClient(p config.Paths) (*client.Client, string, error) {
 	cf, err := loadContexts(p)
 	if err != nil {
 		return nil, "", err
@@ -82,12 +82,12 @@ func (f *Factory) remoteClient(p config.Paths) (*api.Client, string, error) {
 }
 
 // clientOf makes the client of a remote context, reading its token and CA files.
-func clientOf(rc remoteContext) (*api.Client, error) {
+func clientOf(rc remoteContext) (*client.Client, error) {
 	wc, err := front.Open(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Client{Client: wc}, nil
+	return &client.Client{Client: wc}, nil
 }
 
 var contextNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)

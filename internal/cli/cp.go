@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/hostdisk"
@@ -81,7 +81,7 @@ func runCp(ctx context.Context, f *Factory, opts *cpOptions) error {
 	return copyOut(ctx, f, c, srcName, srcPath, opts.dst)
 }
 
-func copyIn(ctx context.Context, f *Factory, c *api.Client, src, name, dst string) error {
+func copyIn(ctx context.Context, f *Factory, c *client.Client, src, name, dst string) error {
 	fi, err := os.Lstat(src)
 	if err != nil {
 		return apperr.NotFound("", "%s: no such file or directory", src)
@@ -131,7 +131,7 @@ func copyIn(ctx context.Context, f *Factory, c *api.Client, src, name, dst strin
 	return nil
 }
 
-func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst string) error {
+func copyOut(ctx context.Context, f *Factory, c *client.Client, name, src, dst string) error {
 	src = strings.TrimSuffix(src, "/")
 	if src == "" {
 		src = "/"
@@ -203,7 +203,7 @@ func copyOut(ctx context.Context, f *Factory, c *api.Client, name, src, dst stri
 // readToFile writes a sandbox file to a host file atomically: a temporary file beside it,
 // renamed into place once complete, and never more than room bytes of it (0: no bound),
 // however much the file grew since it was looked at.
-func readToFile(ctx context.Context, c *api.Client, name, src, target string, mode os.FileMode, room int64) (int64, error) {
+func readToFile(ctx context.Context, c *client.Client, name, src, target string, mode os.FileMode, room int64) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".paddock-*")
 	if err != nil {
 		return 0, err

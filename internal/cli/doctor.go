@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
@@ -47,7 +47,7 @@ paddock's own tests run of each agent, subscription logins.`,
 
 // doctorReport is what the doctor says, gathered from the daemon and the config file.
 type doctorReport struct {
-	api.Doctor
+	wire.Doctor
 	// Providers are the credential proxy's providers and where their keys come from.
 	Providers []sandbox.ProviderInfo `json:"providers"`
 	// Config lists config files whose API keys others may read.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -73,7 +73,7 @@ func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
 	if err != nil {
 		return err
 	}
-	q := api.EventsQuery{Sandbox: opts.sandbox, Since: opts.since, Until: opts.until, NoFollow: opts.noFollow}
+	q := wire.EventsQuery{Sandbox: opts.sandbox, Since: opts.since, Until: opts.until, NoFollow: opts.noFollow}
 	switch {
 	case opts.noFollow && q.Since == "":
 		q.Since = "0" // the whole recorded history

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/events"
@@ -38,17 +39,17 @@ func BenchmarkNotifyEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := api.NewClient(paths.Socket)
+	c := client.NewClient(paths.Socket)
 
 	arrived := make(chan events.Event, 16)
-	go c.Events(ctx, api.EventsQuery{Sandbox: "repo"}, func(ev events.Event) error {
+	go c.Events(ctx, wire.EventsQuery{Sandbox: "repo"}, func(ev events.Event) error {
 		if ev.Kind == "session-status" && ev.Session == "bench" {
 			arrived <- ev
 		}
 		return nil
 	})
 	run := func(argv ...string) {
-		if code, err := c.Exec(ctx, "repo", api.ExecRequest{Argv: argv}, api.ExecIO{}); err != nil || code != 0 {
+		if code, err := c.Exec(ctx, "repo", wire.ExecRequest{Argv: argv}, wire.ExecIO{}); err != nil || code != 0 {
 			b.Fatalf("exec %v: %d %v", argv, code, err)
 		}
 	}

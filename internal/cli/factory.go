@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/config"
 )
@@ -62,7 +62,7 @@ func (f *Factory) homeDir() (string, error) {
 
 // Client returns a client of a running daemon, starting one in the background (and
 // saying so on stderr) when none answers.
-func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
+func (f *Factory) Client(ctx context.Context) (*client.Client, error) {
 	p, err := f.Paths()
 	if err != nil {
 		return nil, err
@@ -84,8 +84,8 @@ func (f *Factory) Client(ctx context.Context) (*api.Client, error) {
 }
 
 // localClient returns a client of this machine's daemon, starting one when none answers.
-func (f *Factory) localClient(ctx context.Context, p config.Paths) (*api.Client, error) {
-	c := api.NewClient(p.Socket)
+func (f *Factory) localClient(ctx context.Context, p config.Paths) (*client.Client, error) {
+	c := client.NewClient(p.Socket)
 	var err error
 	// A daemon that was just killed can take a moment to let go of its socket: until then
 	// a connection is taken and reset (or the write finds the pipe broken). Asking again
@@ -162,7 +162,7 @@ func (f *Factory) startDaemon(ctx context.Context, p config.Paths) (int, error) 
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	c := api.NewClient(p.Socket)
+	c := client.NewClient(p.Socket)
 	deadline := time.After(30 * time.Second)
 	for {
 		select {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/config"
@@ -54,7 +54,7 @@ func BenchmarkFlightRecordExec(b *testing.B) {
 				Ready: func() { close(ready) }, NoFlightRecord: !on})
 		}()
 		b.Cleanup(func() { // the daemon is this process: remove its sandbox, then stop it
-			clitest.RemoveSandboxes(ctx, api.NewClient(p.Socket))
+			clitest.RemoveSandboxes(ctx, client.NewClient(p.Socket))
 			stop()
 			<-stopped
 			os.RemoveAll(home)

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/synccmd"
@@ -50,7 +50,7 @@ func helperDir(f *Factory) (string, error) {
 // fetchWork records the sandbox's uncommitted work and fetches everything into the host
 // repository's refs/paddock/SANDBOX/*, for a reader that is not a sync: the next sync
 // still reports what it brought.
-func fetchWork(ctx context.Context, f *Factory, c *api.Client, name string) (sandbox.Info, *gitsync.Git, gitsync.Result, error) {
+func fetchWork(ctx context.Context, f *Factory, c *client.Client, name string) (sandbox.Info, *gitsync.Git, gitsync.Result, error) {
 	info, err := c.Get(ctx, name)
 	if err != nil {
 		return info, nil, gitsync.Result{}, err

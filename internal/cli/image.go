@@ -6,12 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 func newCmdImage(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "Sandbox images, built locally with no registry, and loaded into a cluster's nodes"}
-	var req api.ImageBuildRequest
+	var req wire.ImageBuildRequest
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the default sandbox image (Debian, with the agent CLIs you ask for)",
@@ -61,7 +61,7 @@ would make it: the kernel unpacked and the image's ext4 root file system.
 	build.Flags().StringVar(&req.Dockerfile, "dockerfile", "", "build this Dockerfile through the Engine API instead (use the image with 'paddock up --image TAG')")
 	build.Flags().StringVar(&req.Format, "format", "", "also make the image a backend boots in a form of its own: microvm (a kernel and an ext4 root file system)")
 	build.Flags().StringVar(&req.Context, "context", "", "with --dockerfile: the build context (default: the Dockerfile's directory)")
-	var load api.ImageLoadRequest
+	var load wire.ImageLoadRequest
 	loadCmd := &cobra.Command{
 		Use:   "load [IMAGE] --backend kubernetes",
 		Short: "Load a local image (default paddock/sandbox:latest) into the nodes of a single-node cluster",

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/config"
 )
 
@@ -148,7 +148,7 @@ func keySourceWords(source string) string {
 // daemon; with --non-interactive or no terminal it fails at once (exit 2) with the
 // command that sets one. An agent with no single provider, or a daemon that does not
 // say, passes.
-func ensureKey(ctx context.Context, f *Factory, c *api.Client, agent string) error {
+func ensureKey(ctx context.Context, f *Factory, c *client.Client, agent string) error {
 	a, err := agents.Get(agent)
 	if err != nil || a.Provider == "" {
 		return nil
@@ -234,7 +234,7 @@ func askSecret(f *Factory, prompt string) (string, error) {
 // chooseAgent picks the agent of a new session in sandbox sb when none was named: the
 // sandbox's own agent when it was made for one, a choice among them when for several
 // (asked on a terminal), else the default agent.
-func chooseAgent(ctx context.Context, f *Factory, c *api.Client, sb, session string) (string, error) {
+func chooseAgent(ctx context.Context, f *Factory, c *client.Client, sb, session string) (string, error) {
 	info, err := c.Get(ctx, sb)
 	if err != nil {
 		return "", err
@@ -257,7 +257,7 @@ func chooseAgent(ctx context.Context, f *Factory, c *api.Client, sb, session str
 // is asked which one should be the default, and the answer is saved in the config. With
 // --non-interactive or no terminal, the daemon's own choice stands (the first available
 // of bwrap, docker).
-func chooseBackend(ctx context.Context, f *Factory, c *api.Client, opts *upOptions) error {
+func chooseBackend(ctx context.Context, f *Factory, c *client.Client, opts *upOptions) error {
 	if opts.backend != "" || f.remote != "" || opts.devcontainer != "" || opts.image != "" || opts.runtime != "" ||
 		opts.kubeContext != "" || opts.namespace != "" {
 		return nil

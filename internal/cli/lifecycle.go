@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -22,7 +23,7 @@ type nameOptions struct {
 }
 
 // newCmdStateChange builds start and stop: one API call on one sandbox, then its state.
-func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, context.Context, string) (sandbox.Info, error)) *cobra.Command {
+func newCmdStateChange(f *Factory, use, short string, call func(*client.Client, context.Context, string) (sandbox.Info, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   use + " NAME",
 		Short: short,
@@ -49,13 +50,13 @@ func newCmdStateChange(f *Factory, use, short string, call func(*api.Client, con
 }
 
 func newCmdStart(f *Factory) *cobra.Command {
-	return newCmdStateChange(f, "start", "Start a stopped sandbox, or resume a suspended one", (*api.Client).Start)
+	return newCmdStateChange(f, "start", "Start a stopped sandbox, or resume a suspended one", (*client.Client).Start)
 }
 
 func newCmdStop(f *Factory) *cobra.Command {
 	var suspend bool
 	cmd := newCmdStateChange(f, "stop", "Stop a sandbox and every process in it; its workspace is kept",
-		func(c *api.Client, ctx context.Context, name string) (sandbox.Info, error) {
+		func(c *client.Client, ctx context.Context, name string) (sandbox.Info, error) {
 			if suspend {
 				return c.Suspend(ctx, name)
 			}
@@ -118,7 +119,7 @@ func runRm(ctx context.Context, f *Factory, opts *nameOptions) error {
 			force = true
 		}
 		if info.State == "running" || info.State == "stopped" || info.State == "suspended" {
-			m, err := c.TakeSnapshot(ctx, opts.name, api.SnapshotRequest{Note: "before rm"}, nil)
+			m, err := c.TakeSnapshot(ctx, opts.name, wire.SnapshotRequest{Note: "before rm"}, nil)
 			if err != nil {
 				return fmt.Errorf("the final snapshot of %s failed, so it stays (--purge removes it without one): %w", opts.name, err)
 			}

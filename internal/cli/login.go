@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/termtext"
@@ -103,7 +104,7 @@ func runLogin(ctx context.Context, f *Factory, opts *loginOptions, args []string
 			return fmt.Errorf("the context's CA: %w", err)
 		}
 	}
-	c, err := api.NewRemoteClient(rc.URL, "", ca)
+	c, err := client.NewRemoteClient(rc.URL, "", ca)
 	if err != nil {
 		return apperr.Invalid("", "%v", err)
 	}
@@ -124,7 +125,7 @@ func runLogin(ctx context.Context, f *Factory, opts *loginOptions, args []string
 			return ctx.Err()
 		case <-time.After(interval):
 		}
-		res, err := c.PollDeviceLogin(ctx, api.DeviceTokenRequest{Handle: start.Handle, Name: label})
+		res, err := c.PollDeviceLogin(ctx, wire.DeviceTokenRequest{Handle: start.Handle, Name: label})
 		if err != nil {
 			return err
 		}

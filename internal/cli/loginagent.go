@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
@@ -48,15 +48,15 @@ func runAgentLogin(ctx context.Context, f *Factory, opts *loginOptions, name str
 }
 
 // agentLoginRequest reads what the login is made of, and says where it came from.
-func agentLoginRequest(f *Factory, opts *loginOptions, name string) (api.LoginRequest, string, error) {
-	var req api.LoginRequest
+func agentLoginRequest(f *Factory, opts *loginOptions, name string) (wire.LoginRequest, string, error) {
+	var req wire.LoginRequest
 	if opts.tokenFile != "" && (opts.file != "" || opts.fromHost) || opts.file != "" && opts.fromHost {
 		return req, "", usagef("give one of --token-file, --file and --from-host")
 	}
 	if name == creds.LoginCodex && opts.tokenFile != "" {
 		return req, "", usagef("a Codex login is its auth.json: give it with --file, or let paddock read $CODEX_HOME/auth.json")
 	}
-	readFile := func(path string) (api.LoginRequest, string, error) {
+	readFile := func(path string) (wire.LoginRequest, string, error) {
 		data, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			hint := "sign in with `claude` and /login first, or give a token of `claude setup-token`"
@@ -68,7 +68,7 @@ func agentLoginRequest(f *Factory, opts *loginOptions, name string) (api.LoginRe
 		if err != nil {
 			return req, "", err
 		}
-		return api.LoginRequest{File: data}, path, nil
+		return wire.LoginRequest{File: data}, path, nil
 	}
 	switch {
 	case opts.file != "":

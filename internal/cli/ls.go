@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/lscmd"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -80,7 +80,7 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 func age(d time.Duration) string { return termtext.Age(d) }
 
 // apiClient is a client that does not start a daemon.
-func apiClient(p config.Paths) *api.Client { return api.NewClient(p.Socket) }
+func apiClient(p config.Paths) *client.Client { return client.NewClient(p.Socket) }
 
 // runLsAll lists the sandboxes of every context, each daemon asked at once; one that
 // does not answer is shown as such, and the others still are.
@@ -102,7 +102,7 @@ func runLsAll(ctx context.Context, f *Factory, opts *lsOptions) error {
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			var c *api.Client
+			var c *client.Client
 			var err error
 			if name == LocalContext {
 				c, err = f.localClient(actx, p)

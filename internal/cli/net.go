@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 type netOptions struct {
@@ -84,7 +84,7 @@ func newCmdNetRule(f *Factory, action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rule, err := c.SetNetRule(ctx, api.NetRuleRequest{Sandbox: scope, Pattern: args[0], Action: action})
+			rule, err := c.SetNetRule(ctx, wire.NetRuleRequest{Sandbox: scope, Pattern: args[0], Action: action})
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -53,7 +53,7 @@ func TestPreviewWebSocket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run("chat", "repo", "--new", "echo", "--agent", "shell", "--command", "exec python3 -c '"+wsEcho+"' 8124")
-	var st api.WebStatus
+	var st wire.WebStatus
 	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -59,7 +59,7 @@ func BenchmarkPreview(b *testing.B) {
 	testenv.Program(b, "python3", "apt-get install python3")
 	run, _ := upRepo(b)
 	run("chat", "repo", "--new", "web", "--agent", "shell", "--command", "exec python3 -c '"+previewServer+"' 8123")
-	var st api.WebStatus
+	var st wire.WebStatus
 	if err := json.Unmarshal([]byte(run("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func BenchmarkPreview(b *testing.B) {
 // keyedPreviewPath signs in to paddock web as a browser does (its login link) and opens
 // a path-form preview as a page: the address it is sent on to, with the preview key that
 // the page's own requests carry instead of the UI's cookie.
-func keyedPreviewPath(b testing.TB, st api.WebStatus, path string) string {
+func keyedPreviewPath(b testing.TB, st wire.WebStatus, path string) string {
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	code := st.LoginURL[strings.Index(st.LoginURL, "code=")+len("code="):]
 	req, _ := http.NewRequest(http.MethodPost, st.URL+"/login", strings.NewReader("code="+code))

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -62,8 +62,8 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 			if p := os.Getenv("GIT_PROTOCOL"); p != "" {
 				env = append(env, "GIT_PROTOCOL="+p)
 			}
-			code, err := c.Exec(ctx, name, api.ExecRequest{Argv: argv, Env: env, Dir: inside.Workspace},
-				api.ExecIO{Stdin: in, Stdout: f.IO.Out, Stderr: f.IO.ErrOut})
+			code, err := c.Exec(ctx, name, wire.ExecRequest{Argv: argv, Env: env, Dir: inside.Workspace},
+				wire.ExecIO{Stdin: in, Stdout: f.IO.Out, Stderr: f.IO.ErrOut})
 			if err != nil {
 				return fail("%v", err)
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/runs"
@@ -137,7 +137,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 		}
 		opts.resume = d.ID
 	}
-	req := api.RunRequest{Model: opts.model, RunBudget: wire.RunBudget{MaxTurns: opts.maxTurns, MaxTokens: opts.maxTokens}}
+	req := wire.RunRequest{Model: opts.model, RunBudget: wire.RunBudget{MaxTurns: opts.maxTurns, MaxTokens: opts.maxTokens}}
 	id := opts.resume
 	if !opts.interactive {
 		req.Prompt = opts.prompt
@@ -175,7 +175,7 @@ func runRun(ctx context.Context, f *Factory, opts *runOptions) error {
 
 // newRunSandbox makes the sandbox of `run --new`: named after the project, with a
 // suffix when that name is taken.
-func newRunSandbox(ctx context.Context, f *Factory, c *api.Client, opts *runOptions) (string, error) {
+func newRunSandbox(ctx context.Context, f *Factory, c *client.Client, opts *runOptions) (string, error) {
 	up := &upOptions{target: opts.target, backend: opts.backend, network: "closed"}
 	limits, err := checkUpFlags(up)
 	if err != nil {
@@ -200,7 +200,7 @@ func newRunSandbox(ctx context.Context, f *Factory, c *api.Client, opts *runOpti
 
 // prompt runs one prompt, streaming its events, and returns the run as it ended. Ctrl-C
 // (ctx done) cancels the run, which then ends as cancelled.
-func prompt(ctx context.Context, f *Factory, c *api.Client, name, id string, req api.RunRequest, opts *runOptions) (store.Run, error) {
+func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, req wire.RunRequest, opts *runOptions) (store.Run, error) {
 	follow, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	p := &runPrinter{f: f, json: opts.json}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -54,7 +54,7 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 	if opts.json {
 		progress = nil
 	}
-	m, err := c.TakeSnapshot(ctx, name, api.SnapshotRequest{Note: opts.note, DryRun: opts.dryRun}, progress)
+	m, err := c.TakeSnapshot(ctx, name, wire.SnapshotRequest{Note: opts.note, DryRun: opts.dryRun}, progress)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func runRestore(ctx context.Context, f *Factory, ref string, opts *restoreOption
 		return err
 	}
 	start := time.Now()
-	m, err := c.RestoreSnapshot(ctx, ref, api.RestoreRequest{Backend: opts.backend, Name: opts.name},
+	m, err := c.RestoreSnapshot(ctx, ref, wire.RestoreRequest{Backend: opts.backend, Name: opts.name},
 		func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) })
 	if err != nil {
 		return err

@@ -13,7 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/shell"
@@ -173,13 +174,13 @@ func newCmdSSHProxy(f *Factory) *cobra.Command {
 
 // sshSandbox reaches a sandbox for the gate, through the daemon's API.
 type sshSandbox struct {
-	c    *api.Client
+	c    *client.Client
 	name string
 }
 
 func (s *sshSandbox) Exec(ctx context.Context, e sshgate.Exec, stdin io.Reader, stdout, stderr io.Writer, resize <-chan [2]uint16) (int, error) {
-	return s.c.Exec(ctx, s.name, api.ExecRequest{Argv: e.Argv, Env: e.Env, TTY: e.TTY, Rows: e.Rows, Cols: e.Cols},
-		api.ExecIO{Stdin: stdin, Stdout: stdout, Stderr: stderr, Resize: resize})
+	return s.c.Exec(ctx, s.name, wire.ExecRequest{Argv: e.Argv, Env: e.Env, TTY: e.TTY, Rows: e.Rows, Cols: e.Cols},
+		wire.ExecIO{Stdin: stdin, Stdout: stdout, Stderr: stderr, Resize: resize})
 }
 
 func (s *sshSandbox) Forward(ctx context.Context, port int) (net.Conn, error) {

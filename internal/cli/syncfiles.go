@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/hostdisk"
@@ -28,7 +28,7 @@ import (
 // repository without following a symlink (hostfs): a link the sandbox placed on an
 // earlier sync is kept as a link and never written through, and nothing lands in .git
 // or outside what was asked for.
-func syncFiles(ctx context.Context, f *Factory, c *api.Client, name string, opts *syncOptions) error {
+func syncFiles(ctx context.Context, f *Factory, c *client.Client, name string, opts *syncOptions) error {
 	var rels []string
 	for _, p := range opts.files {
 		rel := path.Clean(strings.TrimPrefix(strings.TrimPrefix(p, inside.Workspace), "/"))

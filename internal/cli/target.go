@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/apperr"
 )
 
 // resolveSandbox names the sandbox a command is about: the one given, or, when none is,
 // the only sandbox made from the project the current directory is in.
-func resolveSandbox(ctx context.Context, f *Factory, c *api.Client, name string) (string, error) {
+func resolveSandbox(ctx context.Context, f *Factory, c *client.Client, name string) (string, error) {
 	if name != "" {
 		return name, nil
 	}
@@ -47,7 +47,7 @@ func resolveSandbox(ctx context.Context, f *Factory, c *api.Client, name string)
 }
 
 // resolveTarget splits SANDBOX[/SESSION]; without a session, the sandbox's only session.
-func resolveTarget(ctx context.Context, f *Factory, c *api.Client, arg string, needSession bool) (string, string, error) {
+func resolveTarget(ctx context.Context, f *Factory, c *client.Client, arg string, needSession bool) (string, string, error) {
 	sbName, sessName, _ := strings.Cut(arg, "/")
 	sbName, err := resolveSandbox(ctx, f, c, sbName)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/creack/pty"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkTerminal(b *testing.B) {
 		}
 		defer c.CloseNow()
 		c.SetReadLimit(-1)
-		first, _ := json.Marshal(api.ExecRequest{Argv: []string{"cat", "/tmp/data"}, TTY: true, Rows: 50, Cols: 200})
+		first, _ := json.Marshal(wire.ExecRequest{Argv: []string{"cat", "/tmp/data"}, TTY: true, Rows: 50, Cols: 200})
 		start := time.Now()
 		if err := c.Write(ctx, websocket.MessageText, first); err != nil {
 			b.Fatal(err)
@@ -60,7 +60,7 @@ func BenchmarkTerminal(b *testing.B) {
 				n += int64(len(msg) - 1)
 				continue
 			}
-			var ctl api.Control
+			var ctl wire.Control
 			if json.Unmarshal(msg, &ctl) == nil && ctl.Type == "exit" {
 				return n, time.Since(start)
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 type tokenOptions struct {
@@ -47,7 +47,7 @@ func newCmdTokenCreate(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateToken(cmd.Context(), api.TokenRequest{Name: opts.name, ReadOnly: opts.readOnly})
+			t, err := c.CreateToken(cmd.Context(), wire.TokenRequest{Name: opts.name, ReadOnly: opts.readOnly})
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/backend/sshhost"
@@ -151,7 +152,7 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 // upURLOnServer makes a sandbox from a git URL through a remote context: the daemon
 // clones it on its host, with that host's credentials, and nothing of this machine's is
 // sent. `sync` later fetches into a clone of the same repository here.
-func upURLOnServer(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits) error {
+func upURLOnServer(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits backend.Limits) error {
 	url := opts.target
 	if err := gitsrc.CheckRemote(url); err != nil {
 		return err
@@ -262,7 +263,7 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 
 // restoreLost brings back a sandbox its backend lost from its newest snapshot: the lost
 // record goes, and the snapshot comes back under the same name.
-func restoreLost(ctx context.Context, f *Factory, c *api.Client, info sandbox.Info) error {
+func restoreLost(ctx context.Context, f *Factory, c *client.Client, info sandbox.Info) error {
 	list, err := c.Snapshots(ctx, info.Name)
 	if err != nil {
 		return err
@@ -275,7 +276,7 @@ func restoreLost(ctx context.Context, f *Factory, c *api.Client, info sandbox.In
 	if err := c.Remove(ctx, info.Name, true); err != nil {
 		return err
 	}
-	if _, err := c.RestoreSnapshot(ctx, list[0].ID, api.RestoreRequest{Name: info.Name},
+	if _, err := c.RestoreSnapshot(ctx, list[0].ID, wire.RestoreRequest{Name: info.Name},
 		func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) }); err != nil {
 		return fmt.Errorf("%w (the snapshot is still there: `paddock restore %s`)", err, list[0].ID)
 	}
@@ -312,7 +313,7 @@ func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url 
 // reuseExisting deals with a sandbox of the same name: from this repository it is
 // started again (or removed, with --fresh); from another, the name is taken. started
 // says the sandbox is up and nothing is left to do.
-func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, repo string, limits backend.Limits) (started bool, err error) {
+func reuseExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, repo string, limits backend.Limits) (started bool, err error) {
 	existing, err := c.Get(ctx, opts.name)
 	if apperr.KindOf(err) == apperr.KindNotFound {
 		return false, nil
@@ -344,7 +345,7 @@ func reuseExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 
 // createSandbox asks the daemon for the sandbox, streaming the repository's bundle to
 // it and printing its progress.
-func createSandbox(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, limits backend.Limits, repo, url string, src gitsrc.Source) (sandbox.Info, error) {
+func createSandbox(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits backend.Limits, repo, url string, src gitsrc.Source) (sandbox.Info, error) {
 	bundle, wait, err := gitsrc.Bundle(ctx, repo)
 	if err != nil {
 		return sandbox.Info{}, err

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 )
@@ -48,7 +48,7 @@ func agentChoices() []string {
 
 // startExisting starts a sandbox again and, with --agent, a new session of the first
 // agent in it.
-func startExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, name string) error {
+func startExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, name string) error {
 	if len(opts.agents) > 0 {
 		if err := ensureKey(ctx, f, c, opts.agents[0]); err != nil {
 			return err
@@ -71,7 +71,7 @@ func startExisting(ctx context.Context, f *Factory, c *api.Client, opts *upOptio
 // firstSession starts a session of the first agent, ready at its prompt (at work on
 // --prompt, when given), or says how to get a shell when no agent was asked for. In a
 // sandbox that has sessions, it is named after the agent with the first free number.
-func firstSession(ctx context.Context, f *Factory, c *api.Client, opts *upOptions, info sandbox.Info) error {
+func firstSession(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, info sandbox.Info) error {
 	if len(opts.agents) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
 		return nil
@@ -96,7 +96,7 @@ func firstSession(ctx context.Context, f *Factory, c *api.Client, opts *upOption
 
 // freeSessionName is agent, or agent-2, agent-3... when the sandbox has a session of
 // that name.
-func freeSessionName(ctx context.Context, c *api.Client, sb, agent string) (string, error) {
+func freeSessionName(ctx context.Context, c *client.Client, sb, agent string) (string, error) {
 	list, err := c.Sessions(ctx, sb)
 	if err != nil {
 		return "", err

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 )
 
@@ -89,7 +89,7 @@ func runWeb(ctx context.Context, f *Factory, opts *webOptions, flags bool) error
 		fmt.Fprintf(f.IO.ErrOut, "paddock: stopped serving the API on %s; every browser is signed out (tokens stay until `paddock token revoke`)\n", st.URL)
 		return nil
 	}
-	var st api.WebStatus
+	var st wire.WebStatus
 	if !flags {
 		cur, err := c.Web(ctx)
 		if err != nil {
@@ -101,13 +101,13 @@ func runWeb(ctx context.Context, f *Factory, opts *webOptions, flags bool) error
 		case cur.Error != "":
 			return apperr.Unavailable("run `paddock web` with the flags you want again, or `paddock web --stop` to forget it", "%s", cur.Error)
 		default:
-			st, err = c.ServeWeb(ctx, api.WebRequest{Listen: opts.listen})
+			st, err = c.ServeWeb(ctx, wire.WebRequest{Listen: opts.listen})
 		}
 		if err != nil {
 			return err
 		}
 	} else {
-		st, err = c.ServeWeb(ctx, api.WebRequest{Listen: opts.listen, TLSCert: opts.tlsCert, TLSKey: opts.tlsKey})
+		st, err = c.ServeWeb(ctx, wire.WebRequest{Listen: opts.listen, TLSCert: opts.tlsCert, TLSKey: opts.tlsKey})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // webEnv reads what `paddock web` printed (webenv FILE) and sets WEB_URL (the base URL),
@@ -151,7 +151,7 @@ func webExec(ts *testscript.TestScript, client *http.Client, hdr http.Header, u 
 	}
 	defer c.CloseNow()
 	fmt.Fprintf(ts.Stdout(), "HTTP %d\n", resp.StatusCode)
-	first, _ := json.Marshal(api.ExecRequest{Argv: argv})
+	first, _ := json.Marshal(wire.ExecRequest{Argv: argv})
 	ts.Check(c.Write(ctx, websocket.MessageText, first))
 	ts.Check(c.Write(ctx, websocket.MessageText, []byte(`{"type":"eof"}`)))
 	for {
@@ -163,7 +163,7 @@ func webExec(ts *testscript.TestScript, client *http.Client, hdr http.Header, u 
 			ts.Stdout().Write(msg[1:])
 			continue
 		}
-		var ctl api.Control
+		var ctl wire.Control
 		if json.Unmarshal(msg, &ctl) == nil && ctl.Type == "exit" {
 			fmt.Fprintf(ts.Stdout(), "exit %d\n", ctl.Code)
 			return

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -73,8 +73,8 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 				return err
 			}
 			var out, errOut strings.Builder
-			code, err := c.Exec(ctx, args[0], api.ExecRequest{Argv: []string{"git", "-C", inside.Workspace, "worktree", "list", "--porcelain"}, Env: gitsync.SandboxGitEnv},
-				api.ExecIO{Stdout: &out, Stderr: &errOut})
+			code, err := c.Exec(ctx, args[0], wire.ExecRequest{Argv: []string{"git", "-C", inside.Workspace, "worktree", "list", "--porcelain"}, Env: gitsync.SandboxGitEnv},
+				wire.ExecIO{Stdout: &out, Stderr: &errOut})
 			if err != nil {
 				return err
 			}
@@ -132,8 +132,8 @@ func sandboxScript(ctx context.Context, f *Factory, name, script string, args ..
 	var out strings.Builder
 	// With the sandbox's hooks and fsmonitor off, as every git command paddock runs there:
 	// what the agent configured must not break (or ride on) paddock's own work.
-	code, err := c.Exec(ctx, name, api.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...), Env: gitsync.SandboxGitEnv},
-		api.ExecIO{Stdout: &out, Stderr: &out})
+	code, err := c.Exec(ctx, name, wire.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...), Env: gitsync.SandboxGitEnv},
+		wire.ExecIO{Stdout: &out, Stderr: &out})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/servecmd"
@@ -211,7 +212,7 @@ func Teardown(dir string, environ func() []string, exe string) {
 
 // RemoveSandboxes removes every sandbox of the daemon c talks to, running or not, with
 // no final snapshot.
-func RemoveSandboxes(ctx context.Context, c *api.Client) {
+func RemoveSandboxes(ctx context.Context, c *client.Client) {
 	if list, err := c.List(ctx); err == nil {
 		for _, sb := range list {
 			if _, err := c.Remove(ctx, sb.Name, api.RemoveRequest{Force: true, Purge: true}, nil); err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/config"
@@ -163,7 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var once sync.Once
 	apiSrv := api.NewServer(svc, sessions, api.Services{Keys: keys, Images: imagebuild.NewService(backends),
-		Syncs: syncs, Doctor: doctor.New(backends, svc), Net: egressPolicy}, api.Version{Version: opts.Version, Protocol: guestproto.Protocol,
+		Syncs: syncs, Doctor: doctor.New(backends, svc), Net: egressPolicy}, wire.Version{Version: opts.Version, Protocol: guestproto.Protocol,
 		PID: os.Getpid(), Guest: guest.SHA256}, log, func() { once.Do(stop) })
 	web := newWebListener(apiSrv, st, log)
 	apiSrv.EnableWeb(web)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/webui"
@@ -32,7 +33,7 @@ type webListener struct {
 	mu     sync.Mutex
 	srv    *http.Server
 	ln     net.Listener // srv's; closed by close even when srv.Serve has not started yet
-	status api.WebStatus
+	status wire.WebStatus
 	saved  store.WebListener
 	// hijacked are the current server's connections taken over by WebSockets (exec),
 	// which http.Server.Shutdown leaves open: Stop closes them.
@@ -75,37 +76,37 @@ func (l *webListener) restore(ctx context.Context) {
 		return
 	}
 	if err == nil {
-		_, err = l.Serve(ctx, api.WebRequest{Listen: saved.Listen, TLSCert: saved.TLSCert, TLSKey: saved.TLSKey})
+		_, err = l.Serve(ctx, wire.WebRequest{Listen: saved.Listen, TLSCert: saved.TLSCert, TLSKey: saved.TLSKey})
 	}
 	if err != nil {
 		l.log.Error("cannot serve the API over TCP again; `paddock web` says more", "listen", saved.Listen, "err", err)
 		l.mu.Lock()
-		l.status = api.WebStatus{Listen: saved.Listen, Error: fmt.Sprintf("serving %s again at start failed: %v", saved.Listen, err)}
+		l.status = wire.WebStatus{Listen: saved.Listen, Error: fmt.Sprintf("serving %s again at start failed: %v", saved.Listen, err)}
 		l.mu.Unlock()
 	}
 }
 
 // Serve starts serving on req.Listen in place of the current listener, which is put
 // back when the new one cannot start.
-func (l *webListener) Serve(ctx context.Context, req api.WebRequest) (api.WebStatus, error) {
+func (l *webListener) Serve(ctx context.Context, req wire.WebRequest) (wire.WebStatus, error) {
 	if req.Listen == "" {
 		req.Listen = "127.0.0.1:7777"
 	}
 	host, _, err := net.SplitHostPort(req.Listen)
 	if err != nil {
-		return api.WebStatus{}, apperr.Invalid("give host:port, e.g. --listen 127.0.0.1:7777", "bad listen address %q: %v", req.Listen, err)
+		return wire.WebStatus{}, apperr.Invalid("give host:port, e.g. --listen 127.0.0.1:7777", "bad listen address %q: %v", req.Listen, err)
 	}
 	var cfg *tls.Config
 	if (req.TLSCert == "") != (req.TLSKey == "") {
-		return api.WebStatus{}, apperr.Invalid("give both --tls-cert and --tls-key, or neither", "TLS needs a certificate and its key")
+		return wire.WebStatus{}, apperr.Invalid("give both --tls-cert and --tls-key, or neither", "TLS needs a certificate and its key")
 	}
 	if req.TLSCert != "" {
 		if !filepath.IsAbs(req.TLSCert) || !filepath.IsAbs(req.TLSKey) {
-			return api.WebStatus{}, apperr.Invalid("", "the TLS files must be absolute paths")
+			return wire.WebStatus{}, apperr.Invalid("", "the TLS files must be absolute paths")
 		}
 		pair, err := tls.LoadX509KeyPair(req.TLSCert, req.TLSKey)
 		if err != nil {
-			return api.WebStatus{}, apperr.Invalid("check the files are a PEM certificate and its PEM private key, readable by the daemon",
+			return wire.WebStatus{}, apperr.Invalid("check the files are a PEM certificate and its PEM private key, readable by the daemon",
 				"load the TLS certificate %s and key %s: %v", req.TLSCert, req.TLSKey, err)
 		}
 		// HTTP/1.1 only: the exec WebSockets need it.
@@ -126,7 +127,7 @@ func (l *webListener) Serve(ctx context.Context, req api.WebRequest) (api.WebSta
 				l.log.Error("the previous TCP listener could not be restored", "listen", oldSaved.Listen, "err", rerr)
 			}
 		}
-		return api.WebStatus{}, err
+		return wire.WebStatus{}, err
 	}
 	if err := l.store.SetWebListener(ctx, l.saved); err != nil {
 		return st, fmt.Errorf("remember the TCP listener: %w", err)
@@ -134,27 +135,27 @@ func (l *webListener) Serve(ctx context.Context, req api.WebRequest) (api.WebSta
 	return st, nil
 }
 
-func (l *webListener) startSaved(s store.WebListener) (api.WebStatus, error) {
+func (l *webListener) startSaved(s store.WebListener) (wire.WebStatus, error) {
 	var cfg *tls.Config
 	if s.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
 		if err != nil {
-			return api.WebStatus{}, err
+			return wire.WebStatus{}, err
 		}
 		cfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	}
 	host, _, _ := net.SplitHostPort(s.Listen)
-	return l.startLocked(api.WebRequest{Listen: s.Listen, TLSCert: s.TLSCert, TLSKey: s.TLSKey}, host, cfg)
+	return l.startLocked(wire.WebRequest{Listen: s.Listen, TLSCert: s.TLSCert, TLSKey: s.TLSKey}, host, cfg)
 }
 
 // startLocked listens and serves; l.mu is held.
-func (l *webListener) startLocked(req api.WebRequest, host string, cfg *tls.Config) (api.WebStatus, error) {
+func (l *webListener) startLocked(req wire.WebRequest, host string, cfg *tls.Config) (wire.WebStatus, error) {
 	ln, err := net.Listen("tcp", req.Listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return api.WebStatus{}, apperr.Conflict("choose another port with --listen", "%s is in use: %v", req.Listen, err)
+			return wire.WebStatus{}, apperr.Conflict("choose another port with --listen", "%s is in use: %v", req.Listen, err)
 		}
-		return api.WebStatus{}, apperr.Invalid("give an address of this machine, e.g. --listen 127.0.0.1:7777", "listen on %s: %v", req.Listen, err)
+		return wire.WebStatus{}, apperr.Invalid("give an address of this machine, e.g. --listen 127.0.0.1:7777", "listen on %s: %v", req.Listen, err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	loopback := addr.IP.IsLoopback()
@@ -180,7 +181,7 @@ func (l *webListener) startLocked(req api.WebRequest, host string, cfg *tls.Conf
 	}()
 	l.srv, l.ln, l.hijacked = srv, ln, hijacked
 	l.saved = store.WebListener{Listen: addr.String(), TLSCert: req.TLSCert, TLSKey: req.TLSKey}
-	l.status = api.WebStatus{Serving: true, Listen: addr.String(), URL: browseURL(addr, host, cfg != nil), TLS: cfg != nil, Loopback: loopback}
+	l.status = wire.WebStatus{Serving: true, Listen: addr.String(), URL: browseURL(addr, host, cfg != nil), TLS: cfg != nil, Loopback: loopback}
 	return l.status, nil
 }
 
@@ -215,12 +216,12 @@ func networkAddress() string {
 }
 
 // Stop stops serving and forgets the listener.
-func (l *webListener) Stop(ctx context.Context) (api.WebStatus, error) {
+func (l *webListener) Stop(ctx context.Context) (wire.WebStatus, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	was := l.status
 	l.closeLocked(ctx)
-	l.status = api.WebStatus{}
+	l.status = wire.WebStatus{}
 	if err := l.store.DeleteWebListener(ctx); err != nil {
 		return was, err
 	}
@@ -228,7 +229,7 @@ func (l *webListener) Stop(ctx context.Context) (api.WebStatus, error) {
 }
 
 // Status says what is served now.
-func (l *webListener) Status() api.WebStatus {
+func (l *webListener) Status() wire.WebStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.status

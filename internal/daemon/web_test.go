@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/proxy/keyring"
@@ -29,7 +30,7 @@ func newTestWeb(t *testing.T, st *store.Store, handler http.Handler) (*webListen
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	svc := sandbox.New(sandbox.Options{Store: st, Backends: map[string]backend.Backend{}, Logger: log})
-	srv := api.NewServer(svc, session.New(svc, keyring.New(nil), log), api.Services{Keys: keyring.New(nil), Net: svc.Net()}, api.Version{}, log, func() {})
+	srv := api.NewServer(svc, session.New(svc, keyring.New(nil), log), api.Services{Keys: keyring.New(nil), Net: svc.Net()}, wire.Version{}, log, func() {})
 	l := newWebListener(srv, st, log)
 	srv.EnableWeb(l)
 	l.handler = handler
@@ -68,7 +69,7 @@ func TestWebStopEndsWebSockets(t *testing.T) {
 		c.Read(context.Background()) // until the connection dies
 	})
 	l, tok := newTestWeb(t, openStore(t), handler)
-	st, err := l.Serve(ctx, api.WebRequest{Listen: "127.0.0.1:0"})
+	st, err := l.Serve(ctx, wire.WebRequest{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestWebRestore(t *testing.T) {
 	st := openStore(t)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	first, tok := newTestWeb(t, st, ok)
-	served, err := first.Serve(ctx, api.WebRequest{Listen: "127.0.0.1:0"})
+	served, err := first.Serve(ctx, wire.WebRequest{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestWebRestore(t *testing.T) {
 		t.Fatalf("with the port taken: %+v", got)
 	}
 	// Asking again reports the conflict; the store still remembers the listener.
-	if _, err := third.Serve(ctx, api.WebRequest{Listen: served.Listen}); apperr.KindOf(err) != apperr.KindConflict {
+	if _, err := third.Serve(ctx, wire.WebRequest{Listen: served.Listen}); apperr.KindOf(err) != apperr.KindConflict {
 		t.Fatalf("serve on a taken port: %v", err)
 	}
 	if saved, err := st.GetWebListener(ctx); err != nil || saved.Listen != served.Listen {
@@ -146,7 +147,7 @@ func TestWebServeRefusals(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestWeb(t, openStore(t), http.NotFoundHandler())
 	dir := t.TempDir()
-	for _, req := range []api.WebRequest{
+	for _, req := range []wire.WebRequest{
 		{Listen: "7777"},
 		{Listen: "127.0.0.1:0", TLSCert: "/nonexistent/cert.pem", TLSKey: "/nonexistent/key.pem"},
 		{Listen: "127.0.0.1:0", TLSCert: filepath.Join(dir, "c.pem")},

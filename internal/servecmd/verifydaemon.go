@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/backend/conform"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
@@ -156,7 +157,7 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer rcancel()
 			if d.halt != nil || d.serve(ctx) == nil {
-				c := api.NewClient(p.Socket)
+				c := client.NewClient(p.Socket)
 				if list, err := c.List(rctx); err == nil {
 					for _, s := range list {
 						c.Remove(rctx, s.Name, api.RemoveRequest{Force: true, Purge: true}, nil)
@@ -179,7 +180,7 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 	b := make([]byte, 24)
 	rand.Read(b)
 	d.key = "sk-ant-api03-" + hex.EncodeToString(b)
-	if _, err := api.NewClient(p.Socket).SetKey(ctx, "anthropic", d.key); err != nil {
+	if _, err := client.NewClient(p.Socket).SetKey(ctx, "anthropic", d.key); err != nil {
 		d.stop()
 		return nil, fmt.Errorf("set the private daemon's key: %w", err)
 	}

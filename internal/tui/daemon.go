@@ -11,7 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/session"
@@ -64,7 +64,7 @@ func (m *Model) streamEvents(since string) tea.Cmd {
 	ctx, d, ch := m.ctx, m.d, m.evch
 	return func() tea.Msg {
 		go func() {
-			q := api.EventsQuery{Since: since}
+			q := wire.EventsQuery{Since: since}
 			if since == "" {
 				q.Since = "10s" // what happened while the listing was read
 			}
@@ -215,8 +215,8 @@ func (m *Model) readScreen(sb, name string) tea.Cmd {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		var out strings.Builder
-		code, err := d.Exec(cctx, sb, api.ExecRequest{Argv: []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t", "=" + name + ":"}},
-			api.ExecIO{Stdout: &out})
+		code, err := d.Exec(cctx, sb, wire.ExecRequest{Argv: []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t", "=" + name + ":"}},
+			wire.ExecIO{Stdout: &out})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("capture-pane exited with %d", code)
 		}

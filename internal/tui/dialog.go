@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/paddockhq/paddock/internal/agents"
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
@@ -55,7 +55,7 @@ type dialog struct {
 	open      bool // network
 	justDoIt  bool
 
-	doctor    *api.Doctor
+	doctor    *wire.Doctor
 	doctorErr string
 	// inside holds, by "sandbox/agent", why the agent's CLI cannot run in an existing
 	// sandbox ("" when it can), as checked in the sandbox itself; checking marks the
@@ -67,7 +67,7 @@ type dialog struct {
 
 type (
 	doctorMsg struct {
-		doc api.Doctor
+		doc wire.Doctor
 		err error
 	}
 	// dialogResultMsg ends a creation started from the dialog.
@@ -410,7 +410,7 @@ func (d *dialog) checkInside() tea.Cmd {
 	return func() tea.Msg {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		code, err := daemon.Exec(cctx, sb, api.ExecRequest{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", bin}}, api.ExecIO{})
+		code, err := daemon.Exec(cctx, sb, wire.ExecRequest{Argv: []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh", bin}}, wire.ExecIO{})
 		switch {
 		case err != nil:
 			return insideMsg{key, fmt.Sprintf("checking %s in %s: %v", agent, sb, err)}

@@ -17,7 +17,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/charmbracelet/x/vt"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -39,7 +39,7 @@ type fakeDaemon struct {
 	screens map[string]string
 	// missing are the programs not on a sandbox's PATH, by "sandbox/program".
 	missing map[string]bool
-	doctor  api.Doctor
+	doctor  wire.Doctor
 	calls   []string
 	events  chan events.Event
 	// gate, when set, holds every call that changes something until it is closed.
@@ -84,17 +84,17 @@ func (f *fakeDaemon) Runs(ctx context.Context, sb string) ([]store.Run, error) {
 	return out, nil
 }
 
-func (f *fakeDaemon) Run(ctx context.Context, id string) (api.RunDetail, error) {
+func (f *fakeDaemon) Run(ctx context.Context, id string) (wire.RunDetail, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, rs := range f.runs {
 		for _, r := range rs {
 			if r.ID == id {
-				return api.RunDetail{Run: r, Steps: slices.Clone(f.steps[id])}, nil
+				return wire.RunDetail{Run: r, Steps: slices.Clone(f.steps[id])}, nil
 			}
 		}
 	}
-	return api.RunDetail{}, apperr.NotFound("", "no such run %q", id)
+	return wire.RunDetail{}, apperr.NotFound("", "no such run %q", id)
 }
 
 // CancelRun cancels a running run, as the daemon does, and refuses any other.
@@ -174,7 +174,7 @@ func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info,
 	return out, nil
 }
 
-func (f *fakeDaemon) Events(ctx context.Context, q api.EventsQuery, fn func(events.Event) error) error {
+func (f *fakeDaemon) Events(ctx context.Context, q wire.EventsQuery, fn func(events.Event) error) error {
 	f.mu.Lock()
 	f.streams = append(f.streams, q.Since)
 	cut := f.cut
@@ -321,13 +321,13 @@ func (f *fakeDaemon) WriteFile(ctx context.Context, name, p string, mode uint32,
 	return nil
 }
 
-func (f *fakeDaemon) Doctor(ctx context.Context) (api.Doctor, error) {
+func (f *fakeDaemon) Doctor(ctx context.Context) (wire.Doctor, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.doctor, nil
 }
 
-func (f *fakeDaemon) Exec(ctx context.Context, name string, req api.ExecRequest, eio api.ExecIO) (int, error) {
+func (f *fakeDaemon) Exec(ctx context.Context, name string, req wire.ExecRequest, eio wire.ExecIO) (int, error) {
 	if slices.Equal(req.Argv[:4], []string{"sh", "-c", `command -v "$1" >/dev/null`, "sh"}) {
 		f.record("exec %s: command -v %s", name, req.Argv[4])
 		f.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -50,7 +50,7 @@ type Model struct {
 	// runs are each sandbox's runs of paddock's own agent, newest first; runDetail the
 	// selected run's steps, for the preview.
 	runs      map[string][]store.Run
-	runDetail *api.RunDetail
+	runDetail *wire.RunDetail
 	// said is the last line of each session's conversation, note the last thing an event
 	// said about it (its exit), activity the time of its last event; by "sandbox/session".
 	said     map[string]string
@@ -151,7 +151,7 @@ type (
 	}
 	// runMsg is a run's steps, for the preview.
 	runMsg struct {
-		detail api.RunDetail
+		detail wire.RunDetail
 		err    error
 	}
 	// transcriptAgainMsg asks to read a session's transcript again.

@@ -12,7 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -308,7 +308,7 @@ func gitRepo(t *testing.T, branch string) string {
 	return dir
 }
 
-func doctorWith(dockerOK, runsc bool) api.Doctor {
+func doctorWith(dockerOK, runsc bool) wire.Doctor {
 	docker := sandbox.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd",
 		Isolation: backend.IsolationContainer, Preference: 2}
 	if runsc {

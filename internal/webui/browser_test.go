@@ -16,7 +16,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/modeltest"
@@ -57,12 +58,12 @@ type daemon struct {
 	*clitest.Home
 	t      *testing.T
 	home   string
-	client *api.Client
+	client *client.Client
 }
 
 func newDaemon(t *testing.T) *daemon {
 	h := clitest.New(t)
-	d := &daemon{Home: h, t: t, home: h.Dir, client: api.NewClient(h.Paths().Socket)}
+	d := &daemon{Home: h, t: t, home: h.Dir, client: client.NewClient(h.Paths().Socket)}
 	h.InitRepo("repo")
 	return d
 }
@@ -76,7 +77,7 @@ func (d *daemon) paddock(args ...string) string {
 // inside runs argv in sandbox repo and returns its exit code.
 func (d *daemon) inside(argv ...string) int {
 	d.t.Helper()
-	code, err := d.client.Exec(context.Background(), "repo", api.ExecRequest{Argv: argv}, api.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+	code, err := d.client.Exec(context.Background(), "repo", wire.ExecRequest{Argv: argv}, wire.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil {
 		d.t.Fatalf("exec %v: %v", argv, err)
 	}
@@ -85,7 +86,7 @@ func (d *daemon) inside(argv ...string) int {
 
 // web serves the API and the UI over TCP (paddock web) and returns the one-time login URL.
 func (d *daemon) web() string {
-	var st api.WebStatus
+	var st wire.WebStatus
 	if err := json.Unmarshal([]byte(d.paddock("web", "--listen", "127.0.0.1:0", "--json")), &st); err != nil {
 		d.t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/paddockhq/paddock/internal/api"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/inside"
 )
 
@@ -111,9 +111,9 @@ func (d *daemon) conversationState(b *browser, sb, name, answer string) string {
 		fmt.Fprintf(&out, "  %s\n", line)
 	}
 	var file strings.Builder
-	_, err = d.client.Exec(ctx, sb, api.ExecRequest{Argv: []string{"sh", "-c",
+	_, err = d.client.Exec(ctx, sb, wire.ExecRequest{Argv: []string{"sh", "-c",
 		`for f in ` + inside.Home + `/.claude/projects/*/*.jsonl; do stat -c '%n %s bytes, modified %y' "$f"; cut -c1-400 "$f"; done`}},
-		api.ExecIO{Stdout: &file, Stderr: &file})
+		wire.ExecIO{Stdout: &file, Stderr: &file})
 	fmt.Fprintf(&out, "the transcript file (err %v):\n%s\n", err, file.String())
 	fmt.Fprintf(&out, "what the page learnt (UTC):\n%s\n", b.pageTrace())
 	fmt.Fprintf(&out, "page text:\n%s\n", b.text("body"))
@@ -140,9 +140,9 @@ func (d *daemon) appendAnswer(sb, name, text string) {
 	line, _ := json.Marshal(map[string]any{"type": "assistant", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"message": map[string]any{"id": "msg_" + strings.ReplaceAll(text, " ", "_"), "role": "assistant",
 			"content": []any{map[string]any{"type": "text", "text": text}}}})
-	code, err := d.client.Exec(context.Background(), sb, api.ExecRequest{Argv: []string{"sh", "-c",
+	code, err := d.client.Exec(context.Background(), sb, wire.ExecRequest{Argv: []string{"sh", "-c",
 		`f=$(ls ` + inside.Home + `/.claude/projects/*/"$2".jsonl) && printf '%s\n' "$1" >> "$f"`, "sh", string(line), id}},
-		api.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+		wire.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil || code != 0 {
 		d.t.Fatalf("append to the transcript: exit %d, %v", code, err)
 	}

@@ -323,3 +323,14 @@ type Devcontainer struct {
 	// ForwardPorts are recorded for the port preview.
 	ForwardPorts []int `json:"forward_ports,omitempty"`
 }
+
+// ProgressEvent is one line of an NDJSON progress stream. The last line has Done set,
+// with Sandbox on success or Error on failure.
+type ProgressEvent struct {
+	Step    string       `json:"step,omitempty"`
+	Done    bool         `json:"done,omitempty"`
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+	// Snapshot is the snapshot taken (or restored from).
+	Snapshot *SnapshotManifest `json:"snapshot,omitempty"`
+	Error    *ErrorBody        `json:"error,omitempty"`
+}

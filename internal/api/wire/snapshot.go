@@ -143,3 +143,8 @@ type RestoreRequest struct {
 	// Name is the new sandbox's name; the snapshot's sandbox's when empty.
 	Name string `json:"name,omitempty"`
 }
+
+// PruneResult is what POST /v1/snapshots/prune answers: the snapshots removed.
+type PruneResult struct {
+	Removed []string `json:"removed"`
+}
