@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // RemoteHelperName is the name git looks for to handle paddock::SANDBOX URLs. paddock
@@ -30,7 +28,7 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 		return fail("usage: git-remote-paddock REMOTE SANDBOX (git runs it for paddock::SANDBOX URLs)")
 	}
 	name := strings.TrimPrefix(args[1], "paddock://")
-	if err := sandbox.ValidateName(name); err != nil {
+	if err := wire.ValidateName(name); err != nil {
 		return fail("%v", err)
 	}
 	in := bufio.NewReader(f.IO.In)
@@ -59,7 +57,7 @@ func runRemoteHelper(ctx context.Context, f *Factory, args []string) int {
 			}
 			fmt.Fprint(f.IO.Out, "\n")
 			env := append([]string(nil), gitsync.SandboxGitEnv...)
-			if p := os.Getenv("GIT_PROTOCOL"); p != "" {
+			if p := f.Getenv("GIT_PROTOCOL"); p != "" {
 				env = append(env, "GIT_PROTOCOL="+p)
 			}
 			code, err := c.Exec(ctx, name, wire.ExecRequest{Argv: argv, Env: env, Dir: inside.Workspace},
