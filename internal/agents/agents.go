@@ -19,12 +19,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Default is the agent of a session that names none.
-const Default = "claude"
+const Default = wire.DefaultAgent
 
 // Agent describes one agent CLI. Argument lists may hold placeholders, each replaced
 // once, whole words or inside a word: {id} the conversation's id, {from} the id of the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/alarm"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -92,13 +91,13 @@ func runAlarms(ctx context.Context, f *Factory, opts *alarmsOptions) error {
 	if opts.all {
 		path += "?all=1"
 	}
-	var list []alarm.Alarm
+	var list []wire.Alarm
 	if err := c.Do(ctx, http.MethodGet, path, nil, &list); err != nil {
 		return err
 	}
 	if opts.json {
 		if list == nil {
-			list = []alarm.Alarm{}
+			list = []wire.Alarm{}
 		}
 		return writeJSON(f, list)
 	}

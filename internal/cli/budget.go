@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/metering"
+	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/config/cost"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -32,7 +33,7 @@ to raise it, and the agent shows it. Raising the budget lets the session go on. 
 }
 
 func newCmdBudgetSet(f *Factory) *cobra.Command {
-	var l metering.Limit
+	var l cost.Limit
 	cmd := &cobra.Command{
 		Use:   "set SANDBOX[/SESSION] [--usd N] [--tokens N]",
 		Short: "Set the budget of a sandbox or of one of its sessions",
@@ -70,7 +71,7 @@ func newCmdBudgetRm(f *Factory) *cobra.Command {
 				return err
 			}
 			sb, session, _ := strings.Cut(args[0], "/")
-			b, err := c.SetBudget(cmd.Context(), sb, session, metering.Limit{})
+			b, err := c.SetBudget(cmd.Context(), sb, session, cost.Limit{})
 			if err != nil {
 				return err
 			}
@@ -129,7 +130,7 @@ func newCmdBudgetLs(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func limitWords(l metering.Limit) string {
+func limitWords(l cost.Limit) string {
 	var parts []string
 	if l.USD > 0 {
 		parts = append(parts, fmt.Sprintf("$%.2f", l.USD))
@@ -143,11 +144,11 @@ func limitWords(l metering.Limit) string {
 	return strings.Join(parts, " and ")
 }
 
-func spentWords(b metering.Budget) string {
+func spentWords(b wire.Budget) string {
 	return fmt.Sprintf("~$%.2f, %s tokens", b.Spent.CostUSD, tokens(b.Spent.Total()))
 }
 
-func share(b metering.Budget) float64 {
+func share(b wire.Budget) float64 {
 	var s float64
 	if b.USD > 0 {
 		s = b.Spent.CostUSD / b.USD

@@ -13,8 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/internal/api/client"
-	"github.com/paddockhq/paddock/internal/metering"
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -153,7 +152,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 		}
 		name = opts.fork
 		fmt.Fprintf(f.IO.ErrOut, "paddock: forking %s/%s into %s/%s\n", sb, from, sb, name)
-		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, ForkOf: from}, 60*time.Second)
+		info, err := c.CreateSession(ctx, sb, wire.SessionCreateRequest{Name: name, ForkOf: from}, 60*time.Second)
 		if err != nil {
 			return err
 		}
@@ -175,7 +174,7 @@ func runChat(ctx context.Context, f *Factory, opts *chatOptions) error {
 			return err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", opts.agent, sb, name)
-		info, err := c.CreateSession(ctx, sb, session.CreateRequest{Name: name, Agent: opts.agent, Command: opts.command, Worktree: opts.worktree}, 60*time.Second)
+		info, err := c.CreateSession(ctx, sb, wire.SessionCreateRequest{Name: name, Agent: opts.agent, Command: opts.command, Worktree: opts.worktree}, 60*time.Second)
 		if err != nil {
 			return err
 		}
@@ -251,7 +250,7 @@ func isTerminal(s any) bool {
 	return ok && term.IsTerminal(int(file.Fd()))
 }
 
-func printSessions(w io.Writer, list []session.Info) {
+func printSessions(w io.Writer, list []wire.SessionInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tAGENT\tSTATUS\tMESSAGES\tLAST ACTIVITY\tCOST")
 	for _, s := range list {
@@ -259,7 +258,7 @@ func printSessions(w io.Writer, list []session.Info) {
 		if !s.LastActivity.IsZero() {
 			last = age(time.Since(s.LastActivity)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last, metering.CostText(s.Usage))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%s\t%s\n", s.Sandbox, s.Name, s.Agent, s.Status, s.Messages, last, wire.CostText(s.Usage))
 	}
 	tw.Flush()
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/shell"
 )
 
@@ -26,7 +26,7 @@ func attachSession(ctx context.Context, f *Factory, sb, name string) error {
 		}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: %s detaches (the session keeps running)\n", detachKeys(tmuxEnv, outerPrefix))
-	return runExec(ctx, f, &execOptions{name: sb, argv: session.AttachArgv(name), tty: true})
+	return runExec(ctx, f, &execOptions{name: sb, argv: wire.AttachArgv(name), tty: true})
 }
 
 // inWindowEnv marks a paddock that attach started in a window of the user's tmux, which

@@ -15,7 +15,6 @@ import (
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 type doctorOptions struct {
@@ -49,7 +48,7 @@ paddock's own tests run of each agent, subscription logins.`,
 type doctorReport struct {
 	wire.Doctor
 	// Providers are the credential proxy's providers and where their keys come from.
-	Providers []sandbox.ProviderInfo `json:"providers"`
+	Providers []wire.ProviderInfo `json:"providers"`
 	// Config lists config files whose API keys others may read.
 	Config []config.KeyWarning `json:"config"`
 	// ConfigPath is the config file the daemon reads; ConfigFound is false when there is
@@ -160,7 +159,7 @@ func writeDoctor(w io.Writer, r doctorReport, verbose bool) {
 
 // writeBackend writes a backend's line: ok, or why not and the fix; the count of its
 // warnings, whose text (with every finding and runtime) verbose writes below it.
-func writeBackend(w io.Writer, b sandbox.BackendReport, verbose bool) {
+func writeBackend(w io.Writer, b wire.BackendReport, verbose bool) {
 	if !b.Available {
 		line := fmt.Sprintf("missing  %s: %s", b.Name, b.Reason)
 		if b.Fix != "" {
@@ -216,7 +215,7 @@ func writeBackend(w io.Writer, b sandbox.BackendReport, verbose bool) {
 // rest of the agent's line (", key: ANTHROPIC_API_KEY in the daemon's environment"), or,
 // with ok false, that it has none and what to run. An agent with no provider of its
 // own (a shell, an agent pointed at a provider by its config) says nothing.
-func agentKey(agent string, providers []sandbox.ProviderInfo) (string, bool) {
+func agentKey(agent string, providers []wire.ProviderInfo) (string, bool) {
 	a, err := agents.Get(agent)
 	if err != nil || a.Provider == "" {
 		return "", true

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -57,12 +56,12 @@ back from now (10m, 1h), a time (2006-01-02T15:04:05Z, "2006-01-02 15:04", 2006-
 func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
 	now := time.Now()
 	if opts.since != "" {
-		if _, err := events.ParsePoint(opts.since, now, true); err != nil {
+		if _, err := wire.ParsePoint(opts.since, now, true); err != nil {
 			return usagef("--since: %v", err)
 		}
 	}
 	if opts.until != "" {
-		if _, err := events.ParsePoint(opts.until, now, false); err != nil {
+		if _, err := wire.ParsePoint(opts.until, now, false); err != nil {
 			return usagef("--until: %v", err)
 		}
 	}
@@ -81,7 +80,7 @@ func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
 		q.Last = opts.last // the latest events, then the new ones
 	}
 	enc := json.NewEncoder(f.IO.Out)
-	return c.Events(ctx, q, func(ev events.Event) error {
+	return c.Events(ctx, q, func(ev wire.Event) error {
 		if opts.json {
 			return enc.Encode(ev)
 		}
@@ -93,7 +92,7 @@ func runEvents(ctx context.Context, f *Factory, opts *eventsOptions) error {
 // eventLine is an event as one line for people: TIME SANDBOX KIND DETAIL. What came
 // from inside a sandbox is shown with its control characters escaped, newlines and tabs
 // too, so that it cannot pass for another line.
-func eventLine(ev events.Event) string {
+func eventLine(ev wire.Event) string {
 	detail := ev.Detail
 	if detail == "" && ev.Session != "" {
 		detail = ev.Session

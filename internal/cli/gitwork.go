@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsync"
-	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/synccmd"
 )
 
 // hostRepo returns a git runner for the sandbox's host repository, checking that it is
 // still where the sandbox was made from; the runner finds git-remote-paddock, for a push.
-func hostRepo(ctx context.Context, f *Factory, info sandbox.Info) (*gitsync.Git, error) {
+func hostRepo(ctx context.Context, f *Factory, info wire.SandboxInfo) (*gitsync.Git, error) {
 	g, err := synccmd.HostRepo(ctx, syncSandbox(info), f.remote)
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func hostRepo(ctx context.Context, f *Factory, info sandbox.Info) (*gitsync.Git,
 }
 
 // syncSandbox is what a sync reads of a sandbox's record.
-func syncSandbox(info sandbox.Info) synccmd.Sandbox {
+func syncSandbox(info wire.SandboxInfo) synccmd.Sandbox {
 	return synccmd.Sandbox{Name: info.Name, SourcePath: info.SourcePath, BaseCommit: info.BaseCommit}
 }
 
@@ -50,7 +50,7 @@ func helperDir(f *Factory) (string, error) {
 // fetchWork records the sandbox's uncommitted work and fetches everything into the host
 // repository's refs/paddock/SANDBOX/*, for a reader that is not a sync: the next sync
 // still reports what it brought.
-func fetchWork(ctx context.Context, f *Factory, c *client.Client, name string) (sandbox.Info, *gitsync.Git, gitsync.Result, error) {
+func fetchWork(ctx context.Context, f *Factory, c *client.Client, name string) (wire.SandboxInfo, *gitsync.Git, gitsync.Result, error) {
 	info, err := c.Get(ctx, name)
 	if err != nil {
 		return info, nil, gitsync.Result{}, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 )
 
@@ -241,7 +242,7 @@ func chooseAgent(ctx context.Context, f *Factory, c *client.Client, sb, session 
 	}
 	switch len(info.Agents) {
 	case 0:
-		return agents.Default, nil
+		return wire.DefaultAgent, nil
 	case 1:
 		return info.Agents[0], nil
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -23,7 +22,7 @@ type nameOptions struct {
 }
 
 // newCmdStateChange builds start and stop: one API call on one sandbox, then its state.
-func newCmdStateChange(f *Factory, use, short string, call func(*client.Client, context.Context, string) (sandbox.Info, error)) *cobra.Command {
+func newCmdStateChange(f *Factory, use, short string, call func(*client.Client, context.Context, string) (wire.SandboxInfo, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   use + " NAME",
 		Short: short,
@@ -56,7 +55,7 @@ func newCmdStart(f *Factory) *cobra.Command {
 func newCmdStop(f *Factory) *cobra.Command {
 	var suspend bool
 	cmd := newCmdStateChange(f, "stop", "Stop a sandbox and every process in it; its workspace is kept",
-		func(c *client.Client, ctx context.Context, name string) (sandbox.Info, error) {
+		func(c *client.Client, ctx context.Context, name string) (wire.SandboxInfo, error) {
 			if suspend {
 				return c.Suspend(ctx, name)
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -52,7 +51,7 @@ a URL, the context is added (or its address changed); without, the current conte
   paddock --context work ls                    # your sandboxes on the server`,
 		Args: maxArgs(1, "at most a URL, or claude or codex"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && creds.Known(args[0]) {
+			if len(args) == 1 && wire.KnownLogin(args[0]) {
 				return runAgentLogin(cmd.Context(), f, opts, args[0])
 			}
 			if opts.tokenFile != "" || opts.file != "" || opts.fromHost || opts.remove {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/proxy/creds"
 )
 
 // runAgentLogin gives the daemon a subscription login (claude or codex), read on this
@@ -41,7 +40,7 @@ func runAgentLogin(ctx context.Context, f *Factory, opts *loginOptions, name str
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: the daemon holds your %s login now (from %s)%s; sandboxes get a placeholder, never the token\n",
 		name, from, loginExpiryWords(st))
-	if name == creds.LoginCodex || (name == creds.LoginClaude && st.Refreshable) {
+	if name == wire.LoginCodex || (name == wire.LoginClaude && st.Refreshable) {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: the daemon refreshes it by itself; the refresh token it spends is the one %s on this host holds too, so sign in again there (or give paddock a login of its own) if it asks\n", name)
 	}
 	return nil
@@ -53,14 +52,14 @@ func agentLoginRequest(f *Factory, opts *loginOptions, name string) (wire.LoginR
 	if opts.tokenFile != "" && (opts.file != "" || opts.fromHost) || opts.file != "" && opts.fromHost {
 		return req, "", usagef("give one of --token-file, --file and --from-host")
 	}
-	if name == creds.LoginCodex && opts.tokenFile != "" {
+	if name == wire.LoginCodex && opts.tokenFile != "" {
 		return req, "", usagef("a Codex login is its auth.json: give it with --file, or let paddock read $CODEX_HOME/auth.json")
 	}
 	readFile := func(path string) (wire.LoginRequest, string, error) {
 		data, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			hint := "sign in with `claude` and /login first, or give a token of `claude setup-token`"
-			if name == creds.LoginCodex {
+			if name == wire.LoginCodex {
 				hint = "sign in with `codex login` first"
 			}
 			return req, "", usagef("no %s (%s)", path, hint)
@@ -73,7 +72,7 @@ func agentLoginRequest(f *Factory, opts *loginOptions, name string) (wire.LoginR
 	switch {
 	case opts.file != "":
 		return readFile(opts.file)
-	case name == creds.LoginCodex:
+	case name == wire.LoginCodex:
 		home := f.Getenv("CODEX_HOME")
 		if home == "" {
 			h, err := f.homeDir()
@@ -131,7 +130,7 @@ func lastLine(text string) string {
 }
 
 // loginExpiryWords says when a login's token expires, for people.
-func loginExpiryWords(st creds.LoginStatus) string {
+func loginExpiryWords(st wire.LoginStatus) string {
 	if st.ExpiresAt.IsZero() {
 		return ""
 	}

@@ -10,10 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/lscmd"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -60,16 +59,16 @@ func runLs(ctx context.Context, f *Factory, opts *lsOptions) error {
 	for i, sb := range list {
 		shown[i] = lscmd.Sandbox{Name: sb.Name, State: sb.State}
 	}
-	sessions := lscmd.Sessions[session.Info](ctx, c.Client, lscmd.WithSessions(shown))
+	sessions := lscmd.Sessions[wire.SessionInfo](ctx, c.Client, lscmd.WithSessions(shown))
 	type entry struct {
-		sandbox.Info
-		Sessions []session.Info `json:"sessions"`
+		wire.SandboxInfo
+		Sessions []wire.SessionInfo `json:"sessions"`
 	}
 	out := []entry{}
 	for _, sb := range list {
 		s := sessions[sb.Name]
 		if s == nil {
-			s = []session.Info{}
+			s = []wire.SessionInfo{}
 		}
 		out = append(out, entry{sb, s})
 	}
@@ -91,7 +90,7 @@ func runLsAll(ctx context.Context, f *Factory, opts *lsOptions) error {
 	}
 	names := append([]string{LocalContext}, contextNames(cf)...)
 	type answer struct {
-		list []sandbox.Info
+		list []wire.SandboxInfo
 		err  error
 	}
 	answers := make([]answer, len(names))
@@ -119,7 +118,7 @@ func runLsAll(ctx context.Context, f *Factory, opts *lsOptions) error {
 	if opts.json {
 		type entry struct {
 			Context string `json:"context"`
-			sandbox.Info
+			wire.SandboxInfo
 		}
 		type failure struct {
 			Context string `json:"context"`

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/netpolicy"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 type netLearnOptions struct {
@@ -71,7 +71,7 @@ allowed what it used. Learning again starts afresh; --stop ends it early.
 			if err != nil {
 				return err
 			}
-			var l netpolicy.Learning
+			var l wire.Learning
 			if opts.stop {
 				l, err = c.StopNetLearning(ctx, args[0])
 			} else {
@@ -93,14 +93,14 @@ allowed what it used. Learning again starts afresh; --stop ends it early.
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&opts.duration, "for", netpolicy.DefaultLearnFor, "learn for this long (30m, 2h, 24h; at most 168h)")
+	cmd.Flags().DurationVar(&opts.duration, "for", wire.DefaultLearnFor, "learn for this long (30m, 2h, 24h; at most 168h)")
 	cmd.Flags().BoolVar(&opts.stop, "stop", false, "stop learning now, keeping what was learned")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	return cmd
 }
 
 // learnedSummary says in words how much a learn mode recorded.
-func learnedSummary(l netpolicy.Learning) string {
+func learnedSummary(l wire.Learning) string {
 	s := fmt.Sprintf("%d requests to %d destinations", l.Requests, l.Destinations)
 	if l.Dropped > 0 {
 		s += fmt.Sprintf(" (and %d requests to destinations past the 1,000 kept, not recorded)", l.Dropped)
@@ -135,7 +135,7 @@ rules that allowed nothing are removed too ("-"), and otherwise only marked.`,
 			if err != nil {
 				return err
 			}
-			var p netpolicy.Proposal
+			var p wire.Proposal
 			if opts.apply {
 				p, err = c.ApplyNetProposal(ctx, args[0], opts.prune)
 			} else {
@@ -157,7 +157,7 @@ rules that allowed nothing are removed too ("-"), and otherwise only marked.`,
 }
 
 // printProposal writes a proposal as a diff on out, and what it means on errOut.
-func printProposal(out, errOut io.Writer, p netpolicy.Proposal, prune bool) error {
+func printProposal(out, errOut io.Writer, p wire.Proposal, prune bool) error {
 	l := p.Learning
 	state := "learned"
 	if l.Active {

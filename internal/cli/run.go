@@ -18,8 +18,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/runs"
-	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -200,7 +198,7 @@ func newRunSandbox(ctx context.Context, f *Factory, c *client.Client, opts *runO
 
 // prompt runs one prompt, streaming its events, and returns the run as it ended. Ctrl-C
 // (ctx done) cancels the run, which then ends as cancelled.
-func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, req wire.RunRequest, opts *runOptions) (store.Run, error) {
+func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, req wire.RunRequest, opts *runOptions) (wire.Run, error) {
 	follow, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	p := &runPrinter{f: f, json: opts.json}
@@ -227,7 +225,7 @@ func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, 
 		}
 	}()
 	detached := false // events read after --detach let go are not printed
-	r, err := c.StartRun(follow, name, id, req, func(ev runs.Event) {
+	r, err := c.StartRun(follow, name, id, req, func(ev wire.RunEvent) {
 		if detached {
 			return
 		}
@@ -245,7 +243,7 @@ func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, 
 	if opts.detach && runID != "" {
 		fmt.Fprintln(f.IO.Out, runID)
 		fmt.Fprintf(f.IO.ErrOut, "paddock: run %s works on %s in the background\nnext: paddock run follow %s\n", runID, name, runID)
-		return store.Run{ID: runID}, nil
+		return wire.Run{ID: runID}, nil
 	}
 	if err != nil {
 		mu.Lock()
@@ -260,13 +258,13 @@ func prompt(ctx context.Context, f *Factory, c *client.Client, name, id string, 
 }
 
 // runOutcome is the error of a run that did not finish its work.
-func runOutcome(r store.Run) error {
+func runOutcome(r wire.Run) error {
 	switch r.Status {
-	case runs.StatusDone:
+	case wire.RunDone:
 		return nil
-	case runs.StatusStopped:
+	case wire.RunStopped:
 		return &exitError{code: 1}
-	case runs.StatusCancelled:
+	case wire.RunCancelled:
 		return &exitError{code: 130}
 	}
 	return &exitError{code: 1}
@@ -288,7 +286,7 @@ func (p *runPrinter) endText() {
 	}
 }
 
-func (p *runPrinter) event(ev runs.Event) {
+func (p *runPrinter) event(ev wire.RunEvent) {
 	if p.json {
 		data, _ := json.Marshal(ev)
 		fmt.Fprintf(p.f.IO.Out, "%s\n", data)
@@ -523,7 +521,7 @@ func newCmdRuns(f *Factory) *cobra.Command {
 			}
 			if asJSON {
 				if list == nil {
-					list = []store.Run{}
+					list = []wire.Run{}
 				}
 				return writeJSON(f, list)
 			}

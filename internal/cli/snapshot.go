@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -88,7 +87,7 @@ func runSnapshot(ctx context.Context, f *Factory, name string, opts *snapshotOpt
 	return nil
 }
 
-func countFiles(m *snapshot.Manifest) int {
+func countFiles(m *wire.SnapshotManifest) int {
 	n := 0
 	for _, f := range m.Files {
 		if f.Type == "f" {
@@ -142,7 +141,7 @@ func runSnapshots(ctx context.Context, f *Factory, name string, opts *snapshotsO
 	}
 	if opts.json {
 		if list == nil {
-			list = []snapshot.Manifest{}
+			list = []wire.SnapshotManifest{}
 		}
 		return writeJSON(f, list)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/config"
-	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/shell"
 	"github.com/paddockhq/paddock/internal/sshgate"
 	"github.com/paddockhq/paddock/internal/stdioconn"
@@ -200,6 +199,6 @@ func (s *sshSandbox) Banner(ctx context.Context) string {
 		// The status comes from hooks inside the sandbox: shown, never sent as it is.
 		fmt.Fprintf(&b, "  %-12s %-8s %s\n", si.Name, si.Agent, termtext.Escape(si.Status))
 	}
-	fmt.Fprintf(&b, "attach here: tmux -S %s attach -t %s   (or from your machine: paddock attach %s/%s)\n", session.Socket, list[0].Name, s.name, list[0].Name)
+	fmt.Fprintf(&b, "attach here: tmux -S %s attach -t %s   (or from your machine: paddock attach %s/%s)\n", wire.SessionSocket, list[0].Name, s.name, list[0].Name)
 	return b.String()
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/gitsync"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 type upOptions struct {
@@ -152,13 +151,13 @@ func runUp(ctx context.Context, f *Factory, opts *upOptions) error {
 // upURLOnServer makes a sandbox from a git URL through a remote context: the daemon
 // clones it on its host, with that host's credentials, and nothing of this machine's is
 // sent. `sync` later fetches into a clone of the same repository here.
-func upURLOnServer(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits backend.Limits) error {
+func upURLOnServer(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits wire.Limits) error {
 	url := opts.target
 	if err := gitsrc.CheckRemote(url); err != nil {
 		return err
 	}
 	if opts.name == "" {
-		opts.name = sandbox.NameFor(url)
+		opts.name = wire.NameFor(url)
 	}
 	if started, err := reuseExisting(ctx, f, c, opts, "", limits); started || err != nil {
 		return err
@@ -185,18 +184,18 @@ func upURLOnServer(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 
 // checkUpFlags refuses flags that cannot work, before anything is asked of the daemon,
 // and returns the limits asked for.
-func checkUpFlags(opts *upOptions) (backend.Limits, error) {
+func checkUpFlags(opts *upOptions) (wire.Limits, error) {
 	if opts.host != "" {
 		if opts.backend != "" && opts.backend != sshhost.Name {
-			return backend.Limits{}, usagef("--host runs the sandbox on another machine over SSH: it is for --backend %s, not %s", sshhost.Name, opts.backend)
+			return wire.Limits{}, usagef("--host runs the sandbox on another machine over SSH: it is for --backend %s, not %s", sshhost.Name, opts.backend)
 		}
 		opts.backend = sshhost.Name
 	}
 	if opts.network != "closed" && opts.network != "open" {
-		return backend.Limits{}, usagef("--network is closed or open, not %q", opts.network)
+		return wire.Limits{}, usagef("--network is closed or open, not %q", opts.network)
 	}
 	if err := checkAgentFlags(opts); err != nil {
-		return backend.Limits{}, err
+		return wire.Limits{}, err
 	}
 	limits, err := parseLimits(opts)
 	if err != nil {
@@ -206,7 +205,7 @@ func checkUpFlags(opts *upOptions) (backend.Limits, error) {
 		return limits, usagef("--idle-stop is a duration of a second or more (\"30m\"), not %s", opts.idleStop)
 	}
 	if opts.name != "" {
-		if err := sandbox.ValidateName(opts.name); err != nil {
+		if err := wire.ValidateName(opts.name); err != nil {
 			return limits, err
 		}
 	}
@@ -225,10 +224,10 @@ func checkUpFlags(opts *upOptions) (backend.Limits, error) {
 
 // upByName starts again the sandbox a target that is no path or URL names (or, with
 // --fresh, makes it again from its host repository).
-func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.Limits) error {
+func upByName(ctx context.Context, f *Factory, opts *upOptions, limits wire.Limits) error {
 	notFound := apperr.NotFound("give the path of a git repository, a git URL, or the name of a sandbox (`paddock ls`)",
 		"%s is neither a path nor a sandbox", opts.target)
-	if sandbox.ValidateName(opts.target) != nil {
+	if wire.ValidateName(opts.target) != nil {
 		return notFound
 	}
 	c, err := f.Client(ctx)
@@ -263,7 +262,7 @@ func upByName(ctx context.Context, f *Factory, opts *upOptions, limits backend.L
 
 // restoreLost brings back a sandbox its backend lost from its newest snapshot: the lost
 // record goes, and the snapshot comes back under the same name.
-func restoreLost(ctx context.Context, f *Factory, c *client.Client, info sandbox.Info) error {
+func restoreLost(ctx context.Context, f *Factory, c *client.Client, info wire.SandboxInfo) error {
 	list, err := c.Snapshots(ctx, info.Name)
 	if err != nil {
 		return err
@@ -290,7 +289,7 @@ func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url 
 	if gitURL.MatchString(opts.target) {
 		url = opts.target
 		if opts.name == "" {
-			opts.name = sandbox.NameFor(url)
+			opts.name = wire.NameFor(url)
 		}
 		var p config.Paths
 		if p, err = f.Paths(); err == nil {
@@ -300,7 +299,7 @@ func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url 
 	} else {
 		repo, err = repoRoot(ctx, opts.target)
 		if opts.name == "" && err == nil {
-			opts.name = sandbox.NameFor(filepath.Base(repo))
+			opts.name = wire.NameFor(filepath.Base(repo))
 		}
 	}
 	if err != nil {
@@ -313,7 +312,7 @@ func resolveSource(ctx context.Context, f *Factory, opts *upOptions) (repo, url 
 // reuseExisting deals with a sandbox of the same name: from this repository it is
 // started again (or removed, with --fresh); from another, the name is taken. started
 // says the sandbox is up and nothing is left to do.
-func reuseExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, repo string, limits backend.Limits) (started bool, err error) {
+func reuseExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, repo string, limits wire.Limits) (started bool, err error) {
 	existing, err := c.Get(ctx, opts.name)
 	if apperr.KindOf(err) == apperr.KindNotFound {
 		return false, nil
@@ -345,16 +344,16 @@ func reuseExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 
 // createSandbox asks the daemon for the sandbox, streaming the repository's bundle to
 // it and printing its progress.
-func createSandbox(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits backend.Limits, repo, url string, src gitsrc.Source) (sandbox.Info, error) {
+func createSandbox(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, limits wire.Limits, repo, url string, src gitsrc.Source) (wire.SandboxInfo, error) {
 	bundle, wait, err := gitsrc.Bundle(ctx, repo)
 	if err != nil {
-		return sandbox.Info{}, err
+		return wire.SandboxInfo{}, err
 	}
 	dc, err := devcontainerFor(f, opts, repo)
 	if err != nil {
 		bundle.Close()
 		wait()
-		return sandbox.Info{}, err
+		return wire.SandboxInfo{}, err
 	}
 	req := wire.SandboxCreateRequest{Name: opts.name, Backend: opts.backend, Rootfs: opts.rootfs, Network: opts.network,
 		Image: opts.image, Placement: placement(opts), CPUs: limits.CPUs, MemoryBytes: limits.MemoryBytes, PidsLimit: limits.Pids, DiskBytes: limits.DiskBytes, Devcontainer: dc, Runtime: opts.runtime,
@@ -404,7 +403,7 @@ func placement(opts *upOptions) map[string]string {
 // devcontainerFor applies the precedence --devcontainer > --image > the project's
 // .devcontainer (with a backend that builds images: docker) > the default image, and
 // prints what a devcontainer.json asks that paddock does not do.
-func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Config, error) {
+func devcontainerFor(f *Factory, opts *upOptions, repo string) (*wire.Devcontainer, error) {
 	builders := backend.NamesWhere(func(d backend.Description) bool { return d.Images.Build })
 	path := opts.devcontainer
 	if path == "" {
@@ -444,8 +443,8 @@ func devcontainerFor(f *Factory, opts *upOptions, repo string) (*devcontainer.Co
 
 // parseLimits reads --cpus, --memory, --pids and --disk. A value given must be a positive number
 // large enough for a sandbox to run; leaving the flag out gives the default.
-func parseLimits(opts *upOptions) (backend.Limits, error) {
-	var l backend.Limits
+func parseLimits(opts *upOptions) (wire.Limits, error) {
+	var l wire.Limits
 	if opts.cpus != "" {
 		v, err := strconv.ParseFloat(opts.cpus, 64)
 		if err != nil || !(v > 0) || math.IsInf(v, 0) {
@@ -510,7 +509,7 @@ func parseBytes(s string) (int64, error) {
 
 // sameRuntime refuses --runtime on an existing sandbox made under another: the runtime
 // is chosen when a sandbox is made.
-func sameRuntime(opts *upOptions, info sandbox.Info) error {
+func sameRuntime(opts *upOptions, info wire.SandboxInfo) error {
 	if opts.runtime == "" || opts.runtime == info.Runtime {
 		return nil
 	}
@@ -523,8 +522,8 @@ func sameRuntime(opts *upOptions, info sandbox.Info) error {
 
 // sameLimits refuses --cpus, --memory, --pids and --disk on an existing sandbox: its limits are
 // chosen when it is made.
-func sameLimits(l backend.Limits, info sandbox.Info) error {
-	if l == (backend.Limits{}) {
+func sameLimits(l wire.Limits, info wire.SandboxInfo) error {
+	if l == (wire.Limits{}) {
 		return nil
 	}
 	return usagef("sandbox %s exists, and its limits were set when it was made: to make it anew with these, add --fresh", info.Name)

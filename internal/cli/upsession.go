@@ -8,8 +8,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/client"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // checkAgentFlags refuses an unknown --agent, and a --prompt with no agent to take it,
@@ -71,7 +70,7 @@ func startExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 // firstSession starts a session of the first agent, ready at its prompt (at work on
 // --prompt, when given), or says how to get a shell when no agent was asked for. In a
 // sandbox that has sessions, it is named after the agent with the first free number.
-func firstSession(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, info sandbox.Info) error {
+func firstSession(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, info wire.SandboxInfo) error {
 	if len(opts.agents) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "next: paddock shell %s\n", info.Name)
 		return nil
@@ -82,7 +81,7 @@ func firstSession(ctx context.Context, f *Factory, c *client.Client, opts *upOpt
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s in %s/%s\n", agent, info.Name, name)
-	s, err := c.CreateSession(ctx, info.Name, session.CreateRequest{Name: name, Agent: agent, Prompt: opts.prompt}, 60*time.Second)
+	s, err := c.CreateSession(ctx, info.Name, wire.SessionCreateRequest{Name: name, Agent: agent, Prompt: opts.prompt}, 60*time.Second)
 	if err != nil {
 		return fmt.Errorf("the sandbox is up, but its session is not: %w", err)
 	}

@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/internal/metering"
-	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -87,9 +86,9 @@ func runUsage(ctx context.Context, f *Factory, opts *usageOptions) error {
 	return nil
 }
 
-func usageCells(s store.UsageSum) string {
+func usageCells(s wire.UsageSum) string {
 	return fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", s.Requests, tokens(s.InputTokens), tokens(s.OutputTokens),
-		tokens(s.CacheReadTokens), tokens(s.CacheWriteTokens), metering.CostText(&s))
+		tokens(s.CacheReadTokens), tokens(s.CacheWriteTokens), wire.CostText(&s))
 }
 
 // tokens is a token count for people: 950, 12.3k, 4.5M.

@@ -10,8 +10,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
 )
 
 func newCmdWorktree(f *Factory) *cobra.Command {
@@ -31,7 +29,7 @@ func newCmdWorktree(f *Factory) *cobra.Command {
 		Short: "Add a worktree on BRANCH (made from --from, default HEAD, if it does not exist)",
 		Args:  exactArgs(2, "a sandbox and a branch"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := sandbox.ValidateName(args[1]); err != nil {
+			if err := wire.ValidateName(args[1]); err != nil {
 				return err
 			}
 			script := `set -e
@@ -42,8 +40,8 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 			if start == "" {
 				start = "HEAD"
 			}
-			return sandboxScript(cmd.Context(), f, args[0], script, args[1], session.WorktreeDir(args[1]), start,
-				fmt.Sprintf("paddock: worktree %s at %s\n", args[1], session.WorktreeDir(args[1])))
+			return sandboxScript(cmd.Context(), f, args[0], script, args[1], wire.WorktreeDir(args[1]), start,
+				fmt.Sprintf("paddock: worktree %s at %s\n", args[1], wire.WorktreeDir(args[1])))
 		},
 	}
 	add.Flags().StringVar(&from, "from", "", "the commit a new branch starts from (default HEAD)")
@@ -57,7 +55,7 @@ if git show-ref --verify -q "refs/heads/$1"; then git worktree add -q "$2" "$1";
 			if force {
 				flag = "--force"
 			}
-			return sandboxScript(cmd.Context(), f, args[0], script, args[1], session.WorktreeDir(args[1]), "", flag,
+			return sandboxScript(cmd.Context(), f, args[0], script, args[1], wire.WorktreeDir(args[1]), "", flag,
 				fmt.Sprintf("paddock: removed worktree %s\n", args[1]))
 		},
 	}

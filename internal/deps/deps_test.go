@@ -56,29 +56,9 @@ var guestOnly = []string{
 // each with why it remains: importer, imported, reason. The test fails when one is gone,
 // so that the list only shrinks.
 var known = []struct{ from, to, why string }{
-	{"internal/cli", "internal/api", "the API's client is still package api, beside its server"},
-	{"internal/tui", "internal/api", "the API's client is still package api, beside its server"},
-	{"internal/cli", "internal/sandbox", "names sandbox.Info, CreateRequest, ProviderInfo, BackendReport and NameFor, not yet wire's"},
-	{"internal/tui", "internal/sandbox", "names sandbox.Info, BackendReport, AgentReport and NameFor, not yet wire's"},
-	{"internal/cli", "internal/session", "names session.Info, CreateRequest, Socket, WorktreeDir and AttachArgv, not yet wire's"},
-	{"internal/tui", "internal/session", "names session.Info, CreateRequest and Socket, not yet wire's"},
-	{"internal/cli", "internal/store", "names store.Run and UsageSum, not yet wire's"},
-	{"internal/tui", "internal/store", "names store.Run and UsageSum, not yet wire's"},
-	{"internal/cli", "internal/metering", "formats costs with metering.CostText and names Budget and Limit"},
-	{"internal/tui", "internal/metering", "formats costs with metering.CostText"},
-	{"internal/cli", "internal/snapshot", "names snapshot.Manifest, not yet wire's"},
-	{"internal/tui", "internal/snapshot", "names snapshot.Manifest, not yet wire's"},
-	{"internal/cli", "internal/events", "names events.Event and parses --since with events.ParsePoint"},
-	{"internal/tui", "internal/events", "names events.Event, not yet wire's"},
 	{"internal/cli", "internal/backend", "up checks --cpus, --memory, --disk and --rootfs with the backends' own checks before asking"},
-	{"internal/tui", "internal/backend", "ranks backends by backend.Isolation"},
 	{"internal/cli", "internal/backend/sshhost", "up --host names the ssh backend and its placement by sshhost's constants"},
-	{"internal/cli", "internal/alarm", "names alarm.Alarm, not yet wire's"},
-	{"internal/cli", "internal/netpolicy", "names netpolicy.Proposal and Learning and learn mode's default length"},
-	{"internal/cli", "internal/proxy/creds", "login names the subscription logins by creds' constants"},
-	{"internal/cli", "internal/runs", "names runs.Event and the runs' statuses"},
 	{"internal/agents", "internal/transcript", "the agents' adapters, which cli links for their names, carry their transcripts' parsers"},
-	{"internal/tui", "internal/transcript", "names transcript.Entry and its kinds, not yet wire's"},
 }
 
 // TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the

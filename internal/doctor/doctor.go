@@ -73,7 +73,7 @@ func (s *Service) Agents() []wire.AgentReport {
 		if err != nil {
 			continue
 		}
-		r := wire.AgentReport{Name: name, Install: a.Install, Status: a.Status.Source, Tested: a.Tested, Disposable: a.Memory != ""}
+		r := wire.AgentReport{Name: name, Binary: a.Binary, Install: a.Install, Status: a.Status.Source, Tested: a.Tested, Disposable: a.Memory != ""}
 		for _, dir := range sandboxPATH {
 			p := filepath.Join(dir, a.Binary)
 			if _, err := exec.LookPath(p); err == nil {

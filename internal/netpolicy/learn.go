@@ -14,7 +14,7 @@ import (
 )
 
 // DefaultLearnFor is how long learn mode lasts when not told.
-const DefaultLearnFor = time.Hour
+const DefaultLearnFor = wire.DefaultLearnFor
 
 // maxLearnFor bounds learn mode: a record meant to shape an allowlist, not a log.
 const maxLearnFor = 7 * 24 * time.Hour

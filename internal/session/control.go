@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestclient"
@@ -17,15 +18,8 @@ import (
 	"github.com/paddockhq/paddock/internal/store"
 )
 
-// AttachArgv is the command that attaches a terminal to a session (or, with name "",
-// to the sandbox's tmux server and its sessions). Detaching leaves everything running.
-func AttachArgv(name string) []string {
-	argv := []string{"tmux", "-S", Socket, "attach-session"}
-	if name != "" {
-		argv = append(argv, "-t", "="+name)
-	}
-	return argv
-}
+// AttachArgv is the command that attaches a terminal to a session (wire.AttachArgv).
+func AttachArgv(name string) []string { return wire.AttachArgv(name) }
 
 // Restart brings back a session whose process exited, resuming its conversation.
 func (s *Service) Restart(ctx context.Context, sandboxName, name string) (Info, error) {

@@ -33,7 +33,7 @@ import (
 // Paths inside every sandbox.
 const (
 	// Socket is the sandbox's tmux server socket.
-	Socket = inside.Run + "/tmux.sock"
+	Socket = wire.SessionSocket
 	// StatusDir holds one status file per session, written by `paddock guest notify`.
 	StatusDir = inside.StatusDir
 	// tmuxConf is read when the tmux server starts.
@@ -42,8 +42,8 @@ const (
 	Workdir = inside.Workspace
 )
 
-// WorktreeDir is where a worktree of branch lives inside the sandbox.
-func WorktreeDir(branch string) string { return Workdir + "/.worktrees/" + branch }
+// WorktreeDir is where a worktree of branch lives inside the sandbox (wire.WorktreeDir).
+func WorktreeDir(branch string) string { return wire.WorktreeDir(branch) }
 
 // Info is wire.SessionInfo.
 type Info = wire.SessionInfo

@@ -12,9 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/transcript"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // watchWriter is the program's terminal: it tells when text has been written since the
@@ -52,10 +50,10 @@ func fleet(n, per int) *fakeDaemon {
 	f := newFake()
 	now := time.Now()
 	for i := range n {
-		var ss []session.Info
+		var ss []wire.SessionInfo
 		for j := range per {
 			st := []string{"working", "waiting", "idle", "exited"}[(i+j)%4]
-			ss = append(ss, session.Info{Name: fmt.Sprintf("w%03d-s%d", i, j), Agent: "claude", Status: st,
+			ss = append(ss, wire.SessionInfo{Name: fmt.Sprintf("w%03d-s%d", i, j), Agent: "claude", Status: st,
 				LastActivity: now.Add(-time.Duration(i*j) * time.Minute)})
 		}
 		f.addSandbox(fmt.Sprintf("sb%03d", i), fmt.Sprintf("/src/project-%02d", i/5), "running", ss...)
@@ -167,9 +165,9 @@ func BenchmarkTUIEventToScreen(b *testing.B) {
 		begin := time.Now()
 		// The agent's last words, which the TUI reads on the event and shows on the line.
 		t.f.mu.Lock()
-		t.f.transcript["sb000/w000-s0"] = []transcript.Entry{{Kind: transcript.KindAssistant, Text: detail}}
+		t.f.transcript["sb000/w000-s0"] = []wire.TranscriptEntry{{Kind: wire.EntryAssistant, Text: detail}}
 		t.f.mu.Unlock()
-		t.f.publish(events.Event{Seq: seq, Time: time.Now(), Sandbox: "sb000", Session: "w000-s0", Kind: "session-status",
+		t.f.publish(wire.Event{Seq: seq, Time: time.Now(), Sandbox: "sb000", Session: "w000-s0", Kind: "session-status",
 			Detail: detail, Attrs: map[string]string{"status": []string{"working", "idle"}[seq%2]}})
 		waitHit(b, hit, detail)
 		return time.Since(begin)

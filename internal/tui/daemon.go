@@ -13,10 +13,6 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // loadAll reads the listing: every sandbox, and the sessions of each (8 sandboxes at once).
@@ -28,7 +24,7 @@ func (m *Model) loadAll() tea.Cmd {
 		if err != nil {
 			return listedMsg{err: err}
 		}
-		out := listedMsg{sandboxes: list, sessions: map[string][]session.Info{}, runs: map[string][]store.Run{}}
+		out := listedMsg{sandboxes: list, sessions: map[string][]wire.SessionInfo{}, runs: map[string][]wire.Run{}}
 		if runs, err := d.Runs(ctx, ""); err == nil { // a daemon that keeps no runs shows none
 			for _, r := range runs {
 				out.runs[r.Sandbox] = append(out.runs[r.Sandbox], r)
@@ -68,7 +64,7 @@ func (m *Model) streamEvents(since string) tea.Cmd {
 			if since == "" {
 				q.Since = "10s" // what happened while the listing was read
 			}
-			err := d.Events(ctx, q, func(ev events.Event) error {
+			err := d.Events(ctx, q, func(ev wire.Event) error {
 				select {
 				case ch <- eventsMsg{ev}:
 					return nil
@@ -215,7 +211,7 @@ func (m *Model) readScreen(sb, name string) tea.Cmd {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		var out strings.Builder
-		code, err := d.Exec(cctx, sb, wire.ExecRequest{Argv: []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t", "=" + name + ":"}},
+		code, err := d.Exec(cctx, sb, wire.ExecRequest{Argv: []string{"tmux", "-S", wire.SessionSocket, "capture-pane", "-p", "-t", "=" + name + ":"}},
 			wire.ExecIO{Stdout: &out})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("capture-pane exited with %d", code)
@@ -236,16 +232,16 @@ func (m *Model) readAllTranscripts() tea.Cmd {
 }
 
 // lastSaid is a conversation's last line worth showing in the list.
-func lastSaid(entries []transcript.Entry) string {
+func lastSaid(entries []wire.TranscriptEntry) string {
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		var text string
 		switch e.Kind {
-		case transcript.KindAssistant:
+		case wire.EntryAssistant:
 			text = e.Text
-		case transcript.KindUser:
+		case wire.EntryUser:
 			text = "› " + e.Text
-		case transcript.KindToolCall:
+		case wire.EntryToolCall:
 			text = e.Tool + " " + e.InputText()
 		default:
 			continue

@@ -11,10 +11,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsrc"
-	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
 // The dialog's fields, in focus order.
@@ -47,9 +45,9 @@ type dialog struct {
 
 	sandboxes []string // "new sandbox", then the project's sandboxes
 	sandboxI  int
-	backends  []sandbox.BackendReport
+	backends  []wire.BackendReport
 	backendI  int
-	agents    []sandbox.AgentReport
+	agents    []wire.AgentReport
 	agentI    int
 	worktree  bool
 	open      bool // network
@@ -140,7 +138,7 @@ func (d *dialog) update(msg tea.Msg) tea.Cmd {
 			}
 		}
 		for i, a := range d.agents {
-			if a.Name == agents.Default {
+			if a.Name == wire.DefaultAgent {
 				d.agentI = i
 			}
 		}
@@ -395,18 +393,18 @@ func (d *dialog) checkInside() tea.Cmd {
 	if d.isNew() || len(d.agents) == 0 || d.sandboxI >= len(d.sandboxes) {
 		return nil
 	}
-	sb, agent := d.sandboxes[d.sandboxI], d.agents[d.agentI].Name
+	a := d.agents[d.agentI]
+	sb, agent := d.sandboxes[d.sandboxI], a.Name
 	key := sb + "/" + agent
 	if _, known := d.inside[key]; known || d.checking[key] || d.m.sandboxes[sb].State != "running" {
 		return nil
 	}
-	a, err := agents.Get(agent)
-	if err != nil {
-		d.inside[key] = err.Error()
-		return nil
+	bin := a.Binary
+	if bin == "" { // a daemon older than the doctor's report of it: the command is the agent's name
+		bin = a.Name
 	}
 	d.checking[key] = true
-	ctx, daemon, bin := d.m.ctx, d.m.d, a.Binary
+	ctx, daemon := d.m.ctx, d.m.d
 	return func() tea.Msg {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

@@ -19,11 +19,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // fakeDaemon stands in for the daemon at the TUI's seam. It keeps sandboxes and sessions
@@ -32,16 +28,16 @@ import (
 // publishes, and records every call in order.
 type fakeDaemon struct {
 	mu         sync.Mutex
-	sandboxes  map[string]sandbox.Info
-	sessions   map[string][]session.Info
-	transcript map[string][]transcript.Entry
+	sandboxes  map[string]wire.SandboxInfo
+	sessions   map[string][]wire.SessionInfo
+	transcript map[string][]wire.TranscriptEntry
 	// screens are what sessions' panes show, by "sandbox/session:" (capture-pane's target).
 	screens map[string]string
 	// missing are the programs not on a sandbox's PATH, by "sandbox/program".
 	missing map[string]bool
 	doctor  wire.Doctor
 	calls   []string
-	events  chan events.Event
+	events  chan wire.Event
 	// gate, when set, holds every call that changes something until it is closed.
 	gate chan struct{}
 	// failRestart makes RestartSession fail with it.
@@ -51,33 +47,33 @@ type fakeDaemon struct {
 	cut     chan struct{}
 	streams []string
 	// runs are each sandbox's runs, newest first; steps each run's steps.
-	runs  map[string][]store.Run
-	steps map[string][]store.RunStep
+	runs  map[string][]wire.Run
+	steps map[string][]wire.RunStep
 }
 
 func newFake() *fakeDaemon {
-	return &fakeDaemon{sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{},
-		transcript: map[string][]transcript.Entry{}, screens: map[string]string{}, missing: map[string]bool{}, events: make(chan events.Event, 1024),
-		runs: map[string][]store.Run{}, steps: map[string][]store.RunStep{}}
+	return &fakeDaemon{sandboxes: map[string]wire.SandboxInfo{}, sessions: map[string][]wire.SessionInfo{},
+		transcript: map[string][]wire.TranscriptEntry{}, screens: map[string]string{}, missing: map[string]bool{}, events: make(chan wire.Event, 1024),
+		runs: map[string][]wire.Run{}, steps: map[string][]wire.RunStep{}}
 }
 
 func (f *fakeDaemon) addSandbox(name, project, state string, sessions ...session.Info) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sandboxes[name] = sandbox.Info{Name: name, Backend: "bwrap", State: state, SourcePath: project, Network: "closed", SyncMode: "manual"}
+	f.sandboxes[name] = wire.SandboxInfo{Name: name, Backend: "bwrap", State: state, SourcePath: project, Network: "closed", SyncMode: "manual"}
 	for i := range sessions {
 		sessions[i].Sandbox = name
 	}
 	f.sessions[name] = sessions
 }
 
-func (f *fakeDaemon) Runs(ctx context.Context, sb string) ([]store.Run, error) {
+func (f *fakeDaemon) Runs(ctx context.Context, sb string) ([]wire.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sb != "" {
 		return slices.Clone(f.runs[sb]), nil
 	}
-	var out []store.Run
+	var out []wire.Run
 	for _, rs := range f.runs {
 		out = append(out, rs...)
 	}
@@ -98,7 +94,7 @@ func (f *fakeDaemon) Run(ctx context.Context, id string) (wire.RunDetail, error)
 }
 
 // CancelRun cancels a running run, as the daemon does, and refuses any other.
-func (f *fakeDaemon) CancelRun(ctx context.Context, id string) (store.Run, error) {
+func (f *fakeDaemon) CancelRun(ctx context.Context, id string) (wire.Run, error) {
 	f.record("cancel-run %s", id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,7 +109,7 @@ func (f *fakeDaemon) CancelRun(ctx context.Context, id string) (store.Run, error
 			}
 		}
 	}
-	return store.Run{}, apperr.NotFound("", "no such run %q", id)
+	return wire.Run{}, apperr.NotFound("", "no such run %q", id)
 }
 
 func (f *fakeDaemon) record(format string, args ...any) {
@@ -132,34 +128,34 @@ func (f *fakeDaemon) callLog() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeDaemon) List(ctx context.Context) ([]sandbox.Info, error) {
+func (f *fakeDaemon) List(ctx context.Context) ([]wire.SandboxInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []sandbox.Info
+	var out []wire.SandboxInfo
 	for _, sb := range f.sandboxes {
 		out = append(out, sb)
 	}
 	return out, nil
 }
 
-func (f *fakeDaemon) Get(ctx context.Context, name string) (sandbox.Info, error) {
+func (f *fakeDaemon) Get(ctx context.Context, name string) (wire.SandboxInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb, ok := f.sandboxes[name]
 	if !ok {
-		return sandbox.Info{}, apperr.NotFound("", "no sandbox named %q", name)
+		return wire.SandboxInfo{}, apperr.NotFound("", "no sandbox named %q", name)
 	}
 	return sb, nil
 }
 
-func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info, error) {
+func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]wire.SessionInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb, ok := f.sandboxes[name]
 	if !ok {
 		return nil, apperr.NotFound("", "no sandbox named %q", name)
 	}
-	out := append([]session.Info(nil), f.sessions[name]...)
+	out := append([]wire.SessionInfo(nil), f.sessions[name]...)
 	if sb.State != "running" {
 		// As the daemon answers: the sessions are there, their processes are not; those
 		// that ran when the sandbox stopped are stopped (start resumes them).
@@ -174,7 +170,7 @@ func (f *fakeDaemon) Sessions(ctx context.Context, name string) ([]session.Info,
 	return out, nil
 }
 
-func (f *fakeDaemon) Events(ctx context.Context, q wire.EventsQuery, fn func(events.Event) error) error {
+func (f *fakeDaemon) Events(ctx context.Context, q wire.EventsQuery, fn func(wire.Event) error) error {
 	f.mu.Lock()
 	f.streams = append(f.streams, q.Since)
 	cut := f.cut
@@ -194,7 +190,7 @@ func (f *fakeDaemon) Events(ctx context.Context, q wire.EventsQuery, fn func(eve
 }
 
 // publish changes the state as the daemon would and streams the event.
-func (f *fakeDaemon) publish(ev events.Event) {
+func (f *fakeDaemon) publish(ev wire.Event) {
 	f.mu.Lock()
 	if ev.Kind == "session-status" {
 		for i, s := range f.sessions[ev.Sandbox] {
@@ -207,7 +203,7 @@ func (f *fakeDaemon) publish(ev events.Event) {
 	f.events <- ev
 }
 
-func (f *fakeDaemon) Transcript(ctx context.Context, sb, name string) ([]transcript.Entry, error) {
+func (f *fakeDaemon) Transcript(ctx context.Context, sb, name string) ([]wire.TranscriptEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	entries, ok := f.transcript[sb+"/"+name]
@@ -218,7 +214,7 @@ func (f *fakeDaemon) Transcript(ctx context.Context, sb, name string) ([]transcr
 	return entries, nil
 }
 
-func (f *fakeDaemon) Start(ctx context.Context, name string) (sandbox.Info, error) {
+func (f *fakeDaemon) Start(ctx context.Context, name string) (wire.SandboxInfo, error) {
 	f.record("start %s", name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -235,7 +231,7 @@ func (f *fakeDaemon) Start(ctx context.Context, name string) (sandbox.Info, erro
 	return sb, nil
 }
 
-func (f *fakeDaemon) Stop(ctx context.Context, name string) (sandbox.Info, error) {
+func (f *fakeDaemon) Stop(ctx context.Context, name string) (wire.SandboxInfo, error) {
 	f.record("stop %s", name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -272,15 +268,15 @@ func (f *fakeDaemon) RemoveSession(ctx context.Context, sb, name string) error {
 	return nil
 }
 
-func (f *fakeDaemon) RestartSession(ctx context.Context, sb, name string) (session.Info, error) {
+func (f *fakeDaemon) RestartSession(ctx context.Context, sb, name string) (wire.SessionInfo, error) {
 	f.record("restart %s/%s", sb, name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failRestart != nil {
-		return session.Info{}, f.failRestart
+		return wire.SessionInfo{}, f.failRestart
 	}
 	if f.sandboxes[sb].State != "running" {
-		return session.Info{}, apperr.Conflict("", "sandbox %q is not running", sb)
+		return wire.SessionInfo{}, apperr.Conflict("", "sandbox %q is not running", sb)
 	}
 	for i, s := range f.sessions[sb] {
 		if s.Name == name {
@@ -288,7 +284,7 @@ func (f *fakeDaemon) RestartSession(ctx context.Context, sb, name string) (sessi
 			return f.sessions[sb][i], nil
 		}
 	}
-	return session.Info{}, apperr.NotFound("", "no session %q", name)
+	return wire.SessionInfo{}, apperr.NotFound("", "no session %q", name)
 }
 
 func (f *fakeDaemon) SendToSession(ctx context.Context, sb, name, text string) error {
@@ -296,7 +292,7 @@ func (f *fakeDaemon) SendToSession(ctx context.Context, sb, name, text string) e
 	return nil
 }
 
-func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req session.CreateRequest, wait time.Duration) (session.Info, error) {
+func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req wire.SessionCreateRequest, wait time.Duration) (wire.SessionInfo, error) {
 	if req.ForkOf != "" {
 		f.record("create-session %s/%s fork_of=%s", sb, req.Name, req.ForkOf)
 	} else {
@@ -308,9 +304,9 @@ func (f *fakeDaemon) CreateSession(ctx context.Context, sb string, req session.C
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sandboxes[sb].State != "running" {
-		return session.Info{}, apperr.Conflict("", "sandbox %q is not running", sb)
+		return wire.SessionInfo{}, apperr.Conflict("", "sandbox %q is not running", sb)
 	}
-	info := session.Info{Sandbox: sb, Name: req.Name, Agent: req.Agent, Status: "starting"}
+	info := wire.SessionInfo{Sandbox: sb, Name: req.Name, Agent: req.Agent, Status: "starting"}
 	f.sessions[sb] = append(f.sessions[sb], info)
 	return info, nil
 }
@@ -340,7 +336,7 @@ func (f *fakeDaemon) Exec(ctx context.Context, name string, req wire.ExecRequest
 	f.mu.Lock()
 	screen, ok := f.screens[name+"/"+strings.TrimPrefix(req.Argv[len(req.Argv)-1], "=")]
 	f.mu.Unlock()
-	if !slices.Equal(req.Argv[:len(req.Argv)-1], []string{"tmux", "-S", session.Socket, "capture-pane", "-p", "-t"}) || !ok {
+	if !slices.Equal(req.Argv[:len(req.Argv)-1], []string{"tmux", "-S", wire.SessionSocket, "capture-pane", "-p", "-t"}) || !ok {
 		return 1, nil
 	}
 	io.WriteString(eio.Stdout, screen)

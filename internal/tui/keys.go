@@ -11,7 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -420,7 +420,7 @@ func (m *Model) fork(r row) tea.Cmd {
 	}
 	return m.call("forking "+sb+"/"+from, func(ctx context.Context) doneMsg {
 		done := doneMsg{refresh: []string{sb}}
-		if _, err := d.CreateSession(ctx, sb, session.CreateRequest{Name: name, ForkOf: from}, 60*time.Second); err != nil {
+		if _, err := d.CreateSession(ctx, sb, wire.SessionCreateRequest{Name: name, ForkOf: from}, 60*time.Second); err != nil {
 			done.err = fmt.Errorf("fork %s/%s: %w", sb, from, err)
 			return done
 		}

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // TestAllowlistProposal: L on a sandbox that never learned asks to start learning; once
 // it has, L shows the proposed allowlist as a diff, and a applies it, as the CLI does.
 func TestAllowlistProposal(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"})
 	count := filepath.Join(t.TempDir(), "count")
 	cmds := &commandLog{scripts: map[string]string{
 		"net": `n=$(($(cat ` + count + ` 2>/dev/null || echo 0) + 1)); echo $n > ` + count + `

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/session"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // TestMergeAsksFirst: M plans the merge (`paddock merge --check`, which holds the policy),
 // asks with the files that run code on the host named, and merges only on a yes.
 func TestMergeAsksFirst(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"})
 	count := filepath.Join(t.TempDir(), "count")
 	plan := `{"branch":"main","ref":"refs/paddock/api/main","commit":"c0ffee","into":"trunk","commits":["abc add x"],"files":["A\tx","M\tMakefile"],` +
 		`"fast_forward":true,"runs_on_host":[{"ref":"refs/paddock/api/main","path":"Makefile","why":"make runs its recipes"}],"uncommitted":true}`

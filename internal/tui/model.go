@@ -13,11 +13,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // mode is what has the keyboard.
@@ -45,11 +40,11 @@ type Model struct {
 
 	width, height int
 
-	sandboxes map[string]sandbox.Info
-	sessions  map[string][]session.Info
+	sandboxes map[string]wire.SandboxInfo
+	sessions  map[string][]wire.SessionInfo
 	// runs are each sandbox's runs of paddock's own agent, newest first; runDetail the
 	// selected run's steps, for the preview.
-	runs      map[string][]store.Run
+	runs      map[string][]wire.Run
 	runDetail *wire.RunDetail
 	// said is the last line of each session's conversation, note the last thing an event
 	// said about it (its exit), activity the time of its last event; by "sandbox/session".
@@ -84,7 +79,7 @@ type Model struct {
 	errLine  string
 	infoLine string
 
-	preview    []transcript.Entry
+	preview    []wire.TranscriptEntry
 	previewKey string
 	previewErr string
 	// screen is the previewed session's screen, when it has no transcript.
@@ -109,25 +104,25 @@ type confirmation struct {
 // Messages the model sends itself.
 type (
 	listedMsg struct {
-		sandboxes []sandbox.Info
-		sessions  map[string][]session.Info
-		runs      map[string][]store.Run
+		sandboxes []wire.SandboxInfo
+		sessions  map[string][]wire.SessionInfo
+		runs      map[string][]wire.Run
 		err       error
 	}
 	sandboxMsg struct {
 		name     string
-		info     sandbox.Info
-		sessions []session.Info
-		runs     []store.Run
+		info     wire.SandboxInfo
+		sessions []wire.SessionInfo
+		runs     []wire.Run
 		gone     bool
 		err      error
 	}
-	eventsMsg     []events.Event
+	eventsMsg     []wire.Event
 	streamEndMsg  struct{ err error }
 	reconnectMsg  struct{}
 	transcriptMsg struct {
 		key     string
-		entries []transcript.Entry
+		entries []wire.TranscriptEntry
 		err     error
 	}
 	// doneMsg ends a call: info goes to the info line, err to the error line, and
@@ -177,7 +172,7 @@ func New(ctx context.Context, opts Options) *Model {
 	return &Model{
 		ctx: ctx, cancel: cancel, opts: opts, d: opts.Daemon,
 		width: 100, height: 30,
-		sandboxes: map[string]sandbox.Info{}, sessions: map[string][]session.Info{}, runs: map[string][]store.Run{},
+		sandboxes: map[string]wire.SandboxInfo{}, sessions: map[string][]wire.SessionInfo{}, runs: map[string][]wire.Run{},
 		said: map[string]string{}, note: map[string]string{}, activity: map[string]time.Time{},
 		sem: make(chan struct{}, 4), collapsed: map[string]bool{},
 		filter: f, input: in, spin: sp, pager: viewport.New(),
@@ -230,22 +225,22 @@ func (m *Model) selected() (row, bool) {
 	return m.rows[m.cursor], true
 }
 
-func (m *Model) runInfo(sb, id string) (store.Run, bool) {
+func (m *Model) runInfo(sb, id string) (wire.Run, bool) {
 	for _, r := range m.runs[sb] {
 		if r.ID == id {
 			return r, true
 		}
 	}
-	return store.Run{}, false
+	return wire.Run{}, false
 }
 
-func (m *Model) sessionInfo(sb, name string) (session.Info, bool) {
+func (m *Model) sessionInfo(sb, name string) (wire.SessionInfo, bool) {
 	for _, s := range m.sessions[sb] {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return session.Info{}, false
+	return wire.SessionInfo{}, false
 }
 
 // relayout rebuilds the rows and keeps the selection on the same thing.
@@ -281,7 +276,7 @@ func (m *Model) move(delta int) tea.Cmd {
 
 // applyEvent changes the state by what an event says, at once, and says which sandbox to
 // read again for the rest.
-func (m *Model) applyEvent(ev events.Event) (refresh bool) {
+func (m *Model) applyEvent(ev wire.Event) (refresh bool) {
 	if ev.Seq > m.lastSeq {
 		m.lastSeq = ev.Seq
 	}

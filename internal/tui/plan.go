@@ -14,10 +14,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/gitsrc"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -132,7 +130,7 @@ func (d *dialog) suggestName() {
 	if branch, err := gitsrc.Git(context.Background(), d.projectPath(), "symbolic-ref", "--short", "-q", "HEAD"); err == nil {
 		base = branch
 	}
-	base = sandbox.NameFor(strings.ReplaceAll(base, "/", "-"))
+	base = wire.NameFor(strings.ReplaceAll(base, "/", "-"))
 	if base == "" {
 		base = "session"
 	}
@@ -154,17 +152,17 @@ func (d *dialog) suggestName() {
 // from the backends' descriptions (their tier of isolation, and their runtimes'), never
 // one emulated here: why says what it picked and why; warn, when a stronger tier is
 // here but emulated, what that costs and how to choose it anyway.
-func chooseJustDoIt(backends []sandbox.BackendReport) (name, runtime, why, warn string) {
+func chooseJustDoIt(backends []wire.BackendReport) (name, runtime, why, warn string) {
 	type option struct {
 		backend, runtime string
-		tier             backend.Isolation
+		tier             wire.Isolation
 		pref             int
 		emulated         bool
 		slow             string
 	}
 	var opts []option
 	for _, b := range backends {
-		if !b.Available || b.Isolation == backend.IsolationUnranked {
+		if !b.Available || b.Isolation == wire.IsolationUnranked {
 			continue
 		}
 		opts = append(opts, option{b.Name, "", b.Isolation, b.Preference, b.Emulated, b.Slow})
@@ -288,7 +286,7 @@ func (d *dialog) validate() (plan, bool) {
 		}
 		return fail("agent %s is not installed (a %s sandbox runs the host's /usr): %s", a.Name, p.backend, hint)
 	}
-	if err := sandbox.ValidateName(p.name); err != nil {
+	if err := wire.ValidateName(p.name); err != nil {
 		return fail("session name: choose letters, digits, '.', '_' and '-' (at most 63)")
 	}
 	if !p.isNew {
@@ -312,7 +310,7 @@ func (d *dialog) validate() (plan, bool) {
 
 // newSandboxName is the project directory's name, made unique.
 func (d *dialog) newSandboxName(project string) string {
-	base := sandbox.NameFor(project)
+	base := wire.NameFor(project)
 	name := base
 	for i := 2; ; i++ {
 		if _, taken := d.m.sandboxes[name]; !taken {
@@ -360,7 +358,7 @@ func (d *dialog) submit() tea.Cmd {
 				return res
 			}
 		}
-		req := session.CreateRequest{Name: p.name, Agent: p.agent, Disposable: p.disposable, Prompt: p.prompt}
+		req := wire.SessionCreateRequest{Name: p.name, Agent: p.agent, Disposable: p.disposable, Prompt: p.prompt}
 		if p.worktree {
 			if res.err = run("worktree", "add", p.sandbox, p.name); res.err != nil {
 				return res

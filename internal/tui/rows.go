@@ -5,9 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // rowKind is what a line of the list stands for.
@@ -48,7 +46,7 @@ func (r row) key() string {
 }
 
 // projectOf is the project a sandbox belongs to.
-func projectOf(sb sandbox.Info) string {
+func projectOf(sb wire.SandboxInfo) string {
 	if sb.SourcePath != "" {
 		return sb.SourcePath
 	}
@@ -66,7 +64,7 @@ func projectTitle(p string) string {
 // buildRows lays the state out as lines: projects in name order, their sandboxes, and
 // each sandbox's sessions. A filter keeps sessions (and their sandboxes and projects)
 // whose sandbox/session, agent or status contains it.
-func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.Info, runs map[string][]store.Run, collapsed map[string]bool, filter string) []row {
+func buildRows(sandboxes map[string]wire.SandboxInfo, sessions map[string][]wire.SessionInfo, runs map[string][]wire.Run, collapsed map[string]bool, filter string) []row {
 	filter = strings.ToLower(strings.TrimSpace(filter))
 	byProject := map[string][]string{}
 	for name, sb := range sandboxes {
@@ -127,7 +125,7 @@ func buildRows(sandboxes map[string]sandbox.Info, sessions map[string][]session.
 	return out
 }
 
-func runMatches(filter string, sb sandbox.Info, r store.Run) bool {
+func runMatches(filter string, sb wire.SandboxInfo, r wire.Run) bool {
 	for _, s := range []string{sb.Name + "/" + r.ID, r.Title, r.Status, "run"} {
 		if strings.Contains(strings.ToLower(s), filter) {
 			return true
@@ -136,7 +134,7 @@ func runMatches(filter string, sb sandbox.Info, r store.Run) bool {
 	return false
 }
 
-func matches(filter string, sb sandbox.Info, se session.Info) bool {
+func matches(filter string, sb wire.SandboxInfo, se wire.SessionInfo) bool {
 	for _, s := range []string{sb.Name + "/" + se.Name, se.Agent, se.Status, sb.Backend} {
 		if strings.Contains(strings.ToLower(s), filter) {
 			return true

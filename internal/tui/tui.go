@@ -13,41 +13,35 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	_ "github.com/paddockhq/paddock/internal/agents/all" // the dialog asks adapters for their CLI's name
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Daemon is what the TUI asks of the daemon; *client.Client implements it. Every call is
 // made off the UI's goroutine, so a slow daemon never freezes the screen.
 type Daemon interface {
-	List(ctx context.Context) ([]sandbox.Info, error)
-	Get(ctx context.Context, name string) (sandbox.Info, error)
-	Sessions(ctx context.Context, sandboxName string) ([]session.Info, error)
+	List(ctx context.Context) ([]wire.SandboxInfo, error)
+	Get(ctx context.Context, name string) (wire.SandboxInfo, error)
+	Sessions(ctx context.Context, sandboxName string) ([]wire.SessionInfo, error)
 	// Events streams events until ctx ends (see client.Client.Events).
-	Events(ctx context.Context, q wire.EventsQuery, fn func(events.Event) error) error
-	Transcript(ctx context.Context, sandboxName, name string) ([]transcript.Entry, error)
-	Start(ctx context.Context, name string) (sandbox.Info, error)
-	Stop(ctx context.Context, name string) (sandbox.Info, error)
+	Events(ctx context.Context, q wire.EventsQuery, fn func(wire.Event) error) error
+	Transcript(ctx context.Context, sandboxName, name string) ([]wire.TranscriptEntry, error)
+	Start(ctx context.Context, name string) (wire.SandboxInfo, error)
+	Stop(ctx context.Context, name string) (wire.SandboxInfo, error)
 	Remove(ctx context.Context, name string, force bool) error
 	RemoveSession(ctx context.Context, sandboxName, name string) error
-	RestartSession(ctx context.Context, sandboxName, name string) (session.Info, error)
+	RestartSession(ctx context.Context, sandboxName, name string) (wire.SessionInfo, error)
 	SendToSession(ctx context.Context, sandboxName, name, text string) error
-	CreateSession(ctx context.Context, sandboxName string, req session.CreateRequest, wait time.Duration) (session.Info, error)
+	CreateSession(ctx context.Context, sandboxName string, req wire.SessionCreateRequest, wait time.Duration) (wire.SessionInfo, error)
 	WriteFile(ctx context.Context, name, p string, mode uint32, r io.Reader) error
 	Doctor(ctx context.Context) (wire.Doctor, error)
 	// Exec runs a process in a sandbox: the preview reads a session's screen with it
 	// when its agent keeps no transcript paddock reads.
 	Exec(ctx context.Context, name string, req wire.ExecRequest, eio wire.ExecIO) (int, error)
 	// Runs and Run read the runs of paddock's own agent, shown beside the sessions.
-	Runs(ctx context.Context, sandboxName string) ([]store.Run, error)
+	Runs(ctx context.Context, sandboxName string) ([]wire.Run, error)
 	Run(ctx context.Context, id string) (wire.RunDetail, error)
-	CancelRun(ctx context.Context, id string) (store.Run, error)
+	CancelRun(ctx context.Context, id string) (wire.Run, error)
 }
 
 var _ Daemon = (*client.Client)(nil)

@@ -13,12 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/backend"
-	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/sandbox"
-	"github.com/paddockhq/paddock/internal/session"
-	"github.com/paddockhq/paddock/internal/store"
-	"github.com/paddockhq/paddock/internal/transcript"
+	"github.com/paddockhq/paddock/internal/api/wire/tokens"
 )
 
 // lineWith is the screen's line holding text.
@@ -35,14 +30,14 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	f := newFake()
 	now := time.Now()
 	f.addSandbox("api", "/src/api", "running",
-		session.Info{Name: "fix-auth", Agent: "claude", Status: "working", LastActivity: now.Add(-3 * time.Minute)},
-		session.Info{Name: "docs", Agent: "codex", Status: "idle"})
-	f.addSandbox("web", "/src/web", "running", session.Info{Name: "ui", Agent: "gemini", Status: "waiting"})
-	f.transcript["api/fix-auth"] = []transcript.Entry{
-		{Kind: transcript.KindUser, Text: "make login faster"},
+		wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "working", LastActivity: now.Add(-3 * time.Minute)},
+		wire.SessionInfo{Name: "docs", Agent: "codex", Status: "idle"})
+	f.addSandbox("web", "/src/web", "running", wire.SessionInfo{Name: "ui", Agent: "gemini", Status: "waiting"})
+	f.transcript["api/fix-auth"] = []wire.TranscriptEntry{
+		{Kind: wire.EntryUser, Text: "make login faster"},
 		// As the daemon's JSON brings it: encoding/json escapes < > & in strings.
-		{Kind: transcript.KindToolCall, Tool: "Bash", Input: []byte(`{"command":"go test ./... 2\u003e\u00261 \u0026\u0026 echo ok"}`)},
-		{Kind: transcript.KindAssistant, Text: "Looking at the session cache first."},
+		{Kind: wire.EntryToolCall, Tool: "Bash", Input: []byte(`{"command":"go test ./... 2\u003e\u00261 \u0026\u0026 echo ok"}`)},
+		{Kind: wire.EntryAssistant, Text: "Looking at the session cache first."},
 	}
 	f.screens["api/docs:"] = "$ make docs\nbuilt 14 pages\n$ \x1b]0;title\x07\n"
 	u := startTUI(t, f, nil, 140, 20)
@@ -76,7 +71,7 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	u.press("up")
 
 	// An event changes the line at once; the line ends with the conversation's last words.
-	f.publish(events.Event{Seq: 7, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
+	f.publish(wire.Event{Seq: 7, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
 		Detail: "fix-auth is waiting", Attrs: map[string]string{"status": "waiting"}})
 	s = u.waitFor("2 waiting for you")
 	if l := lineWith(s, "fix-auth           claude"); !strings.Contains(l, "◆") || !strings.Contains(l, "0s  Looking at the sessio") {
@@ -87,7 +82,7 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	f.mu.Lock()
 	f.sessions["web"][0].Status = "exited"
 	f.mu.Unlock()
-	f.publish(events.Event{Seq: 8, Time: time.Now(), Sandbox: "web", Session: "ui", Kind: "session-exited",
+	f.publish(wire.Event{Seq: 8, Time: time.Now(), Sandbox: "web", Session: "ui", Kind: "session-exited",
 		Detail: "ui exited with status 137", Attrs: map[string]string{"exit_status": "137"}})
 	s = u.waitFor("ui exited with status")
 	if l := lineWith(s, " ui "); !strings.Contains(l, "✕") {
@@ -97,7 +92,7 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	// A session the daemon reports gone (after an event) leaves the list.
 	f.RemoveSession(t.Context(), "api", "docs")
 	f.calls = nil
-	f.publish(events.Event{Seq: 9, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
+	f.publish(wire.Event{Seq: 9, Sandbox: "api", Session: "docs", Kind: "session-removed", Detail: "docs"})
 	u.waitGone("docs ")
 
 	// A sandbox whose agent went for its own controls is marked, after the alarm's event.
@@ -106,7 +101,7 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 	web.Alarms = 1
 	f.sandboxes["web"] = web
 	f.mu.Unlock()
-	f.publish(events.Event{Seq: 10, Time: time.Now(), Sandbox: "web", Kind: "alarm",
+	f.publish(wire.Event{Seq: 10, Time: time.Now(), Sandbox: "web", Kind: "alarm",
 		Detail: "control file changed: /workspace/.git/hooks/post-merge (a git hook)", Attrs: map[string]string{"alarm": "control-file"}})
 	s = u.waitFor("⚠ ALARM")
 	if l := lineWith(s, "⚠ ALARM"); !strings.Contains(l, "web") || !strings.Contains(l, "running") {
@@ -126,8 +121,8 @@ func TestListGroupsByProjectAndFollowsEvents(t *testing.T) {
 func TestFilterKeepsMatchingSessions(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "running",
-		session.Info{Name: "fix-auth", Agent: "claude", Status: "working"},
-		session.Info{Name: "docs", Agent: "codex", Status: "idle"})
+		wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "working"},
+		wire.SessionInfo{Name: "docs", Agent: "codex", Status: "idle"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("docs")
 	u.press("/")
@@ -144,7 +139,7 @@ func TestFilterKeepsMatchingSessions(t *testing.T) {
 // is previewed as having none, not with the daemon's "no transcript" error.
 func TestPreviewOfAStartingSession(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fresh", Agent: "claude", Status: "starting"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fresh", Agent: "claude", Status: "starting"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("fresh")
 	u.press("down", "down")
@@ -159,7 +154,7 @@ func TestPreviewOfAStartingSession(t *testing.T) {
 // its own (which the daemon would refuse, the session running).
 func TestRestartOfASessionTheStartResumes(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "stopped"})
+	f.addSandbox("api", "/src/api", "stopped", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "stopped"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("stopped")
 	u.press("down", "down", "R")
@@ -171,7 +166,7 @@ func TestRestartOfASessionTheStartResumes(t *testing.T) {
 
 func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "stopped", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
+	f.addSandbox("api", "/src/api", "stopped", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "exited"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("stopped")
 	u.press("down", "down", "R")
@@ -181,7 +176,7 @@ func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 		t.Errorf("after R the session is not shown working: %q", l)
 	}
 	// The status moves on; nothing on the screen still says the one of the moment R ran.
-	f.publish(events.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
+	f.publish(wire.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status",
 		Detail: "fix-auth is idle", Attrs: map[string]string{"status": "idle"}})
 	s = u.waitFor("idle")
 	if strings.Contains(s, "resumed: working") {
@@ -191,7 +186,7 @@ func TestRestartStartsAStoppedSandboxThenResumes(t *testing.T) {
 
 func TestSlowCallShowsSpinnerAndFailureShowsError(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "exited"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "exited"})
 	f.gate = make(chan struct{})
 	f.failRestart = errors.New("the agent did not come back")
 	u := startTUI(t, f, nil, 120, 16)
@@ -215,7 +210,7 @@ func TestSlowCallShowsSpinnerAndFailureShowsError(t *testing.T) {
 
 func TestStopAndDeleteAskFirst(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"})
 	u := startTUI(t, f, nil, 160, 16)
 	u.waitFor("fix-auth")
 
@@ -237,7 +232,7 @@ func TestStopAndDeleteAskFirst(t *testing.T) {
 
 func TestMessageSendsOneLine(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "waiting"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "waiting"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("fix-auth")
 	u.press("down", "down", "m")
@@ -250,8 +245,8 @@ func TestMessageSendsOneLine(t *testing.T) {
 
 func TestForkNamesTheCopy(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
-		session.Info{Name: "fix-auth-fork", Agent: "claude", Status: "idle"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		wire.SessionInfo{Name: "fix-auth-fork", Agent: "claude", Status: "idle"})
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("fix-auth-fork")
 	u.press("down", "down", "f")
@@ -263,7 +258,7 @@ func TestForkNamesTheCopy(t *testing.T) {
 
 func TestSyncAndDiffShowWhatArrived(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"})
 	cmds := &commandLog{scripts: map[string]string{
 		"sync": "echo 'refs/paddock/api/main: 2 commit(s), 3 file(s)'",
 		"diff": "printf 'diff --git a/x b/x\\n+hello\\n'",
@@ -283,8 +278,8 @@ func TestSyncAndDiffShowWhatArrived(t *testing.T) {
 
 func TestAttachRunsChatAndComesBack(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
-		session.Info{Name: "old", Agent: "claude", Status: "exited"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		wire.SessionInfo{Name: "old", Agent: "claude", Status: "exited"})
 	cmds := &commandLog{}
 	u := startTUI(t, f, cmds, 120, 16)
 	u.waitFor("fix-auth")
@@ -309,14 +304,14 @@ func gitRepo(t *testing.T, branch string) string {
 }
 
 func doctorWith(dockerOK, runsc bool) wire.Doctor {
-	docker := sandbox.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd",
-		Isolation: backend.IsolationContainer, Preference: 2}
+	docker := wire.BackendReport{Name: "docker", Available: dockerOK, Reason: "no engine answers", Fix: "start dockerd",
+		Isolation: wire.IsolationContainer, Preference: 2}
 	if runsc {
-		docker.Runtimes = []backend.RuntimeReport{{Name: "runsc", Available: true, Isolation: backend.IsolationUserKernel}}
+		docker.Runtimes = []wire.RuntimeReport{{Name: "runsc", Available: true, Isolation: wire.IsolationUserKernel}}
 	}
 	return wire.Doctor{
-		Backends: []sandbox.BackendReport{{Name: "bwrap", Available: true, Default: true, HostSystem: true, Isolation: backend.IsolationNamespaces, Preference: 1}, docker},
-		Agents: []sandbox.AgentReport{{Name: "claude", Available: true, Disposable: true}, {Name: "codex", Available: true, Disposable: true},
+		Backends: []wire.BackendReport{{Name: "bwrap", Available: true, Default: true, HostSystem: true, Isolation: wire.IsolationNamespaces, Preference: 1}, docker},
+		Agents: []wire.AgentReport{{Name: "claude", Available: true, Disposable: true}, {Name: "codex", Available: true, Disposable: true},
 			{Name: "gemini", Available: false, Install: "npm install -g @google/gemini-cli"}, {Name: "shell", Available: true}},
 	}
 }
@@ -408,9 +403,9 @@ func TestDialogCompletesThePath(t *testing.T) {
 
 func TestMouseSelects(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"},
-		session.Info{Name: "docs", Agent: "claude", Status: "idle"})
-	f.transcript["api/docs"] = []transcript.Entry{{Kind: transcript.KindAssistant, Text: "The docs are rebuilt."}}
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"},
+		wire.SessionInfo{Name: "docs", Agent: "claude", Status: "idle"})
+	f.transcript["api/docs"] = []wire.TranscriptEntry{{Kind: wire.EntryAssistant, Text: "The docs are rebuilt."}}
 	u := startTUI(t, f, nil, 120, 16)
 	u.waitFor("docs")
 	// The list starts on the screen's second line: rows project, sandbox, fix-auth, docs.
@@ -426,7 +421,7 @@ func TestDialogStartsInAWorktreeOfAnExistingSandbox(t *testing.T) {
 	f := newFake()
 	f.doctor = doctorWith(true, false)
 	repo := gitRepo(t, "main")
-	f.addSandbox("shop", repo, "running", session.Info{Name: "main", Agent: "claude", Status: "idle"})
+	f.addSandbox("shop", repo, "running", wire.SessionInfo{Name: "main", Agent: "claude", Status: "idle"})
 	cmds := &commandLog{}
 	u := startTUI(t, f, cmds, 130, 30)
 	u.waitFor("main ")
@@ -459,7 +454,7 @@ func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {
 	repo := gitRepo(t, "main")
 	f.addSandbox("shop", repo, "running")
 	f.mu.Lock()
-	f.sandboxes["shop"] = sandbox.Info{Name: "shop", Backend: "docker", State: "running", SourcePath: repo}
+	f.sandboxes["shop"] = wire.SandboxInfo{Name: "shop", Backend: "docker", State: "running", SourcePath: repo}
 	f.missing["shop/codex"] = true
 	f.mu.Unlock()
 	u := startTUI(t, f, nil, 130, 30)
@@ -479,10 +474,10 @@ func TestDialogRefusesAnAgentMissingInTheSandbox(t *testing.T) {
 func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
 	f := newFake()
 	f.cut = make(chan struct{})
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "working"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "working"})
 	u := startTUI(t, f, nil, 140, 16)
 	u.waitFor("fix-auth")
-	f.publish(events.Event{Seq: 41, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "idle"}})
+	f.publish(wire.Event{Seq: 41, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "idle"}})
 	u.waitScreen("fix-auth idle", func(s string) bool { return strings.Contains(lineWith(s, "fix-auth           claude"), "idle") })
 	f.mu.Lock()
 	close(f.cut)
@@ -507,7 +502,7 @@ func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	u.waitFor("reconnected to the daemon")
-	f.publish(events.Event{Seq: 42, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "waiting"}})
+	f.publish(wire.Event{Seq: 42, Time: time.Now(), Sandbox: "api", Session: "fix-auth", Kind: "session-status", Attrs: map[string]string{"status": "waiting"}})
 	u.waitFor("1 waiting for you")
 }
 
@@ -517,13 +512,13 @@ func TestEventStreamResumesAfterTheDaemonCutsIt(t *testing.T) {
 func TestRunsBesideSessions(t *testing.T) {
 	f := newFake()
 	now := time.Now()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix-auth", Agent: "claude", Status: "idle"})
-	f.runs["api"] = []store.Run{
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix-auth", Agent: "claude", Status: "idle"})
+	f.runs["api"] = []wire.Run{
 		{ID: "r00000000a2", Sandbox: "api", Title: "make the tests pass", Status: "running", Model: "claude-test", Updated: now,
-			Usage: store.Usage{Turns: 2, ToolCalls: 1}},
+			Usage: wire.Usage{Turns: 2, ToolCalls: 1}},
 		{ID: "r00000000a1", Sandbox: "api", Title: "an older run", Status: "done", Updated: now.Add(-time.Hour)},
 	}
-	f.steps["r00000000a2"] = []store.RunStep{
+	f.steps["r00000000a2"] = []wire.RunStep{
 		{Kind: "prompt", Input: "make the tests pass"},
 		{Kind: "turn", Output: "Running the tests."},
 		{Kind: "tool", Name: "run_command", Input: `{"command":"go test ./..."}`, Output: "--- FAIL: TestLogin\nFAIL\n[exit code 1, 2s]", IsError: true},
@@ -550,7 +545,7 @@ func TestRunsBesideSessions(t *testing.T) {
 	if !slices.Contains(f.callLog(), "cancel-run r00000000a2") {
 		t.Errorf("calls: %v", f.callLog())
 	}
-	f.publish(events.Event{Seq: 3, Sandbox: "api", Kind: "run-finished", Detail: "run r00000000a2 cancelled"})
+	f.publish(wire.Event{Seq: 3, Sandbox: "api", Kind: "run-finished", Detail: "run r00000000a2 cancelled"})
 	s = u.waitFor("✕ run r00000000a2")
 	if l := lineWith(s, "run r00000000a2"); !strings.Contains(l, "cancelled") {
 		t.Errorf("after the event, the run's line is %q", l)
@@ -570,20 +565,20 @@ func TestJustDoItPrefersAVM(t *testing.T) {
 		{false, "picked docker under runsc (user-space kernel)", ""},
 	} {
 		backends := doctorWith(true, true).Backends
-		tier := backend.IsolationContainer
+		tier := wire.IsolationContainer
 		if c.vm {
-			tier = backend.IsolationVM
+			tier = wire.IsolationVM
 		}
-		backends = append(backends, sandbox.BackendReport{Name: "vagrant", Available: true, VM: c.vm, Isolation: tier})
+		backends = append(backends, wire.BackendReport{Name: "vagrant", Available: true, VM: c.vm, Isolation: tier})
 		if name, _, why, warn := chooseJustDoIt(backends); !strings.HasPrefix(why, c.want) || (c.vm && name != "vagrant") || warn != "" {
 			t.Errorf("VM %v: Just do it chose %s: %q (warning %q)", c.vm, name, why, warn)
 		}
 	}
-	unavailable := append(doctorWith(true, false).Backends, sandbox.BackendReport{Name: "vagrant", Available: false, VM: true, Isolation: backend.IsolationVM})
+	unavailable := append(doctorWith(true, false).Backends, wire.BackendReport{Name: "vagrant", Available: false, VM: true, Isolation: wire.IsolationVM})
 	if name, _, _, _ := chooseJustDoIt(unavailable); name != "docker" {
 		t.Errorf("an unavailable VM backend was chosen: %s", name)
 	}
-	slowVM := sandbox.BackendReport{Name: "microvm", Available: true, VM: true, Isolation: backend.IsolationVM, Emulated: true,
+	slowVM := wire.BackendReport{Name: "microvm", Available: true, VM: true, Isolation: wire.IsolationVM, Emulated: true,
 		Slow: "no KVM (/dev/kvm: no such file or directory): QEMU emulates the processor, about 100 s to start a sandbox"}
 	name, runtime, why, warn := chooseJustDoIt(append(doctorWith(true, true).Backends, slowVM))
 	if name != "docker" || runtime != "runsc" || !strings.Contains(why, "not emulated") {
@@ -594,7 +589,7 @@ func TestJustDoItPrefersAVM(t *testing.T) {
 		t.Errorf("the warning about the emulated VM is %q", warn)
 	}
 	// Only an emulated backend: nothing is picked, and the refusal says why.
-	if name, _, _, warn := chooseJustDoIt([]sandbox.BackendReport{slowVM}); name != "" || !strings.Contains(warn, "only emulated backends are here") {
+	if name, _, _, warn := chooseJustDoIt([]wire.BackendReport{slowVM}); name != "" || !strings.Contains(warn, "only emulated backends are here") {
 		t.Errorf("with only an emulated VM, Just do it chose %q (%q)", name, warn)
 	}
 }
@@ -605,8 +600,8 @@ func TestJustDoItPrefersAVM(t *testing.T) {
 func TestDialogWarnsOfAnEmulatedVM(t *testing.T) {
 	f := newFake()
 	f.doctor = doctorWith(true, true)
-	f.doctor.Backends = append(f.doctor.Backends, sandbox.BackendReport{Name: "microvm", Available: true, VM: true,
-		Isolation: backend.IsolationVM, Emulated: true, Slow: "no KVM: QEMU emulates the processor, about 100 s to start a sandbox"})
+	f.doctor.Backends = append(f.doctor.Backends, wire.BackendReport{Name: "microvm", Available: true, VM: true,
+		Isolation: wire.IsolationVM, Emulated: true, Slow: "no KVM: QEMU emulates the processor, about 100 s to start a sandbox"})
 	repo := gitRepo(t, "main")
 	u := startTUI(t, f, nil, 130, 30)
 	u.waitFor("No sandboxes yet")
@@ -628,21 +623,21 @@ func TestDialogWarnsOfAnEmulatedVM(t *testing.T) {
 // its line, and the sandbox's and session's figures in the preview.
 func TestCostFollowsUsage(t *testing.T) {
 	f := newFake()
-	f.addSandbox("api", "/src/api", "running", session.Info{Name: "fix", Agent: "claude", Status: "working"})
+	f.addSandbox("api", "/src/api", "running", wire.SessionInfo{Name: "fix", Agent: "claude", Status: "working"})
 	u := startTUI(t, f, nil, 140, 20)
 	s := u.waitFor("fix")
 	if l := lineWith(s, "api running"); strings.Contains(l, "$") {
 		t.Errorf("a sandbox without model calls shows a cost: %q", l)
 	}
-	spent := &store.UsageSum{Requests: 3, CostUSD: 0.42,
-		Usage: transcript.Usage{InputTokens: 1000, CacheReadTokens: 200, OutputTokens: 300}}
+	spent := &wire.UsageSum{Requests: 3, CostUSD: 0.42,
+		Usage: tokens.Usage{InputTokens: 1000, CacheReadTokens: 200, OutputTokens: 300}}
 	f.mu.Lock()
 	sb := f.sandboxes["api"]
 	sb.Usage = spent
 	f.sandboxes["api"] = sb
 	f.sessions["api"][0].Usage = spent
 	f.mu.Unlock()
-	f.publish(events.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix", Kind: "usage", Detail: "claude-sonnet-4-5"})
+	f.publish(wire.Event{Seq: 3, Time: time.Now(), Sandbox: "api", Session: "fix", Kind: "usage", Detail: "claude-sonnet-4-5"})
 	s = u.waitFor("~$0.42")
 	if l := lineWith(s, "api running"); !strings.Contains(l, "~$0.42") {
 		t.Errorf("the sandbox's line lacks its cost: %q", l)

@@ -8,11 +8,9 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/lscmd"
-	"github.com/paddockhq/paddock/internal/metering"
-	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // View draws the screen.
@@ -136,7 +134,7 @@ func (m *Model) renderRow(r row, w int) string {
 			extra += " · network open"
 		}
 		if sb.Usage != nil && sb.Usage.Requests > 0 {
-			extra += " · " + metering.CostText(sb.Usage)
+			extra += " · " + wire.CostText(sb.Usage)
 		}
 		line = "  " + styleTitle.Render(r.sandbox) + " " + st.Render(sb.State)
 		if sb.Alarms > 0 { // its agent went for its own controls: paddock alarms NAME
@@ -289,29 +287,29 @@ func (m *Model) renderPreview(w, h int) string {
 }
 
 // conversation renders the last entries that fit in h lines of width w.
-func conversation(entries []transcript.Entry, w, h int) []string {
+func conversation(entries []wire.TranscriptEntry, w, h int) []string {
 	var out []string
 	for i := len(entries) - 1; i >= 0 && len(out) < h; i-- {
 		e := entries[i]
 		var label, text string
 		var st lipgloss.Style
 		switch e.Kind {
-		case transcript.KindUser:
+		case wire.EntryUser:
 			label, text, st = "you", e.Text, stylePrompt
-		case transcript.KindAssistant:
+		case wire.EntryAssistant:
 			label, text, st = "agent", e.Text, styleAssist
-		case transcript.KindToolCall:
+		case wire.EntryToolCall:
 			label, text, st = "tool", e.Tool+" "+e.InputText(), styleTool
-		case transcript.KindToolResult:
+		case wire.EntryToolResult:
 			label, text, st = "  ⎿", e.Output, styleDim
-		case transcript.KindFileChange:
+		case wire.EntryFileChange:
 			label, text, st = "file", e.Path, styleTool
 		default:
 			continue
 		}
 		text = termtext.Escape(strings.TrimSpace(text))
 		wrapped := strings.Split(ansi.Wrap(text, max(10, w-7), ""), "\n")
-		if e.Kind == transcript.KindToolResult || e.Kind == transcript.KindToolCall {
+		if e.Kind == wire.EntryToolResult || e.Kind == wire.EntryToolCall {
 			wrapped = wrapped[:min(len(wrapped), 3)]
 		}
 		block := make([]string, 0, len(wrapped))
@@ -401,10 +399,10 @@ func plural(n int, one, many string) string {
 }
 
 // usageText is what model calls cost, an estimate, with the tokens behind it.
-func usageText(u *store.UsageSum) string {
+func usageText(u *wire.UsageSum) string {
 	if u == nil || u.Requests == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (estimate; %d calls, %d tokens in, %d out)", metering.CostText(u), u.Requests,
+	return fmt.Sprintf("%s (estimate; %d calls, %d tokens in, %d out)", wire.CostText(u), u.Requests,
 		u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
 }

@@ -34,3 +34,18 @@ type LoginRequest struct {
 type KeyRequest struct {
 	Key string `json:"key"`
 }
+
+// The subscription logins the daemon can hold, by the name `paddock login NAME` takes.
+const (
+	// LoginClaude is Claude Code's login with a Claude subscription: a long-lived token
+	// (`claude setup-token`) or the host's own login, refreshed by the daemon. The
+	// anthropic provider uses it, in place of an API key, while it is there.
+	LoginClaude = "claude"
+	// LoginCodex is Codex's ChatGPT login (~/.codex/auth.json), refreshed by the daemon;
+	// the chatgpt provider (ChatGPT's backend, where Codex sends its model calls in that
+	// mode) uses it.
+	LoginCodex = "codex"
+)
+
+// KnownLogin reports whether name is a login paddock knows.
+func KnownLogin(name string) bool { return name == LoginClaude || name == LoginCodex }

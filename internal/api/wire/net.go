@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // NetRuleRequest is the body of POST /v1/net/rules.
 type NetRuleRequest struct {
 	// Sandbox scopes the rule to one sandbox; empty means every sandbox.
@@ -106,3 +108,6 @@ type LearnedDest struct {
 	First    string   `json:"first_seen"`
 	Last     string   `json:"last_seen"`
 }
+
+// DefaultLearnFor is how long learn mode lasts when not told.
+const DefaultLearnFor = time.Hour

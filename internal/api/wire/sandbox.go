@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // SandboxInfo is a sandbox as the user sees it.
@@ -48,6 +50,12 @@ type SandboxInfo struct {
 	// (paddock alarms NAME says how).
 	Alarms int `json:"alarms,omitempty"`
 }
+
+// DefaultAgent is the agent of a session that names none.
+const DefaultAgent = "claude"
+
+// SessionSocket is the tmux server socket of a sandbox's sessions, inside it.
+const SessionSocket = inside.Run + "/tmux.sock"
 
 // SandboxCreateRequest describes a new sandbox and the repository state to seed it with:
 // the X-Paddock-Request header of POST /v1/sandboxes.
@@ -211,7 +219,9 @@ type BackendFinding struct {
 // AgentReport says whether an agent CLI can run in a sandbox that sees the host's /usr
 // (the bwrap backend without a rootfs), and how to get it if not.
 type AgentReport struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Binary is the agent CLI's command, as a sandbox runs it.
+	Binary    string `json:"binary,omitempty"`
 	Available bool   `json:"available"`
 	Path      string `json:"path,omitempty"`
 	Install   string `json:"install,omitempty"`

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/inside"
 )
 
 // SessionInfo is a session as the user sees it.
@@ -66,4 +68,17 @@ type SessionText struct {
 // RenameRequest is the body of the rename route.
 type RenameRequest struct {
 	To string `json:"to"`
+}
+
+// WorktreeDir is where a worktree of branch lives inside the sandbox.
+func WorktreeDir(branch string) string { return inside.Workspace + "/.worktrees/" + branch }
+
+// AttachArgv is the command that attaches a terminal to a session (or, with name "",
+// to the sandbox's tmux server and its sessions). Detaching leaves everything running.
+func AttachArgv(name string) []string {
+	argv := []string{"tmux", "-S", SessionSocket, "attach-session"}
+	if name != "" {
+		argv = append(argv, "-t", "="+name)
+	}
+	return argv
 }

@@ -24,11 +24,11 @@ const (
 	// LoginClaude is Claude Code's login with a Claude subscription: a long-lived token
 	// (`claude setup-token`) or the host's own login, refreshed by the daemon. The
 	// anthropic provider uses it, in place of an API key, while it is there.
-	LoginClaude = "claude"
+	LoginClaude = wire.LoginClaude
 	// LoginCodex is Codex's ChatGPT login (~/.codex/auth.json), refreshed by the daemon;
 	// the chatgpt provider (ChatGPT's backend, where Codex sends its model calls in that
 	// mode) uses it.
-	LoginCodex = "codex"
+	LoginCodex = wire.LoginCodex
 )
 
 // LoginNames are the logins paddock knows, sorted.
@@ -126,7 +126,7 @@ func NewLogins(dir string, settings map[string]Settings, getenv func(string) str
 }
 
 // Known reports whether name is a login paddock knows.
-func Known(name string) bool { return name == LoginClaude || name == LoginCodex }
+func Known(name string) bool { return wire.KnownLogin(name) }
 
 func (l *Logins) path(name string) string { return filepath.Join(l.dir, name+".json") }
 
