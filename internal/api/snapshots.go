@@ -57,23 +57,22 @@ func (s *Server) snapshotRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/snapshots/{ref}/restore", s.hostOnly(s.withSnapshots(s.restoreSnapshot)))
 }
 
+// snapshotsHint says how to get snapshots back when their store did not open.
+const snapshotsHint = "fix [backup] in the config, then `paddock daemon stop`"
+
 func (s *Server) withSnapshots(h http.HandlerFunc) http.HandlerFunc {
-	return s.withService(s.snapshots != nil, s.snapshotsErr, "snapshots", "fix [backup] in the config, then `paddock daemon stop`", h)
+	return s.withService(s.snapshots != nil, s.snapshotsErr, "snapshots", snapshotsHint, h)
 }
 
 // withService serves h when a service the daemon may lack is there (present); else it
-// answers unavailable: why the service could not be made (err, with hint), or that this
-// daemon keeps no such thing.
+// answers unavailable (missing).
 func (s *Server) withService(present bool, err error, what, hint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case present:
-			h(w, r)
-		case err != nil:
-			s.writeError(w, r, apperr.Unavailable(hint, "%s: %v", what, err))
-		default:
-			s.writeError(w, r, apperr.Unavailable("", "this daemon keeps no %s", what))
+		if !present {
+			s.writeError(w, r, missing(err, what, hint))
+			return
 		}
+		h(w, r)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
-	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
 
@@ -98,35 +97,13 @@ func runRm(ctx context.Context, f *Factory, opts *nameOptions) error {
 	if err != nil {
 		return err
 	}
-	force := opts.force
-	if !opts.purge {
-		info, err := c.Get(ctx, opts.name)
-		if err != nil {
-			return err
-		}
-		switch info.State {
-		case "running":
-			if !force {
-				return apperr.Conflict(fmt.Sprintf("stop it first (`paddock stop %s`) or remove it anyway with `paddock rm -f %s`", opts.name, opts.name),
-					"sandbox %q is running", opts.name)
-			}
-		case "stopped", "suspended":
-			fmt.Fprintf(f.IO.ErrOut, "paddock: starting %s for its final snapshot\n", opts.name)
-			if _, err := c.Start(ctx, opts.name); err != nil {
-				return fmt.Errorf("start %s for its final snapshot (--purge removes it without one): %w", opts.name, err)
-			}
-			force = true
-		}
-		if info.State == "running" || info.State == "stopped" || info.State == "suspended" {
-			m, err := c.TakeSnapshot(ctx, opts.name, wire.SnapshotRequest{Note: "before rm"}, nil)
-			if err != nil {
-				return fmt.Errorf("the final snapshot of %s failed, so it stays (--purge removes it without one): %w", opts.name, err)
-			}
-			fmt.Fprintf(f.IO.ErrOut, "paddock: final snapshot %s (%s); `paddock restore %s` brings it back\n", m.ID, termtext.Size(m.Size), m.ID)
-		}
-	}
-	if err := c.Remove(ctx, opts.name, force); err != nil {
+	progress := func(step string) { fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", step) }
+	m, err := c.Remove(ctx, opts.name, wire.RemoveRequest{Force: opts.force, Purge: opts.purge}, progress)
+	if err != nil {
 		return err
+	}
+	if m != nil {
+		fmt.Fprintf(f.IO.ErrOut, "paddock: final snapshot %s (%s); `paddock restore %s` brings it back\n", m.ID, termtext.Size(m.Size), m.ID)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: removed sandbox %s\n", opts.name)
 	return nil

@@ -179,5 +179,16 @@ func TestTUIEndToEnd(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+
+	// d on the sandbox's line deletes it after a final snapshot, as paddock rm does:
+	// restore brings back the work the agent left uncommitted.
+	tt.keys("Up", "d")
+	tt.waitFor(10*time.Second, "Delete sandbox repo? A final snapshot is taken first")
+	tt.keys("y")
+	tt.waitFor(90*time.Second, "deleted repo; `paddock restore ")
 	tt.keys("q")
+	must("", "restore", "repo")
+	if got := must("", "exec", "repo", "--", "cat", "/workspace/hi.txt"); got != "hi\n" {
+		t.Errorf("after the TUI's delete and a restore, hi.txt holds %q, want \"hi\\n\"", got)
+	}
 }

@@ -272,7 +272,7 @@ func restoreLost(ctx context.Context, f *Factory, c *client.Client, info wire.Sa
 			"sandbox %s was lost by its backend, and it has no snapshot to restore", info.Name)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "paddock: sandbox %s was lost by its backend; restoring its newest snapshot, %s\n", info.Name, list[0].ID)
-	if err := c.Remove(ctx, info.Name, true); err != nil {
+	if _, err := c.Remove(ctx, info.Name, wire.RemoveRequest{Force: true, Purge: true}, nil); err != nil {
 		return err
 	}
 	if _, err := c.RestoreSnapshot(ctx, list[0].ID, wire.RestoreRequest{Name: info.Name},
@@ -323,7 +323,8 @@ func reuseExisting(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 	switch {
 	case existing.SourcePath == repo && opts.fresh:
 		fmt.Fprintf(f.IO.ErrOut, "paddock: --fresh: removing sandbox %s and its workspace\n", opts.name)
-		return false, c.Remove(ctx, opts.name, true)
+		_, err := c.Remove(ctx, opts.name, wire.RemoveRequest{Force: true, Purge: true}, nil)
+		return false, err
 	case existing.SourcePath == repo && existing.State == "lost":
 		if err := restoreLost(ctx, f, c, existing); err != nil || len(opts.agents) == 0 {
 			return true, err

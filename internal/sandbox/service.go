@@ -461,32 +461,6 @@ func (s *Service) Stop(ctx context.Context, name string) (Info, error) {
 	return s.info(ctx, sb), nil
 }
 
-// Remove destroys a sandbox. A running sandbox needs force.
-func (s *Service) Remove(ctx context.Context, name string, force bool) error {
-	sb, err := s.record(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer s.lock(sb.ID)()
-	b, err := s.backendOf(sb)
-	if err != nil {
-		return err
-	}
-	if st, err := b.State(ctx, backend.ID(sb.ID)); err == nil && st.State == backend.StateRunning && !force {
-		return apperr.Conflict(fmt.Sprintf("stop it first (`paddock stop %s`) or remove it anyway with `paddock rm -f %s`", name, name),
-			"sandbox %q is running", name)
-	}
-	s.dropClient(sb.ID)
-	if err := b.Destroy(ctx, backend.ID(sb.ID)); err != nil {
-		return fmt.Errorf("remove sandbox %q: %w", name, err)
-	}
-	if err := s.opts.Store.DeleteSandbox(ctx, sb.ID); err != nil {
-		return err
-	}
-	s.Emit(ctx, sb, events.Event{Kind: "removed"})
-	return nil
-}
-
 // Record returns a sandbox's stored record, or a not-found error that says what to run.
 func (s *Service) Record(ctx context.Context, name string) (store.Sandbox, error) {
 	return s.record(ctx, name)

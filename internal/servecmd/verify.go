@@ -30,7 +30,7 @@ type verifyOptions struct {
 	json     bool
 }
 
-func newCmdVerify(f *cli.Factory, runF func(context.Context, *verifyOptions) error) *cobra.Command {
+func newCmdVerify(f *cli.Factory) *cobra.Command {
 	opts := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -55,9 +55,6 @@ Exit status: 0 when every check that applies holds, 6 when one fails (or somethi
 left behind), 5 when a backend named with --backend cannot run here.`,
 		Args: cli.ExactArgs(0, "no arguments (name backends with --backend)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runVerify(cmd.Context(), f, opts)
 		},
 	}

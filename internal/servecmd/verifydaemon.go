@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/backend/conform"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
@@ -160,7 +160,7 @@ func startVerifyDaemon(ctx context.Context, dir, backend string) (*verifyDaemon,
 				c := client.NewClient(p.Socket)
 				if list, err := c.List(rctx); err == nil {
 					for _, s := range list {
-						c.Remove(rctx, s.Name, api.RemoveRequest{Force: true, Purge: true}, nil)
+						c.Remove(rctx, s.Name, wire.RemoveRequest{Force: true, Purge: true}, nil)
 					}
 				}
 			}

@@ -246,13 +246,20 @@ func (f *fakeDaemon) Stop(ctx context.Context, name string) (wire.SandboxInfo, e
 	return sb, nil
 }
 
-func (f *fakeDaemon) Remove(ctx context.Context, name string, force bool) error {
-	f.record("rm %s force=%v", name, force)
+func (f *fakeDaemon) Remove(ctx context.Context, name string, req wire.RemoveRequest, progress func(string)) (*wire.SnapshotManifest, error) {
+	f.record("rm %s force=%v purge=%v", name, req.Force, req.Purge)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	sb, ok := f.sandboxes[name]
+	if !ok {
+		return nil, apperr.NotFound("", "no sandbox named %q", name)
+	}
 	delete(f.sandboxes, name)
 	delete(f.sessions, name)
-	return nil
+	if req.Purge || sb.State == "lost" {
+		return nil, nil
+	}
+	return &wire.SnapshotManifest{ID: "20260101T000000Z-abcdef", Sandbox: name}, nil
 }
 
 func (f *fakeDaemon) RemoveSession(ctx context.Context, sb, name string) error {

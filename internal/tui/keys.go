@@ -372,13 +372,17 @@ func (m *Model) askDelete(r row) tea.Cmd {
 	case rowSandbox:
 		sb := r.sandbox
 		m.confirm = confirmation{
-			text: fmt.Sprintf("Delete sandbox %s? Its %d session(s), /workspace and everything not synced (press s first) are lost for good. [y/N]", sb, len(m.sessions[sb])),
+			text: fmt.Sprintf("Delete sandbox %s? A final snapshot is taken first, for `paddock restore` to bring it back; its %d session(s) end. [y/N]", sb, len(m.sessions[sb])),
 			action: func() tea.Cmd {
-				return m.call("deleting "+sb, func(ctx context.Context) doneMsg {
-					if err := d.Remove(ctx, sb, true); err != nil {
+				return m.call("taking the final snapshot of "+sb+", then deleting it", func(ctx context.Context) doneMsg {
+					snap, err := d.Remove(ctx, sb, wire.RemoveRequest{Force: true}, nil)
+					if err != nil {
 						return doneMsg{err: fmt.Errorf("delete %s: %w", sb, err), refresh: []string{sb}}
 					}
-					return doneMsg{info: "deleted " + sb, refresh: []string{sb}}
+					if snap == nil { // its backend had lost it: nothing to snapshot
+						return doneMsg{info: "deleted " + sb, refresh: []string{sb}}
+					}
+					return doneMsg{info: fmt.Sprintf("deleted %s; `paddock restore %s` brings it back", sb, snap.ID), refresh: []string{sb}}
 				})
 			},
 		}

@@ -28,7 +28,9 @@ type Daemon interface {
 	Transcript(ctx context.Context, sandboxName, name string) ([]wire.TranscriptEntry, error)
 	Start(ctx context.Context, name string) (wire.SandboxInfo, error)
 	Stop(ctx context.Context, name string) (wire.SandboxInfo, error)
-	Remove(ctx context.Context, name string, force bool) error
+	// Remove removes a sandbox after its final snapshot, returned (nil when none was
+	// taken: a sandbox its backend lost).
+	Remove(ctx context.Context, name string, req wire.RemoveRequest, progress func(string)) (*wire.SnapshotManifest, error)
 	RemoveSession(ctx context.Context, sandboxName, name string) error
 	RestartSession(ctx context.Context, sandboxName, name string) (wire.SessionInfo, error)
 	SendToSession(ctx context.Context, sandboxName, name, text string) error

@@ -223,11 +223,11 @@ func TestStopAndDeleteAskFirst(t *testing.T) {
 	u.press("y")
 	u.waitFor("api stopped")
 	u.press("d")
-	u.waitFor("Delete sandbox api? Its 1 session(s), /workspace and everything not synced")
+	u.waitFor("Delete sandbox api? A final snapshot is taken first, for `paddock restore` to bring it back; its 1 session(s) end.")
 	u.press("y")
-	u.waitFor("deleted api")
+	u.waitFor("deleted api; `paddock restore 20260101T000000Z-abcdef` brings it back")
 	u.waitFor("No sandboxes yet")
-	waitCalls(t, f, "stop api", "rm api force=true")
+	waitCalls(t, f, "stop api", "rm api force=true purge=false")
 }
 
 func TestMessageSendsOneLine(t *testing.T) {

@@ -66,11 +66,6 @@ func (c *Client) Suspend(ctx context.Context, name string) (wire.SandboxInfo, er
 	return out, err
 }
 
-// Remove destroys a sandbox.
-func (c *Client) Remove(ctx context.Context, name string, force bool) error {
-	return c.Do(ctx, http.MethodDelete, sandboxPath(name)+"?force="+strconv.FormatBool(force), nil, nil)
-}
-
 // Create makes a sandbox seeded from bundle, reporting progress as it goes.
 func (c *Client) Create(ctx context.Context, req wire.SandboxCreateRequest, bundle io.Reader, progress func(string)) (wire.SandboxInfo, error) {
 	hdr, _ := json.Marshal(req)
