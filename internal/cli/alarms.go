@@ -25,7 +25,7 @@ type alarmsOptions struct {
 	id      int64
 }
 
-func newCmdAlarms(f *Factory, runF func(context.Context, *alarmsOptions) error) *cobra.Command {
+func newCmdAlarms(f *Factory) *cobra.Command {
 	opts := &alarmsOptions{}
 	cmd := &cobra.Command{
 		Use:   "alarms [SANDBOX] [--clear [ID]]",
@@ -54,9 +54,6 @@ until the next.`,
 			}
 			if opts.clear && opts.sandbox == "" {
 				return usagef("--clear takes the sandbox whose alarms to clear: paddock alarms SANDBOX --clear")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runAlarms(cmd.Context(), f, opts)
 		},

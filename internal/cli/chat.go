@@ -33,7 +33,7 @@ type chatOptions struct {
 	worktree       string
 }
 
-func newCmdChat(f *Factory, runF func(context.Context, *chatOptions) error) *cobra.Command {
+func newCmdChat(f *Factory) *cobra.Command {
 	opts := &chatOptions{}
 	cmd := &cobra.Command{
 		Use:   "chat [SANDBOX[/SESSION]]",
@@ -72,9 +72,6 @@ Without SANDBOX, the current directory's project must have exactly one sandbox; 
 			}
 			if opts.remove && (opts.list || opts.rename != "" || opts.newName != "" || opts.nonInteractive) {
 				return usagef("--rm goes alone: paddock chat SANDBOX/SESSION --rm")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runChat(cmd.Context(), f, opts)
 		},

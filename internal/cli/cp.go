@@ -23,7 +23,7 @@ type cpOptions struct {
 	src, dst string
 }
 
-func newCmdCp(f *Factory, runF func(context.Context, *cpOptions) error) *cobra.Command {
+func newCmdCp(f *Factory) *cobra.Command {
 	opts := &cpOptions{}
 	return &cobra.Command{
 		Use:   "cp SRC DST",
@@ -39,9 +39,6 @@ Symlinks are copied as links, never followed.`,
 		Args: exactArgs(2, "a source and a destination"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.src, opts.dst = args[0], args[1]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runCp(cmd.Context(), f, opts)
 		},
 	}

@@ -22,7 +22,7 @@ type doctorOptions struct {
 	verbose bool
 }
 
-func newCmdDoctor(f *Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
+func newCmdDoctor(f *Factory) *cobra.Command {
 	opts := &doctorOptions{}
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -33,9 +33,6 @@ subscription login), never the key. -v adds the detail: resource limits, runtime
 paddock's own tests run of each agent, subscription logins.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runDoctor(cmd.Context(), f, opts)
 		},
 	}

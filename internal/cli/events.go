@@ -22,7 +22,7 @@ type eventsOptions struct {
 	json     bool
 }
 
-func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) *cobra.Command {
+func newCmdEvents(f *Factory) *cobra.Command {
 	opts := &eventsOptions{}
 	cmd := &cobra.Command{
 		Use:   "events [--sandbox NAME] [--since 1h | --last N] [--until TIME | --no-follow] [--json]",
@@ -38,9 +38,6 @@ back from now (10m, 1h), a time (2006-01-02T15:04:05Z, "2006-01-02 15:04", 2006-
 --since also takes a seq (the "seq" of --json), to resume after it.`,
 		Args: exactArgs(0, "no arguments (name the sandbox with --sandbox)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runEvents(cmd.Context(), f, opts)
 		},
 	}

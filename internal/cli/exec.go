@@ -18,7 +18,7 @@ type execOptions struct {
 	shell bool
 }
 
-func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cobra.Command {
+func newCmdExec(f *Factory) *cobra.Command {
 	opts := &execOptions{}
 	cmd := &cobra.Command{
 		Use:   "exec [-t] NAME -- COMMAND [ARG...]",
@@ -37,9 +37,6 @@ func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cob
 			if len(opts.argv) == 0 {
 				return usagef("exec takes a command after the sandbox name: paddock exec NAME -- COMMAND [ARG...]")
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runExec(cmd.Context(), f, opts)
 		},
 	}
@@ -50,16 +47,13 @@ func newCmdExec(f *Factory, runF func(context.Context, *execOptions) error) *cob
 	return cmd
 }
 
-func newCmdShell(f *Factory, runF func(context.Context, *execOptions) error) *cobra.Command {
+func newCmdShell(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "shell NAME",
 		Short: "Open an interactive shell in a sandbox (exec -t NAME -- bash)",
 		Args:  exactArgs(1, "one sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := &execOptions{name: args[0], argv: []string{"bash", "-l"}, tty: true, shell: true}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runExec(cmd.Context(), f, opts)
 		},
 	}

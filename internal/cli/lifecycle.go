@@ -70,7 +70,7 @@ changing nothing). paddock stop on a suspended sandbox drops the saved memory.`
 	return cmd
 }
 
-func newCmdRm(f *Factory, runF func(context.Context, *nameOptions) error) *cobra.Command {
+func newCmdRm(f *Factory) *cobra.Command {
 	opts := &nameOptions{}
 	cmd := &cobra.Command{
 		Use:   "rm NAME [-f] [--purge]",
@@ -81,9 +81,6 @@ without one. A sandbox its backend lost is removed as it is: its earlier snapsho
 		Args: exactArgs(1, "one sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.name = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runRm(cmd.Context(), f, opts)
 		},
 	}

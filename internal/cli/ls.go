@@ -21,7 +21,7 @@ type lsOptions struct {
 	allContexts bool
 }
 
-func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.Command {
+func newCmdLs(f *Factory) *cobra.Command {
 	opts := &lsOptions{}
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -29,9 +29,6 @@ func newCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.C
 		Short:   "List sandboxes: NAME BACKEND[/RUNTIME] STATE NETWORK AGE COST (estimated, of model calls)",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runLs(cmd.Context(), f, opts)
 		},
 	}

@@ -47,7 +47,7 @@ type upOptions struct {
 	idleStop     time.Duration
 }
 
-func newCmdUp(f *Factory, runF func(context.Context, *upOptions) error) *cobra.Command {
+func newCmdUp(f *Factory) *cobra.Command {
 	opts := &upOptions{}
 	cmd := &cobra.Command{
 		Use:   "up PATH | GIT-URL | NAME",
@@ -64,9 +64,6 @@ Uncommitted changes in the host repo are not copied; paddock lists them.`,
 		Args: exactArgs(1, "one path, git URL or sandbox name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.target = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runUp(cmd.Context(), f, opts)
 		},
 	}

@@ -18,7 +18,7 @@ type usageOptions struct {
 	json   bool
 }
 
-func newCmdUsage(f *Factory, runF func(context.Context, *usageOptions) error) *cobra.Command {
+func newCmdUsage(f *Factory) *cobra.Command {
 	opts := &usageOptions{}
 	cmd := &cobra.Command{
 		Use:   "usage [SANDBOX[/SESSION]] [--since 24h] [--json]",
@@ -35,9 +35,6 @@ not the providers' bills.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.target = args[0]
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runUsage(cmd.Context(), f, opts)
 		},

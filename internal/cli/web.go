@@ -19,7 +19,7 @@ type webOptions struct {
 	json    bool
 }
 
-func newCmdWeb(f *Factory, runF func(context.Context, *webOptions) error) *cobra.Command {
+func newCmdWeb(f *Factory) *cobra.Command {
 	opts := &webOptions{}
 	cmd := &cobra.Command{
 		Use:   "web [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] | --stop",
@@ -53,9 +53,6 @@ the daemon's host.
 					}
 					*p = abs // the daemon has its own working directory
 				}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runWeb(cmd.Context(), f, opts, cmd.Flags().Changed("listen") || opts.tlsCert != "")
 		},
