@@ -110,14 +110,17 @@ if [ ${#cached[@]} = 0 ] && [ ${#uncached[@]} = 0 ]; then
 fi
 
 gotest=("$GO" test -json -timeout 40m -parallel "$PARALLEL")
-# internal/cli's scripts (TestScripts, run in parallel with each other) and its other
-# tests (end-to-end, each a daemon and sandboxes of its own) in two test processes.
+# internal/cli in three test processes: its scripts (TestScripts, run in parallel with
+# each other), its heavy end-to-end tests (a name holding MicroVM, Kubernetes or Vagrant:
+# Claude Code in a microVM under TCG is the longest test of all), and its other tests.
 # (Flags that pick tests, -run or -skip, keep it one.)
+heavy_cli='MicroVM|Kubernetes|Vagrant'
 case " $* " in
 *" -run"* | *" -skip"* | *" -test.run"* | *" -test.skip"*) cmds=("${gotest[@]}" -count=1 "$@" $CLI) ;;
 *)
-	cmds=("${gotest[@]}" -count=1 -run '^TestScripts$' "$@" $CLI)
-	cmds+=(--- "${gotest[@]}" -count=1 -skip '^TestScripts$' "$@" $CLI)
+	cmds=("${gotest[@]}" -count=1 -run "$heavy_cli" "$@" $CLI)
+	cmds+=(--- "${gotest[@]}" -count=1 -run '^TestScripts$' "$@" $CLI)
+	cmds+=(--- "${gotest[@]}" -count=1 -skip "^TestScripts\$|$heavy_cli" "$@" $CLI)
 	;;
 esac
 cmds+=(--- "${gotest[@]}" -count=1 -p "$P" "$@" $HEAVY)
