@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,17 @@ func hostBackends() []string {
 	names := backend.NamesWhere(func(d backend.Description) bool { return d.Serves })
 	backend.SortByDefault(names, func(n string) backend.Description { d, _ := backend.Registered(n); return d })
 	return names
+}
+
+// serveChoices says, for --backend's help, what a host may serve: "auto (bwrap where it
+// works, else docker), bwrap or docker".
+func serveChoices() string {
+	names := hostBackends()
+	if len(names) == 0 {
+		return "auto"
+	}
+	return "auto (" + strings.Join(names, " where it works, else ") + "), " +
+		backend.Which(func(d backend.Description) bool { return d.Serves })
 }
 
 // newCmdBackend is the host's side of the ssh backend: the daemon of another machine runs
@@ -90,7 +102,7 @@ func newCmdBackend(f *cli.Factory) *cobra.Command {
 			return nil
 		},
 	}
-	serve.Flags().StringVar(&name, "backend", "auto", "the backend to serve: auto (bwrap where it works, else docker), bwrap or docker")
+	serve.Flags().StringVar(&name, "backend", "auto", "the backend to serve: "+serveChoices())
 	cmd.AddCommand(serve)
 	return cmd
 }
