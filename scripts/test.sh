@@ -25,6 +25,7 @@
 #
 # TEST_P (default 4) and TEST_PARALLEL (default 4) are go test's -p and -parallel.
 set -uo pipefail   # no -e: the teardown and go test's status must survive a failure
+{ # bash reads the whole block before it runs it: this file edited during a run leaves the run be
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 export CGO_ENABLED=0
@@ -134,3 +135,4 @@ if [ $cluster = 1 ] && grep -q failed "$STATE.status" 2>/dev/null; then
 fi
 down
 exit $rc
+}
