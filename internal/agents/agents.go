@@ -21,7 +21,6 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // Default is the agent of a session that names none.
@@ -101,7 +100,7 @@ type Agent struct {
 	// one in a form Parse reads (run in the sandbox, as the agent's user); used instead of
 	// Transcript, and not for listings (it costs a process).
 	TranscriptCommand []string
-	Parse             func(r io.Reader) ([]transcript.Entry, error)
+	Parse             func(r io.Reader) ([]wire.TranscriptEntry, error)
 	// State are the directories (placeholders as in Transcript) where the agent keeps its
 	// conversations, every transcript and the chains it makes when it resumes: a snapshot
 	// keeps them whole, and a restore puts them back, so the conversations resume.

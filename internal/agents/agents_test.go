@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddockhq/paddock/internal/transcript"
+	"github.com/paddockhq/paddock/internal/api/wire"
 )
 
 // learner takes no chosen id: it reports its own, and resumes by it.
@@ -109,4 +109,4 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-var chooserParse = func(r io.Reader) ([]transcript.Entry, error) { return nil, nil }
+var chooserParse = func(r io.Reader) ([]wire.TranscriptEntry, error) { return nil, nil }

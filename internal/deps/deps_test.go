@@ -58,7 +58,6 @@ var guestOnly = []string{
 var known = []struct{ from, to, why string }{
 	{"internal/cli", "internal/backend", "up checks --cpus, --memory, --disk and --rootfs with the backends' own checks before asking"},
 	{"internal/cli", "internal/backend/sshhost", "up --host names the ssh backend and its placement by sshhost's constants"},
-	{"internal/agents", "internal/transcript", "the agents' adapters, which cli links for their names, carry their transcripts' parsers"},
 }
 
 // TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the
