@@ -22,6 +22,7 @@ import (
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/hostroot"
 )
 
 type upOptions struct {
@@ -211,8 +212,8 @@ func checkUpFlags(opts *upOptions) (wire.Limits, error) {
 		if err != nil {
 			return limits, err
 		}
-		if err := backend.CheckRootfs(abs); err != nil {
-			return limits, apperr.Invalid(backend.RootfsHint, "--%v", err)
+		if err := hostroot.Check(abs); err != nil {
+			return limits, apperr.Invalid(hostroot.Hint, "--%v", err)
 		}
 		opts.rootfs = abs
 	}
@@ -471,10 +472,10 @@ func parseLimits(opts *upOptions) (wire.Limits, error) {
 		}
 		l.DiskBytes = n
 	}
-	if err := backend.CheckLimits(l.CPUs, l.MemoryBytes, l.Pids); err != nil {
+	if err := wire.CheckLimits(l.CPUs, l.MemoryBytes, l.Pids); err != nil {
 		return l, usagef("%v", err)
 	}
-	if err := backend.CheckDisk(l.DiskBytes); err != nil {
+	if err := wire.CheckDisk(l.DiskBytes); err != nil {
 		return l, usagef("%v", err)
 	}
 	return l, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/hostroot"
 	"github.com/paddockhq/paddock/internal/mcp"
 	"github.com/paddockhq/paddock/internal/store"
 )
@@ -65,8 +66,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 		return Info{}, err
 	}
 	if req.Rootfs != "" {
-		if err := backend.CheckRootfs(req.Rootfs); err != nil {
-			return Info{}, apperr.Invalid(backend.RootfsHint, "%v", err)
+		if err := hostroot.Check(req.Rootfs); err != nil {
+			return Info{}, apperr.Invalid(hostroot.Hint, "%v", err)
 		}
 	}
 	if req.Commit == "" {
@@ -83,10 +84,10 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
 			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
 	}
-	if err := backend.CheckLimits(req.CPUs, req.MemoryBytes, req.PidsLimit); err != nil {
+	if err := wire.CheckLimits(req.CPUs, req.MemoryBytes, req.PidsLimit); err != nil {
 		return Info{}, apperr.Invalid("", "%v", err)
 	}
-	if err := backend.CheckDisk(req.DiskBytes); err != nil {
+	if err := wire.CheckDisk(req.DiskBytes); err != nil {
 		return Info{}, apperr.Invalid("", "%v", err)
 	}
 	b, err := s.PickBackend(ctx, req.Backend)

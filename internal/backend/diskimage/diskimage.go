@@ -17,12 +17,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
 // MinBytes is the smallest bound a workspace may be given: below it ext4's own
 // structures leave too little room for a checkout.
-const MinBytes = backend.MinDiskBytes
+const MinBytes = wire.MinDiskBytes
 
 // UnavailableError says why workspaces cannot be bounded on this host, and what would
 // allow it.

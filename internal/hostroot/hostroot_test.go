@@ -1,4 +1,4 @@
-package backend
+package hostroot
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestCheckRootfs(t *testing.T) {
+func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")
 	if err := os.Mkdir(rootfs, 0o755); err != nil {
@@ -42,12 +42,12 @@ func TestCheckRootfs(t *testing.T) {
 		{file, "not a directory"},
 		{filepath.Join(dir, "missing"), "no such file"},
 	} {
-		err := CheckRootfs(tc.path)
+		err := Check(tc.path)
 		switch {
 		case tc.want == "" && err != nil:
-			t.Errorf("CheckRootfs(%q) = %v, want nil", tc.path, err)
+			t.Errorf("Check(%q) = %v, want nil", tc.path, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("CheckRootfs(%q) = %v, want an error saying %q", tc.path, err, tc.want)
+			t.Errorf("Check(%q) = %v, want an error saying %q", tc.path, err, tc.want)
 		}
 	}
 }
