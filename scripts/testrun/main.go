@@ -47,11 +47,12 @@ type result struct {
 type reader struct {
 	out     io.Writer
 	pending map[string][]string // output so far of each running test and package
+	failed  map[string][]string // output of each package's failed tests, until its end
 	results []result
 }
 
 func newReader(out io.Writer) *reader {
-	return &reader{out: out, pending: map[string][]string{}}
+	return &reader{out: out, pending: map[string][]string{}, failed: map[string][]string{}}
 }
 
 // line is one line of a command's output; from tells the commands that test one package
@@ -84,16 +85,26 @@ func (r *reader) line(l line) {
 	}
 }
 
-// finish prints what go test prints at the end of a test or a package: a failed test's
-// output; a package's summary line, or all its own output when it failed.
+// finish prints what go test prints at the end of a package: the output of its tests
+// that failed (kept until then, so that it stands beside the package's line, as go test
+// prints it), then its summary line, or all its own output when it failed.
 func (r *reader) finish(e event, out []string) {
+	if e.Test != "" {
+		if e.Action == "fail" {
+			for _, l := range out {
+				if !progress(l) {
+					r.failed[e.Package] = append(r.failed[e.Package], l)
+				}
+			}
+		}
+		return
+	}
+	for _, l := range r.failed[e.Package] {
+		fmt.Fprint(r.out, l)
+	}
+	delete(r.failed, e.Package)
 	for _, l := range out {
-		switch {
-		case e.Test != "" && e.Action == "fail" && !progress(l):
-			fmt.Fprint(r.out, l)
-		case e.Test == "" && e.Action == "fail" && !progress(l):
-			fmt.Fprint(r.out, l)
-		case e.Test == "" && (strings.HasPrefix(l, "ok  ") || strings.HasPrefix(l, "?   ")):
+		if e.Action == "fail" && !progress(l) || strings.HasPrefix(l, "ok  ") || strings.HasPrefix(l, "?   ") {
 			fmt.Fprint(r.out, l)
 		}
 	}
@@ -283,6 +294,9 @@ func mainStatus(reportFile string, n int, cmds [][]string) int {
 	}
 	close(lines)
 	<-done
+	for pkg, out := range r.failed { // a package that never ended (its process killed)
+		fmt.Printf("%s (no end seen):\n%s", pkg, strings.Join(out, ""))
+	}
 	wall := time.Since(start)
 	if reportFile != "" {
 		if err := writeReport(r, reportFile, wall); err != nil {

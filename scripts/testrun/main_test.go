@@ -131,3 +131,24 @@ func TestPicks(t *testing.T) {
 		t.Errorf("printed %q: each package's own output once", out.String())
 	}
 }
+
+// TestFailuresBesideTheirPackage: a failed test's output is printed with its package's
+// line, not among other packages' lines that ended in between.
+func TestFailuresBesideTheirPackage(t *testing.T) {
+	var out strings.Builder
+	r := newReader(&out)
+	for _, l := range []string{
+		`{"Action":"output","Package":"example.com/a","Test":"TestA","Output":"    a_test.go:1: broken\n"}`,
+		`{"Action":"fail","Package":"example.com/a","Test":"TestA","Elapsed":1}`,
+		`{"Action":"output","Package":"example.com/b","Output":"ok  \texample.com/b\t0.1s\n"}`,
+		`{"Action":"pass","Package":"example.com/b","Elapsed":0.1}`,
+		`{"Action":"output","Package":"example.com/a","Output":"FAIL\texample.com/a\t2.0s\n"}`,
+		`{"Action":"fail","Package":"example.com/a","Elapsed":2}`,
+	} {
+		r.line(line{text: l})
+	}
+	want := "ok  \texample.com/b\t0.1s\n    a_test.go:1: broken\nFAIL\texample.com/a\t2.0s\n"
+	if out.String() != want {
+		t.Errorf("printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
