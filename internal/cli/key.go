@@ -260,7 +260,7 @@ func chooseAgent(ctx context.Context, f *Factory, c *client.Client, sb, session 
 // of bwrap, docker).
 func chooseBackend(ctx context.Context, f *Factory, c *client.Client, opts *upOptions) error {
 	if opts.backend != "" || f.remote != "" || opts.devcontainer != "" || opts.image != "" || opts.runtime != "" ||
-		opts.kubeContext != "" || opts.namespace != "" {
+		opts.kubeContext != "" || opts.namespace != "" || opts.host != "" {
 		return nil
 	}
 	p, err := f.Paths()

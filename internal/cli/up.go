@@ -16,8 +16,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
-	"github.com/paddockhq/paddock/internal/backend"
-	"github.com/paddockhq/paddock/internal/backend/sshhost"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/devcontainer"
 	"github.com/paddockhq/paddock/internal/gitsrc"
@@ -183,12 +181,6 @@ func upURLOnServer(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 // checkUpFlags refuses flags that cannot work, before anything is asked of the daemon,
 // and returns the limits asked for.
 func checkUpFlags(opts *upOptions) (wire.Limits, error) {
-	if opts.host != "" {
-		if opts.backend != "" && opts.backend != sshhost.Name {
-			return wire.Limits{}, usagef("--host runs the sandbox on another machine over SSH: it is for --backend %s, not %s", sshhost.Name, opts.backend)
-		}
-		opts.backend = sshhost.Name
-	}
 	if opts.network != "closed" && opts.network != "open" {
 		return wire.Limits{}, usagef("--network is closed or open, not %q", opts.network)
 	}
@@ -348,7 +340,7 @@ func createSandbox(ctx context.Context, f *Factory, c *client.Client, opts *upOp
 	if err != nil {
 		return wire.SandboxInfo{}, err
 	}
-	dc, err := devcontainerFor(f, opts, repo)
+	dc, err := devcontainerFor(ctx, f, c, opts, repo)
 	if err != nil {
 		bundle.Close()
 		wait()
@@ -385,7 +377,7 @@ func placement(opts *upOptions) map[string]string {
 	}
 	p := map[string]string{}
 	if opts.host != "" {
-		p[sshhost.PlaceHost] = opts.host
+		p[wire.PlaceHost] = opts.host
 	}
 	if opts.kubeContext != "" {
 		p["kube-context"] = opts.kubeContext
@@ -400,10 +392,11 @@ func placement(opts *upOptions) map[string]string {
 }
 
 // devcontainerFor applies the precedence --devcontainer > --image > the project's
-// .devcontainer (with a backend that builds images: docker) > the default image, and
-// prints what a devcontainer.json asks that paddock does not do.
-func devcontainerFor(f *Factory, opts *upOptions, repo string) (*wire.Devcontainer, error) {
-	builders := backend.NamesWhere(func(d backend.Description) bool { return d.Images.Build })
+// .devcontainer (with a backend that builds images, as the daemon's doctor says) > the
+// default image, and prints what a devcontainer.json asks that paddock does not do.
+// --devcontainer with no --backend leaves the choice of a backend that builds it to the
+// daemon.
+func devcontainerFor(ctx context.Context, f *Factory, c *client.Client, opts *upOptions, repo string) (*wire.Devcontainer, error) {
 	path := opts.devcontainer
 	if path == "" {
 		if opts.image != "" {
@@ -413,13 +406,21 @@ func devcontainerFor(f *Factory, opts *upOptions, repo string) (*wire.Devcontain
 		if found == "" {
 			return nil, nil
 		}
+		doc, err := c.Doctor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var builders []string
+		for _, b := range doc.Backends {
+			if b.BuildsImages {
+				builders = append(builders, b.Name)
+			}
+		}
 		if !slices.Contains(builders, opts.backend) {
 			fmt.Fprintf(f.IO.ErrOut, "paddock: %s is used with --backend %s\n", found, strings.Join(builders, " or --backend "))
 			return nil, nil
 		}
 		path = found
-	} else if opts.backend == "" && len(builders) > 0 {
-		opts.backend = builders[0]
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

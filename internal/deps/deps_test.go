@@ -52,14 +52,6 @@ var guestOnly = []string{
 	"net/http", "net/http/", "crypto/tls", "html/template",
 }
 
-// known are the imports from the client's side into the server's left to take apart,
-// each with why it remains: importer, imported, reason. The test fails when one is gone,
-// so that the list only shrinks.
-var known = []struct{ from, to, why string }{
-	{"internal/cli", "internal/backend", "up checks --cpus, --memory, --disk and --rootfs with the backends' own checks before asking"},
-	{"internal/cli", "internal/backend/sshhost", "up --host names the ssh backend and its placement by sshhost's constants"},
-}
-
 // TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the
 // API's client) link the API's client and wire and none of the server's packages, and
 // the server (the daemon and all it links) none of the clients'; the lean front (cmd/paddock) links none of the full program's either, so that it starts
@@ -83,17 +75,11 @@ func TestTowers(t *testing.T) {
 		roots = append(roots, s.roots...)
 	}
 	imports := importGraph(t, roots)
-	used := map[int]bool{}
 	for _, s := range sides {
 		for _, root := range s.roots {
-			for _, v := range violations(imports, root, s.forbidden, used) {
+			for _, v := range violations(imports, root, s.forbidden) {
 				t.Errorf("%s links %s, %s: %s", s.name, v[len(v)-1], s.what, strings.Join(v, " -> "))
 			}
-		}
-	}
-	for i, k := range known {
-		if !used[i] {
-			t.Errorf("%s no longer imports %s: remove it from the known exceptions", k.from, k.to)
 		}
 	}
 }
@@ -123,9 +109,8 @@ func importGraph(t *testing.T, roots []string) map[string][]string {
 
 // violations walks root's imports breadth first and gives, for each forbidden package
 // reached, the shortest chain of imports to it. It does not walk on through a forbidden
-// package, so each chain ends where the side first crosses into what it must not link,
-// nor through a known exception (marked in used).
-func violations(graph map[string][]string, root string, forbidden []string, used map[int]bool) [][]string {
+// package, so each chain ends where the side first crosses into what it must not link.
+func violations(graph map[string][]string, root string, forbidden []string) [][]string {
 	chain := map[string][]string{root: {root}}
 	queue := []string{root}
 	var found [][]string
@@ -137,10 +122,6 @@ func violations(graph map[string][]string, root string, forbidden []string, used
 				continue
 			}
 			chain[dep] = append(slices.Clone(chain[p]), dep)
-			if i := slices.IndexFunc(known, func(k struct{ from, to, why string }) bool { return k.from == p && k.to == dep }); i >= 0 {
-				used[i] = true
-				continue
-			}
 			if matches(dep, forbidden) {
 				found = append(found, chain[dep])
 				continue

@@ -39,7 +39,7 @@ func (s *Service) Backends(ctx context.Context) []wire.BackendReport {
 	for name, b := range s.backends {
 		d := b.Describe()
 		r := wire.BackendReport{Name: name, Available: true, Default: def != nil && def.Name() == name, HostSystem: d.HostSystem,
-			Isolation: d.Isolation, Preference: d.Default, Emulated: d.Emulated, Slow: d.Slow}
+			Isolation: d.Isolation, Preference: d.Default, Emulated: d.Emulated, Slow: d.Slow, BuildsImages: d.Images.Build}
 		if err := b.Available(ctx); err != nil {
 			r.Available = false
 			r.Reason = err.Error()

@@ -48,6 +48,23 @@ func checkPlacement(b backend.Backend, placement map[string]string) error {
 func runsImages(d backend.Description) bool   { return d.Images.Runs() }
 func buildsImages(d backend.Description) bool { return d.Images.Build }
 
+// impliedBackend names the backend a request that names none implies: the one that
+// takes a host (`up --host`), or the one that builds a devcontainer (`up --devcontainer`).
+// A host given with another backend is refused.
+func impliedBackend(req *CreateRequest) error {
+	if req.Placement[wire.PlaceHost] != "" {
+		name := backend.Which(func(d backend.Description) bool { return slices.Contains(d.Placement, wire.PlaceHost) })
+		if req.Backend != "" && req.Backend != name {
+			return apperr.Invalid("", "--host runs the sandbox on another machine over SSH: it is for --backend %s, not %s", name, req.Backend)
+		}
+		req.Backend = name
+	}
+	if builders := backend.NamesWhere(buildsImages); req.Backend == "" && req.Devcontainer != nil && len(builders) > 0 {
+		req.Backend = builders[0]
+	}
+	return nil
+}
+
 // placementHint says which backend takes a placement flag.
 func placementHint(key string) string {
 	return "use --backend " + backend.Which(func(d backend.Description) bool { return slices.Contains(d.Placement, key) }) + ", or leave it out"
@@ -83,6 +100,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reade
 	} else if err == nil {
 		return Info{}, apperr.Conflict("choose another name with --name, or remove it with `paddock rm "+req.Name+"`",
 			"a sandbox named %q already exists (from %s)", req.Name, orNone(existing.SourcePath))
+	}
+	if err := impliedBackend(&req); err != nil {
+		return Info{}, err
 	}
 	if err := wire.CheckLimits(req.CPUs, req.MemoryBytes, req.PidsLimit); err != nil {
 		return Info{}, apperr.Invalid("", "%v", err)

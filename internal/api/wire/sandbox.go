@@ -108,6 +108,10 @@ type SandboxCreateRequest struct {
 	IdleStopSeconds int64 `json:"idle_stop_seconds,omitempty"`
 }
 
+// PlaceHost is the placement naming the machine a sandbox runs on (`up --host`), which
+// implies the backend that takes it.
+const PlaceHost = "host"
+
 // Limits are the resource limits of a sandbox: at most CPUs processors' worth of time,
 // MemoryBytes of memory (and no swap beyond it), Pids processes and threads, and, when
 // DiskBytes is set, at most that much of the host's disk for its workspace.
@@ -188,6 +192,8 @@ type BackendReport struct {
 	Preference int       `json:"preference,omitempty"`
 	Emulated   bool      `json:"emulated,omitempty"`
 	Slow       string    `json:"slow,omitempty"`
+	// BuildsImages says it builds a sandbox's image from a devcontainer.json.
+	BuildsImages bool `json:"builds_images,omitempty"`
 }
 
 // RuntimeReport says whether a runtime can be used here, and if not, how to fix it.

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/backend"
 )
 
@@ -26,7 +27,7 @@ import (
 const Name = "ssh"
 
 // PlaceHost is the placement key naming the host (`up --host`).
-const PlaceHost = "host"
+const PlaceHost = wire.PlaceHost
 
 // description is what the backend is: a host the user names, unranked, so never chosen
 // for the user; `up --host NAME` places a sandbox.
