@@ -99,6 +99,14 @@ minio_build() {
   fi
 }
 
+# staticcheck, which make lint runs, at the version the tree is kept clean with.
+staticcheck_install() {
+  if ! "$(go env GOPATH)/bin/staticcheck" -version 2>/dev/null | grep -q "(0.8.2)"; then
+    echo "go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+    GOFLAGS=-trimpath go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  fi
+}
+
 # The kubernetes backend's tests run against a real single-node cluster, which make test
 # brings up as root (scripts/k8s-up.sh): its binaries are built from source, about 10
 # minutes the first time, and kept in root's ~/.cache/paddock-k8s.
@@ -173,6 +181,7 @@ step paddock paddock_build
 step agents agents
 step web webdeps
 step minio minio_build
+step staticcheck staticcheck_install
 step kubernetes kubernetes_build
 failed=()
 for s in "${steps[@]}"; do

@@ -304,7 +304,7 @@ func (a *Agent) check() error {
 	case a.Name == "" || a.Binary == "" || len(a.Command) == 0:
 		return fmt.Errorf("an agent needs a name, a binary and a command")
 	case a.Ask != nil && a.Answer == nil:
-		return fmt.Errorf("Ask without Answer")
+		return fmt.Errorf("an agent with Ask needs Answer")
 	case (a.Transcript == "" && a.TranscriptCommand == nil) != (a.Parse == nil):
 		return fmt.Errorf("a transcript needs both its path (or command) and its parser")
 	case a.ChoosesID && !usesID(a.New):

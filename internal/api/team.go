@@ -61,7 +61,6 @@ type oauthState struct {
 
 type deviceLogin struct {
 	deviceCode string
-	name       string
 	expires    time.Time
 	interval   time.Duration
 	lastPoll   time.Time

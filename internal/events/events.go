@@ -32,7 +32,6 @@ type Subscription struct {
 	bus    *Bus
 	ch     chan Event
 	match  func(Event) bool
-	once   sync.Once
 	closed bool // under bus.mu
 	// Dropped is closed when the subscriber fell behind and was dropped; C is closed too.
 	dropped chan struct{}

@@ -327,9 +327,3 @@ func socketPair() (net.Conn, *os.File, error) {
 type counter struct{ n int64 }
 
 func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
-
-// lastLine is the last non-empty line of s.
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	return s[strings.LastIndex(s, "\n")+1:]
-}

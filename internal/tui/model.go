@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/spinner"
@@ -91,7 +90,6 @@ type Model struct {
 	// streamDown is set while the event stream is being reconnected.
 	streamDown bool
 	lastSeq    int64
-	evOnce     sync.Once
 	now        func() time.Time
 }
 

@@ -66,7 +66,7 @@ func cycle(t *testing.T, h Harness, n int) {
 	}
 	err := func() error {
 		if err := h.Backend.Start(ctx, id); err != nil {
-			return fmt.Errorf("Start: %w", err)
+			return fmt.Errorf("start: %w", err)
 		}
 		c, err := guestclient.New(ctx, func(ctx context.Context) (net.Conn, error) { return h.Backend.Dial(ctx, id) }, "soak")
 		if err != nil {
@@ -81,7 +81,7 @@ func cycle(t *testing.T, h Harness, n int) {
 		return nil
 	}()
 	if derr := h.Backend.Destroy(ctx, id); derr != nil && err == nil {
-		err = fmt.Errorf("Destroy: %w", derr)
+		err = fmt.Errorf("destroy: %w", derr)
 	}
 	if err != nil {
 		t.Fatalf("cycle %d: %v", n, err)

@@ -22,14 +22,12 @@ var _ backend.RuntimeSelector = (*Docker)(nil)
 // the host's, under the name setup registers it with the engine.
 const Runsc = "runsc"
 
-// runscArgs are the arguments the runtime is registered with. --network=none gives the
-// sandbox gVisor's own network stack with loopback only and no interface at all: the
-// closed network paddock asks for anyway, and the only mode in which Debian's runsc
-// build (2022-12) starts on kernels that namespace net.core.rmem_default (6.x), which it
-// takes for the host's network namespace and refuses.
-var runscArgs = []string{"--network=none"}
-
-// runscFix says how to install and register runsc with a Docker engine.
+// runscFix says how to install and register runsc with a Docker engine. It is registered
+// with --network=none, which gives the sandbox gVisor's own network stack with loopback
+// only and no interface at all: the closed network paddock asks for anyway, and the only
+// mode in which Debian's runsc build (2022-12) starts on kernels that namespace
+// net.core.rmem_default (6.x), which it takes for the host's network namespace and
+// refuses.
 const runscFix = `install gVisor (sudo apt-get install runsc) and register it with dockerd: in /etc/docker/daemon.json, ` +
 	`"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}, ` +
 	`then reload dockerd: sudo kill -HUP $(pidof dockerd) (make setup does both)`

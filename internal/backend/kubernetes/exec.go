@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/inside"

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -188,7 +187,7 @@ func (s *Service) check(r *http.Request, b *browser) (Push, error) {
 	p.TTL = ttl
 	p.Urgency = r.Header.Get("Urgency")
 	if u := p.Urgency; u != "" && u != "very-low" && u != "low" && u != "normal" && u != "high" {
-		return p, fmt.Errorf("Urgency %q is not very-low, low, normal or high", u)
+		return p, fmt.Errorf("the Urgency header %q is not very-low, low, normal or high", u)
 	}
 	if p.Subject, p.Key, err = s.checkVAPID(r.Header.Get("Authorization")); err != nil {
 		return p, err
@@ -227,7 +226,10 @@ func (s *Service) checkVAPID(h string) (sub, key string, err error) {
 	if err != nil || len(raw) != 65 || raw[0] != 4 {
 		return "", "", fmt.Errorf("vapid: k=%q is not an uncompressed P-256 point in base64url", key)
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(raw[1:33]), Y: new(big.Int).SetBytes(raw[33:])}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
+	if err != nil {
+		return "", "", fmt.Errorf("vapid: k=%q: %v", key, err)
+	}
 	claims := jwt.MapClaims{}
 	_, err = jwt.ParseWithClaims(tok, claims, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{"ES256"}), jwt.WithAudience(s.srv.URL), jwt.WithExpirationRequired())

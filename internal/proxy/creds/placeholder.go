@@ -125,10 +125,10 @@ func parseClaudeCredentials(file []byte) (Login, error) {
 		} `json:"claudeAiOauth"`
 	}
 	if err := json.Unmarshal(file, &f); err != nil {
-		return Login{}, fmt.Errorf("Claude Code's credentials are not JSON: %w", err)
+		return Login{}, fmt.Errorf("the credentials file of Claude Code is not JSON: %w", err)
 	}
 	if f.OAuth == nil || f.OAuth.AccessToken == "" {
-		return Login{}, errors.New("Claude Code's credentials hold no subscription login (claudeAiOauth): run `claude` and /login first, or `claude setup-token`")
+		return Login{}, errors.New("the credentials file of Claude Code holds no subscription login (claudeAiOauth): run `claude` and /login first, or `claude setup-token`")
 	}
 	lg := Login{AccessToken: f.OAuth.AccessToken, RefreshToken: f.OAuth.RefreshToken, Scopes: f.OAuth.Scopes, Source: "claude-credentials"}
 	if f.OAuth.ExpiresAt > 0 {
@@ -151,13 +151,13 @@ func parseCodexAuth(file []byte) (Login, error) {
 		LastRefresh time.Time `json:"last_refresh"`
 	}
 	if err := json.Unmarshal(file, &f); err != nil {
-		return Login{}, fmt.Errorf("Codex's auth.json is not JSON: %w", err)
+		return Login{}, fmt.Errorf("the auth.json of Codex is not JSON: %w", err)
 	}
 	if f.Tokens == nil || f.Tokens.AccessToken == "" {
 		if f.APIKey != nil && *f.APIKey != "" {
 			return Login{}, errors.New("this Codex login is an API key, not ChatGPT: give it with `paddock key set openai`")
 		}
-		return Login{}, errors.New("Codex's auth.json holds no ChatGPT login: run `codex login` first")
+		return Login{}, errors.New("the auth.json of Codex holds no ChatGPT login: run `codex login` first")
 	}
 	t := f.Tokens
 	lg := Login{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, IDToken: t.IDToken, AccountID: t.AccountID,
