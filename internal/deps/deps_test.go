@@ -54,10 +54,11 @@ var guestOnly = []string{
 
 // TestTowers: the clients (the CLI, the TUI, the lean front, the web UI's Go side, the
 // API's client) link the API's client and wire and none of the server's packages, and
-// the server (the daemon and all it links) none of the clients'; the lean front (cmd/paddock) links none of the full program's either, so that it starts
-// in a few milliseconds; and the guest (cmd/paddock-guest) links only what a sandbox
-// needs, so that every sandbox gets a small file and a small process. A failure names
-// the chain of imports that brought the package in.
+// the server (the daemon and all it links) none of the clients'; the lean front
+// (cmd/paddock) links none of the full program's either, so that it starts in a few
+// milliseconds; and the guest (cmd/paddock-guest) links only what a sandbox needs, so
+// that every sandbox gets a small file and a small process. A failure names the chain of
+// imports that brought the package in.
 func TestTowers(t *testing.T) {
 	testenv.Program(t, "go", "install Go")
 	sides := []struct {
