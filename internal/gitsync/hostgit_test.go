@@ -19,6 +19,7 @@ func TestHostGitIsHardened(t *testing.T) {
 		"internal/gitsync/hostcode.go": "userConfig reads config",
 		"internal/gitsrc/gitsrc.go":    "every command takes HostConfig",
 		"internal/testenv/testenv.go":  "tests' own repositories",
+		"internal/clitest/clitest.go":  "the CLI tests' own repositories",
 		"internal/hostgit/hostgit.go":  "paddock verify's scratch repositories, armed with traps on purpose",
 	}
 	execGit := regexp.MustCompile(`exec\.Command(Context)?\(([^,()]+, )?"git"`)
