@@ -63,6 +63,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	ownPorts map[int]int // ports of the guest's own listeners (Tunnels.Listen), counted
+	// held are the fixed ports Tunnels.Listen calls listen on (listenOwn).
+	heldMu sync.Mutex
+	held   map[int]*heldPort
 	// ownWrites are the states the daemon's own writes left files in (ownWrite).
 	ownWrites map[string]fileStamp
 }
@@ -81,6 +84,7 @@ func NewServer(opts Options) *Server {
 		pending:  newPendingConns(),
 		pokes:    make(chan struct{}, 1),
 		ownPorts: map[int]int{},
+		held:     map[int]*heldPort{},
 	}
 	s.events = newHub(s.watch)
 	s.handler = s.newHandler()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,7 +66,7 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.DRPCTu
 		defer t.s.addOwnPort(int(req.GetPort()))()
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(req.GetPort())))
-	ln, err := net.Listen("tcp", addr)
+	ln, held, err := t.s.listenOwn(addr, int(req.GetPort()))
 	if err != nil {
 		code := guestproto.Unavailable
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -73,6 +74,7 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.DRPCTu
 		}
 		return guestproto.Errorf(code, "listen %s: %v", addr, err)
 	}
+	defer t.s.letGo(int(req.GetPort()), held)
 	defer ln.Close()
 	ctx := stream.Context()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -93,12 +95,59 @@ func (t tunnelsService) Listen(req *guestpb.ListenRequest, stream guestpb.DRPCTu
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if held != nil && held.takenOver.Load() {
+				return guestproto.Errorf(guestproto.Unavailable, "listen %s: a later Listen took the port over", addr)
+			}
 			return guestproto.Errorf(guestproto.Unavailable, "listen %s: accept: %v", ln.Addr(), err)
 		}
 		id := t.s.pending.add(owner, conn)
 		if err := stream.Send(&guestpb.ListenEvent{Msg: &guestpb.ListenEvent_Accepted{Accepted: id}}); err != nil {
 			return err
 		}
+	}
+}
+
+// heldPort is a fixed port a Listen call listens on.
+type heldPort struct {
+	ln        net.Listener
+	takenOver atomic.Bool
+}
+
+// listenOwn listens on addr. A fixed port (not 0) that an earlier Listen call still holds
+// is taken from it: that call ends, and the new one gets the port. A daemon connecting
+// again asks for its tunnels' ports at once, while the guest may not have seen its old
+// connection end yet (the old call's listener would otherwise hold the port until then).
+// held is nil for port 0.
+func (s *Server) listenOwn(addr string, port int) (net.Listener, *heldPort, error) {
+	if port == 0 {
+		ln, err := net.Listen("tcp", addr)
+		return ln, nil, err
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if old := s.held[port]; old != nil {
+		old.takenOver.Store(true)
+		old.ln.Close() // returns once the socket is closed, the port free
+		delete(s.held, port)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &heldPort{ln: ln}
+	s.held[port] = h
+	return ln, h, nil
+}
+
+// letGo forgets a port listenOwn gave, unless a later call has taken it over since.
+func (s *Server) letGo(port int, h *heldPort) {
+	if h == nil {
+		return
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.held[port] == h {
+		delete(s.held, port)
 	}
 }
 
