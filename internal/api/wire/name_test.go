@@ -20,6 +20,7 @@ func TestValidateName(t *testing.T) {
 		"HEAD": false, "head": false, "Head": false, "FETCH_HEAD": false, "fetch_head": false, "ORIG_HEAD": false,
 		"MERGE_HEAD": false, "CHERRY_PICK_HEAD": false, "cherry_pick_head": false, "REVERT_HEAD": false,
 		"REBASE_HEAD": false, "BISECT_HEAD": false, "AUTO_MERGE": false, "auto_merge": false,
+		"my_head": false, "a_b_head": false, "my-head": true, "x_head2": true, "a1_head": true,
 	} {
 		if err := ValidateName(name); (err == nil) != ok {
 			t.Errorf("ValidateName(%q) = %v, want ok=%v", name, err, ok)
