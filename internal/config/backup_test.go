@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadBackup(t *testing.T) {
+	t.Parallel()
 	defaults := DefaultBackup()
 	for _, tc := range []struct {
 		name, content string
@@ -72,6 +73,7 @@ func TestLoadBackup(t *testing.T) {
 }
 
 func TestBackupDefaultsWithoutAFile(t *testing.T) {
+	t.Parallel()
 	c, err := Load(filepath.Join(t.TempDir(), "absent.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +85,7 @@ func TestBackupDefaultsWithoutAFile(t *testing.T) {
 }
 
 func TestBackupLocation(t *testing.T) {
+	t.Parallel()
 	p, err := ForHome("/srv/ph")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +106,7 @@ func TestBackupLocation(t *testing.T) {
 }
 
 func TestBackupKeys(t *testing.T) {
+	t.Parallel()
 	const access, secret = "AKIAEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 	env := map[string]string{"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret, "SNAP_ID": "other-id"}
 	getenv := func(k string) string { return env[k] }
@@ -150,6 +154,7 @@ func TestBackupKeys(t *testing.T) {
 
 // Keys printed by mistake, to a log or in a message, show nothing of themselves.
 func TestS3KeysStayOutOfLogs(t *testing.T) {
+	t.Parallel()
 	k := S3Keys{Access: "AKIAEXAMPLE", Secret: "wJalrXUtnFEMI"}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("keys", "keys", k)

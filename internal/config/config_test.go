@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, content, wantErr string
 		want                   Config
@@ -57,6 +58,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadMissingFileGivesDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := Load(filepath.Join(t.TempDir(), "absent.toml"))
 	if err != nil || c.DefaultBackend != "" {
 		t.Fatalf("got %+v, %v", c, err)
@@ -64,8 +66,16 @@ func TestLoadMissingFileGivesDefaults(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	t.Setenv("PADDOCK_HOME", "/srv/ph")
-	p, err := Resolve()
+	t.Parallel()
+	home := func(dir string) func(string) string {
+		return func(k string) string {
+			if k == "PADDOCK_HOME" {
+				return dir
+			}
+			return ""
+		}
+	}
+	p, err := ResolveEnv(home("/srv/ph"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +84,7 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s is not under PADDOCK_HOME", got)
 		}
 	}
-	t.Setenv("PADDOCK_HOME", "/"+strings.Repeat("x", 100))
-	if _, err := Resolve(); err == nil || !strings.Contains(err.Error(), "shorter directory") {
+	if _, err := ResolveEnv(home("/" + strings.Repeat("x", 100))); err == nil || !strings.Contains(err.Error(), "shorter directory") {
 		t.Fatalf("a socket path over the limit: %v", err)
 	}
 }

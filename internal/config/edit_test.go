@@ -20,6 +20,7 @@ runtime = "runsc"
 `
 
 func TestSet(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		key, value string
 		want       string // the whole file after
@@ -60,6 +61,7 @@ func TestSet(t *testing.T) {
 // TestEdit: a key this version does not know, or a value of the wrong kind, is refused
 // and the file left as it was.
 func TestEdit(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(path, []byte(commented), 0o600)
 	if _, err := Edit(path, "default_backnd", "docker"); err == nil || !strings.Contains(err.Error(), `unknown key "default_backnd"`) {

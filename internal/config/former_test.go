@@ -10,6 +10,8 @@ import (
 // TestFormerNamesWarnOnce: the guest binary named by the config key agent_binary or the
 // environment variable PADDOCK_AGENT_BINARY is still the one injected, and each former
 // name draws one line on stderr naming the new one, however often it is read.
+// It stays serial: it reads the process environment, as paddock does, and the warnings
+// are once per process (deprecationOut, warned).
 func TestFormerNamesWarnOnce(t *testing.T) {
 	var out strings.Builder
 	deprecationOut = &out

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFindKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, content string
 		want          []string
@@ -33,6 +34,7 @@ func TestFindKeys(t *testing.T) {
 }
 
 func TestCheckKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(filepath.Join(etc, "paddock"), 0o755); err != nil {

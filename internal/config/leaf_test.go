@@ -10,6 +10,7 @@ import (
 // so that every client reading it (the CLI, the TUI, the lean front) does without the
 // daemon's state (SQLite), the meter, the proxies and the backends.
 func TestLeaf(t *testing.T) {
+	t.Parallel()
 	const module = "github.com/paddockhq/paddock/"
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", ".").Output()
 	if err != nil {
