@@ -17,6 +17,7 @@ import (
 )
 
 func TestDir(t *testing.T) {
+	t.Parallel()
 	testStore(t, func(t *testing.T) backend {
 		root := filepath.Join(t.TempDir(), "store")
 		d, err := NewDir(root)
@@ -36,6 +37,7 @@ func TestDir(t *testing.T) {
 }
 
 func TestDirPrivate(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "store")
 	d, err := NewDir(root)
 	if err != nil {
@@ -58,6 +60,7 @@ func TestDirPrivate(t *testing.T) {
 // A symbolic link planted inside the store (by whoever could write it) never leads a
 // Put, Get, Stat, List or Delete outside it.
 func TestDirSymlinksLeadNowhere(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
@@ -138,6 +141,7 @@ func relTo(t *testing.T, dir, target string) string {
 // Temporary files of Puts cut off by a crash are never listed, and Clean removes the
 // old ones.
 func TestDirClean(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	root := t.TempDir()
 	d, err := NewDir(root)
@@ -175,14 +179,15 @@ func TestDirClean(t *testing.T) {
 }
 
 func TestOpenDir(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
-	t.Setenv("HOME", home)
+	homeDir := func() (string, error) { return home, nil }
 	for _, tc := range []struct{ where, want string }{
 		{"~/backups", filepath.Join(home, "backups")},
 		{"~", home},
 		{filepath.Join(home, "abs"), filepath.Join(home, "abs")},
 	} {
-		s, err := Open(context.Background(), tc.where, S3Options{})
+		s, err := open(context.Background(), tc.where, S3Options{}, homeDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,6 +207,7 @@ func TestOpenDir(t *testing.T) {
 // the store's disk can take (16 MiB into an 8 MiB filesystem) fails with ErrNoRoom,
 // streamed or announced, and leaves the disk as free as it was; what fits is stored.
 func TestDirStopsBeforeTheDiskIsFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small filesystem for the store needs root")
 	}

@@ -24,6 +24,7 @@ const (
 func startMinIO(t *testing.T) string { return miniotest.Start(t) }
 
 func TestS3(t *testing.T) {
+	t.Parallel()
 	endpoint := startMinIO(t)
 	ctx := t.Context()
 	opts := S3Options{Endpoint: endpoint, AccessKey: minioUser, SecretKey: minioPassword, Bucket: "paddock", CreateBucket: true}
@@ -91,6 +92,7 @@ func TestS3(t *testing.T) {
 }
 
 func TestParseEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		endpoint, host string
 		secure         bool
@@ -122,6 +124,7 @@ func TestParseEndpoint(t *testing.T) {
 
 // TestSetupPinsMinIO keeps scripts/setup.sh installing the MinIO this test names.
 func TestSetupPinsMinIO(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "scripts", "setup.sh"))
 	if err != nil {
 		t.Fatal(err)

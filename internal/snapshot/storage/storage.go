@@ -91,6 +91,11 @@ func checkPrefix(prefix string) error {
 // from opts); anything else is a directory path, where a leading "~/" is the user's
 // home directory.
 func Open(ctx context.Context, where string, opts S3Options) (Store, error) {
+	return open(ctx, where, opts, os.UserHomeDir)
+}
+
+// open is Open with the user's home directory found by homeDir.
+func open(ctx context.Context, where string, opts S3Options, homeDir func() (string, error)) (Store, error) {
 	if rest, ok := strings.CutPrefix(where, "s3://"); ok {
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
@@ -99,19 +104,20 @@ func Open(ctx context.Context, where string, opts S3Options) (Store, error) {
 		opts.Bucket, opts.Prefix = bucket, prefix
 		return NewS3(ctx, opts)
 	}
-	dir, err := expandHome(where)
+	dir, err := expandHome(where, homeDir)
 	if err != nil {
 		return nil, fmt.Errorf("store %q: %w", where, err)
 	}
 	return NewDir(dir)
 }
 
-// expandHome replaces a leading "~" or "~/" with the user's home directory.
-func expandHome(path string) (string, error) {
+// expandHome replaces a leading "~" or "~/" with the user's home directory, which
+// homeDir finds.
+func expandHome(path string, homeDir func() (string, error)) (string, error) {
 	if path != "~" && !strings.HasPrefix(path, "~/") {
 		return path, nil
 	}
-	home, err := os.UserHomeDir()
+	home, err := homeDir()
 	if err != nil {
 		return "", fmt.Errorf("expand ~: %w", err)
 	}

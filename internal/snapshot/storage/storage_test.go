@@ -6,6 +6,7 @@ import (
 )
 
 func TestCheckKey(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{
 		"k", "snapshots/web/01J9Z.json", "blobs/sha256/ab/" + strings.Repeat("ab", 32), "a.b_c-d/e..f", strings.Repeat("k", MaxKeyLen),
 	} {
@@ -21,6 +22,7 @@ func TestCheckKey(t *testing.T) {
 }
 
 func TestBlobKey(t *testing.T) {
+	t.Parallel()
 	sha := sum("x")
 	for _, tc := range []struct{ sha, want string }{
 		{sha, "blobs/sha256/" + sha[:2] + "/" + sha},
