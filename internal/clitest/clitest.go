@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/internal/api"
 	"github.com/paddockhq/paddock/internal/api/client"
+	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/cli"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/servecmd"
@@ -215,7 +215,7 @@ func Teardown(dir string, environ func() []string, exe string) {
 func RemoveSandboxes(ctx context.Context, c *client.Client) {
 	if list, err := c.List(ctx); err == nil {
 		for _, sb := range list {
-			if _, err := c.Remove(ctx, sb.Name, api.RemoveRequest{Force: true, Purge: true}, nil); err != nil {
+			if _, err := c.Remove(ctx, sb.Name, wire.RemoveRequest{Force: true, Purge: true}, nil); err != nil {
 				fmt.Fprintf(os.Stderr, "teardown: remove %s: %v\n", sb.Name, err)
 			}
 		}
