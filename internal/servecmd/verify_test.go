@@ -15,6 +15,7 @@ import (
 // TestVerifyFailedCheck: a check that fails makes verify exit 6, naming the backend and
 // the check, and the report shows it FAILED with what the check found.
 func TestVerifyFailedCheck(t *testing.T) {
+	t.Parallel()
 	results, err := conform.RunFunc(context.Background(), func(t conform.T) {
 		t.Run("Exec", func(t conform.T) {})
 		t.Run("HostSecrets", func(t conform.T) { t.Fatalf("read the host's secret at /etc/x") })
@@ -65,7 +66,9 @@ func TestVerifyFailedCheck(t *testing.T) {
 }
 
 // TestVerifyDaemonKeyFound: with the daemon's key planted in a file of its sandbox,
-// KeyNowhereInside fails naming the file, and verify exits 6 naming it.
+// KeyNowhereInside fails naming the file, and verify exits 6 naming it. It stays serial:
+// the private daemon it starts takes the API keys out of this process's environment
+// while it runs, and reads the guest from PADDOCK_GUEST_BINARY there, as paddock does.
 func TestVerifyDaemonKeyFound(t *testing.T) {
 	testenv.Program(t, "bwrap", "make setup installs bubblewrap")
 	guest, err := testenv.SmallGuest()
