@@ -49,13 +49,20 @@ var defaultKeys = []string{"id_ed25519", "id_ecdsa", "id_rsa"}
 
 // auth is how paddock logs in to a host: the host's identity file, or else the user's
 // default key files; and the keys of the laptop's ssh-agent, if one runs. tried names
-// them for an error; close lets go of the agent.
-func auth(h Host) (methods []ssh.AuthMethod, tried []string, close func()) {
+// them for an error; close lets go of the agent. getenv, when set, reads SSH_AUTH_SOCK
+// and HOME in place of this process's environment.
+func auth(h Host, getenv func(string) string) (methods []ssh.AuthMethod, tried []string, close func()) {
 	close = func() {}
+	home, homeErr := os.UserHomeDir()
+	if getenv == nil {
+		getenv = os.Getenv
+	} else if home, homeErr = getenv("HOME"), nil; home == "" {
+		homeErr = errors.New("$HOME is not defined")
+	}
 	var files []string
 	if h.Identity != "" {
 		files = []string{h.Identity}
-	} else if home, err := os.UserHomeDir(); err == nil {
+	} else if homeErr == nil {
 		for _, k := range defaultKeys {
 			files = append(files, filepath.Join(home, ".ssh", k))
 		}
@@ -86,7 +93,7 @@ func auth(h Host) (methods []ssh.AuthMethod, tried []string, close func()) {
 	if len(signers) > 0 {
 		methods = append(methods, ssh.PublicKeys(signers...))
 	}
-	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
+	if sock := getenv("SSH_AUTH_SOCK"); sock != "" {
 		if conn, err := net.DialTimeout("unix", sock, 5*time.Second); err == nil {
 			ag := agent.NewClient(conn)
 			if keys, err := ag.List(); err == nil && len(keys) > 0 {
@@ -100,9 +107,9 @@ func auth(h Host) (methods []ssh.AuthMethod, tried []string, close func()) {
 	return methods, tried, close
 }
 
-// dialSSH logs in to a host, checking its key with check.
-func dialSSH(ctx context.Context, name string, h Host, check ssh.HostKeyCallback) (*ssh.Client, error) {
-	methods, tried, closeAgent := auth(h)
+// dialSSH logs in to a host, checking its key with check; getenv is as auth's.
+func dialSSH(ctx context.Context, name string, h Host, check ssh.HostKeyCallback, getenv func(string) string) (*ssh.Client, error) {
+	methods, tried, closeAgent := auth(h, getenv)
 	defer closeAgent()
 	if len(methods) == 0 {
 		return nil, fmt.Errorf("no key to log in to host %s with: give one with `paddock host add %s %s --identity FILE`, or add it to ssh-agent (tried: %s)",
@@ -151,7 +158,7 @@ func Scan(ctx context.Context, name string, h Host, want string) (ssh.PublicKey,
 			return fmt.Errorf("host %s offered the host key %s, not %s", name, ssh.FingerprintSHA256(key), want)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}

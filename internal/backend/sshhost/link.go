@@ -43,6 +43,9 @@ type OpenOptions struct {
 	Progress func(string)
 	// HostKey checks the host's key; nil means the key pinned in the Host.
 	HostKey ssh.HostKeyCallback
+	// Getenv reads SSH_AUTH_SOCK (the ssh-agent) and HOME (the default key files); nil
+	// means this process's environment.
+	Getenv func(string) string
 }
 
 // Open connects to a host, puts paddock there when it is missing or not the Binary
@@ -55,7 +58,7 @@ func Open(ctx context.Context, name string, h Host, o OpenOptions) (*Link, error
 	if check == nil {
 		check = pinned(name, h)
 	}
-	client, err := dialSSH(ctx, name, h, check)
+	client, err := dialSSH(ctx, name, h, check, o.Getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,9 @@ import (
 
 func sshFingerprint(srv *sshdtest.Server) string { return ssh.FingerprintSHA256(srv.HostKey()) }
 
-func open(t *testing.T, srv *sshdtest.Server, h sshhost.Host) *sshhost.Link {
+// open opens a link to the host h of srv; getenv, when set, is the environment Open
+// reads (SSH_AUTH_SOCK, HOME), else this process's.
+func open(t *testing.T, srv *sshdtest.Server, h sshhost.Host, getenv func(string) string) *sshhost.Link {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -31,7 +33,7 @@ func open(t *testing.T, srv *sshdtest.Server, h sshhost.Host) *sshhost.Link {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l, err := sshhost.Open(ctx, "h1", h, sshhost.OpenOptions{Binary: self})
+	l, err := sshhost.Open(ctx, "h1", h, sshhost.OpenOptions{Binary: self, Getenv: getenv})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -42,16 +44,17 @@ func open(t *testing.T, srv *sshdtest.Server, h sshhost.Host) *sshhost.Link {
 // TestCopy: paddock is copied to a host that lacks it, copied again over another build,
 // and left alone when the host has this one.
 func TestCopy(t *testing.T) {
+	t.Parallel()
 	srv := sshdtest.Start(t)
 	self, _ := os.Executable()
 	remote := filepath.Join(srv.Home, "bin", "paddock")
 	want := sum(t, self)
 
-	if l := open(t, srv, srv.Host()); !l.Copied || sum(t, remote) != want || l.Backend != "bwrap" {
+	if l := open(t, srv, srv.Host(), nil); !l.Copied || sum(t, remote) != want || l.Backend != "bwrap" {
 		t.Fatalf("missing: copied %v, the host's paddock %s (want %s), backend %q", l.Copied, sum(t, remote), want, l.Backend)
 	}
 	fi, _ := os.Stat(remote)
-	if l := open(t, srv, srv.Host()); l.Copied {
+	if l := open(t, srv, srv.Host(), nil); l.Copied {
 		t.Fatal("current: paddock was copied again to a host that has this build")
 	}
 	if fi2, _ := os.Stat(remote); !fi2.ModTime().Equal(fi.ModTime()) {
@@ -60,7 +63,7 @@ func TestCopy(t *testing.T) {
 	if err := os.WriteFile(remote, []byte("#!/bin/sh\necho an older paddock\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if l := open(t, srv, srv.Host()); !l.Copied || sum(t, remote) != want {
+	if l := open(t, srv, srv.Host(), nil); !l.Copied || sum(t, remote) != want {
 		t.Fatalf("outdated: copied %v, the host's paddock %s, want %s", l.Copied, sum(t, remote), want)
 	}
 }
@@ -78,13 +81,13 @@ func sum(t *testing.T, path string) string {
 // never asks the host to forward the agent; sshd's log, which records such a request
 // (checked by making one), has none from paddock.
 func TestNoAgentForwarding(t *testing.T) {
+	t.Parallel()
 	srv := sshdtest.Start(t)
 	sock := serveAgent(t, srv)
-	t.Setenv("SSH_AUTH_SOCK", sock)
-	t.Setenv("HOME", t.TempDir()) // no key files: the agent's key or nothing
+	env := map[string]string{"SSH_AUTH_SOCK": sock, "HOME": t.TempDir()} // no key files: the agent's key or nothing
 	h := srv.Host()
 	h.Identity = ""
-	l := open(t, srv, h)
+	l := open(t, srv, h, func(k string) string { return env[k] })
 	if l.Backend == "" {
 		t.Fatal("no backend answered")
 	}
@@ -127,14 +130,15 @@ func TestNoAgentForwarding(t *testing.T) {
 // TestAuthFailure: a key the host does not authorize is refused, and the error names the
 // keys tried and what to do.
 func TestAuthFailure(t *testing.T) {
+	t.Parallel()
 	srv := sshdtest.Start(t)
-	t.Setenv("SSH_AUTH_SOCK", "")
 	h := srv.Host()
 	other := filepath.Join(t.TempDir(), "other_key")
 	otherKey(t, other)
 	h.Identity = other
 	self, _ := os.Executable()
-	_, err := sshhost.Open(context.Background(), "h1", h, sshhost.OpenOptions{Binary: self})
+	noAgent := func(string) string { return "" } // no ssh-agent; the identity file needs no HOME
+	_, err := sshhost.Open(context.Background(), "h1", h, sshhost.OpenOptions{Binary: self, Getenv: noAgent})
 	if err == nil {
 		t.Fatal("a key the host does not authorize logged in")
 	}

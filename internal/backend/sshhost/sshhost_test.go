@@ -78,7 +78,7 @@ func (fx *fixture) remote(t testing.TB) *bwrap.Bwrap {
 	return rb
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { // serial: the suite's environment check sets a variable in this process
 	fx := newFixture(t)
 	rb := fx.remote(t)
 	// What the checks expect is the host's backend's (bwrap's there), asked of the host,
@@ -150,6 +150,7 @@ func sh(t *testing.T, c *guestclient.Client, script string) string {
 // there, and the next call connects again (one new SSH connection) and reaches it, with
 // the files and processes it had.
 func TestReconnect(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	c := fx.run(t, "recon1")
 	sh(t, c, "echo kept > /workspace/f; (sleep 600 >/dev/null 2>&1 &) ; true")
@@ -176,6 +177,7 @@ func TestReconnect(t *testing.T) {
 // TestHostKeyChanged: a host offering another key than the one pinned is refused, and
 // the error shows the key's fingerprint and what to run.
 func TestHostKeyChanged(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	fx.srv.NewHostKey(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -203,6 +205,7 @@ func TestHostKeyChanged(t *testing.T) {
 // itself. An agent inside looks for it and for the host's paddock directory by every
 // path it might know, and tries to write there; the binary is the same after.
 func TestSandboxCannotReplaceHostPaddock(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	c := fx.run(t, "escape1")
 	bin := filepath.Join(fx.srv.Home, "bin", "paddock")

@@ -12,6 +12,7 @@ import (
 // earlier versions read it (AgentBinary, AgentSHA256), and a host reads a create from a
 // daemon of an earlier version.
 func TestCreateNamesTheGuestAsBefore(t *testing.T) {
+	t.Parallel()
 	data, err := json.Marshal(request{Op: opCreate, Spec: &backend.Spec{GuestBinary: "/g", GuestSHA256: "ab"}})
 	if err != nil || !strings.Contains(string(data), `"AgentBinary":"/g","AgentSHA256":"ab"`) {
 		t.Errorf("create = %s, %v; want the guest as AgentBinary and AgentSHA256", data, err)
