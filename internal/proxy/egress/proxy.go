@@ -85,6 +85,10 @@ type Options struct {
 	// RepeatWindow is how long identical refusals are folded into the first one (logged
 	// once, and reported to OnDenial with Repeat set); zero means DefaultRepeatWindow.
 	RepeatWindow time.Duration
+	// Now is the proxy's clock for folding repeated refusals and for the times it
+	// reports; nil is time.Now. A test passes its own, so that what falls within a
+	// window does not depend on how fast the machine runs.
+	Now func() time.Time
 }
 
 // Proxy enforces egress policies. One Proxy serves every sandbox; Handler binds it to one.
@@ -96,12 +100,16 @@ type Proxy struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	log       *slog.Logger
 	repeats   *repeats
+	now       func() time.Time
 }
 
 // New builds a Proxy from opts, filling in the defaults documented on Options.
 func New(opts Options) *Proxy {
 	p := &Proxy{policy: opts.Policy, onDenial: opts.OnDenial, onRequest: opts.OnRequest, lookup: opts.LookupIP, dial: opts.Dial, log: opts.Logger,
-		repeats: newRepeats(opts.RepeatWindow)}
+		repeats: newRepeats(opts.RepeatWindow), now: opts.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
 	if p.lookup == nil {
 		p.lookup = defaultLookupIP
 	}
@@ -224,7 +232,7 @@ func (h *handler) fold(x *exchange, now time.Time) bool {
 // ServeHTTP dispatches on the request form and logs one line per request (one per repeat window for
 // identical refusals): never a header, a path or a query, which may carry secrets.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start, at := time.Now(), h.p.now()
 	x := exchange{method: r.Method}
 	switch {
 	case r.Method == http.MethodConnect:
@@ -234,7 +242,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		x.fail(w, http.StatusBadRequest, "paddock: this is an egress proxy: send absolute-form requests (GET http://host/path) or CONNECT host:port, not %q", r.RequestURI)
 	}
-	if x.refused && h.fold(&x, start) {
+	if x.refused && h.fold(&x, at) {
 		return
 	}
 	attrs := []any{"sandbox", h.sandbox, "method", r.Method, "host", x.host, "port", x.port, "status", x.status,
@@ -307,7 +315,7 @@ func (h *handler) decided(x *exchange, host string, allowed bool, reason string,
 	if h.p.onRequest == nil {
 		return
 	}
-	h.p.onRequest(Request{Time: time.Now(), Sandbox: h.sandbox, Method: x.method, Host: host, Port: x.port, Path: x.path,
+	h.p.onRequest(Request{Time: h.p.now(), Sandbox: h.sandbox, Method: x.method, Host: host, Port: x.port, Path: x.path,
 		Allowed: allowed, Reason: reason, Explicit: explicit, Repeat: x.repeat})
 }
 
@@ -323,7 +331,7 @@ func (h *handler) refused(x *exchange, host, reason string, now time.Time, repea
 func (h *handler) deny(w http.ResponseWriter, x *exchange, host, reason string) {
 	x.reason = reason
 	x.host, x.status = host, http.StatusForbidden
-	now := time.Now()
+	now := h.p.now()
 	h.refused(x, host, reason, now, h.fold(x, now))
 	hint := host
 	if x.port != 80 && x.port != 443 {

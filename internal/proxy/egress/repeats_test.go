@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ func TestRepeatedRefusalsAreFolded(t *testing.T) {
 	logs := &syncBuffer{}
 	d := &denials{}
 	const window = 300 * time.Millisecond
+	var elapsed atomic.Int64 // the proxy's clock: it moves only when the test says
+	base := time.Unix(1_700_000_000, 0)
 	p := egress.New(egress.Options{
 		Policy:       (&policyStore{}).Policy, // nothing allowed
 		OnDenial:     d.add,
@@ -28,6 +31,7 @@ func TestRepeatedRefusalsAreFolded(t *testing.T) {
 		Dial:         fn.Dial,
 		Logger:       slog.New(slog.NewTextHandler(logs, nil)),
 		RepeatWindow: window,
+		Now:          func() time.Time { return base.Add(time.Duration(elapsed.Load())) },
 	})
 	h, other := p.Handler(sandbox), p.Handler("other")
 	connect := func(h http.Handler, target string) int {
@@ -76,7 +80,7 @@ func TestRepeatedRefusalsAreFolded(t *testing.T) {
 	}
 
 	// Once the window has passed, the same refusal is new again: logged and recorded anew.
-	time.Sleep(window + 50*time.Millisecond)
+	elapsed.Add(int64(window + 50*time.Millisecond))
 	connect(h, "a.test:443")
 	if last := d.all()[len(d.all())-1]; last.Repeat {
 		t.Errorf("a refusal after the window is reported as a repeat: %+v", last)

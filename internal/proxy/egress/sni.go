@@ -102,7 +102,7 @@ func serverName(r io.Reader) (name string, ok bool) {
 // refuseTunnel records the refusal of a tunnel already open to the client (so answered by
 // closing it, not with a 403) as a denial of host, and returns the error that closes it.
 func (h *handler) refuseTunnel(x *exchange, host, reason string) error {
-	now := time.Now()
+	now := h.p.now()
 	x.status, x.reason = http.StatusForbidden, reason
 	x.repeat = h.p.repeats.seen(fmt.Sprintf("%s|tls|%s", h.sandbox, joinHostPort(host, x.port)), now)
 	h.refused(x, host, reason, now, x.repeat)
