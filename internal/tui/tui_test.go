@@ -643,7 +643,8 @@ func TestCostFollowsUsage(t *testing.T) {
 		t.Errorf("the sandbox's line lacks its cost: %q", l)
 	}
 	u.press("down", "down") // the project, the sandbox, the session
-	s = u.waitFor("3 calls")
+	// The sandbox's preview says "3 calls" too, under "cost" padded: wait for the session's.
+	s = u.waitFor("cost ~$0.42 (estimate; 3 calls")
 	if l := lineWith(s, "cost ~$0.42"); !strings.Contains(l, "estimate; 3 calls, 1200 tokens in, 300 out") {
 		t.Errorf("the session's preview lacks its usage:\n%s", s)
 	}
