@@ -94,7 +94,7 @@ func (g *Git) refsFromFiles(prefix string) (refs map[string]string, ok bool) {
 // user's) names the key or includes another file. false means only that git must say.
 func (g *Git) hooksPathUnset() bool {
 	for _, v := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_DIR", "GIT_COMMON_DIR"} {
-		if os.Getenv(v) != "" {
+		if g.getenv(v) != "" {
 			return false
 		}
 	}
@@ -103,10 +103,10 @@ func (g *Git) hooksPathUnset() bool {
 		return false
 	}
 	files := []string{filepath.Join(dir, "config"), filepath.Join(dir, "config.worktree")}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home := g.homeDir(); home != "" {
 		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}
-	if xdg := os.Getenv("XDG_CONFIG_HOME"); xdg != "" {
+	if xdg := g.getenv("XDG_CONFIG_HOME"); xdg != "" {
 		files = append(files, filepath.Join(xdg, "git", "config"))
 	}
 	for _, f := range files {

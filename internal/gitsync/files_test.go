@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,7 @@ func refsByGit(t *testing.T, repo, prefix string) map[string]string {
 // refs git lists, loose and packed, a loose ref over its packed value, deleted refs
 // gone, other namespaces left out; and a repository git must read for itself is told.
 func TestRefsFromFiles(t *testing.T) {
+	t.Parallel()
 	_, host, base := syncPair(t)
 	ns := Namespace("s")
 	g := &Git{Repo: host}
@@ -83,19 +85,17 @@ func TestRefsFromFiles(t *testing.T) {
 // reads could set it; wherever it is set, or could be, git is asked and its answer is
 // the one used.
 func TestHooksPathUnset(t *testing.T) {
+	t.Parallel()
 	_, host, _ := syncPair(t)
 	home := t.TempDir()
-	t.Setenv("HOME", home)
-	for _, v := range []string{"XDG_CONFIG_HOME", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_DIR", "GIT_COMMON_DIR"} {
-		t.Setenv(v, "") // restored after the test
-		os.Unsetenv(v)
-	}
+	// git's environment: a home of its own, and no XDG_CONFIG_HOME, GIT_CONFIG_* or GIT_DIR.
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	ctx := context.Background()
-	if g := (&Git{Repo: host}); !g.hooksPathUnset() || g.hooksPath(ctx) != "" {
+	if g := (&Git{Repo: host, Environ: env}); !g.hooksPathUnset() || g.hooksPath(ctx) != "" {
 		t.Errorf("a plain repository: unset %v, hooksPath %q", g.hooksPathUnset(), g.hooksPath(ctx))
 	}
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[remote \"x\"]\n\turl = https://example.com/include/hooksPath.git\n"), 0o644)
-	if g := (&Git{Repo: host}); !g.hooksPathUnset() {
+	if g := (&Git{Repo: host, Environ: env}); !g.hooksPathUnset() {
 		t.Error("a URL holding the words include and hooksPath was taken for config that sets the key")
 	}
 	for _, tc := range []struct {
@@ -120,16 +120,13 @@ func TestHooksPathUnset(t *testing.T) {
 			f.WriteString(tc.text)
 			f.Close()
 		}
+		g := &Git{Repo: host, Environ: env}
 		if tc.env[0] != "" {
-			t.Setenv("GIT_CONFIG_COUNT", "1")
-			t.Setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
-			t.Setenv("GIT_CONFIG_VALUE_0", "from-env")
+			g.Environ = append(slices.Clip(env), "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.hooksPath", "GIT_CONFIG_VALUE_0=from-env")
 		}
-		g := &Git{Repo: host}
 		if g.hooksPathUnset() || g.hooksPath(ctx) != tc.want {
 			t.Errorf("%s: unset %v, hooksPath %q, want %q", tc.what, g.hooksPathUnset(), g.hooksPath(ctx), tc.want)
 		}
 		os.WriteFile(filepath.Join(host, ".git", "config"), config, 0o644)
-		os.Unsetenv("GIT_CONFIG_COUNT")
 	}
 }

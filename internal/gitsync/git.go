@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 
@@ -52,6 +53,9 @@ type Git struct {
 	HelperDir string
 	// Env is added to git's environment (PADDOCK_HOME for the helper).
 	Env []string
+	// Environ, when set, is the environment git starts from and the one read for where
+	// its config is (HOME, XDG_CONFIG_HOME, GIT_CONFIG_*); nil means this process's.
+	Environ []string
 	// Notes, when set, is told in a line what a sync would otherwise wait on in silence:
 	// another sync of the sandbox into the repository, still running.
 	Notes io.Writer
@@ -156,12 +160,42 @@ func (e *early) end() {
 func (g *Git) command(ctx context.Context, args ...string) *exec.Cmd {
 	full := append(append([]string{"-C", g.Repo}, safeConfig...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
+	cmd.Env = append(g.environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
 	if g.HelperDir != "" {
-		cmd.Env = append(cmd.Env, "PATH="+g.HelperDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Env = append(cmd.Env, "PATH="+g.HelperDir+string(os.PathListSeparator)+g.getenv("PATH"))
 	}
 	cmd.Env = append(cmd.Env, g.Env...)
 	return cmd
+}
+
+// environ is the environment git starts from: Environ, else this process's.
+func (g *Git) environ() []string {
+	if g.Environ != nil {
+		return slices.Clip(g.Environ)
+	}
+	return os.Environ()
+}
+
+// getenv reads a variable of environ.
+func (g *Git) getenv(key string) string {
+	if g.Environ == nil {
+		return os.Getenv(key)
+	}
+	for i := len(g.Environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(g.Environ[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// homeDir is the user's home directory in environ; "" when it is not known.
+func (g *Git) homeDir() string {
+	if g.Environ != nil {
+		return g.getenv("HOME")
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 // Refs lists refs under prefix as name → object id.

@@ -3,7 +3,6 @@ package gitsync
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path"
 	"reflect"
@@ -181,7 +180,7 @@ func (g *Git) scriptsChanged(ctx context.Context, from, to, p string) bool {
 // Run's hardening overrides: reading config runs nothing.
 func (g *Git) userConfig(ctx context.Context, key string) string {
 	cmd := exec.CommandContext(ctx, "git", "-C", g.Repo, "config", "--get", key)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	cmd.Env = append(g.environ(), "GIT_CONFIG_NOSYSTEM=1")
 	out, err := cmd.Output()
 	if err != nil {
 		return ""

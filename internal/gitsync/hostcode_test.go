@@ -5,6 +5,7 @@ import "testing"
 // TestRunsOnHost names each file a merge brings in that runs code on the host, and none
 // that does not.
 func TestRunsOnHost(t *testing.T) {
+	t.Parallel()
 	runs := []string{
 		".husky/pre-commit", ".githooks/pre-push", "hooks/post-merge", ".pre-commit-config.yaml",
 		".envrc", "sub/.envrc", ".vscode/tasks.json", ".vscode/settings.json", ".vscode/mcp.json",

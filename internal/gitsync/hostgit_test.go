@@ -13,6 +13,7 @@ import (
 // and checks it is one that runs git hardened (HostConfig) or only reads config: a new
 // exec of git elsewhere would honour the repository's hooks, fsmonitor and filters.
 func TestHostGitIsHardened(t *testing.T) {
+	t.Parallel()
 	allowed := map[string]string{
 		"internal/gitsync/git.go":      "the runner (command) and NoFilters, which reads config",
 		"internal/gitsync/merge.go":    "definedDrivers reads config",

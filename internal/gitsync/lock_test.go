@@ -14,6 +14,7 @@ import (
 // sync and `paddock sync`) all succeed, one of them bringing the new commit and the
 // others finding nothing new, instead of git refusing their ref updates.
 func TestConcurrentSyncs(t *testing.T) {
+	t.Parallel()
 	sb, hostDir, base := syncPair(t)
 	host := &Git{Repo: hostDir}
 	ctx := context.Background()
@@ -58,6 +59,7 @@ func TestConcurrentSyncs(t *testing.T) {
 // TestSyncLockWaits: a sync waits while another holds its sandbox's lock, a sync of
 // another sandbox does not, and a wait ends with its context.
 func TestSyncLockWaits(t *testing.T) {
+	t.Parallel()
 	_, hostDir, _ := syncPair(t)
 	g := &Git{Repo: hostDir}
 	ctx := context.Background()
@@ -110,6 +112,7 @@ func TestSyncLockWaits(t *testing.T) {
 // TestCommonDir: the lock of a worktree's sync is the main repository's, where the refs
 // are.
 func TestCommonDir(t *testing.T) {
+	t.Parallel()
 	_, hostDir, _ := syncPair(t)
 	wt := filepath.Join(t.TempDir(), "wt")
 	gitOut(t, hostDir, "worktree", "add", "-q", wt)

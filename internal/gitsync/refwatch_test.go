@@ -15,6 +15,7 @@ func pkt(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
 // capabilities) forever is cut once the listing passes what a refWatch holds, before it
 // holds more, and none of the listing reaches git.
 func TestRefWatchRefusesEndlessListing(t *testing.T) {
+	t.Parallel()
 	oid := strings.Repeat("a", 40)
 	long := strings.Repeat("x", 60000)
 	tests := []struct {

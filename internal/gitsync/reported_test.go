@@ -11,6 +11,7 @@ import (
 // (as syncs always did); with one, each found ref's reported value, a ref the record lacks
 // (fetched by a diff before any sync) or that the user deleted since counting as new.
 func TestSince(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)

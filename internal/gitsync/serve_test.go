@@ -69,6 +69,7 @@ func syncPair(t *testing.T) (sandbox, host, base string) {
 // an older git answers: what arrives, what is said to have arrived, and what the
 // sandbox's own branch and index go through (nothing).
 func TestSyncOverFD(t *testing.T) {
+	t.Parallel()
 	for _, v0 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "v2", true: "v0"}[v0], func(t *testing.T) {
 			sb, hostDir, base := syncPair(t)
@@ -176,6 +177,7 @@ func TestSyncOverFD(t *testing.T) {
 // TestSyncBranchClash: a sandbox branch named like the WIP refs stops the sync before
 // the host has a new ref, in both protocols, and names the branch.
 func TestSyncBranchClash(t *testing.T) {
+	t.Parallel()
 	for _, branch := range []string{"wip", "wip-x", "wip-a/b"} {
 		for _, v0 := range []bool{false, true} {
 			sb, hostDir, base := syncPair(t)
@@ -196,6 +198,7 @@ func TestSyncBranchClash(t *testing.T) {
 // TestRefWatchRefusesOtherOutput: output that is not the pack protocol is cut, not
 // passed to git.
 func TestRefWatchRefusesOtherOutput(t *testing.T) {
+	t.Parallel()
 	var got bytes.Buffer
 	cut := false
 	w := &refWatch{w: &got, cut: func() { cut = true }, seen: func(map[string]string) error { return nil }}
@@ -209,6 +212,7 @@ func TestRefWatchRefusesOtherOutput(t *testing.T) {
 // that git check-ref-format refuses, and objectID only full ids (an id is a git argument
 // later: "--output=F" must never pass).
 func TestListedNamesAsGitTakesThem(t *testing.T) {
+	t.Parallel()
 	names := []string{"refs/heads/main", "refs/heads/feature/x", "refs/paddock-wip/wip-a", "refs/heads/a..b",
 		"refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/x/", "refs/heads/x.", "refs/heads/a//b",
 		"refs/heads/a@{1}", "refs/heads/a b", "refs/heads/a~1", "refs/heads/a^", "refs/heads/a:b", "refs/heads/a?",
@@ -238,6 +242,7 @@ func TestListedNamesAsGitTakesThem(t *testing.T) {
 // pack repacked by gc --auto, in the foreground): what arrived stays in its own pack for
 // the user's own git to consolidate.
 func TestSyncLeavesUpkeep(t *testing.T) {
+	t.Parallel()
 	sb, hostDir, base := syncPair(t)
 	commit := func(dir, name string) {
 		os.WriteFile(filepath.Join(dir, name), []byte(name+"\n"), 0o644)
@@ -285,6 +290,7 @@ func TestSyncLeavesUpkeep(t *testing.T) {
 // free as it was (git's partial pack removed). Without the bound git fills the
 // filesystem and fails on a full disk.
 func TestSyncStopsBeforeTheDiskIsFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small filesystem for the host repository needs root")
 	}

@@ -49,6 +49,7 @@ func gitIn(t *testing.T, dir string, args ...string) {
 // leaves the lock behind; the next recording still records, and recordings that run at
 // once all succeed with the same commit.
 func TestWIPAfterKilledRecording(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("flock (util-linux) is not installed")
 	}
@@ -96,6 +97,7 @@ func TestWIPAfterKilledRecording(t *testing.T) {
 // sandbox's repository. A tracked file grown over it (truncate -s 64G) keeps its
 // committed version, unread. Files under the bound, odd names included, go in.
 func TestWIPLeavesBigFilesUnread(t *testing.T) {
+	t.Parallel()
 	dir := committedRepo(t)
 	os.WriteFile(filepath.Join(dir, "small *[x].txt"), []byte("small\n"), 0o644)
 	os.Mkdir(filepath.Join(dir, "data"), 0o755)
