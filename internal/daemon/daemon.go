@@ -222,7 +222,7 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go syncs.Run(ctx)
-	go notifier.Run(ctx, evlog.Bus())
+	notifier.Start(ctx, evlog.Bus())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -141,19 +141,32 @@ func New(opts Options) (*Notifier, error) {
 // PublicKey is the VAPID public key browsers subscribe with (base64url, uncompressed point).
 func (n *Notifier) PublicKey() string { return n.keys.Public }
 
-// Run follows bus and delivers until ctx ends.
-func (n *Notifier) Run(ctx context.Context, bus *events.Bus) {
+// Start follows bus and delivers, in goroutines of its own, until ctx ends. It subscribes
+// before it returns, so that no event published after Start is missed (one published
+// while a goroutine was still on its way to subscribing was).
+func (n *Notifier) Start(ctx context.Context, bus *events.Bus) {
 	for range workers {
 		go n.work(ctx)
 	}
-	for ctx.Err() == nil {
-		sub := bus.Subscribe(0, func(ev events.Event) bool {
-			return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed" ||
-				ev.Kind == "budget-warning" || ev.Kind == "budget-spent" || ev.Kind == "alarm"
-		})
-		n.follow(ctx, sub)
-		sub.Close()
-	}
+	sub := subscribe(bus)
+	go func() {
+		for {
+			n.follow(ctx, sub)
+			sub.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			sub = subscribe(bus) // it fell behind: follow what comes next
+		}
+	}()
+}
+
+// subscribe follows the events a notification may come of.
+func subscribe(bus *events.Bus) *events.Subscription {
+	return bus.Subscribe(0, func(ev events.Event) bool {
+		return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed" ||
+			ev.Kind == "budget-warning" || ev.Kind == "budget-spent" || ev.Kind == "alarm"
+	})
 }
 
 func (n *Notifier) follow(ctx context.Context, sub *events.Subscription) {

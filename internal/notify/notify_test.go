@@ -194,8 +194,7 @@ func TestRetries(t *testing.T) {
 	rc.fail, rc.failWith = 2, http.StatusServiceUnavailable
 	n, _ := newNotifier(t, config.Notify{Webhook: rc.srv.URL})
 	bus := events.NewBus()
-	go n.Run(ctx, bus)
-	time.Sleep(50 * time.Millisecond) // Run subscribes
+	n.Start(ctx, bus)
 	bus.Publish(status("repo", "fix", "waiting", time.Now()))
 	reqs, _ := rc.wait(t, 3)
 	if len(reqs) != 3 {
@@ -231,7 +230,9 @@ func TestPush(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	go n.Run(ctx, eventsBus(t, n, status("repo", "fix", "waiting", time.Now())))
+	bus := events.NewBus()
+	n.Start(ctx, bus)
+	bus.Publish(status("repo", "fix", "waiting", time.Now()))
 
 	pushes := svc.Wait(2, 10*time.Second)
 	if len(pushes) != 2 {
@@ -272,18 +273,6 @@ func TestPush(t *testing.T) {
 	if _, err := n.Subscribe(ctx, store.PushSubscription{Endpoint: "javascript:alert(1)", P256DH: phone.Keys.P256DH, Auth: phone.Keys.Auth}); err == nil {
 		t.Fatal("a javascript: endpoint was taken")
 	}
-}
-
-// eventsBus is a bus that publishes evs once the notifier has subscribed.
-func eventsBus(t *testing.T, n *Notifier, evs ...events.Event) *events.Bus {
-	bus := events.NewBus()
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		for _, ev := range evs {
-			bus.Publish(ev)
-		}
-	}()
-	return bus
 }
 
 func TestVAPIDKeysKept(t *testing.T) {
