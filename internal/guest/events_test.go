@@ -38,7 +38,14 @@ func subscribe(t *testing.T, srv *Server) <-chan *guestpb.Event {
 			}
 		}
 	}()
-	time.Sleep(pollInterval + 200*time.Millisecond)
+	// The watchers' first look takes what is there as it is, and reports changes from then
+	// on: wait until it is over (the second has begun), not for a time a loaded machine
+	// may take longer than.
+	for deadline := time.Now().Add(time.Minute); srv.looks.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the guest's watchers did not look twice in a minute")
+		}
+	}
 	return ch
 }
 
