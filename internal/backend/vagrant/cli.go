@@ -16,6 +16,8 @@ import (
 type cli struct {
 	bin      string
 	provider string
+	// env is added to vagrant's environment.
+	env []string
 }
 
 // machineDir is where vagrant runs for a sandbox: the directory of its Vagrantfile, and
@@ -33,6 +35,7 @@ func (c *cli) run(ctx context.Context, m machineDir, args ...string) (string, er
 	if c.provider != "" {
 		cmd.Env = append(cmd.Env, "VAGRANT_DEFAULT_PROVIDER="+c.provider)
 	}
+	cmd.Env = append(cmd.Env, c.env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

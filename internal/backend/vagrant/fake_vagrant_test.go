@@ -15,7 +15,8 @@ import (
 // keeps the machine's state in VAGRANT_DOTFILE_PATH, prints `status --machine-readable`
 // line for line as the real one does, and moves between states as the real one would.
 // Each call is appended to $FAKE_VAGRANT_LOG as JSON: the directory, the arguments and
-// the variables vagrant reads. $FAKE_VAGRANT_FAIL names a subcommand that fails.
+// the variables vagrant reads. $FAKE_VAGRANT_FAIL names a file holding a subcommand that
+// fails.
 func fakeVagrant(args []string) int {
 	cwd, _ := os.Getwd()
 	dot := os.Getenv("VAGRANT_DOTFILE_PATH")
@@ -53,7 +54,7 @@ func fakeVagrant(args []string) int {
 		os.WriteFile(stateFile, []byte(s), 0o644)
 		return 0
 	}
-	if os.Getenv("FAKE_VAGRANT_FAIL") == args[0] {
+	if failing, _ := os.ReadFile(os.Getenv("FAKE_VAGRANT_FAIL")); string(failing) == args[0] {
 		fmt.Fprintf(os.Stderr, "The guest machine entered an invalid state while waiting for it\nto boot. (fake failure of %s)\n", args[0])
 		return 1
 	}

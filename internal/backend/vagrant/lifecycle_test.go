@@ -52,6 +52,8 @@ type fake struct {
 	t     *testing.T
 	guest *stubGuest
 	log   string
+	// failFile holds the subcommand the fake vagrant fails (fail).
+	failFile string
 }
 
 func newFake(t *testing.T, opts map[string]any) *fake {
@@ -60,21 +62,27 @@ func newFake(t *testing.T, opts map[string]any) *fake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(bin, "vagrant")); err != nil {
+	bin := filepath.Join(t.TempDir(), "vagrant")
+	if err := os.Symlink(self, bin); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	log := filepath.Join(t.TempDir(), "calls")
-	t.Setenv("FAKE_VAGRANT_LOG", log)
-	t.Setenv("FAKE_VAGRANT_FAIL", "")
-	v, err := New(backend.Env{Dir: t.TempDir(), Options: opts})
+	dir := t.TempDir()
+	log, fail := filepath.Join(dir, "calls"), filepath.Join(dir, "fail")
+	v, err := newWith(backend.Env{Dir: t.TempDir(), Options: opts}, cli{bin: bin, env: []string{"FAKE_VAGRANT_LOG=" + log, "FAKE_VAGRANT_FAIL=" + fail}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &stubGuest{}
 	v.guest = g
-	return &fake{Vagrant: v, t: t, guest: g, log: log}
+	return &fake{Vagrant: v, t: t, guest: g, log: log, failFile: fail}
+}
+
+// fail makes the fake vagrant's subcommand sub fail from now on ("": none).
+func (f *fake) fail(sub string) {
+	f.t.Helper()
+	if err := os.WriteFile(f.failFile, []byte(sub), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // calls returns the fake vagrant's calls since the last time, as "subcommand args".
@@ -141,6 +149,7 @@ func (f *fake) state(id backend.ID) backend.Status {
 // TestRecoveryByState: Start brings a machine back from each state Vagrant reports, with
 // the command that state needs, then the guest; and State says what the user must know.
 func TestRecoveryByState(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, map[string]any{"health_check_interval": 60})
 	ctx := context.Background()
 	id := backend.ID("rec1")
@@ -192,12 +201,12 @@ func TestRecoveryByState(t *testing.T) {
 
 	// A machine that fails to boot: Start says what vagrant said.
 	f.setState(id, "aborted")
-	t.Setenv("FAKE_VAGRANT_FAIL", "up")
+	f.fail("up")
 	if err := f.Start(ctx, id); err == nil || !strings.Contains(err.Error(), "invalid state while waiting for it") {
 		t.Errorf("Start of a machine failing to boot: %v", err)
 	}
 	// vagrant itself failing: the state is unknown, and says how to retry.
-	t.Setenv("FAKE_VAGRANT_FAIL", "status")
+	f.fail("status")
 	f.invalidate(id)
 	if st := f.state(id); st.State != backend.StateError || !strings.HasPrefix(st.Detail, "VM status unknown: restart to retry") {
 		t.Errorf("vagrant status failing: %+v", st)
@@ -208,6 +217,7 @@ func TestRecoveryByState(t *testing.T) {
 // auto_suspend); rm destroys a machine paddock made even when vagrant fails (the record
 // goes), and only halts one of the project's own Vagrantfile unless auto_destroy.
 func TestStopAndDestroy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		opts map[string]any
@@ -236,7 +246,7 @@ func TestStopAndDestroy(t *testing.T) {
 	f.create("de1", backend.Spec{})
 	f.setState("de1", "running")
 	f.calls()
-	t.Setenv("FAKE_VAGRANT_FAIL", "destroy")
+	f.fail("destroy")
 	if err := f.Destroy(ctx, "de1"); err != nil {
 		t.Fatalf("Destroy with vagrant failing: %v", err)
 	}
@@ -251,8 +261,8 @@ func TestStopAndDestroy(t *testing.T) {
 		t.Errorf("Destroy ran %q", got)
 	}
 	// The failed destroy is kept aside; the next daemon (a new backend) finishes it.
-	t.Setenv("FAKE_VAGRANT_FAIL", "")
-	again, err := New(backend.Env{Dir: f.dir, Options: nil})
+	f.fail("")
+	again, err := newWith(backend.Env{Dir: f.dir, Options: nil}, *f.cli)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +307,7 @@ func TestStopAndDestroy(t *testing.T) {
 // where it is, never written, and by one sandbox at a time. Every call runs in the right directory, with checkpoint
 // requests off and the configured provider.
 func TestWhichVagrantfile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFake(t, map[string]any{"provider": "libvirt", "box": "debian/bookworm64"})
 	f.create("ge1", backend.Spec{NPM: []string{"@anthropic-ai/claude-code@2.1.330"}})
@@ -350,6 +361,7 @@ func TestWhichVagrantfile(t *testing.T) {
 // TestHealthIsCached: State asks vagrant at most once per health_check_interval; a
 // lifecycle call or a failed dial makes the next State ask again.
 func TestHealthIsCached(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, map[string]any{"health_check_interval": 1})
 	ctx := context.Background()
 	f.create("hc1", backend.Spec{})
@@ -384,6 +396,7 @@ func TestHealthIsCached(t *testing.T) {
 // TestSettings: the defaults the issue names, overrides, and refusals of what cannot
 // work, before anything runs.
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	s, err := ParseSettings(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -421,6 +434,7 @@ func TestSettings(t *testing.T) {
 // TestGeneratedVagrantfile: what a generated file holds, and that the real vagrant
 // validates it (every provider left aside), quotes and all.
 func TestGeneratedVagrantfile(t *testing.T) {
+	t.Parallel()
 	script := filepath.Join(t.TempDir(), "it's setup.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o755)
 	s, err := ParseSettings(map[string]any{"box": "bento/ubuntu-24.04", "provision_script": script, "npm_packages": []any{"typescript@5"},
@@ -463,6 +477,7 @@ func TestGeneratedVagrantfile(t *testing.T) {
 // TestGuestEnvQuoting: the guest's environment survives the shell that starts it,
 // whatever the values hold.
 func TestGuestEnvQuoting(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"plain", "it's", `a "b" $c ` + "`d`", "new\nline", `back\slash`, ""} {
 		out, err := exec.Command("sh", "-c", "env -i "+shell.Quote("V="+v)+" sh -c 'printf %s \"$V\"'").Output()
 		if err != nil || string(out) != v {
@@ -475,7 +490,10 @@ func TestGuestEnvQuoting(t *testing.T) {
 // and doctor says how to get one.
 func TestAvailable(t *testing.T) {
 	f := newFake(t, nil)
-	bin := filepath.Dir(must(exec.LookPath("vagrant")))
+	// vagrant and its providers are found on PATH, this process's, as paddock finds them:
+	// so this test stays serial.
+	bin := filepath.Dir(f.cli.bin)
+	f.cli.bin = "vagrant"
 	t.Setenv("PATH", bin) // the fake vagrant, and nothing else
 	t.Setenv("VAGRANT_DEFAULT_PROVIDER", "")
 	var ue *backend.UnavailableError
@@ -483,7 +501,7 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("no provider: %v", err)
 	}
 	d := newFake(t, map[string]any{"provider": "docker"})
-	t.Setenv("PATH", bin)
+	d.cli.bin = "vagrant"
 	if err := d.Available(context.Background()); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "needs docker") {
 		t.Errorf("docker provider without docker: %v", err)
 	}
@@ -493,17 +511,11 @@ func TestAvailable(t *testing.T) {
 	}
 }
 
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // TestIsolationReport: a hypervisor provider makes VMs ("Just do it" prefers them); the
 // docker provider makes containers with sudo inside, and doctor says it is weaker; both
 // say the machine's network is its own.
 func TestIsolationReport(t *testing.T) {
+	t.Parallel()
 	vm := newFake(t, map[string]any{"provider": "virtualbox"})
 	if !vm.OwnKernel() {
 		t.Error("a VirtualBox machine has no kernel of its own")
@@ -525,6 +537,7 @@ func TestIsolationReport(t *testing.T) {
 // key after (a machine whose key changed is refused, whatever it runs); a machine made
 // anew (forget fresh) is trusted anew.
 func TestHostKeyPinned(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, nil)
 	f.create("hk1", backend.Spec{})
 	g := &sshGuest{v: f.Vagrant, conns: map[backend.ID]*sshConn{}}

@@ -86,12 +86,16 @@ type meta struct {
 }
 
 // New constructs the backend from the [vagrant] settings.
-func New(env backend.Env) (*Vagrant, error) {
+func New(env backend.Env) (*Vagrant, error) { return newWith(env, cli{bin: "vagrant"}) }
+
+// newWith is New running vagrant as c says (its provider is the settings').
+func newWith(env backend.Env, c cli) (*Vagrant, error) {
 	s, err := ParseSettings(env.Options)
 	if err != nil {
 		return nil, err
 	}
-	v := &Vagrant{dir: env.Dir, settings: s, cli: &cli{bin: "vagrant", provider: s.Provider}, log: slog.Default().With("backend", Name),
+	c.provider = s.Provider
+	v := &Vagrant{dir: env.Dir, settings: s, cli: &c, log: slog.Default().With("backend", Name),
 		cache: map[backend.ID]cachedState{}}
 	v.guest = &sshGuest{v: v, conns: map[backend.ID]*sshConn{}}
 	if env.Dir != "" {
