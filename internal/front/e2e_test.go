@@ -506,7 +506,9 @@ func TestFrontLs(t *testing.T) {
 		return ""
 	}
 	out := same("a running sandbox with a session")
-	if !regexp.MustCompile(`(?m)^r +bwrap +running +closed +\d+s +-\n  r/worker +shell +running +-$`).MatchString(out) {
+	// ls answers at once with a session's state as last read when reading it now is slow
+	// (a loaded machine), and says so, as lifecycle.txtar takes too.
+	if !regexp.MustCompile(`(?m)^r +bwrap +running +closed +\d+s +-\n  r/worker +shell +running( \(last known\))? +-$`).MatchString(out) {
 		t.Fatalf("ls:\n%s", out)
 	}
 	alone := h.alone("#!/bin/sh\nexit 99\n")
