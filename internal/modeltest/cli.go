@@ -20,10 +20,14 @@ const codexKeyEnv = "MODELTEST_API_KEY"
 
 // RequireCLI returns the path of the agent CLI name, skipping the test when it is not
 // installed (failing it under testenv.Strict: make setup installs every CLI the tests
-// drive).
+// drive), and holds one of the machine's agent-cli slots (testenv.Slot) until tb ends.
 func RequireCLI(tb testing.TB, name string) string {
 	tb.Helper()
-	return testenv.Program(tb, name, "make setup installs the agent CLIs from npm")
+	p := testenv.Program(tb, name, "make setup installs the agent CLIs from npm")
+	// An agent CLI keeps a processor busy for seconds at a time: at most three run at
+	// once across make test's processes, so that none waits out its limits starved.
+	testenv.Slot(tb, "agent-cli", 3)
+	return p
 }
 
 // baseEnv is the environment every agent starts from: PATH and HOME only,
