@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 // TestSlot: with one slot, two parallel tests that take it run one after the other.
 func TestSlot(t *testing.T) {
 	kind := fmt.Sprintf("slot-test-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove(filepath.Join(os.TempDir(), "paddock-test-slots", kind+"-0.lock")) })
 	var mu sync.Mutex
 	var order []string
 	note := func(s string) {
