@@ -23,15 +23,15 @@
 # kubernetes backend's tests skip, or fail under PADDOCK_TEST_STRICT=1 (CI).
 # PADDOCK_TEST_KUBECONFIG already set: that cluster is used as it is, none is made.
 #
-# TEST_P (default 4) and TEST_PARALLEL (default 4) are go test's -p and -parallel.
+# TEST_P (default 2) and TEST_PARALLEL (default 2) are go test's -p and -parallel.
 set -uo pipefail   # no -e: the teardown and go test's status must survive a failure
 { # bash reads the whole block before it runs it: this file edited during a run leaves the run be
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 export CGO_ENABLED=0
 STATE=${PADDOCK_K8S_TEST_STATE:-/tmp/paddock-k8s-test}
-P=${TEST_P:-4}
-PARALLEL=${TEST_PARALLEL:-4}
+P=${TEST_P:-2}
+PARALLEL=${TEST_PARALLEL:-2}
 quick=0
 if [ "${1:-}" = --quick ]; then
 	quick=1
