@@ -35,7 +35,7 @@ func Slot(tb testing.TB, kind string, n int) {
 			}
 			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 				if said {
-					tb.Logf("waited %s for a %s slot", time.Since(start).Round(time.Second / 10), kind)
+					tb.Logf("waited %s for a %s slot", time.Since(start).Round(time.Second/10), kind)
 				}
 				tb.Cleanup(func() { f.Close() }) // closing lets the lock go
 				return
