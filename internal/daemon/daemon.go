@@ -154,6 +154,7 @@ func Run(ctx context.Context, opts Options) error {
 	syncs := autosync.New(autosync.Options{Store: st, Bus: evlog.Bus(), Sandboxes: svc.Host(), Logger: log})
 	sessions := session.New(svc, keys, log)
 	go sessions.WatchTranscripts(ctx, evlog.Bus())
+	go sessions.ForgetOnStatus(ctx, evlog.Bus())
 	svc.Reconcile(ctx)
 
 	ln, err := listen(p.Socket)

@@ -3,6 +3,9 @@ package session
 import (
 	"context"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestproto"
 )
 
 // listBounded is List of one sandbox, waiting for it no longer than its last read
@@ -20,4 +23,36 @@ func (s *Service) listBounded(ctx context.Context, id, name string) ([]Info, err
 		out[i] = in
 	}
 	return out, nil
+}
+
+// ForgetOnStatus drops a sandbox's sessions as last read whenever its agent reports a
+// session's status or exit, until ctx ends: the next listing waits for a read that knows
+// of it, instead of answering at once with the state before (on a loaded machine, ls
+// showed a session still waiting for you after it had gone idle).
+func (s *Service) ForgetOnStatus(ctx context.Context, bus *events.Bus) {
+	for ctx.Err() == nil {
+		sub := bus.Subscribe(0, func(ev events.Event) bool {
+			return ev.Kind == guestproto.EventSessionStatus || ev.Kind == guestproto.EventSessionExited
+		})
+		s.forgetFrom(ctx, sub)
+		sub.Close()
+	}
+}
+
+func (s *Service) forgetFrom(ctx context.Context, sub *events.Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Dropped():
+			return
+		case ev, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if sb, err := s.store.GetSandbox(ctx, ev.Sandbox); err == nil {
+				s.known.Forget(sb.ID)
+			}
+		}
+	}
 }
