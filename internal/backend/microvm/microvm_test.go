@@ -262,7 +262,19 @@ func TestGuestNotAnswering(t *testing.T) {
 		t.Fatal("no guest process found inside")
 	}
 	go c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "sleep 0.2; kill -STOP " + guestPid}})
-	time.Sleep(time.Second)
+	// Stopped once it no longer answers: an emulated VM on a loaded machine may take well
+	// over a second to get there (a fixed second let Start find it still answering).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Exec(pctx, guestclient.ExecOptions{Argv: []string{"true"}})
+		cancel()
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the guest still answered a minute after it was stopped")
+		}
+	}
 	b.Close()
 
 	b2, err := microvm.New(backend.Env{Dir: b.Dir(), Options: map[string]any{"start_timeout": 5}})
