@@ -19,8 +19,10 @@ import (
 // never answers here, so the page must say that plainly instead of waiting for ever), and a push message handed
 // to the service worker (through DevTools, as the push service would) is shown as a
 // notification whose tap opens the session's page.
+//
+// It runs alone, not beside the other browser tests: beside them, in two runs of make test
+// in a row, the pushed message was never shown (it passes alone); why is not known yet.
 func TestBrowserNotifications(t *testing.T) {
-	t.Parallel()
 	chrome := chromium(t)
 	d := newDaemon(t)
 	login := d.web()
