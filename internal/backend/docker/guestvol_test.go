@@ -110,7 +110,9 @@ func removeGuestVolume(t *testing.T, d *Docker, vol string) {
 			}
 		}
 	}
-	if err := d.cli.VolumeRemove(ctx, vol, false); err != nil {
+	// Gone already is as good: another paddock on the engine (a test beside this one, with
+	// a guest of its own) removes the volumes of other guests that no container uses.
+	if err := d.cli.VolumeRemove(ctx, vol, false); err != nil && !errdefs.IsNotFound(err) {
 		t.Fatal(err)
 	}
 }
