@@ -80,17 +80,33 @@ func (s *Service) lastCleared(ctx context.Context, sb store.Sandbox) time.Time {
 // turn (its status idle or waiting) and when it exits, until ctx ends: an agent's tool
 // calls raise their alarms even when nobody looks at the session.
 func (s *Service) WatchTranscripts(ctx context.Context, bus *events.Bus) {
+	watchEvents(ctx, bus, func(ev events.Event) bool {
+		return ev.Session != "" && (ev.Kind == guestproto.EventSessionExited ||
+			ev.Kind == guestproto.EventSessionStatus && (ev.Attrs["status"] == "idle" || ev.Attrs["status"] == "waiting"))
+	}, func(ev events.Event) {
+		t, err := s.resolve(ctx, ev.Sandbox, ev.Session)
+		if err != nil {
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, _, err := s.readTranscript(rctx, t.client, t.sb, t.se, false); err != nil {
+			s.log.Debug("read a transcript for alarms", "sandbox", ev.Sandbox, "session", ev.Session, "err", err)
+		}
+	})
+}
+
+// watchEvents calls fn with each event of bus that match accepts, one at a time, until
+// ctx ends; a subscription that fell behind is replaced by a new one.
+func watchEvents(ctx context.Context, bus *events.Bus, match func(events.Event) bool, fn func(events.Event)) {
 	for ctx.Err() == nil {
-		sub := bus.Subscribe(0, func(ev events.Event) bool {
-			return ev.Session != "" && (ev.Kind == guestproto.EventSessionExited ||
-				ev.Kind == guestproto.EventSessionStatus && (ev.Attrs["status"] == "idle" || ev.Attrs["status"] == "waiting"))
-		})
-		s.followTurns(ctx, sub)
+		sub := bus.Subscribe(0, match)
+		followEvents(ctx, sub, fn)
 		sub.Close()
 	}
 }
 
-func (s *Service) followTurns(ctx context.Context, sub *events.Subscription) {
+func followEvents(ctx context.Context, sub *events.Subscription, fn func(events.Event)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,15 +117,7 @@ func (s *Service) followTurns(ctx context.Context, sub *events.Subscription) {
 			if !ok {
 				return
 			}
-			t, err := s.resolve(ctx, ev.Sandbox, ev.Session)
-			if err != nil {
-				continue
-			}
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
-			if _, _, err := s.readTranscript(rctx, t.client, t.sb, t.se, false); err != nil {
-				s.log.Debug("read a transcript for alarms", "sandbox", ev.Sandbox, "session", ev.Session, "err", err)
-			}
-			cancel()
+			fn(ev)
 		}
 	}
 }

@@ -30,29 +30,11 @@ func (s *Service) listBounded(ctx context.Context, id, name string) ([]Info, err
 // of it, instead of answering at once with the state before (on a loaded machine, ls
 // showed a session still waiting for you after it had gone idle).
 func (s *Service) ForgetOnStatus(ctx context.Context, bus *events.Bus) {
-	for ctx.Err() == nil {
-		sub := bus.Subscribe(0, func(ev events.Event) bool {
-			return ev.Kind == guestproto.EventSessionStatus || ev.Kind == guestproto.EventSessionExited
-		})
-		s.forgetFrom(ctx, sub)
-		sub.Close()
-	}
-}
-
-func (s *Service) forgetFrom(ctx context.Context, sub *events.Subscription) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.Dropped():
-			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				return
-			}
-			if sb, err := s.store.GetSandbox(ctx, ev.Sandbox); err == nil {
-				s.known.Forget(sb.ID)
-			}
+	watchEvents(ctx, bus, func(ev events.Event) bool {
+		return ev.Kind == guestproto.EventSessionStatus || ev.Kind == guestproto.EventSessionExited
+	}, func(ev events.Event) {
+		if sb, err := s.store.GetSandbox(ctx, ev.Sandbox); err == nil {
+			s.known.Forget(sb.ID)
 		}
-	}
+	})
 }
