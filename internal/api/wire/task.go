@@ -186,6 +186,9 @@ type LandRequest struct {
 	PR bool `json:"pr,omitempty"`
 	// Remote is the remote the pull request's branch is pushed to (default origin).
 	Remote string `json:"remote,omitempty"`
+	// Yes lands even when the work changes files that run code on the host once landed
+	// (git hooks, .envrc, Makefiles...); without it such a landing is refused, naming them.
+	Yes bool `json:"yes,omitempty"`
 }
 
 // The states of a merge queue entry (QueueEntry.State).
