@@ -29,6 +29,7 @@ import (
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot"
+	"github.com/paddockhq/paddock/internal/task"
 )
 
 // Server serves the API.
@@ -64,6 +65,9 @@ type Server struct {
 	// runs are the host-side agent's runs (EnableRuns); runsErr says why there are none.
 	runs    *runs.Service
 	runsErr error
+	// tasks are the daemon's tasks (EnableTasks); tasksErr says why there are none.
+	tasks    *task.Service
+	tasksErr error
 	// meter is the credential proxy's meter (EnableMetering): usage and budgets.
 	meter *metering.Meter
 }
@@ -128,6 +132,7 @@ func (s *Server) Handler() http.Handler {
 	s.snapshotRoutes(mux)
 	s.portRoutes(mux)
 	s.runRoutes(mux)
+	s.taskRoutes(mux)
 	s.teamRoutes(mux)
 	s.usageRoutes(mux)
 	s.alarmRoutes(mux)
