@@ -32,6 +32,7 @@ type Anthropic struct {
 	faults []fault // answers to get wrong on purpose, in order
 
 	revoked sync.Map // tokens answered 401, as a revoked login's
+	rules   rules    // RunOn's
 }
 
 // Revoke makes the server answer 401 authentication_error to every request carrying

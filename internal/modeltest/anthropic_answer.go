@@ -17,7 +17,7 @@ type anthropicBlockOut struct {
 
 // answer replies to a Messages request by the script.
 func (s *Anthropic) answer(w http.ResponseWriter, rec Request, req anthropicRequest, inTokens int64) {
-	text, tool, input := anthropicScript(rec, req)
+	text, tool, input := anthropicScript(rec, req, &s.rules)
 	n := s.next.Add(1)
 	blocks := []anthropicBlockOut{{Type: "text", Text: &text}}
 	stop := "end_turn"
@@ -54,7 +54,7 @@ func (s *Anthropic) answer(w http.ResponseWriter, rec Request, req anthropicRequ
 }
 
 // anthropicScript picks the answer: text, and the tool to call with its input.
-func anthropicScript(rec Request, req anthropicRequest) (text, tool string, input map[string]any) {
+func anthropicScript(rec Request, req anthropicRequest, rules *rules) (text, tool string, input map[string]any) {
 	if len(rec.Tools) == 0 {
 		return sideReply(req), "", nil
 	}
@@ -64,7 +64,7 @@ func anthropicScript(rec Request, req anthropicRequest) (text, tool string, inpu
 		return fmt.Sprintf("Step %d: %s.", step, call.tool), call.tool, call.input
 	}
 	last := lastTurn(rec.Messages)
-	t := decide(last)
+	t := rules.decide(last)
 	switch {
 	case t.call == callRun && rec.HasTool("Bash"):
 		return t.text, "Bash", map[string]any{"command": t.arg, "description": "run it"}

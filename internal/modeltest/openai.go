@@ -27,6 +27,7 @@ type OpenAIResponses struct {
 	log     log
 	next    atomic.Int64 // for response, item and call ids
 	revoked sync.Map     // bearer tokens answered 401
+	rules   rules        // RunOn's
 }
 
 // Revoke makes the server answer 401 to every request whose bearer token is token, as

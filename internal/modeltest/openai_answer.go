@@ -10,7 +10,7 @@ import (
 // answer replies to a Responses request by the script.
 func (s *OpenAIResponses) answer(w http.ResponseWriter, rec Request, req openaiRequest) {
 	n := s.next.Add(1)
-	items := openaiScript(rec, req, n)
+	items := openaiScript(rec, req, n, &s.rules)
 	out := ""
 	for _, it := range items {
 		raw, _ := json.Marshal(it)
@@ -43,7 +43,7 @@ func (s *OpenAIResponses) answer(w http.ResponseWriter, rec Request, req openaiR
 
 // openaiScript picks the output items: an assistant message, and a tool call when
 // the script wants one and the request offers the tool.
-func openaiScript(rec Request, req openaiRequest, n int64) []map[string]any {
+func openaiScript(rec Request, req openaiRequest, n int64, rules *rules) []map[string]any {
 	message := func(text string) map[string]any {
 		return map[string]any{"id": fmt.Sprintf("msg_modeltest_%d", n), "type": "message", "status": "completed",
 			"role": "assistant", "content": []map[string]any{{"type": "output_text", "text": text, "annotations": []any{}}}}
@@ -52,7 +52,7 @@ func openaiScript(rec Request, req openaiRequest, n int64) []map[string]any {
 		return []map[string]any{message(SideReply)}
 	}
 	last := lastTurn(rec.Messages)
-	t := decide(last)
+	t := rules.decide(last)
 	toolType := map[string]string{}
 	for _, tool := range req.Tools {
 		toolType[tool.Name] = tool.Type
