@@ -12,3 +12,8 @@ import (
 func (s *Service) openPR(ctx context.Context, e wire.QueueEntry, t wire.Task, a wire.Attempt) (wire.PullRequest, error) {
 	return wire.PullRequest{}, apperr.Invalid("", "pull requests are not built yet")
 }
+
+// followPR reads the state of an entry's pull request on the forge.
+func (s *Service) followPR(ctx context.Context, e wire.QueueEntry) (wire.PullRequest, error) {
+	return wire.PullRequest{}, apperr.Invalid("", "pull requests are not built yet")
+}

@@ -203,6 +203,12 @@ const (
 	QueuePR       = "pr"       // pushed, its pull request open (PR says)
 )
 
+// The modes of a merge queue entry (QueueEntry.Mode).
+const (
+	QueueLand        = "land" // rebased, checked, and the host branch fast-forwarded
+	QueuePullRequest = "pr"   // pushed to the remote and a pull request opened
+)
+
 // QueueEntry is one attempt's way to its host branch: a landing or a pull request.
 type QueueEntry struct {
 	ID      int64  `json:"id"`
@@ -212,6 +218,10 @@ type QueueEntry struct {
 	Into    string `json:"into"`
 	State   string `json:"state"`
 	Detail  string `json:"detail,omitempty"`
+	// Mode is QueueLand (the host branch fast-forwarded) or QueuePullRequest.
+	Mode string `json:"mode,omitempty"`
+	// Yes says the user accepted the files that run code on the host once landed.
+	Yes bool `json:"yes,omitempty"`
 	// Onto is the branch's commit the work was last rebased onto; Commit the rebased
 	// work's, which the branch is fast-forwarded to.
 	Onto   string `json:"onto,omitempty"`
