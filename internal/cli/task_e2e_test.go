@@ -1,0 +1,231 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/testenv"
+)
+
+// The task of TestTaskEndToEnd: one prompt whose command does something else in each
+// attempt, told apart by the attempt's branch (task/greet/N): attempt 1 makes the
+// greeting a hello and adds a git hook; attempt 2 makes it a goodbye, which the check
+// refuses; attempt 3 makes it another hello, with notes, which passes alone and
+// conflicts with attempt 1's once that has landed.
+const (
+	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand
+	// A check a user would write: greeting.txt must say hello.
+	greetCheck   = "sh check.sh"
+	greetCommand = `b=$(git branch --show-current); case "$b" in ` +
+		`*1) printf 'hello, world\n' > greeting.txt; mkdir -p .githooks; printf '#!/bin/sh\ntouch hook-ran\n' > .githooks/post-merge; chmod +x .githooks/post-merge;; ` +
+		`*2) printf 'goodbye\n' > greeting.txt;; ` +
+		`*) printf 'hello, there\n' > greeting.txt; seq 1 10 > notes.txt;; ` +
+		`esac; git add -A && git commit -qm "greeting of $b"`
+	// conflictMarker is in the queue's message to an attempt whose rebase conflicted.
+	conflictMarker = "conflict"
+	// resolveCommand is what the Codex attempt's agent does when told of the conflict:
+	// rebase onto the landed branch, keep both greetings, go on.
+	resolveCommand = `git rebase refs/paddock/onto; printf 'hello, world and there\n' > greeting.txt; git add greeting.txt && GIT_EDITOR=true git rebase --continue`
+)
+
+// TestTaskEndToEnd runs a task for real: two Claude Code attempts and one Codex attempt
+// (the second Claude one on docker when it is up) against scripted model servers, the
+// check run in each attempt's sandbox; the ranking a user reads; the best attempt landed
+// into the host repository through the merge queue (its git hook warned of, and never
+// run); the Codex attempt landed after it, through a conflict its agent resolves when
+// the queue tells it; and another task's attempt opened as a pull request on a fake of
+// GitHub.
+func TestTaskEndToEnd(t *testing.T) {
+	t.Parallel()
+	modeltest.RequireCLI(t, "claude")
+	modeltest.RequireCLI(t, "codex")
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	claude := modeltest.NewAnthropic(t)
+	codex := modeltest.NewOpenAIResponses(t)
+	codex.RunOn(conflictMarker, resolveCommand)
+	h, repo := e2eHome(t)
+	h.Setenv("ANTHROPIC_BASE_URL", claude.URL())
+	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-task-REAL-0123456789abcdefghijklmnop")
+	h.Setenv("OPENAI_BASE_URL", codex.URL()+"/v1")
+	h.Setenv("OPENAI_API_KEY", "sk-openai-task-REAL-0123456789abcdef")
+	paddock := newPaddock(h)
+	must := mustSucceed(t, paddock)
+
+	// The host repository: a greeting, the check, and git hooks the user keeps in
+	// .githooks (core.hooksPath), as husky and others set up.
+	writeHostFile(t, filepath.Join(repo, "greeting.txt"), "hi\n")
+	writeHostFile(t, filepath.Join(repo, "check.sh"), "grep -q '^hello' greeting.txt && echo 'greeting ok' && exit 0\necho \"greeting is not a hello: $(cat greeting.txt)\"\nexit 1\n")
+	hostGit(t, repo, "add", "-A")
+	hostGit(t, repo, "commit", "-qm", "a greeting and its check")
+	hostGit(t, repo, "config", "core.hooksPath", ".githooks")
+	base := hostGit(t, repo, "rev-parse", "HEAD")
+
+	agents, second := "claude:2,codex", "bwrap"
+	if dockerReady() {
+		agents, second = "claude,claude@docker,codex", "docker"
+	}
+	began := time.Now()
+	name := strings.TrimSpace(must("", "task", "new", repo, "--name", "greet", "--prompt", greetPrompt, "--agents", agents, "--check", greetCheck))
+	if name != "greet" {
+		t.Fatalf("task new printed %q, want the task's name", name)
+	}
+	show := func(name string) wire.Task {
+		var tk wire.Task
+		if err := json.Unmarshal([]byte(must("", "task", "show", name, "--json")), &tk); err != nil {
+			t.Fatalf("task show %s --json: %v", name, err)
+		}
+		return tk
+	}
+	defer func() {
+		if t.Failed() {
+			out, _, _ := paddock("", "task", "show", "greet")
+			q, _, _ := paddock("", "task", "queue", "--json")
+			t.Logf("task show greet:\n%s\nqueue:\n%s\nmodel requests: claude %d, codex %d", out, q, len(claude.Requests()), len(codex.Requests()))
+		}
+	}()
+	var tk wire.Task
+	waitUntil(t, 5*time.Minute, "every attempt done", func() bool {
+		tk = show("greet")
+		return tk.State == wire.TaskDone
+	})
+	t.Logf("three attempts started, worked and checked in %v", time.Since(began).Round(time.Second))
+
+	// The ranking as a user reads it: the Claude attempt whose check passes first, the
+	// Codex one (passing too, with a bigger diff) second, the one whose check fails last,
+	// each saying why.
+	if len(tk.Attempts) != 3 {
+		t.Fatalf("task greet has %d attempts, want 3", len(tk.Attempts))
+	}
+	first, mid, last := tk.Attempts[0], tk.Attempts[1], tk.Attempts[2]
+	if first.N != 1 || first.Agent != "claude" || first.Rank != 1 || first.Passed == nil || !*first.Passed {
+		t.Errorf("first: attempt %d (%s), rank %d, passed %v; want attempt 1 (claude), passing", first.N, first.Agent, first.Rank, first.Passed)
+	}
+	if mid.N != 3 || mid.Agent != "codex" || mid.Passed == nil || !*mid.Passed {
+		t.Errorf("second: attempt %d (%s), passed %v; want attempt 3 (codex), passing", mid.N, mid.Agent, mid.Passed)
+	}
+	if last.N != 2 || last.Backend != second || last.Passed == nil || *last.Passed {
+		t.Errorf("last: attempt %d on %s, passed %v; want attempt 2 on %s, failing", last.N, last.Backend, last.Passed, second)
+	}
+	if !strings.Contains(first.Why, "pass") || !strings.Contains(last.Why, "fail") {
+		t.Errorf("Why: first %q, last %q", first.Why, last.Why)
+	}
+	if len(last.Checks) != 1 || last.Checks[0].Exit == 0 || !strings.Contains(last.Checks[0].Output, "greeting is not a hello: goodbye") {
+		t.Errorf("the failing attempt's check: %+v", last.Checks)
+	}
+	for _, a := range tk.Attempts {
+		if a.Usage.CostUSD <= 0 || a.Usage.Requests == 0 {
+			t.Errorf("attempt %d (%s): no cost recorded: %+v", a.N, a.Agent, a.Usage)
+		}
+		if a.Diff.Files == 0 || a.Head == "" || a.Dirty {
+			t.Errorf("attempt %d: diff %+v, head %q, dirty %v: its commit not seen", a.N, a.Diff, a.Head, a.Dirty)
+		}
+	}
+	text := must("", "task", "show", "greet")
+	for _, want := range []string{"greeting is not a hello: goodbye", "paddock task land greet"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("task show greet lacks %q:\n%s", want, text)
+		}
+	}
+
+	// Land the best: refused until the user has read the hook it adds, then through the
+	// queue, the host branch fast-forwarded, the hook never run on the host.
+	_, errOut, code := paddock("", "task", "land", "greet")
+	if code == 0 || !strings.Contains(errOut, ".githooks/post-merge") || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("task land greet, its work adding a git hook: exit %d\n%s", code, errOut)
+	}
+	if tip := hostGit(t, repo, "rev-parse", "main"); tip != base {
+		t.Fatalf("a refused landing moved main from %s to %s", base, tip)
+	}
+	must("", "task", "land", "greet", "--yes", "--wait")
+	if log := hostGit(t, repo, "log", "--format=%s", base+"..main"); log != "greeting of task/greet/1" {
+		t.Fatalf("host log after landing attempt 1:\n%s", log)
+	}
+	if parent := hostGit(t, repo, "rev-parse", "main^"); parent != base {
+		t.Fatalf("the landed commit's parent is %s, not the base %s: not a fast-forward", parent, base)
+	}
+	if got := readHostFile(t, filepath.Join(repo, "greeting.txt")); got != "hello, world\n" {
+		t.Fatalf("the host's checkout of main has greeting %q after landing", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hook-ran")); err == nil {
+		t.Fatal("the git hook the attempt added ran on the host")
+	}
+
+	// Land the Codex attempt: its rebase onto the new main conflicts; its agent is told
+	// and resolves it; the queue tries again and lands it after the first.
+	must("", "task", "land", "greet", "--attempt", "3")
+	var entry wire.QueueEntry
+	sawConflict := false
+	waitUntil(t, 5*time.Minute, "attempt 3 landed", func() bool {
+		var q []wire.QueueEntry
+		if err := json.Unmarshal([]byte(must("", "task", "queue", "greet", "--json")), &q); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range q {
+			if e.Attempt == 3 {
+				entry = e
+			}
+		}
+		sawConflict = sawConflict || entry.State == wire.QueueConflict
+		if entry.State == wire.QueueFailed || entry.State == wire.QueueDropped {
+			t.Fatalf("attempt 3's entry: %+v", entry)
+		}
+		return entry.State == wire.QueueLanded
+	})
+	if !slices.Contains(entry.Conflicts, "greeting.txt") && !sawConflict {
+		t.Errorf("attempt 3 landed with no conflict seen: %+v", entry)
+	}
+	told := false
+	for _, r := range codex.Requests() {
+		told = told || r.Contains(conflictMarker) && r.Contains("greeting.txt")
+	}
+	if !told {
+		t.Error("the Codex agent was never told of the conflict on greeting.txt")
+	}
+	if log := hostGit(t, repo, "log", "--format=%s", base+"..main"); log != "greeting of task/greet/3\ngreeting of task/greet/1" {
+		t.Fatalf("host log after landing attempt 3:\n%s", log)
+	}
+	if merges := hostGit(t, repo, "rev-list", "--merges", base+"..main"); merges != "" {
+		t.Fatalf("merge commits on main: %s", merges)
+	}
+	if got := readHostFile(t, filepath.Join(repo, "greeting.txt")); got != "hello, world and there\n" {
+		t.Fatalf("the host's greeting after both landings: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hook-ran")); err == nil {
+		t.Fatal("the git hook ran on the host at the second landing")
+	}
+}
+
+// hostGit runs git in the host repository repo and returns its output, trimmed.
+func hostGit(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeHostFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readHostFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
