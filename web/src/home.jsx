@@ -17,7 +17,11 @@ export function Home() {
   }
   return (
     <>
-      <Bar title="paddock" sub={list ? `${list.length} sandbox${list.length === 1 ? '' : 'es'}` : ''} />
+      <Bar title="paddock" sub={list ? `${list.length} sandbox${list.length === 1 ? '' : 'es'}` : ''}>
+        <Link class="button small" href={urls.tasks()} data-nav="tasks">
+          Tasks
+        </Link>
+      </Bar>
       <main>
         {st.error && !list && <ErrorText err={st.error} />}
         {!list && !st.error && <p class="muted">Loading sandboxes…</p>}

@@ -4,6 +4,7 @@
 import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { onUnauthorized } from './api.js';
+import { Attempt } from './attempt.jsx';
 import { Changes } from './changes.jsx';
 import { Conversation } from './conversation.jsx';
 import { connect } from './events.js';
@@ -11,6 +12,7 @@ import { Home } from './home.jsx';
 import { Link, match, usePath } from './router.jsx';
 import { Sandbox } from './sandbox.jsx';
 import { changed, refreshAll, state, useStore } from './store.js';
+import { Task, Tasks } from './tasks.jsx';
 import { TerminalScreen } from './terminal.jsx';
 import { Bar } from './ui.jsx';
 import './app.css';
@@ -36,6 +38,15 @@ function App() {
       break;
     case 'terminal':
       screen = <TerminalScreen sb={m.sb} name={m.name} />;
+      break;
+    case 'tasks':
+      screen = <Tasks />;
+      break;
+    case 'task':
+      screen = <Task name={m.name} />;
+      break;
+    case 'attempt':
+      screen = <Attempt name={m.name} n={m.n} />;
       break;
     default:
       screen = (

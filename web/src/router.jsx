@@ -50,6 +50,9 @@ export const urls = {
   changes: (sb) => `/s/${enc(sb)}/-/changes`,
   session: (sb, name) => `/s/${enc(sb)}/${enc(name)}`,
   terminal: (sb, name) => `/s/${enc(sb)}/${enc(name)}/terminal`,
+  tasks: () => '/t',
+  task: (name) => `/t/${enc(name)}`,
+  attempt: (name, n) => `/t/${enc(name)}/${n}`,
 };
 
 /** Splits a path into a screen and its parameters. */
@@ -65,6 +68,12 @@ export function match(path) {
       }
     });
   if (parts.length === 0) return { screen: 'home' };
+  if (parts[0] === 't') {
+    if (parts.length === 1) return { screen: 'tasks' };
+    if (parts.length === 2) return { screen: 'task', name: parts[1] };
+    if (parts.length === 3 && /^\d+$/.test(parts[2])) return { screen: 'attempt', name: parts[1], n: Number(parts[2]) };
+    return { screen: 'missing' };
+  }
   if (parts[0] !== 's' || parts.length < 2) return { screen: 'missing' };
   const sb = parts[1];
   if (parts.length === 2) return { screen: 'sandbox', sb };
