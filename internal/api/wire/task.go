@@ -114,7 +114,9 @@ type Attempt struct {
 	Ended   time.Time `json:"ended,omitzero"`
 	Verdict *Verdict  `json:"verdict,omitempty"`
 	Reviews []Review  `json:"reviews,omitempty"`
-	// Rank is the attempt's place, from 1 (the best); Why says what put it there.
+	// Rank is the attempt's place, from 1 (the best); Why says what put it there, in
+	// words ("checks pass; judge 8/10; 12 lines smaller than #2": "#2" is the attempt
+	// ranked second).
 	Rank int    `json:"rank"`
 	Why  string `json:"why,omitempty"`
 }
