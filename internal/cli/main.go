@@ -138,6 +138,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdRestore(f),
 		newCmdRun(f),
 		newCmdRuns(f),
+		newCmdTask(f),
 		newCmdDiff(f),
 		newCmdPush(f),
 		newCmdWorktree(f),
