@@ -49,6 +49,11 @@ type fakeDaemon struct {
 	// runs are each sandbox's runs, newest first; steps each run's steps.
 	runs  map[string][]wire.Run
 	steps map[string][]wire.RunStep
+	// tasks and queue are the daemon's tasks and merge queue (tasks_test.go); runsOnHost,
+	// when set, is what a landing without yes is refused for.
+	tasks      []wire.Task
+	queue      []wire.QueueEntry
+	runsOnHost string
 }
 
 func newFake() *fakeDaemon {

@@ -30,12 +30,13 @@ var keyHelp = [][2]string{
 	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
 	{"x", "stop the sandbox (on a run at work: cancel the run)"},
 	{"d", "delete the session (on a sandbox line: the sandbox)"},
+	{"T", "tasks: each task's attempts ranked, their checks; l lands one, P opens its pull request, r reviews it"},
 	{"/", "filter by name, agent, status or backend; esc clears"},
 	{"?", "this help"},
 	{"q ctrl-c", "quit"},
 }
 
-const footerKeys = "enter attach · n new · R restart · s sync · M merge · D diff · m message · f fork · x stop · d delete · / filter · ? help · q quit"
+const footerKeys = "enter attach · n new · R restart · s sync · M merge · D diff · m message · f fork · x stop · d delete · T tasks · / filter · ? help · q quit"
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := msg.String()
@@ -44,16 +45,20 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	switch m.mode {
 	case modeHelp:
-		m.mode = modeList
+		m.mode = m.listMode()
 		return m, nil
+	case modeTasks:
+		return m, m.tasksKey(k)
+	case modeReview:
+		return m, m.reviewKey(msg)
 	case modePager:
 		switch k {
 		case "q", "esc":
-			m.mode, m.pagerApply = modeList, nil
+			m.mode, m.pagerApply = m.listMode(), nil
 			return m, nil
 		case "a":
 			if act := m.pagerApply; act != nil {
-				m.mode, m.pagerApply = modeList, nil
+				m.mode, m.pagerApply = m.listMode(), nil
 				return m, act.action()
 			}
 		}
@@ -61,7 +66,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.pager, cmd = m.pager.Update(msg)
 		return m, cmd
 	case modeConfirm:
-		m.mode = modeList
+		m.mode = m.listMode()
 		if k == "y" || k == "Y" {
 			return m, m.confirm.action()
 		}
@@ -140,6 +145,8 @@ func (m *Model) listKey(k string) tea.Cmd {
 		return nil
 	case "n":
 		return m.openDialog()
+	case "T":
+		return m.openTasks()
 	}
 	if !ok {
 		return nil

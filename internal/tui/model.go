@@ -25,6 +25,8 @@ const (
 	modeMessage
 	modePager
 	modeDialog
+	modeTasks  // the tasks view (tasks.go)
+	modeReview // a review to an attempt's agent being written
 )
 
 // callTimeout bounds one daemon call the user waits on; a longer one is an error line.
@@ -71,7 +73,9 @@ type Model struct {
 
 	mode    mode
 	confirm confirmation
-	dialog  *dialog
+	// tasks is the tasks view's state while it is open.
+	tasks  *taskView
+	dialog *dialog
 
 	busy     map[int]string // running calls, by id: what the spinner says
 	nextCall int
@@ -393,7 +397,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		m.relayout()
-		cmds = append(cmds, m.waitEvents())
+		cmds = append(cmds, m.waitEvents(), m.taskEvents(msg))
 		return m, tea.Batch(cmds...)
 	case streamEndMsg:
 		text := "the event stream ended"
@@ -449,6 +453,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for _, name := range msg.refresh {
 			cmds = append(cmds, m.refreshSandbox(name))
 		}
+		if m.tasks != nil {
+			cmds = append(cmds, m.loadTasks())
+		}
 		if msg.pager != "" || msg.title != "" {
 			m.openPager(msg.title, msg.pager)
 			m.pagerApply = msg.apply
@@ -461,6 +468,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.dialogResult(msg)
 	case tea.KeyPressMsg:
 		return m.key(msg)
+	case tasksMsg, tasksTickMsg:
+		cmd, _ := m.tasksUpdate(msg)
+		return m, cmd
 	case tea.MouseClickMsg:
 		return m.click(msg)
 	case tea.MouseWheelMsg:

@@ -44,6 +44,12 @@ type Daemon interface {
 	Runs(ctx context.Context, sandboxName string) ([]wire.Run, error)
 	Run(ctx context.Context, id string) (wire.RunDetail, error)
 	CancelRun(ctx context.Context, id string) (wire.Run, error)
+	// Tasks, Queue, LandTask, ReviewAttempt and DropEntry are the tasks view's (T).
+	Tasks(ctx context.Context) ([]wire.Task, error)
+	Queue(ctx context.Context, task string) ([]wire.QueueEntry, error)
+	LandTask(ctx context.Context, name string, req wire.LandRequest) (wire.QueueEntry, error)
+	ReviewAttempt(ctx context.Context, name string, n int, req wire.ReviewRequest) (wire.Attempt, error)
+	DropEntry(ctx context.Context, id int64) (wire.QueueEntry, error)
 }
 
 var _ Daemon = (*client.Client)(nil)
