@@ -29,7 +29,7 @@ const (
 // above the next one ("#2" is the attempt ranked second), or in its group. Rank reads
 // nothing but the attempts: the same attempts always rank the same.
 func Rank(as []wire.Attempt) {
-	slices.SortStableFunc(as, func(a, b wire.Attempt) int { return compare(&a, &b) })
+	slices.SortStableFunc(as, func(a, b wire.Attempt) int { return rankCompare(&a, &b) })
 	for i := range as {
 		as[i].Rank = i + 1
 	}
@@ -38,12 +38,12 @@ func Rank(as []wire.Attempt) {
 		if i+1 < len(as) {
 			next = &as[i+1]
 		}
-		as[i].Why = why(&as[i], next)
+		as[i].Why = rankWhy(&as[i], next)
 	}
 }
 
-// group is the attempt's group in the ranking.
-func group(a *wire.Attempt) int {
+// rankGroup is the attempt's group in the ranking.
+func rankGroup(a *wire.Attempt) int {
 	switch {
 	case a.State == wire.AttemptFailed:
 		return groupNotStart
@@ -55,8 +55,8 @@ func group(a *wire.Attempt) int {
 	return groupFailed
 }
 
-// score is the judge's score of the attempt, and whether it gave one.
-func score(a *wire.Attempt) (int, bool) {
+// judgeScore is the judge's score of the attempt, and whether it gave one.
+func judgeScore(a *wire.Attempt) (int, bool) {
 	if a.Verdict == nil || a.Verdict.Error != "" {
 		return 0, false
 	}
@@ -71,8 +71,8 @@ var criteria = []struct {
 }{
 	{ // judged before not judged, then the higher score
 		func(a, b *wire.Attempt) int {
-			sa, oka := score(a)
-			sb, okb := score(b)
+			sa, oka := judgeScore(a)
+			sb, okb := judgeScore(b)
 			if oka != okb {
 				if oka {
 					return -1
@@ -82,7 +82,7 @@ var criteria = []struct {
 			return cmp.Compare(sb, sa)
 		},
 		func(a, b *wire.Attempt) string {
-			if sb, ok := score(b); ok {
+			if sb, ok := judgeScore(b); ok {
 				return fmt.Sprintf("#%d: %d/10", b.Rank, sb)
 			}
 			return fmt.Sprintf("#%d not judged", b.Rank)
@@ -91,13 +91,13 @@ var criteria = []struct {
 	{ // the smaller diff
 		func(a, b *wire.Attempt) int { return cmp.Compare(a.Diff.Lines(), b.Diff.Lines()) },
 		func(a, b *wire.Attempt) string {
-			return fmt.Sprintf("%s smaller than #%d", plural(b.Diff.Lines()-a.Diff.Lines(), "line"), b.Rank)
+			return fmt.Sprintf("%s smaller than #%d", pluralOf(b.Diff.Lines()-a.Diff.Lines(), "line"), b.Rank)
 		},
 	},
 	{ // the lower cost
 		func(a, b *wire.Attempt) int { return cmp.Compare(a.Usage.CostUSD, b.Usage.CostUSD) },
 		func(a, b *wire.Attempt) string {
-			return fmt.Sprintf("%s cheaper than #%d", usd(b.Usage.CostUSD-a.Usage.CostUSD), b.Rank)
+			return fmt.Sprintf("%s cheaper than #%d", usdDiff(b.Usage.CostUSD-a.Usage.CostUSD), b.Rank)
 		},
 	},
 	{ // finished before at work, then the shorter time
@@ -116,14 +116,14 @@ var criteria = []struct {
 			if b.Ended.IsZero() {
 				return fmt.Sprintf("done, #%d still at work", b.Rank)
 			}
-			return fmt.Sprintf("%s faster than #%d", seconds(b.Elapsed(time.Time{})-a.Elapsed(time.Time{})), b.Rank)
+			return fmt.Sprintf("%s faster than #%d", secondsDiff(b.Elapsed(time.Time{})-a.Elapsed(time.Time{})), b.Rank)
 		},
 	},
 }
 
-// compare orders two attempts: their groups, the criteria, then their numbers.
-func compare(a, b *wire.Attempt) int {
-	if c := cmp.Compare(group(a), group(b)); c != 0 {
+// rankCompare orders two attempts: their groups, the criteria, then their numbers.
+func rankCompare(a, b *wire.Attempt) int {
+	if c := cmp.Compare(rankGroup(a), rankGroup(b)); c != 0 {
 		return c
 	}
 	for _, c := range criteria {
@@ -134,17 +134,17 @@ func compare(a, b *wire.Attempt) int {
 	return cmp.Compare(a.N, b.N)
 }
 
-// why says what put a where it is: its group, the judge's score, and what put it above
+// rankWhy says what put a where it is: its group, the judge's score, and what put it above
 // next when next is of the same group.
-func why(a, next *wire.Attempt) string {
-	parts := []string{place(a)}
-	s, judged := score(a)
+func rankWhy(a, next *wire.Attempt) string {
+	parts := []string{rankPlace(a)}
+	s, judged := judgeScore(a)
 	if judged {
 		parts = append(parts, fmt.Sprintf("judge %d/10", s))
 	} else if a.Verdict != nil {
 		parts = append(parts, "the judge gave no score")
 	}
-	if next == nil || group(next) != group(a) {
+	if next == nil || rankGroup(next) != rankGroup(a) {
 		return strings.Join(parts, "; ")
 	}
 	for i, c := range criteria {
@@ -163,12 +163,12 @@ func why(a, next *wire.Attempt) string {
 	return strings.Join(append(parts, fmt.Sprintf("even with #%d, asked for first", next.Rank)), "; ")
 }
 
-// place says what the attempt's checks (or its start) say of it, with its state when
+// rankPlace says what the attempt's checks (or its start) say of it, with its state when
 // that matters to the reader: an attempt at work again was checked on its earlier work.
-func place(a *wire.Attempt) string {
-	switch group(a) {
+func rankPlace(a *wire.Attempt) string {
+	switch rankGroup(a) {
 	case groupNotStart:
-		return "could not start: " + clip(a.Error, 80)
+		return "could not start: " + clipLine(a.Error, 80)
 	case groupUnknown:
 		switch {
 		case a.State == wire.AttemptStarting:
@@ -183,8 +183,8 @@ func place(a *wire.Attempt) string {
 		return "not checked"
 	}
 	p := "checks pass"
-	if g := group(a); g == groupFailed {
-		p = "checks fail: " + failures(a.Checks)
+	if g := rankGroup(a); g == groupFailed {
+		p = "checks fail: " + failingChecks(a.Checks)
 	}
 	switch a.State {
 	case wire.AttemptLanded:
@@ -197,8 +197,8 @@ func place(a *wire.Attempt) string {
 	return p
 }
 
-// failures names the first failing check, and how many more failed.
-func failures(cs []wire.CheckResult) string {
+// failingChecks names the first failing check, and how many more failed.
+func failingChecks(cs []wire.CheckResult) string {
 	var first string
 	more := 0
 	for _, c := range cs {
@@ -206,7 +206,7 @@ func failures(cs []wire.CheckResult) string {
 			continue
 		}
 		if first == "" {
-			first = fmt.Sprintf("%s (exit %d)", clip(c.Command, 40), c.Exit)
+			first = fmt.Sprintf("%s (exit %d)", clipLine(c.Command, 40), c.Exit)
 		} else {
 			more++
 		}
@@ -220,8 +220,8 @@ func failures(cs []wire.CheckResult) string {
 	return first
 }
 
-// clip is the first line of s, at most n characters.
-func clip(s string, n int) string {
+// clipLine is the first line of s, at most n characters.
+func clipLine(s string, n int) string {
 	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
@@ -231,23 +231,23 @@ func clip(s string, n int) string {
 	return s
 }
 
-func plural(n int, word string) string {
+func pluralOf(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// usd is a difference of estimated costs for people.
-func usd(d float64) string {
+// usdDiff is a difference of estimated costs for people.
+func usdDiff(d float64) string {
 	if d < 0.01 {
 		return "<$0.01"
 	}
 	return fmt.Sprintf("~$%.2f", d)
 }
 
-// seconds is a difference of durations for people, to the second.
-func seconds(d time.Duration) string {
+// secondsDiff is a difference of durations for people, to the second.
+func secondsDiff(d time.Duration) string {
 	if d < time.Second {
 		return "<1s"
 	}
