@@ -86,7 +86,7 @@ never runs a hook or a config of the sandbox's. A conflict goes back to the atte
 as a message, and the entry waits for its answer; ` + "`paddock task drop ID`" + ` gives up.
 
 With --pr, the branch is pushed to the repository's remote (--remote, default origin) and a
-pull request opened on GitHub with the daemon's GITHUB_TOKEN.
+pull request opened on GitHub with the token in the daemon's GH_TOKEN (or GITHUB_TOKEN).
 
 Work that changes files which run code on the host once landed (git hooks, .envrc,
 Makefiles...) is refused, naming them, until --yes.`,
