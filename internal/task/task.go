@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -57,6 +58,11 @@ type GitHub struct {
 	APIURL string
 	// Token returns the token pull requests are opened (and branches pushed) with.
 	Token func() (string, error)
+	// HTTP is the client the REST API is called through; nil is one with a 30 s timeout.
+	HTTP *http.Client
+	// GitEnv is added to the environment of the push to the remote: a test's
+	// GIT_SSL_CAINFO, say.
+	GitEnv []string
 }
 
 // Service keeps the tasks and works on them.
