@@ -8,8 +8,8 @@ import { api, run } from './api.js';
 import { parseDiff } from './changes.jsx';
 import { urls } from './router.jsx';
 import { useStore } from './store.js';
-import { AttemptCard, refreshTask, taskPath, usePoll } from './tasks.jsx';
-import { Action, Bar, ErrorText, ago } from './ui.jsx';
+import { AttemptCard, refreshTask, taskPath, usePoll, when } from './tasks.jsx';
+import { Action, Bar, ErrorText } from './ui.jsx';
 
 const git = ['git', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external=', '-c', 'color.ui=false'];
 
@@ -66,7 +66,7 @@ export function Attempt({ name, n }) {
                           {r.line ? `:${r.line}` : ''}
                         </span>
                       ) : null}{' '}
-                      {r.message} <span class="muted">· {ago(r.at)}</span>
+                      {r.message} {when(r.at) && <span class="muted">· {when(r.at)}</span>}
                     </li>
                   ))}
                 </ul>

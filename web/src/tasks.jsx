@@ -148,7 +148,7 @@ function TaskRow({ t }) {
                 {cost(u)}
               </span>
             )}
-            {t.created ? ` · ${ago(t.created)}` : ''}
+            {when(t.created) ? ` · ${when(t.created)}` : ''}
           </span>
         </span>
         <TaskState state={t.state} />
@@ -165,6 +165,9 @@ export function TaskState({ state: s, kind = 'task' }) {
     </span>
   );
 }
+
+/** ago() of a time the daemon sent, "" for none (Go's zero time). */
+export const when = (t) => (t && !t.startsWith('0001-') ? ago(t) : '');
 
 /** How long, in words: "45 s", "3 min", "1 h 5 min". */
 export function took(ms) {
@@ -251,7 +254,7 @@ function Queue({ name, entries }) {
                 at <span class="mono">{e.commit.slice(0, 10)}</span>
               </>
             ) : null}
-            {e.updated ? <span class="muted small"> · {ago(e.updated)}</span> : null}
+            {when(e.updated) && <span class="muted small"> · {when(e.updated)}</span>}
             {e.detail && <div class="small queue-detail">{e.detail}</div>}
             {(e.conflicts || []).length > 0 && (
               <div class="small error">
@@ -297,13 +300,7 @@ export function AttemptCard({ t, a, queue, full }) {
       <div class="card-head">
         <h2>
           <span class="rank">#{a.rank || '?'}</span>{' '}
-          {full ? (
-            `${a.agent} · attempt ${a.n}`
-          ) : (
-            <Link href={urls.attempt(t.name, a.n)}>
-              {a.agent} · attempt {a.n}
-            </Link>
-          )}
+          {full ? a.agent : <Link href={urls.attempt(t.name, a.n)}>{a.agent}</Link>} <span class="muted small">attempt {a.n}</span>
         </h2>
         <TaskState state={a.state} kind="attempt" />
         {v && <span class={`badge check-${v}`} data-checks={v}>{v === 'passed' ? 'checks pass' : 'checks fail'}</span>}
