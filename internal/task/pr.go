@@ -16,17 +16,35 @@ import (
 // names another.
 const DefaultRemote = "origin"
 
+// prReady refuses a landing as a pull request that could not be opened: no GitHub token,
+// a remote (default origin) the host repository lacks, or one that is not the https
+// address of a repository on the GitHub paddock opens pull requests on.
+func (s *Service) prReady(ctx context.Context, repo, remote string) error {
+	if _, err := s.githubToken(); err != nil {
+		return err
+	}
+	remoteURL, err := remoteURLOf(ctx, &gitsync.Git{Repo: repo}, remote)
+	if err != nil {
+		return err
+	}
+	_, err = github.ParseRemote(remoteURL, s.opts.GitHub.APIURL)
+	return err
+}
+
 // openPR pushes an attempt's work (the commit the queue fetched into the host
 // repository, e.Commit) to the remote as a branch of its own and opens a pull request
-// for it into e.Into. e.PR, when set, may name the remote (a name or an https URL;
-// default origin) and the branch (default paddock/TASK-N). The push runs with the host's
-// hardened git (no hooks), the token only in git's environment; a pull request GitHub
-// already holds for the branch (an opening cut short by a restart) is taken up rather
-// than opened twice.
+// for it into e.Into. The remote is e.Remote (a name or an https URL; default origin);
+// e.PR, when set, may name another, and the branch (default paddock/TASK-N). The push
+// runs with the host's hardened git (no hooks), the token only in git's environment; a
+// pull request GitHub already holds for the branch (an opening cut short by a restart)
+// is taken up rather than opened twice.
 func (s *Service) openPR(ctx context.Context, e wire.QueueEntry, t wire.Task, a wire.Attempt) (wire.PullRequest, error) {
 	var pr wire.PullRequest
 	if e.PR != nil {
 		pr = *e.PR
+	}
+	if pr.Remote == "" {
+		pr.Remote = e.Remote
 	}
 	if pr.Branch == "" {
 		pr.Branch = fmt.Sprintf("paddock/%s-%d", t.Name, a.N)

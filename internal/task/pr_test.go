@@ -180,15 +180,25 @@ func TestPullRequestRefused(t *testing.T) {
 	ctx := context.Background()
 	a := p.task.Attempts[0]
 
+	if err := p.svc.prReady(ctx, p.host, ""); err != nil {
+		t.Fatalf("origin, GitHub's https address, refused: %v", err)
+	}
+	prGit(t, p.host, nil, "remote", "add", "mirror", "git@github.com:o/r.git")
 	e := p.entry()
-	e.PR = &wire.PullRequest{Remote: "ssh://git@github.com/o/r.git"}
+	e.Remote = "mirror"
 	_, err := p.svc.openPR(ctx, e, p.task, a)
-	if apperr.KindOf(err) != apperr.KindInvalid || !strings.Contains(err.Error(), "is ssh, not https") || apperr.HintOf(err) == "" {
+	if apperr.KindOf(err) != apperr.KindInvalid || !strings.Contains(err.Error(), "not an https URL") || apperr.HintOf(err) == "" {
 		t.Errorf("an ssh remote: %v", err)
 	}
-	e.PR = &wire.PullRequest{Remote: "upstream"}
+	if err := p.svc.prReady(ctx, p.host, "ssh://git@github.com/o/r.git"); apperr.KindOf(err) != apperr.KindInvalid || !strings.Contains(err.Error(), "is ssh, not https") {
+		t.Errorf("an ssh remote, before landing: %v", err)
+	}
+	e.Remote = "upstream"
 	if _, err := p.svc.openPR(ctx, e, p.task, a); apperr.KindOf(err) != apperr.KindNotFound || !strings.Contains(err.Error(), `no remote "upstream"`) {
 		t.Errorf("a remote the repository lacks: %v", err)
+	}
+	if err := p.svc.prReady(ctx, p.host, "upstream"); apperr.KindOf(err) != apperr.KindNotFound {
+		t.Errorf("a remote the repository lacks, before landing: %v", err)
 	}
 
 	opts := p.svc.opts
@@ -203,6 +213,9 @@ func TestPullRequestRefused(t *testing.T) {
 	if _, err := none.openPR(ctx, p.entry(), p.task, a); apperr.KindOf(err) != apperr.KindUnavailable || apperr.HintOf(err) != github.TokenHint {
 		t.Errorf("no token: %v", err)
 	}
+	if err := none.prReady(ctx, p.host, ""); apperr.KindOf(err) != apperr.KindUnavailable {
+		t.Errorf("no token, before landing: %v", err)
+	}
 	if b := p.fake.Branch("o", "r", "paddock/add-b-2"); b != "" {
 		t.Errorf("a refused landing pushed paddock/add-b-2 (%s)", b)
 	}
@@ -215,7 +228,7 @@ func TestPRTitle(t *testing.T) {
 	t.Parallel()
 	for prompt, want := range map[string]string{
 		"\n  Fix the flaky test  \nin pkg/x": "Fix the flaky test",
-		strings.Repeat("é", 120):            strings.Repeat("é", 99) + "…",
+		strings.Repeat("é", 120):             strings.Repeat("é", 99) + "…",
 	} {
 		if got := prTitle(prompt); got != want {
 			t.Errorf("prTitle(%q) = %q, want %q", prompt, got, want)

@@ -222,6 +222,9 @@ type QueueEntry struct {
 	Detail  string `json:"detail,omitempty"`
 	// Mode is QueueLand (the host branch fast-forwarded) or QueuePullRequest.
 	Mode string `json:"mode,omitempty"`
+	// Remote is the remote a pull request's branch is pushed to (QueuePullRequest), a
+	// name of the host repository's or an https URL; empty: origin.
+	Remote string `json:"remote,omitempty"`
 	// Yes says the user accepted the files that run code on the host once landed.
 	Yes bool `json:"yes,omitempty"`
 	// Onto is the branch's commit the work was last rebased onto; Commit the rebased
