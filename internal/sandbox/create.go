@@ -275,7 +275,9 @@ const seedScript = `set -e
 command -v git >/dev/null || { echo "the sandbox has no git: use a root filesystem with git installed" >&2; exit 127; }
 cd /workspace
 trap 'rm -f /tmp/` + seedBundle + `' EXIT
-git init -q -b "${PADDOCK_BRANCH:-main}" .
+# Detached, the branch git init names stays unborn: one no repository has, so that
+# fetching every branch does not refuse to write the one checked out.
+git init -q -b "${PADDOCK_BRANCH:-paddock-detached-seed}" .
 if [ -n "$PADDOCK_BRANCH" ]; then
   git fetch -q --update-head-ok /tmp/` + seedBundle + ` '+refs/*:refs/*'
   git reset -q --hard "refs/heads/$PADDOCK_BRANCH"

@@ -46,6 +46,9 @@ type Options struct {
 	// Emit records and publishes an event of a sandbox (eventlog.Log.Emit).
 	Emit   func(ctx context.Context, sb store.Sandbox, ev events.Event)
 	Logger *slog.Logger
+	// FinalSnapshot takes the snapshot a sandbox is removed after (the snapshot
+	// service's Take); nil: this daemon keeps no snapshots, and Remove says so.
+	FinalSnapshot func(ctx context.Context, sandboxName string, progress func(string)) error
 	// GitHub is where pull requests are opened.
 	GitHub GitHub
 	// Now is the clock (tests); nil is time.Now.
@@ -75,6 +78,10 @@ type Service struct {
 	locks map[string]*sync.Mutex // one per task, for update
 	// work counts the goroutines working on tasks, for Close.
 	work sync.WaitGroup
+	// createMu makes one task at a time (Create), so that two never take one name.
+	createMu sync.Mutex
+	// runs are the attempts' check runs under way (check.go).
+	runs checkRuns
 }
 
 // New returns the service; Start sets it working.

@@ -1,0 +1,55 @@
+package task
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/sandbox"
+)
+
+// Remove removes a task: each attempt's sandbox after a final snapshot (as `paddock rm`
+// removes one; a sandbox already gone is fine), the task's open merge queue entries
+// dropped, then the task. A snapshot that fails stops the removal there, and what is
+// left stays, to be removed again. progress is told each step.
+func (s *Service) Remove(ctx context.Context, name string, progress func(string)) error {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	t, err := s.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	s.removeSandbox(ctx, baseSandbox(name)) // a prepared base a restart left
+	for _, a := range t.Attempts {
+		if _, err := s.opts.Store.GetSandbox(ctx, a.Sandbox); err != nil {
+			continue // never made, or removed already
+		}
+		progress(fmt.Sprintf("removing attempt %d's sandbox %s", a.N, a.Sandbox))
+		opts := sandbox.RemoveOptions{Force: true}
+		final := func(ctx context.Context) error { return s.opts.FinalSnapshot(ctx, a.Sandbox, progress) }
+		if s.opts.FinalSnapshot == nil {
+			progress("this daemon keeps no snapshots: " + a.Sandbox + " is removed without one")
+			opts.Purge = true
+		}
+		if err := s.opts.Sandboxes.Remove(ctx, a.Sandbox, opts, final, progress); err != nil && apperr.KindOf(err) != apperr.KindNotFound {
+			return fmt.Errorf("task %s: %w", name, err)
+		}
+	}
+	entries, err := s.opts.Store.QueueEntries(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Open() {
+			progress(fmt.Sprintf("dropping merge queue entry %d (attempt %d into %s)", e.ID, e.Attempt, e.Into))
+			e.State, e.Detail = wire.QueueDropped, "its task was removed"
+			if err := s.opts.Store.UpdateQueueEntry(ctx, e); err != nil {
+				return err
+			}
+		}
+	}
+	progress("removing task " + name)
+	return s.opts.Store.DeleteTask(ctx, name)
+}
