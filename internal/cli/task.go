@@ -80,15 +80,15 @@ that reads each diff and scores it (auto: one of another vendor than the attempt
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.prompt, "prompt", "", "what every attempt's agent is asked (default: standard input)")
-	fl.StringVar(&opts.agents, "agents", "claude", "the attempts: KIND[:COUNT][@BACKEND],... (e.g. claude:2,codex,gemini@docker)")
-	fl.StringArrayVar(&opts.checks, "check", nil, "a shell command that must exit 0 in the attempt's /workspace (repeat for more)")
-	fl.StringVar(&opts.setup, "setup", "", "a shell command run once in the prepared base before it is copied (e.g. npm ci)")
-	fl.StringVar(&opts.backend, "backend", "", "the attempts' backend, unless --agents names one (default: the config's)")
-	fl.StringVar(&opts.judge, "judge", "", "an agent that scores each attempt's diff, or auto for one of another vendor (default: no judge)")
-	fl.StringVar(&opts.name, "name", "", "the task's name (default: one made from the prompt)")
-	fl.StringVar(&opts.base, "base", "", "the commit the attempts start from (default: the repository's HEAD)")
-	fl.StringVar(&opts.into, "into", "", "the branch a landing goes into by default (default: the repository's current branch)")
+	fl.StringVar(&opts.prompt, "prompt", "", "the `TEXT` every attempt's agent is asked (default: standard input)")
+	fl.StringVar(&opts.agents, "agents", "claude", "the attempts as `AGENTS`, KIND[:COUNT][@BACKEND],... (e.g. claude:2,codex,gemini@docker)")
+	fl.StringArrayVar(&opts.checks, "check", nil, "a shell `CMD` that must exit 0 in the attempt's /workspace (repeat for more)")
+	fl.StringVar(&opts.setup, "setup", "", "a shell `CMD` run once in the prepared base before it is copied (e.g. npm ci)")
+	fl.StringVar(&opts.backend, "backend", "", "the attempts' `BACKEND`, unless --agents names one (default: the config's)")
+	fl.StringVar(&opts.judge, "judge", "", "the `AGENT` that scores each attempt's diff, or auto for one of another vendor (default: no judge)")
+	fl.StringVar(&opts.name, "name", "", "the task's `NAME` (default: one made from the prompt)")
+	fl.StringVar(&opts.base, "base", "", "the `COMMIT` the attempts start from (default: the repository's HEAD)")
+	fl.StringVar(&opts.into, "into", "", "the `BRANCH` a landing goes into by default (default: the repository's current branch)")
 	fl.BoolVar(&opts.wait, "wait", false, "follow the task until every attempt is done, a line per attempt as it ends")
 	return cmd
 }

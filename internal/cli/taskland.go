@@ -37,8 +37,8 @@ func newCmdTaskReview(f *Factory) *cobra.Command {
 			return runTaskReview(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.file, "file", "", "the file of the attempt's diff the comment is about")
-	cmd.Flags().IntVar(&opts.line, "line", 0, "with --file: the line the comment is about")
+	cmd.Flags().StringVar(&opts.file, "file", "", "the `FILE` of the attempt's diff the comment is about")
+	cmd.Flags().IntVar(&opts.line, "line", 0, "with --file: the line `N` the comment is about")
 	return cmd
 }
 
@@ -97,10 +97,10 @@ Makefiles...) is refused, naming them, until --yes.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.attempt, "attempt", 0, "the attempt to land, by its number (default: the best, which must have passed its checks)")
-	fl.StringVar(&opts.into, "into", "", "the host branch to land on (default: the task's)")
+	fl.IntVar(&opts.attempt, "attempt", 0, "the attempt `N` to land, by its number (default: the best, which must have passed its checks)")
+	fl.StringVar(&opts.into, "into", "", "the host `BRANCH` to land on (default: the task's)")
 	fl.BoolVar(&opts.pr, "pr", false, "push the branch to the remote and open a pull request instead")
-	fl.StringVar(&opts.remote, "remote", "", "with --pr: the remote to push to (default origin)")
+	fl.StringVar(&opts.remote, "remote", "", "with --pr: the `REMOTE` to push to (default origin)")
 	fl.BoolVar(&opts.yes, "yes", false, "land even when the work changes files that run code on the host")
 	fl.BoolVar(&opts.wait, "wait", false, "follow the entry until it lands, fails, conflicts or its pull request is open")
 	fl.BoolVar(&opts.json, "json", false, "print the queue entry as JSON (with --wait: as it ended)")
