@@ -220,3 +220,27 @@ func TestGitAuthEnvKeepsTheUsersConfig(t *testing.T) {
 		t.Fatal("a token for a plain http remote")
 	}
 }
+
+// TestFromEnvRefusesWhatItCannotUse: a daemon told of a GitHub it cannot reach says so
+// at start, not at its first pull request.
+func TestFromEnvRefusesWhatItCannotUse(t *testing.T) {
+	t.Parallel()
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(notPEM, []byte("not a certificate"), 0o644)
+	for _, env := range []map[string]string{
+		{github.EnvAPIURL: "http://ghe.example.com/api/v3"},
+		{github.EnvCAFile: filepath.Join(t.TempDir(), "missing.pem")},
+		{github.EnvCAFile: notPEM},
+	} {
+		if _, err := github.FromEnv(func(k string) string { return env[k] }); err == nil {
+			t.Errorf("%v taken", env)
+		}
+	}
+	c, err := github.FromEnv(func(string) string { return "" })
+	if err != nil || c.APIURL != "" || c.GitEnv != nil {
+		t.Fatalf("no variables: %+v, %v", c, err)
+	}
+	if _, err := c.Token(); apperr.KindOf(err) != apperr.KindUnavailable || apperr.HintOf(err) != github.TokenHint {
+		t.Fatalf("no token: %v", err)
+	}
+}
