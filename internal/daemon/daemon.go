@@ -26,6 +26,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/ghauth"
+	"github.com/paddockhq/paddock/internal/github"
 	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/imagebuild"
 	"github.com/paddockhq/paddock/internal/metering"
@@ -38,6 +39,7 @@ import (
 	"github.com/paddockhq/paddock/internal/session"
 	"github.com/paddockhq/paddock/internal/snapshot"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/task"
 
 	_ "github.com/paddockhq/paddock/internal/agents/all"         // registers every agent adapter
 	_ "github.com/paddockhq/paddock/internal/backend/bwrap"      // registers the bwrap backend
@@ -210,6 +212,20 @@ func Run(ctx context.Context, opts Options) error {
 		runOpts.Hold = activity.Hold
 	}
 	apiSrv.EnableRuns(runs.New(ctx, runOpts))
+	taskOpts := task.Options{Sandboxes: svc, Sessions: sessions, Store: st, Bus: evlog.Bus(), Emit: evlog.Emit,
+		Logger: log.With("part", "tasks"),
+		// Pull requests go to github.com, or to the GitHub Enterprise server sign-ins go to.
+		GitHub: task.GitHub{APIURL: cfg.Auth.GitHub.APIURL, Token: github.TokenFromEnv(os.Getenv)}}
+	if snapshots != nil {
+		taskOpts.FinalSnapshot = func(ctx context.Context, name string, progress func(string)) error {
+			_, err := snapshots.Take(ctx, name, snapshot.TakeOptions{Note: "before task rm"}, progress)
+			return err
+		}
+	}
+	tasks := task.New(ctx, taskOpts)
+	tasks.Start(ctx)
+	defer func() { stop(); tasks.Wait() }() // before the sandboxes and the state close
+	apiSrv.EnableTasks(tasks, nil)
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
