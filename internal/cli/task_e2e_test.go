@@ -2,15 +2,16 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/github/githubtest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
@@ -29,11 +30,14 @@ const (
 		`*2) printf 'goodbye\n' > greeting.txt;; ` +
 		`*) printf 'hello, there\n' > greeting.txt; seq 1 10 > notes.txt;; ` +
 		`esac; git add -A && git commit -qm "greeting of $b"`
-	// conflictMarker is in the queue's message to an attempt whose rebase conflicted.
-	conflictMarker = "conflict"
-	// resolveCommand is what the Codex attempt's agent does when told of the conflict:
-	// rebase onto the landed branch, keep both greetings, go on.
-	resolveCommand = `git rebase refs/paddock/onto; printf 'hello, world and there\n' > greeting.txt; git add greeting.txt && GIT_EDITOR=true git rebase --continue`
+	// prCommand is the attempt of the task landed as a pull request: a shell command.
+	prCommand = `printf 'hello, pull request\n' > greeting.txt && git commit -qam 'greeting for a pull request'`
+	// conflictMarker is in the queue's message to attempt 3's agent once its rebase
+	// onto main, where attempt 1 landed, conflicted.
+	conflictMarker = "conflicts in greeting.txt"
+	// resolveCommand is what that agent does when told: rebase onto the branch as the
+	// message says it is (paddock/onto), keep both greetings, go on.
+	resolveCommand = `git rebase paddock/onto; printf 'hello, world and there\n' > greeting.txt; git add greeting.txt && GIT_EDITOR=true git rebase --continue`
 )
 
 // TestTaskEndToEnd runs a task for real: two Claude Code attempts and one Codex attempt
@@ -56,6 +60,13 @@ func TestTaskEndToEnd(t *testing.T) {
 	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-task-REAL-0123456789abcdefghijklmnop")
 	h.Setenv("OPENAI_BASE_URL", codex.URL()+"/v1")
 	h.Setenv("OPENAI_API_KEY", "sk-openai-task-REAL-0123456789abcdef")
+	// A fake of GitHub, where the repository's origin is, and the token the daemon opens
+	// pull requests with.
+	gh := githubtest.New(t)
+	h.Setenv("GH_TOKEN", gh.Token)
+	h.Setenv("GIT_SSL_CAINFO", gh.CAFile)
+	h.Setenv("SSL_CERT_FILE", gh.CAFile)
+	writeHostFile(t, filepath.Join(h.Dir, "config.toml"), fmt.Sprintf("[github]\napi_url = %q\n", gh.URL))
 	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 
@@ -67,6 +78,8 @@ func TestTaskEndToEnd(t *testing.T) {
 	hostGit(t, repo, "commit", "-qm", "a greeting and its check")
 	hostGit(t, repo, "config", "core.hooksPath", ".githooks")
 	base := hostGit(t, repo, "rev-parse", "HEAD")
+	hostGit(t, repo, "push", "-q", gh.AddRepo(t, "acme", "greet"), "main")
+	hostGit(t, repo, "remote", "add", "origin", gh.RemoteURL("acme", "greet"))
 
 	agents, second := "claude:2,codex", "bwrap"
 	if dockerReady() {
@@ -77,6 +90,8 @@ func TestTaskEndToEnd(t *testing.T) {
 	if name != "greet" {
 		t.Fatalf("task new printed %q, want the task's name", name)
 	}
+	// Another task beside it, whose one attempt (a shell command) becomes a pull request.
+	must("", "task", "new", repo, "--name", "pr", "--prompt", prCommand, "--agents", "shell", "--check", greetCheck)
 	show := func(name string) wire.Task {
 		var tk wire.Task
 		if err := json.Unmarshal([]byte(must("", "task", "show", name, "--json")), &tk); err != nil {
@@ -158,11 +173,14 @@ func TestTaskEndToEnd(t *testing.T) {
 		t.Fatal("the git hook the attempt added ran on the host")
 	}
 
-	// Land the Codex attempt: its rebase onto the new main conflicts; its agent is told
-	// and resolves it; the queue tries again and lands it after the first.
-	must("", "task", "land", "greet", "--attempt", "3")
+	// Land the Codex attempt: its rebase onto main, where attempt 1 landed, conflicts,
+	// which the command says; its agent is told, resolves it and ends its turn; the
+	// queue tries again and lands it after the first.
+	_, errOut, code = paddock("", "task", "land", "greet", "--attempt", "3", "--wait")
+	if code == 0 || !strings.Contains(errOut, "conflicts with main") || !strings.Contains(errOut, "greeting.txt") {
+		t.Fatalf("task land greet --attempt 3 --wait, its work conflicting with what landed: exit %d\n%s", code, errOut)
+	}
 	var entry wire.QueueEntry
-	sawConflict := false
 	waitUntil(t, 5*time.Minute, "attempt 3 landed", func() bool {
 		var q []wire.QueueEntry
 		if err := json.Unmarshal([]byte(must("", "task", "queue", "greet", "--json")), &q); err != nil {
@@ -173,15 +191,11 @@ func TestTaskEndToEnd(t *testing.T) {
 				entry = e
 			}
 		}
-		sawConflict = sawConflict || entry.State == wire.QueueConflict
 		if entry.State == wire.QueueFailed || entry.State == wire.QueueDropped {
 			t.Fatalf("attempt 3's entry: %+v", entry)
 		}
 		return entry.State == wire.QueueLanded
 	})
-	if !slices.Contains(entry.Conflicts, "greeting.txt") && !sawConflict {
-		t.Errorf("attempt 3 landed with no conflict seen: %+v", entry)
-	}
 	told := false
 	for _, r := range codex.Requests() {
 		told = told || r.Contains(conflictMarker) && r.Contains("greeting.txt")
@@ -200,6 +214,33 @@ func TestTaskEndToEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "hook-ran")); err == nil {
 		t.Fatal("the git hook ran on the host at the second landing")
+	}
+
+	// The other task's attempt as a pull request: its commit pushed to a branch of the
+	// repository on GitHub, the pull request opened into main with the task in its body.
+	waitUntil(t, time.Minute, "task pr done", func() bool { return show("pr").State == wire.TaskDone })
+	var pr wire.QueueEntry
+	if err := json.Unmarshal([]byte(must("", "task", "land", "pr", "--pr", "--wait", "--json")), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.State != wire.QueuePR || pr.PR == nil || pr.PR.Number != 1 || pr.PR.State != "open" || pr.Commit == "" {
+		t.Fatalf("task land pr --pr: %+v (pull request %+v)", pr, pr.PR)
+	}
+	opened, ok := gh.Pull(1)
+	if !ok || opened.Base != "main" || opened.Head != pr.PR.Branch || !strings.Contains(opened.Body, greetCheck) || !strings.Contains(opened.Title, "hello, pull request") {
+		t.Fatalf("the pull request GitHub holds: %+v", opened)
+	}
+	if got := gh.Branch("acme", "greet", pr.PR.Branch); got != pr.Commit {
+		t.Fatalf("GitHub's %s is at %q, want the attempt's commit %s", pr.PR.Branch, got, pr.Commit)
+	}
+	if wrong := gh.Wrong(); len(wrong) > 0 {
+		t.Fatalf("requests GitHub would take but should not have been sent: %v", wrong)
+	}
+	if cfg := hostGit(t, repo, "config", "--list", "--show-origin"); strings.Contains(cfg, gh.Token) {
+		t.Fatalf("the token is in the host repository's config:\n%s", cfg)
+	}
+	if main := hostGit(t, repo, "log", "-1", "--format=%s", "main"); main != "greeting of task/greet/3" {
+		t.Fatalf("the pull request moved the host's main to %q", main)
 	}
 }
 
