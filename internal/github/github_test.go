@@ -221,26 +221,15 @@ func TestGitAuthEnvKeepsTheUsersConfig(t *testing.T) {
 	}
 }
 
-// TestFromEnvRefusesWhatItCannotUse: a daemon told of a GitHub it cannot reach says so
-// at start, not at its first pull request.
-func TestFromEnvRefusesWhatItCannotUse(t *testing.T) {
+// TestTokenFromEnv: GH_TOKEN, else GITHUB_TOKEN, as GitHub's CLI reads them; neither is
+// a refusal saying where the token goes.
+func TestTokenFromEnv(t *testing.T) {
 	t.Parallel()
-	notPEM := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(notPEM, []byte("not a certificate"), 0o644)
-	for _, env := range []map[string]string{
-		{github.EnvAPIURL: "http://ghe.example.com/api/v3"},
-		{github.EnvCAFile: filepath.Join(t.TempDir(), "missing.pem")},
-		{github.EnvCAFile: notPEM},
-	} {
-		if _, err := github.FromEnv(func(k string) string { return env[k] }); err == nil {
-			t.Errorf("%v taken", env)
+	for env, want := range map[[2]string]string{{"a", "b"}: "a", {"", "b"}: "b", {" ", ""}: ""} {
+		get := func(k string) string { return map[string]string{"GH_TOKEN": env[0], "GITHUB_TOKEN": env[1]}[k] }
+		tok, err := github.TokenFromEnv(get)()
+		if tok != want || (want == "" && (apperr.KindOf(err) != apperr.KindUnavailable || apperr.HintOf(err) != github.TokenHint)) {
+			t.Errorf("GH_TOKEN=%q GITHUB_TOKEN=%q: %q, %v", env[0], env[1], tok, err)
 		}
-	}
-	c, err := github.FromEnv(func(string) string { return "" })
-	if err != nil || c.APIURL != "" || c.GitEnv != nil {
-		t.Fatalf("no variables: %+v, %v", c, err)
-	}
-	if _, err := c.Token(); apperr.KindOf(err) != apperr.KindUnavailable || apperr.HintOf(err) != github.TokenHint {
-		t.Fatalf("no token: %v", err)
 	}
 }

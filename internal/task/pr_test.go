@@ -81,14 +81,9 @@ func newPRSetup(t *testing.T) *prSetup {
 			{N: 1, Agent: "claude", Backend: "docker", State: wire.AttemptDone, Passed: &failed, Rank: 2,
 				Checks: []wire.CheckResult{{Command: "test -f b.txt", Exit: 1}}, Usage: wire.UsageSum{Requests: 9, CostUSD: 0.61}},
 		}}
-	// The service reaches the fake as the daemon reaches GitHub: from its environment.
-	env := map[string]string{"GH_TOKEN": fake.Token, github.EnvAPIURL: fake.URL, github.EnvCAFile: fake.CAFile}
-	gh, err := github.FromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
 	svc := New(context.Background(), Options{Now: func() time.Time { return now }, GitHub: GitHub{
-		APIURL: gh.APIURL, Token: gh.Token, HTTP: gh.HTTP, GitEnv: append(gh.GitEnv, "GIT_TRACE="+trace),
+		APIURL: fake.URL, HTTP: fake.Client(), GitEnv: append(ca, "GIT_TRACE="+trace),
+		Token: github.TokenFromEnv(func(k string) string { return map[string]string{"GH_TOKEN": fake.Token}[k] }),
 	}})
 	return &prSetup{fake: fake, host: host, commit: commit, trace: trace, svc: svc, task: tk}
 }
