@@ -100,9 +100,15 @@ func TestPullRequestOpenedAndFollowed(t *testing.T) {
 	t.Parallel()
 	p := newPRSetup(t)
 	ctx := context.Background()
+	// A pre-push hook of the host repository's: the push runs no hook.
+	ran := filepath.Join(t.TempDir(), "hook-ran")
+	os.WriteFile(filepath.Join(p.host, ".git", "hooks", "pre-push"), []byte("#!/bin/sh\ntouch "+ran+"\n"), 0o755)
 	pr, err := p.svc.openPR(ctx, p.entry(), p.task, p.task.Attempts[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the push ran the host repository's pre-push hook")
 	}
 	want := wire.PullRequest{Number: 1, URL: p.fake.URL + "/o/r/pull/1", State: "open", Remote: p.fake.RemoteURL("o", "r"), Branch: "paddock/add-b-2"}
 	if pr != want {
