@@ -19,6 +19,7 @@ import (
 	"github.com/paddockhq/paddock/internal/backend/bwrap"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/events/eventlog"
+	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -269,6 +270,19 @@ func TestTaskCreateRefusesBadRequests(t *testing.T) {
 			t.Errorf("%s: got %v (%s), want a %s error saying %q", c.name, err, apperr.KindOf(err), c.kind, c.says)
 		}
 	}
+	for _, c := range []struct {
+		name string
+		req  wire.ReviewRequest
+	}{
+		{"no message", wire.ReviewRequest{Message: " "}},
+		{"an absolute file", wire.ReviewRequest{File: "/etc/passwd", Message: "x"}},
+		{"a file outside", wire.ReviewRequest{File: "a/../../x", Message: "x"}},
+		{"a line of no file", wire.ReviewRequest{Line: 3, Message: "x"}},
+	} {
+		if _, err := h.tasks.Review(ctx, "nosuch", 1, c.req); apperr.KindOf(err) != apperr.KindInvalid {
+			t.Errorf("review with %s: got %v, want it refused", c.name, err)
+		}
+	}
 	ts, _ := h.st.ListTasks(ctx)
 	sbs, _ := h.st.ListSandboxes(ctx)
 	if len(ts) != 0 || len(sbs) != 0 {
@@ -294,6 +308,18 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 	a := done.Attempts[0]
 	if a.Passed == nil || !*a.Passed || a.CheckRuns != 1 || a.Diff.Files != 1 || !a.Dirty {
 		t.Fatalf("the attempt after two restarts: %+v", a)
+	}
+	// A commit after the agent's turn (here by hand) is checked again.
+	c, err := h.sandboxes.Client(ctx, a.Sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", "git add answer && git commit -qm answer"}}, 4096); err != nil || code != 0 {
+		t.Fatalf("commit in the attempt's sandbox: exit %d %v %s", code, err, out)
+	}
+	again := h.wait(tk.Name, "the new commit checked", func(t wire.Task) bool { return t.Attempts[0].CheckRuns == 2 })
+	if b := again.Attempts[0]; b.Head == a.Head || b.Dirty || b.Diff.Files != 1 || b.State != wire.AttemptDone {
+		t.Errorf("after a commit: %+v", b)
 	}
 	if err := h.tasks.Remove(ctx, tk.Name, nil); err != nil {
 		t.Fatal(err)
