@@ -163,10 +163,8 @@ func (s *Service) prepareBase(ctx context.Context, t wire.Task) (string, error) 
 	if code != 0 {
 		return "", fmt.Errorf("the setup %q failed (exit %d): %s", t.Setup, code, strings.TrimSpace(out.String()))
 	}
-	// The credentials of the base's own MCP tunnel stay out of the attempts' sandboxes,
-	// which have their own.
-	if _, err := c.Exec(ctx, guestclient.ExecOptions{Argv: []string{"rm", "-f", inside.Workspace + "/.mcp.json"}}); err != nil {
-		return "", err
+	if err := runScript(ctx, c, baseScript); err != nil {
+		return "", fmt.Errorf("the prepared base %s: %w", name, err)
 	}
 	f, err := os.CreateTemp("", "paddock-task-base-*.tar")
 	if err != nil {
@@ -185,6 +183,18 @@ func (s *Service) prepareBase(ctx context.Context, t wire.Task) (string, error) 
 	}
 	return f.Name(), nil
 }
+
+// baseScript readies the prepared base's /workspace for its copies: the files the setup
+// made that git would see (a dependency directory not ignored) are ignored in every
+// attempt (.git/info/exclude), as what the setup made is not the attempt's work, nor in
+// its diff; and the base's own .mcp.json, which holds the credentials of its own tunnel
+// and not the attempts', is left out.
+const baseScript = `set -e
+rm -f .mcp.json
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+git ls-files --others --exclude-standard --directory | sed 's/[][*?\\!#]/\\&/g; s/ $/\\ /; s/^/\//' >> "$exclude"
+`
 
 // rebase copies a tar archive whose entries are under top/ to w, with names relative to
 // top (top itself left out).
