@@ -2,15 +2,228 @@ package task
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/termtext"
 )
 
+// The merge queue. Entries of one host repository and branch (a lane) land one at a
+// time, in the order of their ids: a lane's worker takes its first open entry to an end
+// (landed, failed) or to a conflict, which holds the lane until the attempt's agent has
+// answered it (ended a turn with other work than the one that conflicted) or a user drops
+// the entry. Each step's state is written before the step is done, so that a daemon
+// killed at any point finds, on its restart, where each entry was: a rebase or checks
+// under way start again from the rebase; an entry whose commit is already the branch's
+// tip has landed; one whose commit was recorded but not yet landed is landed now. A pull
+// request's entry has no lane: it is pushed and opened, then followed until merged or
+// closed.
+
+// PRPollEvery is how often the queue reads the state of an open pull request.
+const PRPollEvery = 30 * time.Second
+
+// maxRounds bounds the rebases of one landing whose branch keeps moving under it.
+const maxRounds = 5
+
+// queueState is the merge queue's workers.
+type queueState struct {
+	once sync.Once
+	wake chan struct{}
+
+	mu      sync.Mutex
+	busy    map[string]bool              // lanes with a worker
+	cancels map[int64]context.CancelFunc // entries being worked, or pull requests followed
+
+	// write serializes the writes of entries, so that a dropped entry is never written
+	// over and a branch's move and its entry's landing are one step to Drop.
+	write sync.Mutex
+
+	// prPoll is how often an open pull request's state is read (PRPollEvery; tests set it).
+	prPoll time.Duration
+}
+
+// errDropped is an entry a user dropped while it was worked.
+var errDropped = errors.New("the entry was dropped")
+
+// q returns the queue's state, made on first use.
+func (s *Service) q() *queueState {
+	q := &s.queue
+	q.once.Do(func() {
+		q.wake = make(chan struct{}, 1)
+		q.busy = map[string]bool{}
+		q.cancels = map[int64]context.CancelFunc{}
+		if q.prPoll == 0 {
+			q.prPoll = PRPollEvery
+		}
+	})
+	return q
+}
+
+// wakeQueue makes the queue look at its entries again.
+func (s *Service) wakeQueue() {
+	select {
+	case s.q().wake <- struct{}{}:
+	default:
+	}
+}
+
 // Land puts an attempt in the merge queue of its host repository and branch, or opens
-// its pull request.
+// its pull request. It refuses, changing nothing, an attempt that has not passed the
+// task's checks, is still at work, could not start, has landed or is in the queue
+// already, a branch the host repository does not have, and work that changes files that
+// run code on the host once landed unless req.Yes.
 func (s *Service) Land(ctx context.Context, name string, req wire.LandRequest) (wire.QueueEntry, error) {
-	return wire.QueueEntry{}, apperr.Invalid("", "landing is not built yet")
+	t, err := s.Get(ctx, name)
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	a, err := landable(&t, req.Attempt)
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	into := req.Into
+	if into == "" {
+		into = t.Branch
+	}
+	if into == "" {
+		return wire.QueueEntry{}, apperr.Invalid(fmt.Sprintf("give --into BRANCH: paddock task land %s --into BRANCH", name),
+			"task %s has no branch to land on (its repository was on no branch when it was made)", name)
+	}
+	g := hostGit(&t)
+	if !validBranch(ctx, g, into) {
+		return wire.QueueEntry{}, apperr.Invalid("", "%q is not a branch name", termtext.Escape(into))
+	}
+	if !req.PR && branchTip(ctx, g, into) == "" {
+		return wire.QueueEntry{}, apperr.NotFound("create it, or land on another: --into BRANCH", "the host repository %s has no branch %s", t.Repo, into)
+	}
+	if e, ok := s.openEntry(ctx, name, a.N); ok {
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("follow it: paddock task queue %s; take it out: paddock task drop %d", name, e.ID),
+			"attempt %d of task %s is in the merge queue already (entry %d, %s)", a.N, name, e.ID, e.State)
+	}
+	if req.PR {
+		if err := s.prReady(ctx, t.Repo, req.Remote); err != nil {
+			return wire.QueueEntry{}, err
+		}
+	}
+	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+	if err != nil {
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("start it: paddock start %s", a.Sandbox),
+			"the sandbox of attempt %d, %s, does not answer: %v", a.N, a.Sandbox, err)
+	}
+	cur, err := gitsync.CurrentBranch(ctx, guestStream(c))
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	if cur != a.Branch {
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("switch it back (paddock exec %s -- git switch %s), then land again", a.Sandbox, a.Branch),
+			"the sandbox of attempt %d has %q checked out, not the attempt's branch %s", a.N, termtext.Escape(cur), a.Branch)
+	}
+	refs, err := fetchWork(ctx, g, c, &t, a)
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	ns := gitsync.Namespace(a.Sandbox)
+	work := refs[ns+gitsync.WIPBranch] // the branch, with its uncommitted work on top if any
+	if work == "" {
+		work = refs[ns+a.Branch]
+	}
+	if work == "" {
+		return wire.QueueEntry{}, fmt.Errorf("the sandbox of attempt %d has no branch %s", a.N, a.Branch)
+	}
+	if !req.PR && !req.Yes {
+		// From where the work meets the branch: the work may have been rebased onto it
+		// by an earlier landing, and what landed since the base is not the work's.
+		from := t.Base
+		if mb, err := g.Run(ctx, "merge-base", branchTip(ctx, g, into), work); err == nil {
+			from = strings.TrimSpace(mb)
+		}
+		hc, err := hostCode(ctx, g, ns+a.Branch, from, work)
+		if err != nil {
+			return wire.QueueEntry{}, err
+		}
+		if len(hc) > 0 {
+			return wire.QueueEntry{}, apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(from), gitsync.Short(work)),
+				"attempt %d of task %s changes files that run code on the host once landed: %s", a.N, name, hostCodeList(hc))
+		}
+	}
+	e := wire.QueueEntry{Task: name, Attempt: a.N, Repo: t.Repo, Into: into, State: wire.QueueWaiting, Mode: wire.QueueLand, Yes: req.Yes}
+	if req.PR {
+		e.Mode, e.Remote = wire.QueuePullRequest, req.Remote
+	}
+	q := s.q()
+	q.write.Lock()
+	if other, ok := s.openEntry(ctx, name, a.N); ok {
+		q.write.Unlock()
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("follow it: paddock task queue %s", name),
+			"attempt %d of task %s is in the merge queue already (entry %d, %s)", a.N, name, other.ID, other.State)
+	}
+	e, err = s.opts.Store.AddQueueEntry(context.WithoutCancel(ctx), e)
+	q.write.Unlock()
+	if err != nil {
+		return e, err
+	}
+	s.update(ctx, name, func(t *wire.Task) error {
+		t.State = wire.TaskLanding
+		return nil
+	})
+	s.log.Info("merge queue", "task", name, "attempt", a.N, "entry", e.ID, "into", into, "mode", e.Mode)
+	s.wakeQueue()
+	return e, nil
+}
+
+// landable is the attempt a landing asks for (n, or the best when 0), if it may land.
+func landable(t *wire.Task, n int) (*wire.Attempt, error) {
+	show := fmt.Sprintf("paddock task show %s", t.Name)
+	var a *wire.Attempt
+	if n == 0 {
+		if a = t.Best(); a == nil {
+			return nil, apperr.Invalid("", "task %s has no attempts", t.Name)
+		}
+	} else if a = attemptOf(t, n); a == nil {
+		return nil, apperr.NotFound(fmt.Sprintf("`%s` lists its attempts", show), "task %s has no attempt %d", t.Name, n)
+	}
+	switch a.State {
+	case wire.AttemptStarting, wire.AttemptWorking, wire.AttemptChecking:
+		return nil, apperr.Conflict(fmt.Sprintf("wait for its agent's turn to end and its checks (%s)", show),
+			"attempt %d of task %s is still %s", a.N, t.Name, a.State)
+	case wire.AttemptFailed:
+		return nil, apperr.Invalid(fmt.Sprintf("land another: paddock task land %s --attempt N (%s)", t.Name, show),
+			"attempt %d of task %s could not start: %s", a.N, t.Name, a.Error)
+	case wire.AttemptLanded:
+		return nil, apperr.Conflict(show, "attempt %d of task %s has landed already", a.N, t.Name)
+	}
+	if len(t.Checks) > 0 && (a.Passed == nil || !*a.Passed) {
+		what := "did not pass its checks"
+		if a.Passed == nil {
+			what = "has not been checked"
+		}
+		if n == 0 {
+			return nil, apperr.Invalid(fmt.Sprintf("review an attempt (paddock task review %s/N MESSAGE) and land it once its checks pass (%s)", t.Name, show),
+				"no attempt of task %s passed its checks: the best, attempt %d, %s", t.Name, a.N, what)
+		}
+		return nil, apperr.Invalid(fmt.Sprintf("review it (paddock task review %s/%d MESSAGE) and land it once its checks pass, or land another (%s)", t.Name, a.N, show),
+			"attempt %d of task %s %s", a.N, t.Name, what)
+	}
+	return a, nil
+}
+
+// openEntry is the open queue entry of an attempt, if there is one.
+func (s *Service) openEntry(ctx context.Context, name string, n int) (wire.QueueEntry, bool) {
+	es, _ := s.opts.Store.QueueEntries(ctx, name)
+	for _, e := range es {
+		if e.Attempt == n && e.Open() {
+			return e, true
+		}
+	}
+	return wire.QueueEntry{}, false
 }
 
 // Queue returns the merge queue's entries, oldest first; with task set, only its.
@@ -18,15 +231,478 @@ func (s *Service) Queue(ctx context.Context, task string) ([]wire.QueueEntry, er
 	return s.opts.Store.QueueEntries(ctx, task)
 }
 
-// Drop takes an open entry out of the queue.
+// Drop takes an open entry out of the queue: its worker, if any, stops (a branch being
+// moved is moved first, and the entry is then landed, not dropped); a pull request is
+// left open on the forge, no longer followed.
 func (s *Service) Drop(ctx context.Context, id int64) (wire.QueueEntry, error) {
-	return wire.QueueEntry{}, apperr.Invalid("", "landing is not built yet")
+	q := s.q()
+	q.write.Lock()
+	e, err := s.opts.Store.GetQueueEntry(ctx, id)
+	if errors.Is(err, store.ErrNoQueueEntry) {
+		q.write.Unlock()
+		return e, apperr.NotFound("`paddock task queue` lists them", "no merge queue entry %d", id)
+	}
+	if err != nil {
+		q.write.Unlock()
+		return e, err
+	}
+	if !e.Open() {
+		q.write.Unlock()
+		return e, apperr.Conflict("", "merge queue entry %d is %s already", id, e.State)
+	}
+	e.State, e.Detail = wire.QueueDropped, "dropped"
+	if e.PR != nil {
+		e.Detail = fmt.Sprintf("dropped; pull request #%d stays open on the forge (%s)", e.PR.Number, e.PR.URL)
+	}
+	err = s.opts.Store.UpdateQueueEntry(context.WithoutCancel(ctx), e)
+	q.write.Unlock()
+	if err != nil {
+		return e, err
+	}
+	q.mu.Lock()
+	if cancel := q.cancels[id]; cancel != nil {
+		cancel()
+	}
+	q.mu.Unlock()
+	s.settle(ctx, e.Task)
+	s.wakeQueue()
+	return e, nil
 }
 
 // turnEnded tells the queue an attempt's agent ended a turn (and its checks ran): an
-// entry waiting on its answer to a conflict is tried again.
-func (s *Service) turnEnded(ctx context.Context, name string, n int) {}
+// entry waiting on its answer to a conflict is tried again if the attempt's work moved.
+func (s *Service) turnEnded(ctx context.Context, name string, n int) { s.wakeQueue() }
 
 // runQueue works the merge queue's open entries, one at a time per repository and
-// branch, until ctx ends.
-func (s *Service) runQueue(ctx context.Context) { <-ctx.Done() }
+// branch, until ctx ends. Its first look takes up the entries a restart interrupted.
+func (s *Service) runQueue(ctx context.Context) {
+	q := s.q()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		s.dispatch(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// dispatch starts a worker on each lane's first open entry that can be worked, and a
+// follower for each pull request's entry that has none.
+func (s *Service) dispatch(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	es, err := s.opts.Store.QueueEntries(ctx, "")
+	if err != nil {
+		s.log.Warn("merge queue", "err", err)
+		return
+	}
+	q := s.q()
+	seen := map[string]bool{} // lanes whose first open entry was met
+	for _, e := range es {
+		if !e.Open() {
+			continue
+		}
+		lane := e.Repo + "\x00" + e.Into
+		if e.Mode == wire.QueuePullRequest {
+			lane = "pr\x00" + strconv.FormatInt(e.ID, 10)
+		}
+		if seen[lane] {
+			continue
+		}
+		seen[lane] = true
+		q.mu.Lock()
+		busy := q.busy[lane]
+		q.mu.Unlock()
+		if busy || (e.State == wire.QueueConflict && !s.answered(ctx, e)) {
+			continue
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		q.mu.Lock()
+		q.busy[lane], q.cancels[e.ID] = true, cancel
+		q.mu.Unlock()
+		s.go_(func() {
+			defer func() {
+				cancel()
+				q.mu.Lock()
+				delete(q.busy, lane)
+				delete(q.cancels, e.ID)
+				q.mu.Unlock()
+				s.wakeQueue()
+			}()
+			if e.Mode == wire.QueuePullRequest {
+				s.workPR(wctx, e)
+			} else {
+				s.landEntry(wctx, e)
+			}
+		})
+	}
+}
+
+// answered says whether the attempt of an entry in conflict has answered it: its agent
+// ended a turn (its checks ran) with other work than the one whose rebase conflicted.
+func (s *Service) answered(ctx context.Context, e wire.QueueEntry) bool {
+	t, err := s.opts.Store.GetTask(ctx, e.Task)
+	if err != nil {
+		return false
+	}
+	a := attemptOf(&t, e.Attempt)
+	return a != nil && a.State == wire.AttemptDone && a.Head != "" && a.Head != e.ConflictHead
+}
+
+// put writes an entry, unless it was dropped meanwhile (errDropped).
+func (s *Service) put(ctx context.Context, e *wire.QueueEntry) error {
+	q := s.q()
+	q.write.Lock()
+	defer q.write.Unlock()
+	return s.putLocked(ctx, e)
+}
+
+// putLocked is put under q.write.
+func (s *Service) putLocked(ctx context.Context, e *wire.QueueEntry) error {
+	ctx = context.WithoutCancel(ctx)
+	cur, err := s.opts.Store.GetQueueEntry(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	if cur.State == wire.QueueDropped {
+		return errDropped
+	}
+	return s.opts.Store.UpdateQueueEntry(ctx, *e)
+}
+
+// landEntry takes a landing entry to its end, or to a conflict; a failure is recorded on it.
+// A daemon that stops leaves the entry as its last step wrote it, for its restart.
+func (s *Service) landEntry(ctx context.Context, e wire.QueueEntry) {
+	err := s.land(ctx, &e)
+	if err == nil || errors.Is(err, errDropped) || ctx.Err() != nil {
+		return
+	}
+	e.State, e.Detail = wire.QueueFailed, err.Error()
+	if hint := apperr.HintOf(err); hint != "" {
+		e.Detail += " (" + hint + ")"
+	}
+	s.log.Warn("merge queue: landing failed", "task", e.Task, "attempt", e.Attempt, "entry", e.ID, "err", err)
+	if s.put(ctx, &e) == nil {
+		s.settle(ctx, e.Task)
+	}
+}
+
+// land rebases the attempt's work onto the host branch in its sandbox, checks the
+// result there, fetches it and fast-forwards the branch to it; a branch that moved
+// meanwhile is rebased onto again.
+func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
+	for range maxRounds {
+		t, err := s.Get(ctx, e.Task)
+		if err != nil {
+			return err
+		}
+		a := attemptOf(&t, e.Attempt)
+		if a == nil {
+			return fmt.Errorf("task %s has no attempt %d", e.Task, e.Attempt)
+		}
+		g := hostGit(&t)
+		if e.Commit != "" { // the checks passed on it before a restart
+			switch branchTip(ctx, g, e.Into) {
+			case e.Commit:
+				return s.finish(ctx, g, e, true)
+			case e.Onto:
+				err := s.finish(ctx, g, e, false)
+				if !errors.Is(err, errMoved) {
+					return err
+				}
+			}
+		}
+		e.State, e.Detail, e.Commit, e.Conflicts, e.ConflictHead = wire.QueueRebasing, "", "", nil, ""
+		if err := s.put(ctx, e); err != nil {
+			return err
+		}
+		c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+		if err != nil {
+			return apperr.Conflict(fmt.Sprintf("start it (paddock start %s), then land again", a.Sandbox), "the sandbox of attempt %d does not answer: %v", a.N, err)
+		}
+		r, err := rebaseInSandbox(ctx, g, c, &t, a, e.Into)
+		var busy *errSandboxBusy
+		if errors.As(err, &busy) {
+			return s.conflict(ctx, g, e, &t, a, r, busy.what)
+		}
+		if err != nil {
+			return err
+		}
+		if len(r.Conflicts) > 0 {
+			return s.conflict(ctx, g, e, &t, a, r, "")
+		}
+		e.Onto, e.State = r.Onto, wire.QueueChecking
+		if err := s.put(ctx, e); err != nil {
+			return err
+		}
+		results, passed, err := s.runChecks(ctx, a.Sandbox, t.Checks)
+		if err != nil {
+			return fmt.Errorf("the checks could not run on the rebased work: %w", err)
+		}
+		if !passed {
+			return checksFailed(e.Into, r.Onto, results)
+		}
+		refs, err := fetchWork(ctx, g, c, &t, a)
+		if err != nil {
+			return err
+		}
+		if got := refs[gitsync.Namespace(a.Sandbox)+a.Branch]; got != r.Head {
+			return fmt.Errorf("the attempt's branch %s moved while it was landed (now %s, rebased %s): land it again", a.Branch, gitsync.Short(got), gitsync.Short(r.Head))
+		}
+		if !isAncestor(ctx, g, r.Onto, r.Head) {
+			return fmt.Errorf("the rebased work %s does not descend from %s's %s", gitsync.Short(r.Head), e.Into, gitsync.Short(r.Onto))
+		}
+		if !e.Yes {
+			hc, err := hostCode(ctx, g, gitsync.Namespace(a.Sandbox)+a.Branch, r.Onto, r.Head)
+			if err != nil {
+				return err
+			}
+			if len(hc) > 0 {
+				return apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(r.Onto), gitsync.Short(r.Head)),
+					"after its rebase, the work changes files that run code on the host once landed: %s", hostCodeList(hc))
+			}
+		}
+		e.Commit = r.Head
+		if err := s.put(ctx, e); err != nil {
+			return err
+		}
+		if err := s.finish(ctx, g, e, false); !errors.Is(err, errMoved) {
+			return err
+		}
+		s.log.Info("merge queue: the branch moved; rebasing again", "task", e.Task, "attempt", e.Attempt, "into", e.Into)
+	}
+	return fmt.Errorf("%s kept moving while the work was landed (%d rebases): land it again", e.Into, maxRounds)
+}
+
+// checksFailed says which checks failed on the rebased work, with the end of the first
+// failing one's output.
+func checksFailed(into, onto string, results []wire.CheckResult) error {
+	tail := ""
+	for _, r := range results {
+		if r.Exit != 0 {
+			tail = strings.TrimSpace(r.Output)
+			if len(tail) > 400 {
+				tail = "..." + tail[len(tail)-400:]
+			}
+			break
+		}
+	}
+	msg := fmt.Sprintf("the checks failed on the work rebased onto %s (%s): %s", into, gitsync.Short(onto), failing(results))
+	if tail != "" {
+		msg += ": " + termtext.Escape(tail)
+	}
+	return errors.New(msg)
+}
+
+// finish moves the host branch to the entry's commit (unless already there) and records
+// the landing. The move and the entry's landed state are written under q.write, so Drop
+// finds the entry either not yet moving or landed.
+func (s *Service) finish(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry, already bool) error {
+	q := s.q()
+	q.write.Lock()
+	cur, err := s.opts.Store.GetQueueEntry(context.WithoutCancel(ctx), e.ID)
+	if err == nil && cur.State == wire.QueueDropped {
+		err = errDropped
+	}
+	if err == nil && !already {
+		err = moveBranch(ctx, g, e.Into, e.Onto, e.Commit)
+	}
+	if err == nil {
+		e.State, e.Detail = wire.QueueLanded, fmt.Sprintf("%s fast-forwarded to %s", e.Into, gitsync.Short(e.Commit))
+		err = s.putLocked(ctx, e)
+	}
+	q.write.Unlock()
+	if err != nil {
+		return err
+	}
+	s.landed(ctx, e, fmt.Sprintf("attempt %d of task %s landed on %s (%s)", e.Attempt, e.Task, e.Into, gitsync.Short(e.Commit)))
+	return nil
+}
+
+// landed records an attempt's landing (or its pull request's opening) on the task and
+// says so.
+func (s *Service) landed(ctx context.Context, e *wire.QueueEntry, detail string) {
+	t, err := s.updateAttempt(ctx, e.Task, e.Attempt, func(t *wire.Task, a *wire.Attempt) error {
+		a.State, t.State = wire.AttemptLanded, wire.TaskLanded
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("merge queue: record the landing", "task", e.Task, "attempt", e.Attempt, "err", err)
+		return
+	}
+	s.log.Info("merge queue: landed", "task", e.Task, "attempt", e.Attempt, "into", e.Into, "commit", e.Commit)
+	attrs := map[string]string{"task": e.Task, "attempt": strconv.Itoa(e.Attempt), "commit": e.Commit, "into": e.Into}
+	if e.PR != nil {
+		attrs["pr"], attrs["url"] = strconv.Itoa(e.PR.Number), e.PR.URL
+	}
+	if a := attemptOf(&t, e.Attempt); a != nil {
+		s.emit(ctx, a.Sandbox, EventLanded, detail, attrs)
+	}
+}
+
+// conflict records an entry whose rebase conflicted (or could not start: busy says why),
+// tells the attempt's agent what conflicts with what and what to do, and leaves the entry
+// waiting on its answer.
+func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry, t *wire.Task, a *wire.Attempt, r rebased, busy string) error {
+	// The entry waits until the attempt's checks run on other work than they last did:
+	// its agent's answer (what the sandbox holds now may be ahead of that already, with
+	// the uncommitted work committed or an earlier rebase, which are no answer).
+	e.State, e.Onto, e.ConflictHead, e.Conflicts = wire.QueueConflict, r.Onto, a.Head, nil
+	for _, f := range r.Conflicts {
+		e.Conflicts = append(e.Conflicts, termtext.Escape(f))
+	}
+	var msg string
+	if busy != "" {
+		e.Detail = busy + "; its agent was told"
+		msg = fmt.Sprintf("Your work on branch %s could not be landed on %s: %s. Finish or abort that, commit your work on %s, and end your turn; the merge queue tries again when you are done.",
+			a.Branch, e.Into, busy, a.Branch)
+	} else {
+		since := landedSince(ctx, g, t.Base, r.Onto, r.Conflicts)
+		e.Detail = fmt.Sprintf("the rebase onto %s (%s) conflicts in %s", e.Into, gitsync.Short(r.Onto), strings.Join(e.Conflicts, ", "))
+		with := ""
+		if len(since) > 0 {
+			e.Detail += " with " + strings.Join(since, "; ")
+			with = fmt.Sprintf(" with what landed on %s since you started (%s)", e.Into, strings.Join(since, "; "))
+		}
+		e.Detail += "; its agent was told"
+		msg = fmt.Sprintf("Your work on branch %s could not be landed on %s: rebasing it onto %s conflicts in %s%s. "+
+			"%s as it is now is in this repository as paddock/onto. Rebase your branch onto it (git rebase paddock/onto), "+
+			"resolve the conflicts keeping the intent of both sides, and commit (git rebase --continue); the merge queue tries again when you are done.",
+			a.Branch, e.Into, e.Into, strings.Join(r.Conflicts, ", "), with, e.Into)
+	}
+	if err := s.put(ctx, e); err != nil {
+		return err
+	}
+	if err := s.opts.Sessions.Send(ctx, a.Sandbox, a.Session, msg); err != nil {
+		e.Detail = strings.TrimSuffix(e.Detail, "; its agent was told") + fmt.Sprintf("; its agent could not be told (%v): resolve it in sandbox %s, or drop the entry (paddock task drop %d)", err, a.Sandbox, e.ID)
+		return s.put(ctx, e)
+	}
+	s.updateAttempt(ctx, t.Name, a.N, func(_ *wire.Task, a *wire.Attempt) error {
+		if a.State == wire.AttemptDone {
+			a.State, a.Ended = wire.AttemptWorking, time.Time{}
+		}
+		return nil
+	})
+	s.emit(ctx, a.Sandbox, EventConflict, fmt.Sprintf("attempt %d of task %s conflicts with %s: %s", a.N, t.Name, e.Into, e.Detail),
+		map[string]string{"task": t.Name, "attempt": strconv.Itoa(a.N), "into": e.Into, "files": strings.Join(e.Conflicts, ",")})
+	return nil
+}
+
+// workPR pushes an attempt's work and opens its pull request (once), then follows the
+// pull request until it is merged or closed.
+func (s *Service) workPR(ctx context.Context, e wire.QueueEntry) {
+	if e.PR == nil {
+		if err := s.openEntryPR(ctx, &e); err != nil {
+			if errors.Is(err, errDropped) || ctx.Err() != nil {
+				return
+			}
+			e.State, e.Detail = wire.QueueFailed, err.Error()
+			if hint := apperr.HintOf(err); hint != "" {
+				e.Detail += " (" + hint + ")"
+			}
+			s.log.Warn("merge queue: pull request failed", "task", e.Task, "attempt", e.Attempt, "entry", e.ID, "err", err)
+			if s.put(ctx, &e) == nil {
+				s.settle(ctx, e.Task)
+			}
+			return
+		}
+	}
+	for e.Open() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.q().prPoll):
+		}
+		pr, err := s.followPR(ctx, e)
+		if err != nil {
+			s.log.Warn("merge queue: follow a pull request", "task", e.Task, "pr", e.PR.Number, "err", err)
+			continue
+		}
+		if pr.State == "" || pr.State == e.PR.State {
+			continue
+		}
+		e.PR.State = pr.State
+		e.Detail = fmt.Sprintf("pull request #%d %s (%s)", e.PR.Number, pr.State, e.PR.URL)
+		if err := s.put(ctx, &e); err != nil {
+			return
+		}
+	}
+}
+
+// openEntryPR commits the attempt's work in its sandbox, fetches it and opens its pull
+// request.
+func (s *Service) openEntryPR(ctx context.Context, e *wire.QueueEntry) error {
+	t, err := s.Get(ctx, e.Task)
+	if err != nil {
+		return err
+	}
+	a := attemptOf(&t, e.Attempt)
+	if a == nil {
+		return fmt.Errorf("task %s has no attempt %d", e.Task, e.Attempt)
+	}
+	g := hostGit(&t)
+	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+	if err != nil {
+		return apperr.Conflict(fmt.Sprintf("start it (paddock start %s), then land again", a.Sandbox), "the sandbox of attempt %d does not answer: %v", a.N, err)
+	}
+	r, err := rebaseInSandbox(ctx, g, c, &t, a, "")
+	if err != nil {
+		return err
+	}
+	refs, err := fetchWork(ctx, g, c, &t, a)
+	if err != nil {
+		return err
+	}
+	if got := refs[gitsync.Namespace(a.Sandbox)+a.Branch]; got != r.Head {
+		return fmt.Errorf("the attempt's branch %s moved while it was pushed (now %s, was %s): land it again", a.Branch, gitsync.Short(got), gitsync.Short(r.Head))
+	}
+	e.Commit = r.Head
+	if err := s.put(ctx, e); err != nil {
+		return err
+	}
+	pr, err := s.openPR(ctx, *e, t, *a)
+	if err != nil {
+		return err
+	}
+	if pr.State == "" {
+		pr.State = "open"
+	}
+	e.State, e.PR, e.Detail = wire.QueuePR, &pr, fmt.Sprintf("pull request #%d opened: %s", pr.Number, pr.URL)
+	if err := s.put(ctx, e); err != nil {
+		return err
+	}
+	s.landed(ctx, e, fmt.Sprintf("attempt %d of task %s: pull request #%d opened (%s)", e.Attempt, e.Task, pr.Number, pr.URL))
+	return nil
+}
+
+// settle puts a landing task whose entries have all ended back to what its attempts
+// say: landed if one did, else running or done.
+func (s *Service) settle(ctx context.Context, name string) {
+	es, _ := s.opts.Store.QueueEntries(ctx, name)
+	for _, e := range es {
+		if e.Open() {
+			return
+		}
+	}
+	s.update(ctx, name, func(t *wire.Task) error {
+		if t.State != wire.TaskLanding {
+			return errSkip
+		}
+		t.State = wire.TaskDone
+		for _, a := range t.Attempts {
+			switch a.State {
+			case wire.AttemptLanded:
+				t.State = wire.TaskLanded
+				return nil
+			case wire.AttemptStarting, wire.AttemptWorking, wire.AttemptChecking:
+				t.State = wire.TaskRunning
+			}
+		}
+		return nil
+	})
+}

@@ -82,6 +82,8 @@ type Service struct {
 	createMu sync.Mutex
 	// runs are the attempts' check runs under way (check.go).
 	runs checkRuns
+	// queue is the merge queue's workers (queue.go).
+	queue queueState
 }
 
 // New returns the service; Start sets it working.

@@ -232,10 +232,13 @@ type QueueEntry struct {
 	Onto   string `json:"onto,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	// Conflicts are the files the last rebase conflicted on.
-	Conflicts []string     `json:"conflicts,omitempty"`
-	PR        *PullRequest `json:"pr,omitempty"`
-	Created   time.Time    `json:"created"`
-	Updated   time.Time    `json:"updated"`
+	Conflicts []string `json:"conflicts,omitempty"`
+	// ConflictHead is the attempt's Head when its rebase conflicted: the entry is tried
+	// again once its agent has ended a turn with other work.
+	ConflictHead string       `json:"conflict_head,omitempty"`
+	PR           *PullRequest `json:"pr,omitempty"`
+	Created      time.Time    `json:"created"`
+	Updated      time.Time    `json:"updated"`
 }
 
 // Open says the entry has not reached an end (landed, failed, dropped, or a pull
