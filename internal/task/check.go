@@ -259,6 +259,9 @@ func (s *Service) finishIfDone(ctx context.Context, name string) {
 		for _, a := range t.Attempts {
 			switch a.State {
 			case wire.AttemptDone, wire.AttemptFailed, wire.AttemptLanded:
+				if awaitsVerdict(t, &a) {
+					return errSkip // its judge's answer ends the task
+				}
 				if a.State != wire.AttemptFailed {
 					last = a.Sandbox
 				}

@@ -64,10 +64,8 @@ func (s *Service) newTask(ctx context.Context, req wire.TaskCreateRequest) (wire
 			return wire.Task{}, apperr.Invalid("give each --check a command, e.g. --check 'go test ./...'", "check %d is empty", i+1)
 		}
 	}
-	if req.Judge != "" && req.Judge != "auto" {
-		if _, err := agents.Get(req.Judge); err != nil {
-			return wire.Task{}, apperr.Invalid("name a known agent with --judge, or --judge auto", "judge: %v", err)
-		}
+	if err := ValidJudge(req.Judge); err != nil {
+		return wire.Task{}, err
 	}
 	attempts := make([]wire.Attempt, len(req.Attempts))
 	for i, spec := range req.Attempts {

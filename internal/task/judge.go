@@ -180,10 +180,19 @@ func (s *Service) judgeLeft(ctx context.Context) {
 		}
 		for _, a := range t.Attempts {
 			if a.State == wire.AttemptDone && a.CheckRuns > 0 && !judgedNow(&a) {
-				s.go_(func() { s.judgeAttempt(ctx, t.Name, a.N) })
+				s.go_(func() {
+					s.judgeAttempt(ctx, t.Name, a.N)
+					s.finishIfDone(ctx, t.Name)
+				})
 			}
 		}
 	}
+}
+
+// awaitsVerdict says the task's judge has yet to give its first verdict on a checked
+// attempt: the task is not done before it has (a verdict with an error counts).
+func awaitsVerdict(t *wire.Task, a *wire.Attempt) bool {
+	return t.Judge != "" && a.State == wire.AttemptDone && a.CheckRuns > 0 && a.Verdict == nil
 }
 
 // judgedNow says the attempt's verdict is on its latest work: given after its agent's

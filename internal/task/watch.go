@@ -141,7 +141,8 @@ func (s *Service) sweep(ctx context.Context) {
 
 // resume takes up the work a restart cut short: tasks still preparing are prepared
 // again from where they were, and attempts whose checks were under way are checked
-// again; attempts still working are looked at by watch's first sweep.
+// again; attempts still working are looked at by watch's first sweep; the judge's
+// verdicts cut short are asked for again.
 func (s *Service) resume(ctx context.Context) {
 	ts, err := s.opts.Store.ListTasks(ctx)
 	if err != nil {
@@ -159,4 +160,5 @@ func (s *Service) resume(ctx context.Context) {
 			}
 		}
 	}
+	s.judgeLeft(ctx)
 }
