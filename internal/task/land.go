@@ -38,16 +38,17 @@ const uncommittedMessage = "The attempt's uncommitted work"
 // rebaseScript runs in the attempt's /workspace: $1 is its branch, $2 the commit to
 // rebase onto ("" only commits the uncommitted work), $3 "bundle" when the commits of
 // $2 wait in the git directory's paddock-onto.bundle, under the ref $4. It prints
-// "head ID" when the branch is ready, "conflict PATH" lines (exit 10) when the rebase
-// conflicted and was aborted, or says what stopped it (exit 20 and up). Hooks are off
+// "head ID", HEAD's commit as it leaves it: with the branch ready (exit 0), after
+// "conflict PATH" lines when the rebase conflicted and was aborted (exit 10), or after
+// what stopped it (exit 20 and up). Hooks are off
 // (gitsync.SandboxGitEnv): the agent's own could refuse the commit or the rebase.
 const rebaseScript = `set -u
 gd=$(git rev-parse --absolute-git-dir) || exit 20
 for f in rebase-merge rebase-apply MERGE_HEAD CHERRY_PICK_HEAD REVERT_HEAD; do
-  if [ -e "$gd/$f" ]; then echo "busy $f"; exit 21; fi
+  if [ -e "$gd/$f" ]; then echo "busy $f"; echo "head $(git rev-parse HEAD)"; exit 21; fi
 done
 cur=$(git symbolic-ref -q --short HEAD || true)
-if [ "$cur" != "$1" ]; then echo "on $cur"; exit 22; fi
+if [ "$cur" != "$1" ]; then echo "on $cur"; echo "head $(git rev-parse HEAD)"; exit 22; fi
 if ! git config user.email >/dev/null; then
   export GIT_AUTHOR_NAME=paddock GIT_AUTHOR_EMAIL=paddock@localhost GIT_COMMITTER_NAME=paddock GIT_COMMITTER_EMAIL=paddock@localhost
 fi
@@ -75,8 +76,9 @@ echo "head $(git rev-parse HEAD)"
 
 // rebased is what the rebase in the sandbox did.
 type rebased struct {
-	// Onto is the host branch's commit the work was rebased onto; Head the branch's
-	// commit after the rebase (before it, when it conflicted).
+	// Onto is the host branch's commit the work was rebased onto; Head the sandbox's
+	// HEAD after the rebase (as it was before, when the rebase conflicted or could not
+	// start).
 	Onto, Head string
 	// Conflicts are the files the rebase conflicted on (it was aborted).
 	Conflicts []string
@@ -181,26 +183,21 @@ func rebaseInSandbox(ctx context.Context, g *gitsync.Git, c *guestclient.Client,
 		return r, fmt.Errorf("rebase in sandbox %s: %w", a.Sandbox, err)
 	}
 	out := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	first := ""
-	if len(out) > 0 {
-		first = out[0]
+	first := out[0]
+	for _, l := range out {
+		if f, ok := strings.CutPrefix(l, "conflict "); ok {
+			r.Conflicts = append(r.Conflicts, f)
+		} else if h, ok := strings.CutPrefix(l, "head "); ok {
+			r.Head = h
+		}
 	}
 	switch code {
 	case 0:
-		head, ok := strings.CutPrefix(first, "head ")
-		if !ok {
+		if r.Head == "" {
 			return r, fmt.Errorf("rebase in sandbox %s: it said %q", a.Sandbox, termtext.Escape(first))
 		}
-		r.Head = head
 		return r, nil
 	case 10:
-		for _, l := range out {
-			if f, ok := strings.CutPrefix(l, "conflict "); ok {
-				r.Conflicts = append(r.Conflicts, f)
-			} else if h, ok := strings.CutPrefix(l, "head "); ok {
-				r.Head = h
-			}
-		}
 		if len(r.Conflicts) == 0 {
 			return r, fmt.Errorf("the rebase of %s onto %s failed: %s", a.Branch, into, termtext.Escape(strings.TrimSpace(stderr.String())))
 		}

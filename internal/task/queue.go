@@ -11,7 +11,10 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/gitsync"
+	"github.com/paddockhq/paddock/internal/guestclient"
+	"github.com/paddockhq/paddock/internal/guestproto"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/termtext"
 )
@@ -279,6 +282,15 @@ func (s *Service) runQueue(ctx context.Context) {
 	q := s.q()
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
+	// A branch moved in a sandbox may be the answer to a conflict (made by hand there,
+	// when its agent could not be told); a subscription that falls behind is left to
+	// the ticks.
+	var moved <-chan events.Event
+	if s.opts.Bus != nil {
+		sub := s.opts.Bus.Subscribe(16, func(ev events.Event) bool { return ev.Kind == guestproto.EventBranchMoved })
+		defer sub.Close()
+		moved = sub.C()
+	}
 	for {
 		s.dispatch(ctx)
 		select {
@@ -286,6 +298,10 @@ func (s *Service) runQueue(ctx context.Context) {
 			return
 		case <-q.wake:
 		case <-tick.C:
+		case _, ok := <-moved:
+			if !ok {
+				moved = nil
+			}
 		}
 	}
 }
@@ -344,14 +360,26 @@ func (s *Service) dispatch(ctx context.Context) {
 }
 
 // answered says whether the attempt of an entry in conflict has answered it: its agent
-// ended a turn (its checks ran) with other work than the one whose rebase conflicted.
+// is not at work (its turn ended and its checks ran) and its sandbox's HEAD is no longer
+// the one whose rebase conflicted (the agent, or a user in the sandbox, rebased).
 func (s *Service) answered(ctx context.Context, e wire.QueueEntry) bool {
 	t, err := s.opts.Store.GetTask(ctx, e.Task)
 	if err != nil {
 		return false
 	}
 	a := attemptOf(&t, e.Attempt)
-	return a != nil && a.State == wire.AttemptDone && a.Head != "" && a.Head != e.ConflictHead
+	if a == nil || a.State != wire.AttemptDone {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+	if err != nil {
+		return false
+	}
+	out, _, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"git", "rev-parse", "-q", "--verify", "HEAD"}, Env: gitsync.SandboxGitEnv}, 256)
+	head := strings.TrimSpace(out)
+	return err == nil && code == 0 && head != "" && head != e.ConflictHead
 }
 
 // put writes an entry, unless it was dropped meanwhile (errDropped).
@@ -549,10 +577,7 @@ func (s *Service) landed(ctx context.Context, e *wire.QueueEntry, detail string)
 // tells the attempt's agent what conflicts with what and what to do, and leaves the entry
 // waiting on its answer.
 func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry, t *wire.Task, a *wire.Attempt, r rebased, busy string) error {
-	// The entry waits until the attempt's checks run on other work than they last did:
-	// its agent's answer (what the sandbox holds now may be ahead of that already, with
-	// the uncommitted work committed or an earlier rebase, which are no answer).
-	e.State, e.Onto, e.ConflictHead, e.Conflicts = wire.QueueConflict, r.Onto, a.Head, nil
+	e.State, e.Onto, e.ConflictHead, e.Conflicts = wire.QueueConflict, r.Onto, r.Head, nil
 	for _, f := range r.Conflicts {
 		e.Conflicts = append(e.Conflicts, termtext.Escape(f))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/guestclient"
 )
 
 // workByAttempt makes each attempt's work, by its branch (task/NAME/N): every one makes
@@ -26,16 +27,18 @@ git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm 
 
 // Three attempts landed through the merge queue into a real host repository whose
 // hooks live in .githooks: the first only with --yes, its hook named and never run; the
-// second refused by the checks once rebased onto a host commit that breaks them, then,
-// the host fixed, rebased onto the first and landed (the daemon killed while its checks
-// ran: the queue finishes it); the third conflicts with the first on the greeting's
-// line and waits, the host branch untouched, until dropped.
+// second refused by the checks once rebased onto a host commit that breaks them; the
+// third conflicts with the first on the greeting's line and holds the branch's queue,
+// the host untouched, until the conflict is resolved in its sandbox; the second, queued
+// behind it (dropped and queued again), then lands rebased onto it, the daemon killed
+// while its checks ran: the queue finishes it.
 func TestLandThroughTheQueue(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.write("greeting", "hello\n")
 	h.git("-C", h.repo, "add", "greeting")
 	h.hostCommit("a greeting")
+	h.git("-C", h.repo, "config", "core.hooksPath", ".githooks")
 
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "land", Repo: h.repo, Prompt: workByAttempt,
 		Attempts: []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "shell"}}, Checks: []string{"sleep 1; sh check.sh"}}, nil)
@@ -43,7 +46,6 @@ func TestLandThroughTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(tk.Name, "every attempt checked", func(t wire.Task) bool { return t.State == wire.TaskDone })
-	h.git("-C", h.repo, "config", "core.hooksPath", ".githooks")
 
 	// The first attempt's hook: refused without --yes, naming it, with nothing queued.
 	_, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 1})
@@ -86,42 +88,93 @@ func TestLandThroughTheQueue(t *testing.T) {
 	h.git("-C", h.repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "revert", "--no-edit", "HEAD")
 	fixed := h.tip()
 
-	// Landed again: the daemon is killed while the checks run on the rebased work.
-	e2, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.waitEntry(e2.ID, wire.QueueChecking)
-	h.restart()
-	e2 = h.waitEntry(e2.ID, wire.QueueLanded)
-	log := h.out("log", "--format=%s", "main")
-	if h.tip() != e2.Commit || !strings.HasPrefix(log, "work of task/land/2\nRevert") || !strings.Contains(log, "work of task/land/1\n") ||
-		h.out("rev-list", "--min-parents=2", "main") != "" || h.out("rev-parse", e2.Commit+"^") != fixed {
-		t.Fatalf("the second landing is not rebased onto the first, linear: main %s, entry %+v, log:\n%s", h.tip(), e2, log)
-	}
-	if h.read("two.txt") != "two\n" || h.read("greeting") != "hello from one\n" {
-		t.Errorf("after the second landing: two.txt %q, greeting %q", h.read("two.txt"), h.read("greeting"))
-	}
-
-	// The third conflicts with the first on the greeting: the host is untouched.
-	before := h.tip()
+	// The third conflicts with the first on the greeting: the host is untouched, and
+	// the branch's later entries wait behind it.
 	e3, err := h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e3 = h.waitEntry(e3.ID, wire.QueueConflict)
-	if h.tip() != before || len(e3.Conflicts) != 1 || e3.Conflicts[0] != "greeting" || !strings.Contains(e3.Detail, "work of task/land/1") {
-		t.Fatalf("a conflicting landing: main %s (was %s), entry %+v", h.tip(), before, e3)
+	if h.tip() != fixed || len(e3.Conflicts) != 1 || e3.Conflicts[0] != "greeting" || !strings.Contains(e3.Detail, "work of task/land/1") {
+		t.Fatalf("a conflicting landing: main %s (was %s), entry %+v", h.tip(), fixed, e3)
 	}
 	if _, err := h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 3}); apperr.KindOf(err) != apperr.KindConflict {
 		t.Errorf("landing an attempt waiting in the queue again: %v", err)
 	}
-	if d, err := h.tasks.Drop(ctx, e3.ID); err != nil || d.State != wire.QueueDropped {
+	e2, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if e := h.entry(e2.ID); e.State != wire.QueueWaiting {
+		t.Fatalf("an entry behind a conflict is %s, not waiting", e.State)
+	}
+	if d, err := h.tasks.Drop(ctx, e2.ID); err != nil || d.State != wire.QueueDropped {
 		t.Fatalf("drop: %+v %v", d, err)
 	}
-	if h.tip() != before {
-		t.Errorf("main moved after the drop")
+	if _, err := h.tasks.Drop(ctx, e2.ID); apperr.KindOf(err) != apperr.KindConflict {
+		t.Errorf("dropping a dropped entry: %v", err)
 	}
+	e2, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 2})
+	if err != nil {
+		t.Fatalf("landing a dropped attempt again: %v", err)
+	}
+
+	// The conflict resolved in the sandbox (its shell agent could not be told): the
+	// queue tries again and lands it, then the second, rebased onto it; the daemon is
+	// killed while the checks run on the second's rebased work.
+	h.exec(e3Sandbox(tk), `git rebase paddock/onto >/dev/null 2>&1 || { echo "hello from one and three" > greeting; git add greeting; GIT_EDITOR=true git rebase --continue; }`)
+	e3 = h.waitEntry(e3.ID, wire.QueueLanded)
+	if h.read("greeting") != "hello from one and three\n" || h.out("rev-parse", e3.Commit+"^") != fixed {
+		t.Fatalf("the resolved conflict landed as %+v, greeting %q", e3, h.read("greeting"))
+	}
+	h.waitEntry(e2.ID, wire.QueueChecking)
+	h.restart()
+	e2 = h.waitEntry(e2.ID, wire.QueueLanded)
+	log := h.out("log", "--format=%s", "main")
+	if h.tip() != e2.Commit || !strings.HasPrefix(log, "work of task/land/2\nwork of task/land/3\nRevert") || !strings.Contains(log, "work of task/land/1\n") ||
+		h.out("rev-list", "--min-parents=2", "main") != "" || h.out("rev-parse", e2.Commit+"^") != e3.Commit {
+		t.Fatalf("the second landing is not rebased onto the third, linear: main %s, entry %+v, log:\n%s", h.tip(), e2, log)
+	}
+	if h.read("two.txt") != "two\n" || h.must(tk.Name).State != wire.TaskLanded {
+		t.Errorf("after the last landing: two.txt %q, task %s", h.read("two.txt"), h.must(tk.Name).State)
+	}
+}
+
+// e3Sandbox is the sandbox of a task's third attempt.
+func e3Sandbox(t wire.Task) string {
+	for _, a := range t.Attempts {
+		if a.N == 3 {
+			return a.Sandbox
+		}
+	}
+	return ""
+}
+
+// exec runs a script in a sandbox's /workspace.
+func (h *harness) exec(sandboxName, script string) {
+	h.t.Helper()
+	c, err := h.sandboxes.Client(context.Background(), sandboxName)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out, errOut, code, err := c.Output(context.Background(), guestclient.ExecOptions{Argv: []string{"sh", "-c", script}}, 1<<16)
+	if err != nil || code != 0 {
+		h.t.Fatalf("in %s: %s: exit %d %v: %s%s", sandboxName, script, code, err, out, errOut)
+	}
+}
+
+// entry reads a merge queue entry.
+func (h *harness) entry(id int64) wire.QueueEntry {
+	h.t.Helper()
+	es, _ := h.tasks.Queue(context.Background(), "")
+	for _, e := range es {
+		if e.ID == id {
+			return e
+		}
+	}
+	h.t.Fatalf("no entry %d", id)
+	return wire.QueueEntry{}
 }
 
 // hostCommit commits what is staged in the host repository and returns the commit.
