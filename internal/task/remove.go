@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
@@ -44,8 +43,8 @@ func (s *Service) Remove(ctx context.Context, name string, progress func(string)
 	for _, e := range entries {
 		if e.Open() {
 			progress(fmt.Sprintf("dropping merge queue entry %d (attempt %d into %s)", e.ID, e.Attempt, e.Into))
-			e.State, e.Detail = wire.QueueDropped, "its task was removed"
-			if err := s.opts.Store.UpdateQueueEntry(ctx, e); err != nil {
+			// Drop stops the entry's worker, and waits for a branch being moved.
+			if _, err := s.Drop(ctx, e.ID); err != nil && apperr.KindOf(err) != apperr.KindConflict {
 				return err
 			}
 		}
