@@ -207,11 +207,15 @@ func attemptEnded(a wire.Attempt) bool {
 // waitTask follows a task until no attempt is at work, printing a line on stderr for
 // each attempt as it ends. A task that failed is an error.
 func waitTask(ctx context.Context, f *Factory, c *client.Client, t wire.Task) error {
-	told := map[int]bool{}
+	told, working := map[int]bool{}, map[int]bool{}
 	tick := time.NewTicker(taskPoll)
 	defer tick.Stop()
 	for {
 		for _, a := range t.Attempts {
+			if a.State == wire.AttemptWorking && !working[a.N] {
+				working[a.N] = true
+				fmt.Fprintf(f.IO.ErrOut, "paddock: %s/%d (%s) at work in sandbox %s\n", t.Name, a.N, a.Agent, a.Sandbox)
+			}
 			if attemptEnded(a) && !told[a.N] {
 				told[a.N] = true
 				fmt.Fprintf(f.IO.ErrOut, "paddock: %s/%d (%s) %s\n", t.Name, a.N, a.Agent, attemptOutcome(t, a))

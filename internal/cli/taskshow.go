@@ -172,7 +172,7 @@ func writeAttempt(w io.Writer, t wire.Task, a wire.Attempt, now time.Time) {
 	if a.Dirty {
 		dirty = ", uncommitted"
 	}
-	fmt.Fprintf(w, "    diff:    %d files, +%d -%d%s\n", a.Diff.Files, a.Diff.Insertions, a.Diff.Deletions, dirty)
+	fmt.Fprintf(w, "    diff:    %s, +%d -%d%s\n", plural(a.Diff.Files, "file"), a.Diff.Insertions, a.Diff.Deletions, dirty)
 	fmt.Fprintf(w, "    cost:    %s   time: %s\n", termtext.Cost(a.Usage.Requests, a.Usage.Unpriced, a.Usage.CostUSD), a.Elapsed(now).Round(time.Second))
 	if v := a.Verdict; v != nil {
 		if v.Error != "" {
@@ -243,4 +243,12 @@ func lastLines(s string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// plural is n and the word, an s after it unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
