@@ -603,16 +603,27 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 	if err := s.put(ctx, e); err != nil {
 		return err
 	}
-	if err := s.opts.Sessions.Send(ctx, a.Sandbox, a.Session, msg); err != nil {
-		e.Detail = strings.TrimSuffix(e.Detail, "; its agent was told") + fmt.Sprintf("; its agent could not be told (%v): resolve it in sandbox %s, or drop the entry (paddock task drop %d)", err, a.Sandbox, e.ID)
-		return s.put(ctx, e)
-	}
+	// At work before it is told, so that the end of its turn, however soon, is seen.
 	s.updateAttempt(ctx, t.Name, a.N, func(_ *wire.Task, a *wire.Attempt) error {
-		if a.State == wire.AttemptDone {
-			a.State, a.Ended = wire.AttemptWorking, time.Time{}
+		if a.State != wire.AttemptDone {
+			return errSkip
 		}
+		a.State, a.Ended = wire.AttemptWorking, time.Time{}
 		return nil
 	})
+	if err := s.opts.Sessions.Send(ctx, a.Sandbox, a.Session, msg); err != nil {
+		s.updateAttempt(ctx, t.Name, a.N, func(_ *wire.Task, x *wire.Attempt) error {
+			if x.State != wire.AttemptWorking {
+				return errSkip
+			}
+			x.State, x.Ended = wire.AttemptDone, a.Ended
+			return nil
+		})
+		e.Detail = strings.TrimSuffix(e.Detail, "; its agent was told") + fmt.Sprintf("; its agent could not be told (%v): resolve it in sandbox %s, or drop the entry (paddock task drop %d)", err, a.Sandbox, e.ID)
+		if err := s.put(ctx, e); err != nil {
+			return err
+		}
+	}
 	s.emit(ctx, a.Sandbox, EventConflict, fmt.Sprintf("attempt %d of task %s conflicts with %s: %s", a.N, t.Name, e.Into, e.Detail),
 		map[string]string{"task": t.Name, "attempt": strconv.Itoa(a.N), "into": e.Into, "files": strings.Join(e.Conflicts, ",")})
 	return nil
