@@ -177,6 +177,8 @@ func rankPlace(a *wire.Attempt) string {
 			return "at work, not checked yet"
 		case a.State == wire.AttemptChecking:
 			return "checks running"
+		case a.Error != "":
+			return clipLine(a.Error, 80) // the checks could not run
 		case a.CheckRuns > 0 && len(a.Checks) == 0:
 			return "no checks"
 		}

@@ -31,6 +31,8 @@ func attempt(n int, desc string) wire.Attempt {
 			a.Passed = nil
 		case "nochecks":
 			a.Passed, a.CheckRuns = nil, 1
+		case "checkerror":
+			a.Error = "the checks could not run: sandbox t-2 is not running"
 		case "nostart":
 			a.State, a.Error, a.Ended = wire.AttemptFailed, "create sandbox t-3: docker: image not found\nmore detail", time.Time{}
 		case "working":
@@ -101,9 +103,10 @@ func TestRank(t *testing.T) {
 			want: []string{"3: checks pass; 2m30s faster than #2", "2: checks pass; ~$0.20 cheaper than #3", "1: checks pass"},
 		},
 		{
-			name: "a finished attempt goes before one still at work, all else even",
-			in:   []string{"working", "unchecked"},
-			want: []string{"2: not checked; done, #2 still at work", "1: at work, not checked yet"},
+			name: "a finished attempt goes before one still at work, all else even; checks that could not run say why",
+			in:   []string{"working", "unchecked", "checkerror"},
+			want: []string{"2: not checked; even with #2, asked for first", "3: the checks could not run: sandbox t-2 is not running; done, #3 still at work",
+				"1: at work, not checked yet"},
 		},
 		{
 			name: "attempts even on every count keep the order they were asked for",
