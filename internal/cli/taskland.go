@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/client"
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/apperr"
 )
 
 type taskReviewOptions struct {
@@ -118,7 +120,19 @@ func runTaskLand(ctx context.Context, f *Factory, opts *taskLandOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := c.LandTask(ctx, opts.name, wire.LandRequest{Attempt: opts.attempt, Into: opts.into, PR: opts.pr, Remote: opts.remote, Yes: opts.yes})
+	req := wire.LandRequest{Attempt: opts.attempt, Into: opts.into, PR: opts.pr, Remote: opts.remote, Yes: opts.yes}
+	e, err := c.LandTask(ctx, opts.name, req)
+	if err != nil && needsYes(err) && !f.NonInteractive && !opts.json && isTerminal(f.IO.In) && isTerminal(f.IO.ErrOut) {
+		// The daemon named the files that run code on the host: on a terminal, the user
+		// answers here, as paddock merge asks.
+		fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n  %s\nLand anyway? [y/N] ", err, apperr.HintOf(err))
+		answer, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return apperr.Invalid("", "not landed")
+		}
+		req.Yes = true
+		e, err = c.LandTask(ctx, opts.name, req)
+	}
 	if err != nil {
 		return err
 	}
@@ -138,6 +152,12 @@ func runTaskLand(ctx context.Context, f *Factory, opts *taskLandOptions) error {
 		return nil
 	}
 	return exitOfEntry(e)
+}
+
+// needsYes says the daemon refused a landing until the user accepts files that run
+// code on the host (its hint says to land again with --yes).
+func needsYes(err error) bool {
+	return apperr.KindOf(err) == apperr.KindInvalid && strings.Contains(apperr.HintOf(err), "--yes")
 }
 
 // waitEntry follows a queue entry until it stops moving: landed, failed, dropped, a
