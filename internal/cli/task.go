@@ -285,8 +285,8 @@ func nextTaskStep(t wire.Task) string {
 	case best.Passed != nil && *best.Passed || len(t.Checks) == 0 && best.State == wire.AttemptDone:
 		return fmt.Sprintf("land the best: `paddock task land %s`", t.Name)
 	}
-	return fmt.Sprintf("no attempt passed its checks: comment with `paddock task review %s/%d MESSAGE`, or land one anyway with `paddock task land %s --attempt N`",
-		t.Name, best.N, t.Name)
+	return fmt.Sprintf("no attempt passed its checks: comment with `paddock task review %s/%d MESSAGE`; an attempt lands once its checks pass",
+		t.Name, best.N)
 }
 
 // taskRef reads NAME/N, an attempt of a task.

@@ -80,8 +80,8 @@ func newCmdTaskLand(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "land NAME [--attempt N] [--into BRANCH] [--pr] [--wait]",
 		Short: "Land a task's best attempt through the merge queue of its repository and branch, or open a pull request",
-		Long: `Put an attempt (the best one, which must have passed its checks, unless --attempt names
-another) in the merge queue of the task's host repository and branch. One entry at a time,
+		Long: `Put an attempt (the best one, or --attempt N; it must have passed its checks) in the merge
+queue of the task's host repository and branch. One entry at a time,
 in order: the attempt's work is rebased onto the branch inside its own sandbox, its checks
 run again on the result, and the host branch is fast-forwarded only if they pass. The host
 never runs a hook or a config of the sandbox's. A conflict goes back to the attempt's agent
@@ -99,7 +99,7 @@ Makefiles...) is refused, naming them, until --yes.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.attempt, "attempt", 0, "the attempt `N` to land, by its number (default: the best, which must have passed its checks)")
+	fl.IntVar(&opts.attempt, "attempt", 0, "the attempt `N` to land, by its number (default: the best); it must have passed its checks")
 	fl.StringVar(&opts.into, "into", "", "the host `BRANCH` to land on (default: the task's)")
 	fl.BoolVar(&opts.pr, "pr", false, "push the branch to the remote and open a pull request instead")
 	fl.StringVar(&opts.remote, "remote", "", "with --pr: the `REMOTE` to push to (default origin)")
