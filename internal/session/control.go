@@ -144,6 +144,22 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	return nil
 }
 
+// SendTurn types text into a session as the next turn of its agent's conversation, as
+// Send does, with the session working from that moment: an agent whose hook ends its
+// turns (Codex has none at a turn's start) is not seen idle, its last turn's status,
+// before it has taken the text in. A watcher of turns' ends (a task's checks) waits for
+// this turn's.
+func (s *Service) SendTurn(ctx context.Context, sandboxName, name, text string) error {
+	t, err := s.resolve(ctx, sandboxName, name)
+	if err != nil {
+		return err
+	}
+	if !t.agent.Status.Idle {
+		return s.Send(ctx, sandboxName, name, text) // its status is its process's alone
+	}
+	return s.startTurn(ctx, t, text, readyWait)
+}
+
 // pasteScript loads its standard input into a tmux buffer of its own ($3) and pastes it
 // into session $2 on the server at $1: bracketed, when the program there asked for that.
 const pasteScript = `tmux -S "$1" load-buffer -b "$3" - && tmux -S "$1" paste-buffer -p -d -b "$3" -t "=$2:"`

@@ -48,12 +48,14 @@ func (s *Service) Review(ctx context.Context, name string, n int, req wire.Revie
 	case wire.AttemptLanded:
 		return wire.Attempt{}, apperr.Conflict("start a new task for further work", "attempt %d of task %s has landed", n, name)
 	}
-	if err := s.opts.Sessions.Send(ctx, a.Sandbox, a.Session, reviewText(file, req.Line, msg)); err != nil {
-		return wire.Attempt{}, err
-	}
-	t, err = s.update(ctx, name, func(t *wire.Task) error {
-		a := attemptOf(t, n)
-		a.Reviews = append(a.Reviews, wire.Review{File: file, Line: req.Line, Message: msg, At: s.opts.Now()})
+	// Working before the message goes: a turn that ends at once is this one's end, not
+	// lost to a record made after it.
+	review := wire.Review{File: file, Line: req.Line, Message: msg, At: s.opts.Now()}
+	var was wire.Attempt
+	var wasTask string
+	t, err = s.updateAttempt(ctx, name, n, func(t *wire.Task, a *wire.Attempt) error {
+		was, wasTask = *a, t.State
+		a.Reviews = append(a.Reviews, review)
 		a.State, a.Ended = wire.AttemptWorking, time.Time{}
 		if t.State == wire.TaskDone {
 			t.State = wire.TaskRunning
@@ -61,6 +63,21 @@ func (s *Service) Review(ctx context.Context, name string, n int, req wire.Revie
 		return nil
 	})
 	if err != nil {
+		return wire.Attempt{}, err
+	}
+	if err := s.opts.Sessions.SendTurn(ctx, a.Sandbox, a.Session, reviewText(file, req.Line, msg)); err != nil {
+		s.updateAttempt(context.WithoutCancel(ctx), name, n, func(t *wire.Task, a *wire.Attempt) error {
+			if len(a.Reviews) > 0 && a.Reviews[len(a.Reviews)-1] == review {
+				a.Reviews = a.Reviews[:len(a.Reviews)-1]
+			}
+			if a.State == wire.AttemptWorking {
+				a.State, a.Ended = was.State, was.Ended
+				if t.State == wire.TaskRunning && wasTask == wire.TaskDone {
+					t.State = wire.TaskDone
+				}
+			}
+			return nil
+		})
 		return wire.Attempt{}, err
 	}
 	return *attemptOf(&t, n), nil

@@ -139,7 +139,13 @@ func (h *harness) restart() {
 // wait polls the task until ok accepts it.
 func (h *harness) wait(name, what string, ok func(wire.Task) bool) wire.Task {
 	h.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	return h.waitFor(3*time.Minute, name, what, ok)
+}
+
+// waitFor is wait for at most d.
+func (h *harness) waitFor(d time.Duration, name, what string, ok func(wire.Task) bool) wire.Task {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		t, err := h.tasks.Get(context.Background(), name)
 		if err == nil && ok(t) {
@@ -149,7 +155,7 @@ func (h *harness) wait(name, what string, ok func(wire.Task) bool) wire.Task {
 			h.t.Fatalf("task %s failed while waiting for %s: %s %+v", name, what, t.Error, t.Attempts)
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("task %s: %s did not happen within 3 minutes: %+v (%v)", name, what, t, err)
+			h.t.Fatalf("task %s: %s did not happen within %v: %+v (%v)", name, what, d, t, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -329,5 +335,34 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 	}
 	if sbs, _ := h.st.ListSandboxes(ctx); len(sbs) != 0 {
 		t.Errorf("sandboxes left after the task's removal: %+v", sbs)
+	}
+}
+
+// A review goes to the attempt's agent as its next message (here a command reading one
+// line), is kept with the attempt, and the end of the turn it starts checks the work.
+func TestTaskReviewGoesToTheAgent(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "reviewed", Repo: h.repo,
+		Prompt:   `IFS= read -r line && printf '%s\n' "$line" > review.txt && git add review.txt && git commit -qm review`,
+		Attempts: []wire.AttemptSpec{{Agent: "shell"}}, Checks: []string{"test -s review.txt"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tk.Name, "the agent at work", func(t wire.Task) bool { return t.State == wire.TaskRunning })
+	a, err := h.tasks.Review(ctx, tk.Name, 1, wire.ReviewRequest{File: "./src/main.go", Line: 3, Message: "use a constant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Reviews) != 1 || a.Reviews[0].File != "src/main.go" || a.State != wire.AttemptWorking || !a.Ended.IsZero() {
+		t.Errorf("the attempt after its review: %+v", a)
+	}
+	// At the turn's end, not at the next look at the attempts still working (every 30 s).
+	done := h.waitFor(20*time.Second, tk.Name, "the reviewed work checked", func(t wire.Task) bool { return t.State == wire.TaskDone })
+	if b := done.Attempts[0]; b.Passed == nil || !*b.Passed || b.Dirty || b.Diff.Files != 1 {
+		t.Errorf("the reviewed attempt: %+v", b)
+	}
+	if got := h.readFile(tk.Name+"-1", "review.txt"); got != "Review of your work on src/main.go line 3: use a constant\n" {
+		t.Errorf("the agent was sent %q", got)
 	}
 }
