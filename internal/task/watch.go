@@ -69,8 +69,11 @@ func (s *Service) handle(ctx context.Context, ev events.Event) {
 	a := attemptOf(&t, n)
 	switch {
 	case turnEnd(ev):
+		// The event says to look; the session's status now says whether its turn is
+		// over: an idle that comes late (the agent at its prompt before the prompt was
+		// sent) is not the end of the turn under way.
 		if ev.Session == a.Session && a.State == wire.AttemptWorking {
-			s.turnOver(ctx, t.Name, n)
+			s.go_(func() { s.checkIfTurnEnded(ctx, t.Name, n) }) // a sandbox slow to answer holds up no other
 		}
 	case ev.Kind == guestproto.EventBranchMoved:
 		// A commit while the agent is not at work (a commit made by hand, or after its
