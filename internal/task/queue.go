@@ -460,7 +460,7 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 		a.State, a.Ended = wire.AttemptWorking, time.Time{}
 		return nil
 	})
-	if err := s.opts.Sessions.Send(ctx, a.Sandbox, a.Session, msg); err != nil {
+	if err := s.opts.Sessions.SendTurn(ctx, a.Sandbox, a.Session, msg); err != nil {
 		s.updateAttempt(ctx, t.Name, a.N, func(_ *wire.Task, x *wire.Attempt) error {
 			if x.State != wire.AttemptWorking {
 				return errSkip
