@@ -213,9 +213,15 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	apiSrv.EnableRuns(runs.New(ctx, runOpts))
 	taskOpts := task.Options{Sandboxes: svc, Sessions: sessions, Store: st, Bus: evlog.Bus(), Emit: evlog.Emit,
-		Logger: log.With("part", "tasks"),
-		// Pull requests go to github.com, or to the GitHub Enterprise server sign-ins go to.
-		GitHub: task.GitHub{APIURL: cfg.Auth.GitHub.APIURL, Token: github.TokenFromEnv(os.Getenv)}}
+		Logger: log.With("part", "tasks"), GitHub: task.GitHub{APIURL: cfg.Auth.GitHub.APIURL, Token: github.TokenFromEnv(os.Getenv)}}
+	// Pull requests go to github.com, or to the GitHub Enterprise server sign-ins go to,
+	// or to the one the environment names.
+	if u := os.Getenv(github.EnvAPIURL); u != "" {
+		taskOpts.GitHub.APIURL = u
+	}
+	if taskOpts.GitHub.HTTP, taskOpts.GitHub.GitEnv, err = github.TrustFromEnv(os.Getenv); err != nil {
+		return err
+	}
 	if snapshots != nil {
 		taskOpts.FinalSnapshot = func(ctx context.Context, name string, progress func(string)) error {
 			_, err := snapshots.Take(ctx, name, snapshot.TakeOptions{Note: "before task rm"}, progress)
