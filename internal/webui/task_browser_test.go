@@ -50,7 +50,6 @@ func TestBrowserTask(t *testing.T) {
 			cards[1].innerText.includes('no ok.txt here') && cards[0].innerText.includes('1 file +2');
 	})()`)
 	b.fits("the task's attempts")
-	b.shot("task")
 
 	// The best attempt's diff: a tap on its second line opens a comment box on ok.txt:2.
 	b.tap(`[data-open-diff="1"]`)
@@ -74,7 +73,7 @@ func TestBrowserTask(t *testing.T) {
 		t.Fatalf("the host's main after landing: %q, want the attempt's commit", head)
 	}
 	b.fits("the landing")
-	b.shot("task-landed")
+	b.shot("task")
 
 	// A review of the second attempt, written on a line of its diff, reaches its agent (its
 	// shell session, brought back to wait) and is recorded with its file and line.

@@ -169,9 +169,10 @@ export function TaskState({ state: s, kind = 'task' }) {
 /** ago() of a time the daemon sent, "" for none (Go's zero time). */
 export const when = (t) => (t && !t.startsWith('0001-') ? ago(t) : '');
 
-/** How long, in words: "45 s", "3 min", "1 h 5 min". */
+/** How long, in words: "300 ms", "45 s", "3 min", "1 h 5 min". */
 export function took(ms) {
   if (!(ms > 0)) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
   const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.round(s / 60);
@@ -370,7 +371,7 @@ function Checks({ a }) {
           <span class="mark">{c.exit === 0 ? '✓' : '✗'}</span> <code>{c.command}</code>
           <span class="muted small">
             {c.exit !== 0 ? ` exit ${c.exit}` : ''}
-            {c.millis ? ` · ${took(c.millis) || `${c.millis} ms`}` : ''}
+            {c.millis ? ` · ${took(c.millis)}` : ''}
           </span>
           {c.exit !== 0 && c.output && <pre class="check-output">{c.output}</pre>}
         </li>
