@@ -179,10 +179,7 @@ func (s *Service) checkAttempt(ctx context.Context, name string, n int) {
 	if ctx.Err() != nil {
 		return // the daemon stops: the attempt stays checking, and its restart checks it
 	}
-	var usage wire.UsageSum
-	if sb, serr := s.opts.Store.GetSandbox(ctx, a.Sandbox); serr == nil {
-		usage, _ = s.opts.Store.SumUsage(ctx, sb.ID, "")
-	}
+	usage := s.attemptUsage(ctx, a)
 	t, uerr := s.updateAttempt(ctx, name, n, func(_ *wire.Task, a *wire.Attempt) error {
 		a.Usage = usage
 		if a.State == wire.AttemptChecking {
@@ -218,6 +215,29 @@ func (s *Service) checkAttempt(ctx context.Context, name string, n int) {
 	}
 	s.turnEnded(ctx, name, n)
 	s.finishIfDone(ctx, name)
+}
+
+// attemptUsage is what an attempt's sandbox spent, but for its judge's sessions: the
+// agent's work, and what it ran, as the credential proxy counted it.
+func (s *Service) attemptUsage(ctx context.Context, a wire.Attempt) wire.UsageSum {
+	sb, err := s.opts.Store.GetSandbox(ctx, a.Sandbox)
+	if err != nil {
+		return a.Usage
+	}
+	all, err := s.opts.Store.SumUsage(ctx, sb.ID, "")
+	if err != nil {
+		return a.Usage
+	}
+	if judge, err := s.opts.Store.SumUsage(ctx, sb.ID, judgeSession); err == nil && judge.Requests > 0 {
+		all.Requests -= judge.Requests
+		all.Usage.InputTokens -= judge.Usage.InputTokens
+		all.Usage.OutputTokens -= judge.Usage.OutputTokens
+		all.Usage.CacheReadTokens -= judge.Usage.CacheReadTokens
+		all.Usage.CacheWriteTokens -= judge.Usage.CacheWriteTokens
+		all.CostUSD -= judge.CostUSD
+		all.Unpriced -= judge.Unpriced
+	}
+	return all
 }
 
 // errSkip is a change to a task that finds nothing to do.

@@ -315,6 +315,17 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 	if a.Passed == nil || !*a.Passed || a.CheckRuns != 1 || a.Diff.Files != 1 || !a.Dirty {
 		t.Fatalf("the attempt after two restarts: %+v", a)
 	}
+	// What the agent spent is the attempt's cost; what its judge spent is not.
+	sb, err := h.st.GetSandbox(ctx, a.Sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.AddMeteredCalls(ctx, []store.MeteredCall{
+		{Time: time.Now(), SandboxID: sb.ID, Sandbox: sb.Name, Session: a.Session, Provider: "anthropic", Status: 200, CostUSD: 0.25, Priced: true},
+		{Time: time.Now(), SandboxID: sb.ID, Sandbox: sb.Name, Session: "judge", Provider: "anthropic", Status: 200, CostUSD: 0.5, Priced: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// A commit after the agent's turn (here by hand) is checked again.
 	c, err := h.sandboxes.Client(ctx, a.Sandbox)
 	if err != nil {
@@ -324,7 +335,8 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 		t.Fatalf("commit in the attempt's sandbox: exit %d %v %s", code, err, out)
 	}
 	again := h.wait(tk.Name, "the new commit checked", func(t wire.Task) bool { return t.Attempts[0].CheckRuns == 2 })
-	if b := again.Attempts[0]; b.Head == a.Head || b.Dirty || b.Diff.Files != 1 || b.State != wire.AttemptDone {
+	if b := again.Attempts[0]; b.Head == a.Head || b.Dirty || b.Diff.Files != 1 || b.State != wire.AttemptDone ||
+		b.Usage.Requests != 1 || b.Usage.CostUSD != 0.25 {
 		t.Errorf("after a commit: %+v", b)
 	}
 	if err := h.tasks.Remove(ctx, tk.Name, nil); err != nil {
