@@ -31,6 +31,11 @@ const OntoRef = "refs/paddock/onto"
 // directory while the rebase takes it in.
 const ontoBundle = "paddock-onto.bundle"
 
+// rebasingMark is a file in the sandbox's git directory while the queue's rebase runs
+// there: a rebase found under way with it is the queue's own, cut short, and is undone;
+// one without it is the agent's.
+const rebasingMark = "paddock-rebasing"
+
 // uncommittedMessage is the commit message of the attempt's uncommitted work, committed
 // on its branch before it is landed so that nothing the checks saw is left out.
 const uncommittedMessage = "The attempt's uncommitted work"
@@ -44,6 +49,12 @@ const uncommittedMessage = "The attempt's uncommitted work"
 // (gitsync.SandboxGitEnv): the agent's own could refuse the commit or the rebase.
 const rebaseScript = `set -u
 gd=$(git rev-parse --absolute-git-dir) || exit 20
+mark="$gd/` + rebasingMark + `"
+if [ -e "$mark" ]; then
+  # A rebase of ours cut short (the daemon went, and the guest ended what it ran).
+  if [ -d "$gd/rebase-merge" ] || [ -d "$gd/rebase-apply" ]; then git rebase --abort >&2 || true; fi
+  rm -f "$mark"
+fi
 for f in rebase-merge rebase-apply MERGE_HEAD CHERRY_PICK_HEAD REVERT_HEAD; do
   if [ -e "$gd/$f" ]; then echo "busy $f"; echo "head $(git rev-parse HEAD)"; exit 21; fi
 done
@@ -64,12 +75,15 @@ else
 fi
 [ "$(git rev-parse ` + OntoRef + `)" = "$2" ] || exit 24
 if ! git merge-base --is-ancestor ` + OntoRef + ` HEAD; then
+  : > "$mark"
   if ! GIT_EDITOR=true git -c rebase.autoStash=false -c rebase.updateRefs=false rebase -q ` + OntoRef + ` >&2; then
     git diff --name-only --diff-filter=U | sed 's/^/conflict /'
     git rebase --abort >&2
+    rm -f "$mark"
     echo "head $(git rev-parse HEAD)"
     exit 10
   fi
+  rm -f "$mark"
 fi
 echo "head $(git rev-parse HEAD)"
 `

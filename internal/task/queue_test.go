@@ -30,8 +30,9 @@ git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm 
 // second refused by the checks once rebased onto a host commit that breaks them; the
 // third conflicts with the first on the greeting's line and holds the branch's queue,
 // the host untouched, until the conflict is resolved in its sandbox; the second, queued
-// behind it (dropped and queued again), then lands rebased onto it, the daemon killed
-// while its checks ran: the queue finishes it.
+// behind it (dropped and queued again), then lands rebased onto it, undoing a rebase
+// of the queue's own left cut short in its sandbox, the daemon killed while its checks
+// ran: the queue finishes it.
 func TestLandThroughTheQueue(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -120,10 +121,16 @@ func TestLandThroughTheQueue(t *testing.T) {
 		t.Fatalf("landing a dropped attempt again: %v", err)
 	}
 
+	// The second's sandbox left mid-rebase by the queue (as a daemon killed during its
+	// rebase leaves it): its next landing undoes that rebase, not the agent's.
+	h.exec(attemptSandbox(tk, 2), `gd=$(git rev-parse --absolute-git-dir)
+git switch -q -c stuck HEAD~1 && echo other > two.txt && git add two.txt && git commit -qm stuck && git switch -q task/land/2
+! git rebase stuck >/dev/null 2>&1 && test -d "$gd/rebase-merge" && touch "$gd/paddock-rebasing"`)
+
 	// The conflict resolved in the sandbox (its shell agent could not be told): the
 	// queue tries again and lands it, then the second, rebased onto it; the daemon is
 	// killed while the checks run on the second's rebased work.
-	h.exec(e3Sandbox(tk), `git rebase paddock/onto >/dev/null 2>&1 || { echo "hello from one and three" > greeting; git add greeting; GIT_EDITOR=true git rebase --continue; }`)
+	h.exec(attemptSandbox(tk, 3), `git rebase paddock/onto >/dev/null 2>&1 || { echo "hello from one and three" > greeting; git add greeting; GIT_EDITOR=true git rebase --continue; }`)
 	e3 = h.waitEntry(e3.ID, wire.QueueLanded)
 	if h.read("greeting") != "hello from one and three\n" || h.out("rev-parse", e3.Commit+"^") != fixed {
 		t.Fatalf("the resolved conflict landed as %+v, greeting %q", e3, h.read("greeting"))
@@ -141,10 +148,10 @@ func TestLandThroughTheQueue(t *testing.T) {
 	}
 }
 
-// e3Sandbox is the sandbox of a task's third attempt.
-func e3Sandbox(t wire.Task) string {
+// attemptSandbox is the sandbox of a task's attempt n.
+func attemptSandbox(t wire.Task, n int) string {
 	for _, a := range t.Attempts {
-		if a.N == 3 {
+		if a.N == n {
 			return a.Sandbox
 		}
 	}
@@ -228,8 +235,8 @@ func (h *harness) waitEntry(id int64, state string) wire.QueueEntry {
 		if e.State == state {
 			return e
 		}
-		if !e.Open() && e.ID != 0 {
-			h.t.Fatalf("entry %d ended %s, not %s: %+v", id, e.State, state, e)
+		if e.ID != 0 && (!e.Open() || e.State == wire.QueueConflict) {
+			h.t.Fatalf("entry %d is %s, not %s: %+v", id, e.State, state, e)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
