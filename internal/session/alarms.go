@@ -80,10 +80,10 @@ func (s *Service) lastCleared(ctx context.Context, sb store.Sandbox) time.Time {
 // turn (its status idle or waiting) and when it exits, until ctx ends: an agent's tool
 // calls raise their alarms even when nobody looks at the session.
 func (s *Service) WatchTranscripts(ctx context.Context, bus *events.Bus) {
-	watchEvents(ctx, bus, func(ev events.Event) bool {
+	events.Watch(ctx, bus, func(ev events.Event) bool {
 		return ev.Session != "" && (ev.Kind == guestproto.EventSessionExited ||
 			ev.Kind == guestproto.EventSessionStatus && (ev.Attrs["status"] == "idle" || ev.Attrs["status"] == "waiting"))
-	}, func(ev events.Event) {
+	}, nil, func(ev events.Event) {
 		t, err := s.resolve(ctx, ev.Sandbox, ev.Session)
 		if err != nil {
 			return
@@ -94,30 +94,4 @@ func (s *Service) WatchTranscripts(ctx context.Context, bus *events.Bus) {
 			s.log.Debug("read a transcript for alarms", "sandbox", ev.Sandbox, "session", ev.Session, "err", err)
 		}
 	})
-}
-
-// watchEvents calls fn with each event of bus that match accepts, one at a time, until
-// ctx ends; a subscription that fell behind is replaced by a new one.
-func watchEvents(ctx context.Context, bus *events.Bus, match func(events.Event) bool, fn func(events.Event)) {
-	for ctx.Err() == nil {
-		sub := bus.Subscribe(0, match)
-		followEvents(ctx, sub, fn)
-		sub.Close()
-	}
-}
-
-func followEvents(ctx context.Context, sub *events.Subscription, fn func(events.Event)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.Dropped():
-			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				return
-			}
-			fn(ev)
-		}
-	}
 }

@@ -30,9 +30,9 @@ func (s *Service) listBounded(ctx context.Context, id, name string) ([]Info, err
 // of it, instead of answering at once with the state before (on a loaded machine, ls
 // showed a session still waiting for you after it had gone idle).
 func (s *Service) ForgetOnStatus(ctx context.Context, bus *events.Bus) {
-	watchEvents(ctx, bus, func(ev events.Event) bool {
+	events.Watch(ctx, bus, func(ev events.Event) bool {
 		return ev.Kind == guestproto.EventSessionStatus || ev.Kind == guestproto.EventSessionExited
-	}, func(ev events.Event) {
+	}, nil, func(ev events.Event) {
 		if sb, err := s.store.GetSandbox(ctx, ev.Sandbox); err == nil {
 			s.known.Forget(sb.ID)
 		}

@@ -21,43 +21,28 @@ func turnEnd(ev events.Event) bool {
 }
 
 // watch follows the event bus: an attempt's agent ending its turn, or a new commit on
-// its branch, runs the checks.
+// its branch, runs the checks. What happened while no subscription listened (before the
+// first, or after one fell behind) is looked at once one listens, and every sweepEvery.
 func (s *Service) watch(ctx context.Context) {
 	if s.opts.Bus == nil {
 		<-ctx.Done()
 		return
 	}
-	tick := time.NewTicker(sweepEvery)
-	defer tick.Stop()
-	for ctx.Err() == nil {
-		sub := s.opts.Bus.Subscribe(64, func(ev events.Event) bool {
-			return turnEnd(ev) || ev.Kind == guestproto.EventBranchMoved
-		})
-		// What happened while no subscription listened is looked at once it listens.
-		s.sweep(ctx)
-		s.follow(ctx, sub, tick.C)
-		sub.Close()
-	}
-}
-
-// follow handles a subscription's events until it falls behind or ctx ends; each tick
-// sweeps.
-func (s *Service) follow(ctx context.Context, sub *events.Subscription, tick <-chan time.Time) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.Dropped():
-			return
-		case <-tick:
-			s.sweep(ctx)
-		case ev, ok := <-sub.C():
-			if !ok {
+	s.go_(func() {
+		tick := time.NewTicker(sweepEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
 				return
+			case <-tick.C:
+				s.sweep(ctx)
 			}
-			s.handle(ctx, ev)
 		}
-	}
+	})
+	events.Watch(ctx, s.opts.Bus, func(ev events.Event) bool {
+		return turnEnd(ev) || ev.Kind == guestproto.EventBranchMoved
+	}, func() { s.sweep(ctx) }, func(ev events.Event) { s.handle(ctx, ev) })
 }
 
 // handle acts on one event of an attempt's sandbox.
