@@ -518,10 +518,12 @@ func attemptLine(t *wire.Task, a *wire.Attempt, now time.Time) string {
 	}
 	line := "  " + styleTitle.Render(rank) + fmt.Sprintf(" %-7s", a.Agent) + styleDim.Render(fmt.Sprintf(" (%d)", a.N)) + " " + taskStateStyle(a.State).Render(fmt.Sprintf("%-8s", a.State))
 	line += " " + checksText(t, a)
-	line += fmt.Sprintf("  %d files +%d −%d", a.Diff.Files, a.Diff.Insertions, a.Diff.Deletions)
+	line += fmt.Sprintf("  %s +%d −%d", plural(a.Diff.Files, "file", "files"), a.Diff.Insertions, a.Diff.Deletions)
 	line += "  " + wire.CostText(&a.Usage)
-	if d := a.Elapsed(now); d > 0 {
+	if d := a.Elapsed(now); d >= time.Second {
 		line += "  " + d.Round(time.Second).String()
+	} else if d > 0 {
+		line += "  " + d.Round(time.Millisecond).String()
 	}
 	if a.Verdict != nil && a.Verdict.Error == "" {
 		line += fmt.Sprintf("  judge %d/10", a.Verdict.Score)
@@ -579,7 +581,10 @@ func (m *Model) taskDetail(w int) []string {
 		add(plain, wrap(t.Prompt, w))
 		if len(t.Checks) > 0 {
 			add(plain, "")
-			add(styleDim, "checks: "+strings.Join(t.Checks, " · "))
+			add(styleDim, "checks:")
+			for _, c := range t.Checks {
+				add(styleDim, wrap("  "+c, w))
+			}
 		}
 		if e := m.tasks.lastEntry(t.Name, 0); e != nil {
 			add(plain, "")
@@ -606,10 +611,10 @@ func (m *Model) taskDetail(w int) []string {
 	}
 	for _, c := range a.Checks {
 		if c.Exit == 0 {
-			add(stylePass, "✓ "+c.Command)
+			add(stylePass, wrap("✓ "+c.Command, w))
 			continue
 		}
-		add(styleFail, fmt.Sprintf("✗ %s (exit %d)", c.Command, c.Exit))
+		add(styleFail, wrap(fmt.Sprintf("✗ %s (exit %d)", c.Command, c.Exit), w))
 		lines := strings.Split(strings.TrimRight(c.Output, "\n"), "\n")
 		add(styleDim, strings.Join(lines[max(0, len(lines)-8):], "\n"))
 	}

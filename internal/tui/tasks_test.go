@@ -133,7 +133,7 @@ func TestTasksViewRanksAndLands(t *testing.T) {
 	if i1 < 0 || i2 < i1 || i3 < i2 {
 		t.Fatalf("the attempts are not in rank order:\n%s", s)
 	}
-	if l := lineWith(s, "#1 codex"); !strings.Contains(l, "✓ 2/2") || !strings.Contains(l, "1 files +8 −1") || !strings.Contains(l, "judge 8/10") || !strings.Contains(l, "smallest diff") {
+	if l := lineWith(s, "#1 codex"); !strings.Contains(l, "✓ 2/2") || !strings.Contains(l, "1 file +8 −1") || !strings.Contains(l, "judge 8/10") || !strings.Contains(l, "smallest diff") {
 		t.Errorf("the best attempt's line: %q", l)
 	}
 	if l := lineWith(s, "#3 claude"); !strings.Contains(l, "✗ 1/2") || !strings.Contains(l, "checks fail: make test") {
