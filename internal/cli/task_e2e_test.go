@@ -22,7 +22,9 @@ import (
 // refuses; attempt 3 makes it another hello, with notes, which passes alone and
 // conflicts with attempt 1's once that has landed.
 const (
-	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand
+	// (Its last line is a plain one: Codex's composer takes a last word starting with $
+	// for a skill to look up, and then Enter submits nothing.)
+	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand + "\nThank you."
 	// A check a user would write: greeting.txt must say hello.
 	greetCheck   = "sh check.sh"
 	greetCommand = `b=$(git branch --show-current); case "$b" in ` +
@@ -36,8 +38,9 @@ const (
 	// onto main, where attempt 1 landed, conflicted.
 	conflictMarker = "conflicts in greeting.txt"
 	// resolveCommand is what that agent does when told: rebase onto the branch as the
-	// message says it is (paddock/onto), keep both greetings, go on.
-	resolveCommand = `git rebase paddock/onto; printf 'hello, world and there\n' > greeting.txt; git add greeting.txt && GIT_EDITOR=true git rebase --continue`
+	// message says it is (paddock/onto), keep both greetings, go on. It takes a few
+	// seconds, as an agent's answer does, so that the landing's --wait sees the conflict.
+	resolveCommand = `sleep 4; git rebase paddock/onto; printf 'hello, world and there\n' > greeting.txt; git add greeting.txt && GIT_EDITOR=true git rebase --continue`
 )
 
 // TestTaskEndToEnd runs a task for real: two Claude Code attempts and one Codex attempt
@@ -63,10 +66,14 @@ func TestTaskEndToEnd(t *testing.T) {
 	// A fake of GitHub, where the repository's origin is, and the token the daemon opens
 	// pull requests with.
 	gh := githubtest.New(t)
+	// The daemon takes the token from its environment and GitHub's address from the
+	// config (a GitHub Enterprise server's, as the fake is), trusting the fake's
+	// certificate as it would a private server's: Go through SSL_CERT_FILE, git through
+	// GIT_SSL_CAINFO.
 	h.Setenv("GH_TOKEN", gh.Token)
-	h.Setenv("GIT_SSL_CAINFO", gh.CAFile)
 	h.Setenv("SSL_CERT_FILE", gh.CAFile)
-	writeHostFile(t, filepath.Join(h.Dir, "config.toml"), fmt.Sprintf("[github]\napi_url = %q\n", gh.URL))
+	h.Setenv("GIT_SSL_CAINFO", gh.CAFile)
+	writeHostFile(t, filepath.Join(h.Dir, "config.toml"), fmt.Sprintf("[auth.github]\napi_url = %q\n", gh.URL))
 	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 
