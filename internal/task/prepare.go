@@ -293,7 +293,15 @@ func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attem
 		return err
 	}
 	if _, err := s.opts.Store.GetSession(ctx, sb.ID, a.Session); err == nil {
-		return nil // started before a restart
+		// Made before a restart, which may have cut it short before its prompt was sent:
+		// one that is done (a command that ran) counts as started; any other is started
+		// again, its prompt sent anew.
+		if s.sessionExited(ctx, a) {
+			return nil
+		}
+		if err := s.opts.Sessions.Remove(ctx, a.Sandbox, a.Session); err != nil {
+			return fmt.Errorf("start %s again: %w", a.Session, err)
+		}
 	}
 	req := session.CreateRequest{Name: a.Session, Agent: a.Agent, Prompt: t.Prompt, Disposable: true}
 	if a.Agent == "shell" {
@@ -302,6 +310,20 @@ func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attem
 	}
 	_, err = s.opts.Sessions.Create(ctx, a.Sandbox, req)
 	return err
+}
+
+// sessionExited says whether an attempt's session has exited.
+func (s *Service) sessionExited(ctx context.Context, a wire.Attempt) bool {
+	infos, err := s.opts.Sessions.List(ctx, a.Sandbox)
+	if err != nil {
+		return false
+	}
+	for _, in := range infos {
+		if in.Name == a.Session {
+			return in.Status == "exited"
+		}
+	}
+	return false
 }
 
 // copyBase puts the prepared base's /workspace (the archive) in place of the sandbox's.

@@ -378,3 +378,39 @@ func TestTaskReviewGoesToTheAgent(t *testing.T) {
 		t.Errorf("the agent was sent %q", got)
 	}
 }
+
+// A daemon killed after an attempt's session was made but before its prompt went (left
+// here as such a kill leaves it: the task preparing, the attempt starting, its session
+// at work on something else) starts the session again with the prompt.
+func TestTaskRestartSendsAPromptCutShort(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "cut", Repo: h.repo, Prompt: "echo 42 > answer",
+		Attempts: []wire.AttemptSpec{{Agent: "shell"}}, Checks: []string{"sh check.sh"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tk.Name, "every attempt checked", func(t wire.Task) bool { return t.State == wire.TaskDone })
+	h.stop()
+	a := tk.Attempts[0]
+	if err := h.sessions.Remove(ctx, a.Sandbox, a.Session); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sessions.Create(ctx, a.Sandbox, session.CreateRequest{Name: a.Session, Agent: "shell", Command: "rm answer; sleep 600"}); err != nil {
+		t.Fatal(err)
+	}
+	cut, err := h.st.GetTask(ctx, tk.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.State, cut.Attempts[0] = wire.TaskPreparing, wire.Attempt{N: a.N, Agent: a.Agent, Backend: a.Backend,
+		Sandbox: a.Sandbox, Session: a.Session, Branch: a.Branch, State: wire.AttemptStarting}
+	if err := h.st.PutTask(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	done := h.wait(tk.Name, "the attempt started again and checked", func(t wire.Task) bool { return t.State == wire.TaskDone })
+	if b := done.Attempts[0]; b.Passed == nil || !*b.Passed || b.CheckRuns != 1 {
+		t.Errorf("the attempt started again: %+v", b)
+	}
+}
