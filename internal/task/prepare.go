@@ -40,29 +40,28 @@ func (s *Service) prepare(ctx context.Context, name string) {
 			need = append(need, a)
 		}
 	}
+	var seed *seedSource
 	var archive string
-	if t.Setup != "" && s.missingSandbox(ctx, need) {
-		archive, err = s.prepareBase(ctx, t)
-		if err != nil {
-			s.update(ctx, name, func(t *wire.Task) error {
-				t.State, t.Error = wire.TaskFailed, err.Error()
-				for i := range t.Attempts {
-					if t.Attempts[i].State == wire.AttemptStarting {
-						t.Attempts[i].State, t.Attempts[i].Error = wire.AttemptFailed, "the setup failed: see the task's error"
-					}
-				}
-				return nil
-			})
+	if s.missingSandbox(ctx, need) {
+		if seed, err = newSeedSource(ctx, t.Repo); err != nil {
+			s.fail(ctx, name, fmt.Sprintf("read the repository %s: %v", t.Repo, err), "the repository could not be read: see the task's error")
 			return
 		}
-		defer os.Remove(archive)
+		defer seed.remove()
+		if t.Setup != "" {
+			if archive, err = s.prepareBase(ctx, t, seed); err != nil {
+				s.fail(ctx, name, err.Error(), "the setup failed: see the task's error")
+				return
+			}
+			defer os.Remove(archive)
+		}
 	}
 	var wg sync.WaitGroup
 	for _, a := range need {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.startAttempt(ctx, t, a, archive)
+			s.startAttempt(ctx, t, a, seed, archive)
 		}()
 	}
 	wg.Wait()
@@ -103,20 +102,76 @@ func (s *Service) missingSandbox(ctx context.Context, as []wire.Attempt) bool {
 	return false
 }
 
-// createSandbox makes a sandbox of the task's repository at its base commit, detached,
-// from a bundle of the host repository; seeded runs once /workspace holds it.
-func (s *Service) createSandbox(ctx context.Context, t wire.Task, name, backendName, agent string, seeded func(context.Context, *guestclient.Client) error) error {
-	src, err := gitsrc.Describe(ctx, t.Repo)
-	if err != nil {
-		return err
+// fail records a task that could not be prepared, and why, with its attempts not yet
+// started (each saying why in a word).
+func (s *Service) fail(ctx context.Context, name, why, attemptWhy string) {
+	if ctx.Err() != nil {
+		return // the daemon stops: its restart prepares again
 	}
-	bundle, wait, err := gitsrc.Bundle(ctx, t.Repo)
+	s.update(ctx, name, func(t *wire.Task) error {
+		t.State, t.Error = wire.TaskFailed, why
+		for i := range t.Attempts {
+			if t.Attempts[i].State == wire.AttemptStarting {
+				t.Attempts[i].State, t.Attempts[i].Error = wire.AttemptFailed, attemptWhy
+			}
+		}
+		return nil
+	})
+}
+
+// seedSource is what a task's sandboxes are made from: the host repository's checkout,
+// and one bundle of it on the host, written once for them all.
+type seedSource struct {
+	src    gitsrc.Source
+	bundle string
+}
+
+// newSeedSource reads the repository and writes its bundle.
+func newSeedSource(ctx context.Context, repo string) (*seedSource, error) {
+	src, err := gitsrc.Describe(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	r, wait, err := gitsrc.Bundle(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "paddock-task-*.bundle")
+	if err != nil {
+		r.Close()
+		wait()
+		return nil, err
+	}
+	_, err = io.Copy(f, r)
+	r.Close()
+	if werr := wait(); err == nil {
+		err = werr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &seedSource{src: src, bundle: f.Name()}, nil
+}
+
+func (ss *seedSource) remove() { os.Remove(ss.bundle) }
+
+// createSandbox makes a sandbox of the task's repository at its base commit, detached,
+// from the bundle of the host repository; seeded runs once /workspace holds it.
+func (s *Service) createSandbox(ctx context.Context, t wire.Task, seed *seedSource, name, backendName, agent string, seeded func(context.Context, *guestclient.Client) error) error {
+	if seed == nil {
+		return fmt.Errorf("sandbox %s is gone: start the task again", name)
+	}
+	bundle, err := os.Open(seed.bundle)
 	if err != nil {
 		return err
 	}
 	defer bundle.Close()
 	req := sandbox.CreateRequest{SandboxCreateRequest: wire.SandboxCreateRequest{Name: name, Backend: backendName,
-		SourcePath: t.Repo, Origin: src.Origin, Commit: t.Base, GitName: src.GitName, GitEmail: src.GitEmail}}
+		SourcePath: t.Repo, Origin: seed.src.Origin, Commit: t.Base, GitName: seed.src.GitName, GitEmail: seed.src.GitEmail}}
 	if agent != "" {
 		req.Agents = []string{agent}
 	}
@@ -126,9 +181,6 @@ func (s *Service) createSandbox(ctx context.Context, t wire.Task, name, backendN
 		}
 	}
 	_, err = s.opts.Sandboxes.Create(ctx, req, bundle, nil)
-	if werr := wait(); err == nil && werr != nil {
-		err = werr
-	}
 	return err
 }
 
@@ -144,10 +196,10 @@ func (s *Service) removeSandbox(ctx context.Context, name string) {
 // prepareBase makes the task's base sandbox, runs the setup there once, and keeps its
 // /workspace as an archive on the host (returned), which every attempt's sandbox is
 // given; the base is removed.
-func (s *Service) prepareBase(ctx context.Context, t wire.Task) (string, error) {
+func (s *Service) prepareBase(ctx context.Context, t wire.Task, seed *seedSource) (string, error) {
 	name := baseSandbox(t.Name)
 	s.removeSandbox(ctx, name) // one a restart cut short
-	if err := s.createSandbox(ctx, t, name, t.Attempts[0].Backend, "", nil); err != nil {
+	if err := s.createSandbox(ctx, t, seed, name, t.Attempts[0].Backend, "", nil); err != nil {
 		return "", fmt.Errorf("make the prepared base %s: %w", name, err)
 	}
 	defer s.removeSandbox(ctx, name)
@@ -240,8 +292,8 @@ fi`
 // startAttempt makes an attempt's sandbox (from the prepared base's archive, when there
 // is one) and its agent's session with the prompt, and records the attempt working; or
 // failed, saying why.
-func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt, archive string) {
-	err := s.startAttemptErr(ctx, t, a, archive)
+func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, archive string) {
+	err := s.startAttemptErr(ctx, t, a, seed, archive)
 	if ctx.Err() != nil {
 		return // the daemon stops: its restart starts it
 	}
@@ -270,7 +322,7 @@ func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt,
 	s.checkIfTurnEnded(ctx, t.Name, a.N)
 }
 
-func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attempt, archive string) error {
+func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, archive string) error {
 	if _, err := s.opts.Store.GetSandbox(ctx, a.Sandbox); err != nil {
 		seeded := func(ctx context.Context, c *guestclient.Client) error {
 			if archive != "" {
@@ -280,7 +332,7 @@ func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attem
 			}
 			return runScript(ctx, c, branchScript, a.Branch, t.Base)
 		}
-		if err := s.createSandbox(ctx, t, a.Sandbox, a.Backend, a.Agent, seeded); err != nil {
+		if err := s.createSandbox(ctx, t, seed, a.Sandbox, a.Backend, a.Agent, seeded); err != nil {
 			return err
 		}
 	} else if c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox); err != nil {
