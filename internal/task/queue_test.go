@@ -16,18 +16,23 @@ import (
 
 // workByAttempt makes each attempt's work, by its branch (task/NAME/N): every one makes
 // the check pass; the first changes the greeting and adds a git hook, the second adds a
-// file of its own, the third changes the greeting's line as the first does.
+// file of its own and leaves its work uncommitted, the third changes the greeting's
+// line as the first does.
 const workByAttempt = `echo 42 > answer
 case "$(git branch --show-current)" in
 */1) echo "hello from one" > greeting; mkdir -p .githooks; printf '#!/bin/sh\ntouch hook-ran\n' > .githooks/post-merge; chmod +x .githooks/post-merge ;;
 */2) echo two > two.txt ;;
 */3) echo "hello from three" > greeting ;;
 esac
-git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm "work of $(git branch --show-current)"`
+case "$(git branch --show-current)" in
+*/2) ;;
+*) git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm "work of $(git branch --show-current)" ;;
+esac`
 
 // Three attempts landed through the merge queue into a real host repository whose
 // hooks live in .githooks: the first only with --yes, its hook named and never run; the
-// second refused by the checks once rebased onto a host commit that breaks them; the
+// second (its work left uncommitted, which the landing commits) refused by the checks
+// once rebased onto a host commit that breaks them; the
 // third conflicts with the first on the greeting's line and holds the branch's queue,
 // the host untouched, until the conflict is resolved in its sandbox; the second, queued
 // behind it (dropped and queued again), then lands rebased onto it, undoing a rebase
@@ -139,7 +144,7 @@ git switch -q -c stuck HEAD~1 && echo other > two.txt && git add two.txt && git 
 	h.restart()
 	e2 = h.waitEntry(e2.ID, wire.QueueLanded)
 	log := h.out("log", "--format=%s", "main")
-	if h.tip() != e2.Commit || !strings.HasPrefix(log, "work of task/land/2\nwork of task/land/3\nRevert") || !strings.Contains(log, "work of task/land/1\n") ||
+	if h.tip() != e2.Commit || !strings.HasPrefix(log, "The attempt's uncommitted work\nwork of task/land/3\nRevert") || !strings.Contains(log, "work of task/land/1\n") ||
 		h.out("rev-list", "--min-parents=2", "main") != "" || h.out("rev-parse", e2.Commit+"^") != e3.Commit {
 		t.Fatalf("the second landing is not rebased onto the third, linear: main %s, entry %+v, log:\n%s", h.tip(), e2, log)
 	}
