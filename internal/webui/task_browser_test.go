@@ -19,7 +19,9 @@ import (
 // check, the second fails it) as a phone shows it: the list, the task's attempts in rank
 // order with their checks (the failing one's output), the best one's diff against the
 // task's base where a tap on a line opens a comment box naming its file and line; Land,
-// which takes the best through the merge queue until the host's branch has its commit;
+// refused at first for the Makefile the work adds (it runs code on the host), then, on a
+// second press, taking the best through the merge queue until the host's branch has its
+// commit;
 // Open PR on the other passing one, whose pull request (on a fake of GitHub) the page
 // links; and a comment on a line of the failing one's diff, sent to its agent as a review.
 func TestBrowserTask(t *testing.T) {
@@ -42,12 +44,14 @@ func TestBrowserTask(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	// The shell agent runs its prompt: attempt 2 writes bad.txt, the others ok.txt; each
-	// commits its work and ends its turn. Run again (restarted), it reads what is typed
-	// (cat), as an agent at its prompt does.
+	// The shell agent runs its prompt: attempt 2 writes bad.txt, the others ok.txt and a
+	// Makefile (which runs code on the host once landed); each commits its work and ends
+	// its turn. Run again (restarted), it reads what is typed (cat), as an agent at its
+	// prompt does.
 	prompt := `cd /workspace && case "$PADDOCK_SANDBOX" in *-2) f=bad.txt ;; *) f=ok.txt ;; esac && ` +
 		`if [ -f $f ]; then exec cat; fi && ` +
-		`printf 'first\nsecond\n' > $f && git add $f && git -c user.name=a -c user.email=a@example.com commit -qm "Add $f"`
+		`printf 'first\nsecond\n' > $f && { [ $f = bad.txt ] || printf 'all:\n\ttrue\n' > Makefile; } && ` +
+		`git add -A && git -c user.name=a -c user.email=a@example.com commit -qm "Add $f"`
 	name := strings.TrimSpace(d.paddock("task", "new", repo, "--name", "greet", "--agents", "shell:3", "--backend", "bwrap",
 		"--check", "test -f ok.txt || { echo no ok.txt here; exit 1; }", "--prompt", prompt))
 	if name != "greet" {
@@ -72,7 +76,7 @@ func TestBrowserTask(t *testing.T) {
 		return cards.length === 3 && cards[0].dataset.rank === '1' && cards[1].dataset.rank === '2' &&
 			cards[0].querySelector('[data-checks="passed"]') && cards[1].querySelector('[data-checks="passed"]') &&
 			cards[2].dataset.attempt === '2' && cards[2].querySelector('[data-checks="failed"]') &&
-			cards[2].innerText.includes('no ok.txt here') && cards[0].innerText.includes('1 file +2') &&
+			cards[2].innerText.includes('no ok.txt here') && cards[0].innerText.includes('2 files +4') &&
 			!cards[2].querySelector('[data-land]');
 	})()`)
 	b.fits("the task's attempts")
@@ -87,11 +91,18 @@ func TestBrowserTask(t *testing.T) {
 	b.fits("the attempt's diff")
 	b.shot("attempt")
 
-	// Land the best from the task's page: the host's main gets its commit.
+	// Land the best from the task's page: refused at first, naming the Makefile, which
+	// runs code on the host; on a second press, the host's main gets its commit.
 	b.do(chromedp.Navigate(u.Scheme + "://" + u.Host + "/t/greet"))
 	b.waitFor("the Land button", `!!document.querySelector('[data-land="`+best+`"]')`)
 	eval[any](b, `window.confirm = () => true`)
 	b.tap(`[data-land="` + best + `"]`)
+	b.waitFor("the warning", `!!document.querySelector('[data-land-anyway="`+best+`"]') &&
+		document.querySelector('.land-warning').innerText.includes('changes files that run code on the host once landed: Makefile')`)
+	if head := gitHead(t, repo); head != "init" {
+		t.Fatalf("the host's main moved before the second press: %q", head)
+	}
+	b.tap(`[data-land-anyway="` + best + `"]`)
 	b.waitOr("landed", `!!document.querySelector('[data-queue-state="landed"]')`, 3*time.Minute, func() string { return b.text(`[aria-label="Landing"]`) + " " + b.text(`.error`) })
 	if head := gitHead(t, repo); head != "Add ok.txt" {
 		t.Fatalf("the host's main after landing: %q, want the attempt's commit", head)
