@@ -113,7 +113,8 @@ func sampleTask() wire.Task {
 
 // TestTasksViewRanksAndLands: T shows the tasks with their attempts in rank order (rank,
 // agent, checks, diff, why), the selected attempt's failing check's output beside them; l
-// on a task lands its best after a yes, and the landing's state shows as the queue moves.
+// on a task lands its best after a yes, and the landing's state shows as the queue moves
+// (a conflict with its files).
 func TestTasksViewRanksAndLands(t *testing.T) {
 	f := newFake()
 	f.addSandbox("fix-login-1", "/src/api", "running")
@@ -157,6 +158,13 @@ func TestTasksViewRanksAndLands(t *testing.T) {
 	u.press("y")
 	waitCalls(t, f, "land fix-login attempt=3 pr=false yes=false")
 	u.waitFor("landing #3: waiting")
+	// A conflict shows with its files beside the task, then the landing it ends in.
+	f.mu.Lock()
+	f.queue[0].State, f.queue[0].Conflicts, f.queue[0].Detail = wire.QueueConflict, []string{"login.go"}, "the rebase onto main conflicted; codex was told"
+	f.mu.Unlock()
+	u.waitFor("landing #3: conflict")
+	u.waitFor("conflicts: login.go")
+	u.waitFor("the rebase onto main conflicted; codex was told")
 	f.setQueueState(1, wire.QueueLanded)
 	u.waitFor("landing #3: landed") // read again while the view is open
 	u.press("esc")
