@@ -17,27 +17,28 @@ import (
 // workByAttempt makes each attempt's work, by its branch (task/NAME/N): every one makes
 // the check pass; the first changes the greeting and adds a git hook, the second adds a
 // file of its own and leaves its work uncommitted, the third changes the greeting's
-// line as the first does.
+// line as the first does, the fourth adds a file of its own.
 const workByAttempt = `echo 42 > answer
 case "$(git branch --show-current)" in
 */1) echo "hello from one" > greeting; mkdir -p .githooks; printf '#!/bin/sh\ntouch hook-ran\n' > .githooks/post-merge; chmod +x .githooks/post-merge ;;
 */2) echo two > two.txt ;;
 */3) echo "hello from three" > greeting ;;
+*/4) echo four > four.txt ;;
 esac
 case "$(git branch --show-current)" in
 */2) ;;
 *) git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm "work of $(git branch --show-current)" ;;
 esac`
 
-// Three attempts landed through the merge queue into a real host repository whose
+// Four attempts landed through the merge queue into a real host repository whose
 // hooks live in .githooks: the first only with --yes, its hook named and never run; the
 // second (its work left uncommitted, which the landing commits) refused by the checks
-// once rebased onto a host commit that breaks them; the
-// third conflicts with the first on the greeting's line and holds the branch's queue,
-// the host untouched, until the conflict is resolved in its sandbox; the second, queued
-// behind it (dropped and queued again), then lands rebased onto it, undoing a rebase
-// of the queue's own left cut short in its sandbox, the daemon killed while its checks
-// ran: the queue finishes it.
+// once rebased onto a host commit that breaks them; the third conflicts with the first
+// on the greeting's line and holds main's queue, the host untouched, until the conflict
+// is resolved in its sandbox, while the fourth lands on another branch; the second,
+// queued behind it (dropped and queued again), then lands rebased onto it, undoing a
+// rebase of the queue's own left cut short in its sandbox, the daemon killed while its
+// checks ran: the queue finishes it.
 func TestLandThroughTheQueue(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -47,7 +48,7 @@ func TestLandThroughTheQueue(t *testing.T) {
 	h.git("-C", h.repo, "config", "core.hooksPath", ".githooks")
 
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "land", Repo: h.repo, Prompt: workByAttempt,
-		Attempts: []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "shell"}}, Checks: []string{"sleep 1; sh check.sh"}}, nil)
+		Attempts: []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "shell"}, {Agent: "shell"}}, Checks: []string{"sleep 1; sh check.sh"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,21 @@ func TestLandThroughTheQueue(t *testing.T) {
 	e2, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 2})
 	if err != nil {
 		t.Fatalf("landing a dropped attempt again: %v", err)
+	}
+
+	// Another branch's queue is not held by main's: the fourth lands on release, which
+	// is not checked out, while main's waits.
+	h.git("-C", h.repo, "branch", "release", tk.Base)
+	e4, err := h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 4, Into: "release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e4 = h.waitEntry(e4.ID, wire.QueueLanded)
+	if h.out("rev-parse", "release") != e4.Commit || h.out("rev-parse", e4.Commit+"^") != tk.Base || h.tip() != fixed || h.read("four.txt") != "" {
+		t.Fatalf("landing on release: release %s, main %s (was %s), entry %+v", h.out("rev-parse", "release"), h.tip(), fixed, e4)
+	}
+	if e := h.entry(e2.ID); e.State != wire.QueueWaiting {
+		t.Fatalf("main's entry behind a conflict is %s, not waiting", e.State)
 	}
 
 	// The second's sandbox left mid-rebase by the queue (as a daemon killed during its
