@@ -31,7 +31,8 @@ case "$(git branch --show-current)" in
 esac`
 
 // Four attempts landed through the merge queue into a real host repository whose
-// hooks live in .githooks: the first only with --yes, its hook named and never run; the
+// hooks live in .githooks: the first only with --yes, its hook named and never run, and
+// not over uncommitted changes in the host's checkout; the
 // second (its work left uncommitted, which the landing commits) refused by the checks
 // once rebased onto a host commit that breaks them; the third conflicts with the first
 // on the greeting's line and holds main's queue, the host untouched, until the conflict
@@ -62,7 +63,18 @@ func TestLandThroughTheQueue(t *testing.T) {
 	if es, _ := h.tasks.Queue(ctx, tk.Name); len(es) != 0 {
 		t.Fatalf("a refused landing queued %+v", es)
 	}
+	// Not under the host's own uncommitted changes to main's checkout.
+	h.write("greeting", "hello, mine\n")
 	e1, err := h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 1, Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e1 = h.waitEntry(e1.ID, wire.QueueFailed); !strings.Contains(e1.Detail, "uncommitted changes") || !strings.Contains(e1.Detail, "greeting") ||
+		h.tip() != tk.Base || h.read("greeting") != "hello, mine\n" {
+		t.Fatalf("landing on a checkout with uncommitted changes: main %s, greeting %q, entry %+v", h.tip(), h.read("greeting"), e1)
+	}
+	h.git("-C", h.repo, "checkout", "greeting")
+	e1, err = h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 1, Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
