@@ -41,7 +41,7 @@ func (s *Service) prepare(ctx context.Context, name string) {
 		}
 	}
 	var seed *seedSource
-	var archive string
+	var base *preparedBase
 	if s.missingSandbox(ctx, need) {
 		if seed, err = newSeedSource(ctx, t.Repo); err != nil {
 			s.fail(ctx, name, fmt.Sprintf("read the repository %s: %v", t.Repo, err), "the repository could not be read: see the task's error")
@@ -49,11 +49,19 @@ func (s *Service) prepare(ctx context.Context, name string) {
 		}
 		defer seed.remove()
 		if t.Setup != "" {
-			if archive, err = s.prepareBase(ctx, t, seed); err != nil {
-				s.fail(ctx, name, err.Error(), "the setup failed: see the task's error")
-				return
-			}
-			defer os.Remove(archive)
+			// The base is prepared while the attempts' sandboxes are made, which take
+			// its copy once it is ready.
+			base = &preparedBase{ready: make(chan struct{})}
+			go func() {
+				defer close(base.ready)
+				base.archive, base.err = s.prepareBase(ctx, t, seed)
+			}()
+			defer func() {
+				<-base.ready
+				if base.archive != "" {
+					os.Remove(base.archive)
+				}
+			}()
 		}
 	}
 	var wg sync.WaitGroup
@@ -61,12 +69,18 @@ func (s *Service) prepare(ctx context.Context, name string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.startAttempt(ctx, t, a, seed, archive)
+			s.startAttempt(ctx, t, a, seed, base)
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return // the daemon stops: its restart prepares again
+	}
+	if base != nil {
+		if _, err := base.wait(ctx); err != nil {
+			s.fail(ctx, name, err.Error(), errSetupFailed.Error())
+			return
+		}
 	}
 	s.update(ctx, name, func(t *wire.Task) error {
 		if t.State != wire.TaskPreparing {
@@ -79,6 +93,30 @@ func (s *Service) prepare(ctx context.Context, name string) {
 		return nil
 	})
 	s.finishIfDone(ctx, name)
+}
+
+// preparedBase is the prepared base's /workspace, made while the attempts' sandboxes
+// are: an archive on the host once ready is closed.
+type preparedBase struct {
+	ready   chan struct{}
+	archive string
+	err     error
+}
+
+// errSetupFailed is an attempt's error when the setup failed.
+var errSetupFailed = errors.New("the setup failed: see the task's error")
+
+// wait waits for the prepared base and returns its archive ("" for no base).
+func (b *preparedBase) wait(ctx context.Context) (string, error) {
+	if b == nil {
+		return "", nil
+	}
+	select {
+	case <-b.ready:
+		return b.archive, b.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // started counts the attempts that did not fail to start.
@@ -292,8 +330,8 @@ fi`
 // startAttempt makes an attempt's sandbox (from the prepared base's archive, when there
 // is one) and its agent's session with the prompt, and records the attempt working; or
 // failed, saying why.
-func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, archive string) {
-	err := s.startAttemptErr(ctx, t, a, seed, archive)
+func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, base *preparedBase) {
+	err := s.startAttemptErr(ctx, t, a, seed, base)
 	if ctx.Err() != nil {
 		return // the daemon stops: its restart starts it
 	}
@@ -322,9 +360,13 @@ func (s *Service) startAttempt(ctx context.Context, t wire.Task, a wire.Attempt,
 	s.checkIfTurnEnded(ctx, t.Name, a.N)
 }
 
-func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, archive string) error {
+func (s *Service) startAttemptErr(ctx context.Context, t wire.Task, a wire.Attempt, seed *seedSource, base *preparedBase) error {
 	if _, err := s.opts.Store.GetSandbox(ctx, a.Sandbox); err != nil {
 		seeded := func(ctx context.Context, c *guestclient.Client) error {
+			archive, err := base.wait(ctx)
+			if err != nil {
+				return errSetupFailed
+			}
 			if archive != "" {
 				if err := copyBase(ctx, c, archive); err != nil {
 					return err

@@ -294,6 +294,22 @@ func TestTaskCreateRefusesBadRequests(t *testing.T) {
 	if len(ts) != 0 || len(sbs) != 0 {
 		t.Errorf("refused requests left %d tasks and %d sandboxes", len(ts), len(sbs))
 	}
+
+	// A setup that fails fails the task, saying what it wrote, and leaves no sandbox.
+	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Repo: h.repo, Prompt: "true", Attempts: shell,
+		Setup: "echo cannot fetch the dependencies >&2; exit 3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed wire.Task
+	h.waitFor(3*time.Minute, tk.Name, "the setup failed", func(t wire.Task) bool { failed = t; return t.State == wire.TaskFailed })
+	if !strings.Contains(failed.Error, "exit 3") || !strings.Contains(failed.Error, "cannot fetch the dependencies") ||
+		failed.Attempts[0].State != wire.AttemptFailed {
+		t.Errorf("a task whose setup failed: %+v", failed)
+	}
+	if sbs, _ := h.st.ListSandboxes(ctx); len(sbs) != 0 {
+		t.Errorf("a failed setup left sandboxes: %+v", sbs)
+	}
 }
 
 // A daemon killed while a task is prepared, and again while its checks run, finishes
