@@ -157,7 +157,7 @@ func (h *harness) waitFor(d time.Duration, name, what string, ok func(wire.Task)
 		if time.Now().After(deadline) {
 			h.t.Fatalf("task %s: %s did not happen within %v: %+v (%v)", name, what, d, t, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
