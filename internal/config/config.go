@@ -95,8 +95,9 @@ type Notify struct {
 	Headers map[string]string `toml:"headers"`
 	// Events are what to notify: "waiting" (a session waits for the human), "finished"
 	// (an agent ended its turn), "exited" (a session's process ended), "budget" (a
-	// budget 80% spent, or spent), "alarm" (an agent went for its own controls). Empty
-	// means all.
+	// budget 80% spent, or spent), "alarm" (an agent went for its own controls), "task"
+	// (a task's attempt passed its checks, every attempt is done, a landing conflicts, an
+	// attempt landed). Empty means all.
 	Events []string `toml:"events"`
 	// URL is where the web UI is reached from the phone (behind a proxy, say), for the
 	// link in each notification. Empty means the address paddock web serves.
@@ -115,7 +116,7 @@ type Alarms struct {
 }
 
 // NotifyEvents are the values [notify] events may hold.
-var NotifyEvents = []string{"waiting", "finished", "exited", "budget", "alarm"}
+var NotifyEvents = []string{"waiting", "finished", "exited", "budget", "alarm", "task"}
 
 // NotifyFormats are the values [notify] format may hold.
 var NotifyFormats = []string{"ntfy", "slack", "json"}

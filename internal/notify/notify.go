@@ -35,6 +35,10 @@ const (
 	Budget = "budget"
 	// Alarm is an agent that went for its own controls (the alarm event).
 	Alarm = "alarm"
+	// Task is a task's news: an attempt passed its checks, every attempt is done, a
+	// landing conflicts and waits for an answer, an attempt landed (internal/task's
+	// events).
+	Task = "task"
 	// Test is a notification sent by `paddock notify test`.
 	Test = "test"
 )
@@ -161,11 +165,20 @@ func (n *Notifier) Start(ctx context.Context, bus *events.Bus) {
 	}()
 }
 
+// taskNews words the title of each task event that is news, after the task's name
+// (%s: the attempt's number).
+var taskNews = map[string]string{
+	"task-attempt-passed": "attempt %s passed its checks",
+	"task-done":           "every attempt is done",
+	"task-conflict":       "attempt %s conflicts: it needs an answer",
+	"task-landed":         "attempt %s landed",
+}
+
 // subscribe follows the events a notification may come of.
 func subscribe(bus *events.Bus) *events.Subscription {
 	return bus.Subscribe(0, func(ev events.Event) bool {
 		return ev.Kind == "session-status" || ev.Kind == "session-exited" || ev.Kind == "session-removed" ||
-			ev.Kind == "budget-warning" || ev.Kind == "budget-spent" || ev.Kind == "alarm"
+			ev.Kind == "budget-warning" || ev.Kind == "budget-spent" || ev.Kind == "alarm" || taskNews[ev.Kind] != ""
 	})
 }
 
@@ -207,6 +220,9 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	case "alarm":
 		what = Alarm
 		key += " alarm " + ev.Attrs["id"] // each alarm is news
+	case "task-attempt-passed", "task-done", "task-conflict", "task-landed":
+		what = Task
+		key += " " + ev.Kind
 	case "session-status":
 		status := ev.Attrs["status"]
 		prev := n.status[key]
@@ -222,7 +238,7 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	default:
 		return Message{}, false
 	}
-	if (ev.Session == "" && what != Budget && what != Alarm) || !n.wants(what) {
+	if (ev.Session == "" && what != Budget && what != Alarm && what != Task) || !n.wants(what) {
 		return Message{}, false
 	}
 	now := ev.Time
@@ -251,6 +267,14 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 	case Alarm:
 		name = strings.TrimSuffix(name, "/")
 		msg.Title, msg.Body = name+": alarm: the agent went for its own controls", ev.Detail
+	case Task:
+		title := taskNews[ev.Kind]
+		if strings.Contains(title, "%s") {
+			title = fmt.Sprintf(title, ev.Attrs["attempt"])
+		}
+		msg.Title, msg.Body = ev.Attrs["task"]+": "+title, ev.Detail
+		msg.URL = n.taskLink(ev.Attrs["task"], ev.Attrs["attempt"])
+		return msg, true
 	}
 	msg.URL = n.link(ev.Sandbox, ev.Session)
 	return msg, true
@@ -276,6 +300,22 @@ func (n *Notifier) link(sandbox, session string) string {
 	u := base + "/s/" + url.PathEscape(sandbox)
 	if session != "" {
 		u += "/" + url.PathEscape(session)
+	}
+	return u
+}
+
+// taskLink is the web UI's page of a task, or of one of its attempts.
+func (n *Notifier) taskLink(task, attempt string) string {
+	base := n.opts.Config.URL
+	if base == "" {
+		base = n.opts.BaseURL()
+	}
+	if base == "" || task == "" {
+		return ""
+	}
+	u := strings.TrimSuffix(base, "/") + "/t/" + url.PathEscape(task)
+	if attempt != "" {
+		u += "/" + url.PathEscape(attempt)
 	}
 	return u
 }

@@ -92,6 +92,40 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A task's news: an attempt that passed its checks, every attempt done, a landing that
+// needs an answer, a landing; each linking to the task's page in the web UI, and left
+// out when [notify] events does not ask for tasks.
+func TestDecideTasks(t *testing.T) {
+	n, _ := newNotifier(t, config.Notify{URL: "https://paddock.example"})
+	t0 := time.Now()
+	ev := func(kind, attempt string, at time.Duration) events.Event {
+		return events.Event{Time: t0.Add(at), Sandbox: "fix-login-" + attempt, Kind: kind, Detail: "the detail",
+			Attrs: map[string]string{"task": "fix login", "attempt": attempt}}
+	}
+	for i, s := range []struct {
+		ev        events.Event
+		title, to string
+	}{
+		{ev("task-attempt-passed", "2", 0), "fix login: attempt 2 passed its checks", "/t/fix%20login/2"},
+		{ev("task-attempt-failed", "1", time.Second), "", ""}, // a failure is read in the task, not pushed
+		{ev("task-done", "1", 2*time.Second), "fix login: every attempt is done", "/t/fix%20login/1"},
+		{ev("task-conflict", "3", 3*time.Second), "fix login: attempt 3 conflicts: it needs an answer", "/t/fix%20login/3"},
+		{ev("task-landed", "2", 4*time.Second), "fix login: attempt 2 landed", "/t/fix%20login/2"},
+	} {
+		msg, ok := n.decide(s.ev)
+		if got := map[bool]string{true: msg.Title}[ok]; got != s.title {
+			t.Fatalf("step %d (%s): got %q, want %q", i, s.ev.Kind, got, s.title)
+		}
+		if ok && (msg.URL != "https://paddock.example"+s.to || msg.Body != "the detail" || msg.What != Task) {
+			t.Fatalf("step %d: %+v", i, msg)
+		}
+	}
+	n, _ = newNotifier(t, config.Notify{Events: []string{"waiting"}})
+	if _, ok := n.decide(ev("task-landed", "1", 0)); ok {
+		t.Fatal("a landing notified though only waiting was asked for")
+	}
+}
+
 // receiver records what a webhook receives.
 type receiver struct {
 	srv  *httptest.Server
