@@ -99,8 +99,11 @@ func TestDecideTasks(t *testing.T) {
 	n, _ := newNotifier(t, config.Notify{URL: "https://paddock.example"})
 	t0 := time.Now()
 	ev := func(kind, attempt string, at time.Duration) events.Event {
-		return events.Event{Time: t0.Add(at), Sandbox: "fix-login-" + attempt, Kind: kind, Detail: "the detail",
-			Attrs: map[string]string{"task": "fix login", "attempt": attempt}}
+		e := events.Event{Time: t0.Add(at), Sandbox: "fix-login-1", Kind: kind, Detail: "the detail", Attrs: map[string]string{"task": "fix login"}}
+		if attempt != "" {
+			e.Attrs["attempt"] = attempt
+		}
+		return e
 	}
 	for i, s := range []struct {
 		ev        events.Event
@@ -108,7 +111,7 @@ func TestDecideTasks(t *testing.T) {
 	}{
 		{ev("task-attempt-passed", "2", 0), "fix login: attempt 2 passed its checks", "/t/fix%20login/2"},
 		{ev("task-attempt-failed", "1", time.Second), "", ""}, // a failure is read in the task, not pushed
-		{ev("task-done", "1", 2*time.Second), "fix login: every attempt is done", "/t/fix%20login/1"},
+		{ev("task-done", "", 2*time.Second), "fix login: every attempt is done", "/t/fix%20login"},
 		{ev("task-conflict", "3", 3*time.Second), "fix login: attempt 3 conflicts: it needs an answer", "/t/fix%20login/3"},
 		{ev("task-landed", "2", 4*time.Second), "fix login: attempt 2 landed", "/t/fix%20login/2"},
 	} {
