@@ -183,6 +183,7 @@ const answerByAttempt = `case "$(git branch --show-current)" in */2) echo 42 > a
 // the checks' output says why the other failed, the setup ran once and each attempt
 // has what it made, and the events a user is notified of were sent.
 func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -244,6 +245,7 @@ func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
 
 // A request that cannot make a task is refused with nothing made: no task, no sandbox.
 func TestTaskCreateRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	shell := []wire.AttemptSpec{{Agent: "shell"}}
@@ -315,11 +317,12 @@ func TestTaskCreateRefusesBadRequests(t *testing.T) {
 // A daemon killed while a task is prepared, and again while its checks run, finishes
 // it once started again; removing the task then leaves no sandbox and no task.
 func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "resumed", Repo: h.repo,
 		Prompt: "echo 42 > answer", Attempts: []wire.AttemptSpec{{Agent: "shell"}},
-		Checks: []string{"sleep 2; sh check.sh"}}, nil)
+		Checks: []string{"sleep 1; sh check.sh"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +372,7 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 // A review goes to the attempt's agent as its next message (here a command reading one
 // line), is kept with the attempt, and the end of the turn it starts checks the work.
 func TestTaskReviewGoesToTheAgent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "reviewed", Repo: h.repo,
@@ -399,6 +403,7 @@ func TestTaskReviewGoesToTheAgent(t *testing.T) {
 // here as such a kill leaves it: the task preparing, the attempt starting, its session
 // at work on something else) starts the session again with the prompt.
 func TestTaskRestartSendsAPromptCutShort(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Name: "cut", Repo: h.repo, Prompt: "echo 42 > answer",
