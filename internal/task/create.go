@@ -123,7 +123,7 @@ func resolveRepo(ctx context.Context, req wire.TaskCreateRequest) (repo, base, b
 	}
 	if top, err := gitsrc.Git(ctx, repo, "rev-parse", "--show-toplevel"); err != nil {
 		return "", "", "", apperr.Invalid("give the path of a git repository's work tree (git init, git commit)", "%s is not a git repository", repo)
-	} else if filepath.Clean(top) != repo {
+	} else if !samePath(top, repo) {
 		return "", "", "", apperr.Invalid("give the repository's top directory, "+top, "%s is inside the repository %s, not its top", repo, top)
 	}
 	src, err := gitsrc.Describe(ctx, repo)
@@ -151,6 +151,13 @@ func resolveRepo(ctx context.Context, req wire.TaskCreateRequest) (repo, base, b
 		return "", "", "", apperr.Invalid("give a branch name", "%q is not a branch name", branch)
 	}
 	return repo, base, branch, nil
+}
+
+// samePath says whether two paths name one directory, through any symlinks.
+func samePath(a, b string) bool {
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // taskName checks a given name, or makes one from the prompt's first words, unused by
