@@ -241,16 +241,17 @@ func busyWhat(file string) string {
 	return "git operation"
 }
 
-// ontoBundleOf reads the host branch's tip and, unless it is the task's base (which the
-// sandbox has), bundles the commits from the base to it. The tip is the bundle's own
-// head, so that it is what the bundle holds even if the branch moved meanwhile.
+// ontoBundleOf reads the host branch's tip and, unless the sandbox has it (the task's
+// base or one of its ancestors), bundles the commits from the base to it. The tip is
+// the bundle's own head, so that it is what the bundle holds even if the branch moved
+// meanwhile.
 func ontoBundleOf(ctx context.Context, g *gitsync.Git, t *wire.Task, into string) (string, *os.File, error) {
 	tip := branchTip(ctx, g, into)
 	if tip == "" {
 		return "", nil, fmt.Errorf("the host repository %s has no branch %s", t.Repo, into)
 	}
-	if tip == t.Base {
-		return tip, nil, nil
+	if tip == t.Base || isAncestor(ctx, g, tip, t.Base) {
+		return tip, nil, nil // the sandbox has it: it started from the base
 	}
 	f, err := os.CreateTemp("", "paddock-onto-*.bundle")
 	if err != nil {
