@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/github/githubtest"
 	"github.com/paddockhq/paddock/internal/modeltest"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -182,11 +183,23 @@ func TestTaskEndToEnd(t *testing.T) {
 
 	// Land the Codex attempt: its rebase onto main, where attempt 1 landed, conflicts,
 	// which the command says; its agent is told, resolves it and ends its turn; the
-	// queue tries again and lands it after the first.
+	// queue tries again and lands it after the first, though the daemon was killed
+	// meanwhile.
 	_, errOut, code = paddock("", "task", "land", "greet", "--attempt", "3", "--wait")
 	if code == 0 || !strings.Contains(errOut, "conflicts with main") || !strings.Contains(errOut, "greeting.txt") {
 		t.Fatalf("task land greet --attempt 3 --wait, its work conflicting with what landed: exit %d\n%s", code, errOut)
 	}
+	// The daemon dies (kill -9) while the agent works on its answer: the next command
+	// starts another, which sees the agent's turn end and takes the entry up again.
+	waitUntil(t, time.Minute, "the Codex agent at work on the conflict", func() bool {
+		for _, r := range codex.Requests() {
+			if r.Contains(conflictMarker) {
+				return true
+			}
+		}
+		return false
+	})
+	killWait(t, clitest.DaemonPID(h.Dir))
 	var entry wire.QueueEntry
 	waitUntil(t, 5*time.Minute, "attempt 3 landed", func() bool {
 		var q []wire.QueueEntry
