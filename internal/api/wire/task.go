@@ -92,7 +92,8 @@ type Attempt struct {
 	Backend string `json:"backend"`
 	Sandbox string `json:"sandbox"`
 	Session string `json:"session"`
-	// Branch is the branch the attempt's work is on in its sandbox.
+	// Branch is the branch the attempt's work is on in its sandbox: task/TASK/N, made at
+	// the task's base. Its sandbox is TASK-N, and its session is named after its agent.
 	Branch string `json:"branch"`
 	State  string `json:"state"`
 	Error  string `json:"error,omitempty"`
