@@ -197,13 +197,19 @@ func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// A third attempt's agent is not installed (goose): it cannot start, and the others
+	// go on.
+	attempts := []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "goose"}}
+	if _, err := exec.LookPath("goose"); err == nil {
+		attempts = attempts[:2]
+	}
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Repo: h.repo, Prompt: answerByAttempt,
-		Attempts: []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}}, Checks: []string{"sh check.sh"},
+		Attempts: attempts, Checks: []string{"sh check.sh"},
 		Setup: "head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n' >> setup.out; echo >> setup.out"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.Name != "case-git-branch-show-current" || tk.State != wire.TaskPreparing || len(tk.Attempts) != 2 {
+	if tk.Name != "case-git-branch-show-current" || tk.State != wire.TaskPreparing || len(tk.Attempts) != len(attempts) {
 		t.Fatalf("created %+v", tk)
 	}
 	done := h.wait(tk.Name, "every attempt checked", func(t wire.Task) bool { return t.State == wire.TaskDone })
@@ -216,8 +222,12 @@ func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
 	}
 	var worst wire.Attempt
 	for _, a := range done.Attempts {
-		if a.N == 1 {
+		switch {
+		case a.N == 1:
 			worst = a
+		case a.N == 3 && (a.State != wire.AttemptFailed || a.Rank != 3 || !strings.Contains(a.Error, "goose") ||
+			!strings.HasPrefix(a.Why, "could not start")):
+			t.Errorf("the attempt whose agent is not installed: %+v", a)
 		}
 	}
 	if worst.Rank != 2 || worst.Passed == nil || *worst.Passed || len(worst.Checks) != 1 ||
