@@ -73,6 +73,13 @@ func (s *Service) newTask(ctx context.Context, req wire.TaskCreateRequest) (wire
 		if err != nil {
 			return wire.Task{}, apperr.Invalid("run `paddock doctor` to see the agents", "attempt %d: %v", i+1, err)
 		}
+		// The checks run when the agent's turn ends: an agent whose hooks do not say so
+		// would be checked only once it exits, which it does not do at its prompt. A
+		// shell attempt's command ends its turn by exiting.
+		if !a.Status.Idle && a.Name != "shell" {
+			return wire.Task{}, apperr.Invalid("try it with agents whose turns paddock sees end: "+strings.Join(turnAgents(), ", "),
+				"attempt %d: paddock cannot tell when %s ends its turn (%s), so its work would never be checked", i+1, a.Name, a.Status.Source)
+		}
 		be := spec.Backend
 		if be == "" {
 			be = req.Backend
@@ -99,6 +106,18 @@ func (s *Service) newTask(ctx context.Context, req wire.TaskCreateRequest) (wire
 	return wire.Task{Name: name, Repo: repo, Base: base, Branch: branch, Prompt: prompt, Checks: req.Checks,
 		Setup: strings.TrimSpace(req.Setup), Backend: req.Backend, Judge: req.Judge, State: wire.TaskPreparing,
 		Attempts: attempts, Created: now, Updated: now}, nil
+}
+
+// turnAgents are the agents a task can try: those whose turns' ends paddock sees, and
+// shell.
+func turnAgents() []string {
+	var out []string
+	for _, name := range agents.Names() {
+		if a, err := agents.Get(name); err == nil && (a.Status.Idle || a.Name == "shell") {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // AttemptBranch is the branch an attempt works on in its sandbox: task/NAME/N.

@@ -21,6 +21,7 @@ import (
 	"github.com/paddockhq/paddock/internal/events/eventlog"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
+	"github.com/paddockhq/paddock/internal/proxy/creds"
 	"github.com/paddockhq/paddock/internal/proxy/keyring"
 	"github.com/paddockhq/paddock/internal/sandbox"
 	"github.com/paddockhq/paddock/internal/session"
@@ -78,7 +79,14 @@ func newHarness(t *testing.T) *harness {
 	evlog := eventlog.New(eventlog.Options{Store: st, Logger: log})
 	svc := sandbox.New(sandbox.Options{Store: st, Events: evlog, Backends: map[string]backend.Backend{"bwrap": b},
 		DefaultBackend: "bwrap", Guest: guest, Logger: log})
-	h := &harness{t: t, st: st, evlog: evlog, sandboxes: svc, sessions: session.New(svc, keyring.New(nil), log),
+	// The credential proxy's providers, with no key: an attempt of an agent that needs
+	// one cannot start.
+	providers, err := creds.Providers(nil, func(string) string { return "" }, filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keyring.New(creds.New(providers, nil, log))
+	h := &harness{t: t, st: st, evlog: evlog, sandboxes: svc, sessions: session.New(svc, keys, log),
 		repo: filepath.Join(dir, "repo")}
 	t.Cleanup(func() {
 		h.stop()
@@ -197,12 +205,9 @@ func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	// A third attempt's agent is not installed (goose): it cannot start, and the others
-	// go on.
-	attempts := []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "goose"}}
-	if _, err := exec.LookPath("goose"); err == nil {
-		attempts = attempts[:2]
-	}
+	// A third attempt's agent has no key (Claude Code, with no Anthropic key here): it
+	// cannot start, and the others go on.
+	attempts := []wire.AttemptSpec{{Agent: "shell"}, {Agent: "shell"}, {Agent: "claude"}}
 	tk, err := h.tasks.Create(ctx, wire.TaskCreateRequest{Repo: h.repo, Prompt: answerByAttempt,
 		Attempts: attempts, Checks: []string{"sh check.sh"},
 		Setup: "head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n' >> setup.out; echo >> setup.out"}, nil)
@@ -225,7 +230,7 @@ func TestTaskAttemptsCheckedAndRanked(t *testing.T) {
 		switch {
 		case a.N == 1:
 			worst = a
-		case a.N == 3 && (a.State != wire.AttemptFailed || a.Rank != 3 || !strings.Contains(a.Error, "goose") ||
+		case a.N == 3 && (a.State != wire.AttemptFailed || a.Rank != 3 || !strings.Contains(a.Error, "key") ||
 			!strings.HasPrefix(a.Why, "could not start")):
 			t.Errorf("the attempt whose agent is not installed: %+v", a)
 		}
@@ -273,6 +278,7 @@ func TestTaskCreateRefusesBadRequests(t *testing.T) {
 		{"no attempt", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x"}, apperr.KindInvalid, "at least one attempt"},
 		{"too many", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: make([]wire.AttemptSpec, 9)}, apperr.KindInvalid, "too many"},
 		{"unknown agent", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: []wire.AttemptSpec{{Agent: "nosuch"}}}, apperr.KindInvalid, "nosuch"},
+		{"an agent whose turns' ends are not seen", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: []wire.AttemptSpec{{Agent: "shell"}, {Agent: "aider"}}}, apperr.KindInvalid, "cannot tell when aider ends its turn"},
 		{"unknown backend", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: []wire.AttemptSpec{{Agent: "shell", Backend: "nosuch"}}}, apperr.KindInvalid, "unknown backend"},
 		{"empty check", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: shell, Checks: []string{" "}}, apperr.KindInvalid, "check 1 is empty"},
 		{"unknown judge", wire.TaskCreateRequest{Repo: h.repo, Prompt: "x", Attempts: shell, Judge: "nosuch"}, apperr.KindInvalid, "judge"},
