@@ -35,6 +35,10 @@ const (
 		`esac; git add -A && git commit -qm "greeting of $b"`
 	// prCommand is the attempt of the task landed as a pull request: a shell command.
 	prCommand = `printf 'hello, pull request\n' > greeting.txt && git commit -qam 'greeting for a pull request'`
+	// reviewMarker is in the review of attempt 2 as its agent gets it; reviewCommand is
+	// what the agent does then: a hello, with more lines than the others' work.
+	reviewMarker  = "greeting.txt line 1: say hello, not goodbye"
+	reviewCommand = `printf 'hello from a review\n' > greeting.txt && seq 1 20 > review-notes.txt && git add -A && git commit -qm 'greeting after its review'`
 	// conflictMarker is in the queue's message to attempt 3's agent once its rebase
 	// onto main, where attempt 1 landed, conflicted.
 	conflictMarker = "conflicts in greeting.txt"
@@ -158,6 +162,24 @@ func TestTaskEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A review on a line of the failing attempt's diff goes to its agent as its next
+	// message; the agent's answer, a new commit, is checked again: now it passes, and
+	// its place says so.
+	claude.RunOn(reviewMarker, reviewCommand)
+	must("", "task", "review", "greet/2", "--file", "greeting.txt", "--line", "1", "say hello, not goodbye")
+	waitUntil(t, 2*time.Minute, "attempt 2 checked again after its review", func() bool {
+		tk = show("greet")
+		a := tk.Attempts[len(tk.Attempts)-1]
+		return a.N == 2 && a.State == wire.AttemptDone && a.CheckRuns >= 2
+	})
+	reviewed := tk.Attempts[2]
+	if reviewed.Passed == nil || !*reviewed.Passed || !strings.Contains(reviewed.Why, "pass") || len(reviewed.Reviews) != 1 || reviewed.Reviews[0].File != "greeting.txt" || reviewed.Reviews[0].Line != 1 {
+		t.Errorf("attempt 2 after its review: passed %v, why %q, reviews %+v", reviewed.Passed, reviewed.Why, reviewed.Reviews)
+	}
+	if tk.Attempts[0].N != 1 {
+		t.Errorf("after the review, attempt %d ranks first", tk.Attempts[0].N)
+	}
+
 	// Land the best: refused until the user has read the hook it adds, then through the
 	// queue, the host branch fast-forwarded, the hook never run on the host.
 	_, errOut, code := paddock("", "task", "land", "greet")
@@ -261,6 +283,23 @@ func TestTaskEndToEnd(t *testing.T) {
 	}
 	if main := hostGit(t, repo, "log", "-1", "--format=%s", "main"); main != "greeting of task/greet/3" {
 		t.Fatalf("the pull request moved the host's main to %q", main)
+	}
+
+	// What happened is in the events, on the attempts' sandboxes, for notifications.
+	seen := map[string]bool{}
+	for line := range strings.Lines(must("", "events", "--no-follow", "--json")) {
+		var ev wire.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("events --json: %v: %s", err, line)
+		}
+		seen[ev.Kind+" "+ev.Sandbox] = true
+		seen[ev.Kind] = true
+	}
+	for _, want := range []string{"task-attempt-passed greet-1", "task-attempt-failed greet-2", "task-attempt-passed greet-2", "task-done",
+		"task-conflict greet-3", "task-landed greet-1", "task-landed greet-3", "task-landed pr-1"} {
+		if !seen[want] {
+			t.Errorf("no event %s", want)
+		}
 	}
 }
 
