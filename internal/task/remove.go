@@ -8,9 +8,9 @@ import (
 	"github.com/paddockhq/paddock/internal/sandbox"
 )
 
-// Remove removes a task: each attempt's sandbox after a final snapshot (as `paddock rm`
-// removes one; a sandbox already gone is fine), the task's open merge queue entries
-// dropped, then the task. A snapshot that fails stops the removal there, and what is
+// Remove removes a task: its open merge queue entries dropped, each attempt's sandbox
+// after a final snapshot (as `paddock rm` removes one; a sandbox already gone is fine),
+// then the task. A snapshot that fails stops the removal there, and what is
 // left stays, to be removed again. progress is told each step.
 func (s *Service) Remove(ctx context.Context, name string, progress func(string)) error {
 	if progress == nil {
@@ -19,6 +19,20 @@ func (s *Service) Remove(ctx context.Context, name string, progress func(string)
 	t, err := s.Get(ctx, name)
 	if err != nil {
 		return err
+	}
+	// The queue first, so that it does not work on an attempt whose sandbox goes.
+	entries, err := s.opts.Store.QueueEntries(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Open() {
+			progress(fmt.Sprintf("dropping merge queue entry %d (attempt %d into %s)", e.ID, e.Attempt, e.Into))
+			// Drop stops the entry's worker, and waits for a branch being moved.
+			if _, err := s.Drop(ctx, e.ID); err != nil && apperr.KindOf(err) != apperr.KindConflict {
+				return err
+			}
+		}
 	}
 	s.removeSandbox(ctx, baseSandbox(name)) // a prepared base a restart left
 	for _, a := range t.Attempts {
@@ -34,19 +48,6 @@ func (s *Service) Remove(ctx context.Context, name string, progress func(string)
 		}
 		if err := s.opts.Sandboxes.Remove(ctx, a.Sandbox, opts, final, progress); err != nil && apperr.KindOf(err) != apperr.KindNotFound {
 			return fmt.Errorf("task %s: %w", name, err)
-		}
-	}
-	entries, err := s.opts.Store.QueueEntries(ctx, name)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Open() {
-			progress(fmt.Sprintf("dropping merge queue entry %d (attempt %d into %s)", e.ID, e.Attempt, e.Into))
-			// Drop stops the entry's worker, and waits for a branch being moved.
-			if _, err := s.Drop(ctx, e.ID); err != nil && apperr.KindOf(err) != apperr.KindConflict {
-				return err
-			}
 		}
 	}
 	progress("removing task " + name)
