@@ -5,9 +5,10 @@
 //
 // The script looks at the last user or assistant message of each request:
 //
-//   - a user text holding the marker of a rule the test added with RunOn: call
-//     the shell tool with that rule's command (for messages the test does not
-//     write itself, such as the ones paddock sends an agent);
+//   - a user text holding the marker of a rule the test added with RunOn or
+//     ReplyOn: call the shell tool with that rule's command, or answer its text
+//     (for messages the test does not write itself, such as the ones paddock
+//     sends an agent);
 //   - lines "CALL: <tool> <JSON input>" in the latest user text (Anthropic, and OpenAI
 //     when the tool is a function): the calls are
 //     made one per turn, in order, whatever their results, then the usual DONE answer

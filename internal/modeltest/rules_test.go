@@ -6,7 +6,8 @@ import (
 )
 
 // TestRunOn: a message holding a RunOn marker makes the agent run the rule's command,
-// on both servers; a tool result holding it, and a message without it, do not.
+// on both servers; a tool result holding it, and a message without it, do not; a
+// ReplyOn marker gets the rule's text.
 func TestRunOn(t *testing.T) {
 	const marker, command = "conflicts with", "git rebase --continue"
 	a := NewAnthropic(t)
@@ -24,6 +25,10 @@ func TestRunOn(t *testing.T) {
 	}
 	if got := ask([]map[string]any{{"role": "user", "content": "nothing to see"}}); got.toolName != "" || got.text != "ECHO: nothing to see" {
 		t.Errorf("an unmarked message got %q (tool %q)", got.text, got.toolName)
+	}
+	a.ReplyOn("how good is it", "SCORE: 7/10 — fine")
+	if got := ask([]map[string]any{{"role": "user", "content": "how good is it?"}}); got.toolName != "" || got.text != "SCORE: 7/10 — fine" {
+		t.Errorf("a message holding a ReplyOn marker got %q (tool %q)", got.text, got.toolName)
 	}
 	result := []map[string]any{{"role": "user", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "t1", "content": "it conflicts with x"}}}}
 	if got := ask(result); got.toolName != "" || got.text != "DONE: it conflicts with x" {
