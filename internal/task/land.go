@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
@@ -41,8 +40,10 @@ const rebasingMark = "paddock-rebasing"
 const uncommittedMessage = "The attempt's uncommitted work"
 
 // rebaseScript runs in the attempt's /workspace: $1 is its branch, $2 the commit to
-// rebase onto ("" only commits the uncommitted work), $3 "bundle" when the commits of
-// $2 wait in the git directory's paddock-onto.bundle, under the ref $4. It prints
+// rebase onto ("" only commits the uncommitted work), or with $3 "bundle", "-": then
+// its input is a line "onto ID", the commit, and a bundle of the commits up to it under
+// the ref $4 (kept in the git directory's paddock-onto.bundle while it is taken in),
+// made on the host while the script gets the branch ready. It prints
 // "head ID", HEAD's commit as it leaves it: with the branch ready (exit 0), after
 // "conflict PATH" lines when the rebase conflicted and was aborted (exit 10), or after
 // what stopped it (exit 20 and up). Hooks are off
@@ -68,8 +69,11 @@ if [ -n "$(git status --porcelain)" ]; then
 fi
 if [ -z "$2" ]; then echo "head $(git rev-parse HEAD)"; exit 0; fi
 if [ "${3:-}" = bundle ]; then
+  trap 'rm -f "$gd/` + ontoBundle + `"' EXIT
+  IFS= read -r onto || exit 24
+  set -- "$1" "${onto#onto }" "$3" "$4"
+  cat > "$gd/` + ontoBundle + `" || exit 24
   git fetch -q --no-write-fetch-head "$gd/` + ontoBundle + `" "+$4:` + OntoRef + `" >&2 || exit 24
-  rm -f "$gd/` + ontoBundle + `"
 else
   git update-ref ` + OntoRef + ` "$2" >&2 || exit 24
 fi
@@ -175,24 +179,35 @@ func hostCodeList(hc []gitsync.HostCode) string {
 func rebaseInSandbox(ctx context.Context, g *gitsync.Git, c *guestclient.Client, t *wire.Task, a *wire.Attempt, into string) (rebased, error) {
 	var r rebased
 	args := []string{"sh", "-c", rebaseScript, "sh", a.Branch, "", "", ""}
+	var input *ontoInput
 	if into != "" {
-		onto, bundle, err := ontoBundleOf(ctx, g, t, into)
-		if err != nil {
-			return r, err
+		tip := branchTip(ctx, g, into)
+		if tip == "" {
+			return r, fmt.Errorf("the host repository %s has no branch %s", t.Repo, into)
 		}
-		if bundle != nil {
-			defer os.Remove(bundle.Name())
-			defer bundle.Close()
-			if err := putBundle(ctx, c, bundle); err != nil {
-				return r, err
-			}
-			args[6], args[7] = "bundle", "refs/heads/"+into
+		r.Onto, args[5] = tip, tip
+		if tip != t.Base && !isAncestor(ctx, g, tip, t.Base) { // else the sandbox has it: it started from the base
+			input = bundleOnto(ctx, g, t.Base, "refs/heads/"+into)
+			defer input.close()
+			args[5], args[6], args[7] = "-", "bundle", "refs/heads/"+into
 		}
-		r.Onto, args[5] = onto, onto
 	}
 	var stdout bytes.Buffer
 	stderr := &tailbuf.Buffer{Max: 4096}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: args, Env: gitsync.SandboxGitEnv, Dir: inside.Workspace, Stdout: &stdout, Stderr: stderr})
+	opts := guestclient.ExecOptions{Argv: args, Env: gitsync.SandboxGitEnv, Dir: inside.Workspace, Stdout: &stdout, Stderr: stderr}
+	if input != nil {
+		opts.Stdin = input.r
+	}
+	code, err := c.Exec(ctx, opts)
+	if input != nil {
+		onto, berr := input.close()
+		if code == 24 && berr != nil {
+			return r, fmt.Errorf("bundle %s for the rebase: %w", into, berr)
+		}
+		if onto != "" {
+			r.Onto = onto
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("rebase in sandbox %s: %w", a.Sandbox, err)
 	}
@@ -241,59 +256,78 @@ func busyWhat(file string) string {
 	return "git operation"
 }
 
-// ontoBundleOf reads the host branch's tip and, unless the sandbox has it (the task's
-// base or one of its ancestors), bundles the commits from the base to it. The tip is
-// the bundle's own head, so that it is what the bundle holds even if the branch moved
-// meanwhile.
-func ontoBundleOf(ctx context.Context, g *gitsync.Git, t *wire.Task, into string) (string, *os.File, error) {
-	tip := branchTip(ctx, g, into)
-	if tip == "" {
-		return "", nil, fmt.Errorf("the host repository %s has no branch %s", t.Repo, into)
-	}
-	if tip == t.Base || isAncestor(ctx, g, tip, t.Base) {
-		return tip, nil, nil // the sandbox has it: it started from the base
-	}
-	f, err := os.CreateTemp("", "paddock-onto-*.bundle")
-	if err != nil {
-		return "", nil, err
-	}
-	name := f.Name()
-	f.Close() // git writes the bundle anew (a lock file renamed over it): it is opened once written
-	if _, err := g.Run(ctx, "bundle", "create", "-q", name, "refs/heads/"+into, "^"+t.Base); err != nil {
-		os.Remove(name)
-		return "", nil, fmt.Errorf("bundle %s for the rebase: %w", into, err)
-	}
-	heads, err := g.Run(ctx, "bundle", "list-heads", name)
-	id, _, _ := strings.Cut(strings.TrimSpace(heads), " ")
-	if err == nil && id == "" {
-		err = errors.New("it holds no branch")
-	}
-	if err == nil {
-		f, err = os.Open(name)
-	}
-	if err != nil {
-		os.Remove(name)
-		return "", nil, fmt.Errorf("bundle %s for the rebase: %w", into, err)
-	}
-	return id, f, nil
+// ontoInput is the rebase script's input in a bundle's mode: "onto ID" and the bundle,
+// as git makes it on the host.
+type ontoInput struct {
+	r    *io.PipeReader
+	done chan struct{}
+	onto string // the bundle's head, once its header was read
+	err  error
 }
 
-// putBundle writes the bundle into the sandbox's git directory.
-func putBundle(ctx context.Context, c *guestclient.Client, f *os.File) error {
-	stderr := &tailbuf.Buffer{Max: 2048}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{
-		Argv:  []string{"sh", "-c", `cat > "$(git rev-parse --absolute-git-dir)/` + ontoBundle + `"`},
-		Env:   gitsync.SandboxGitEnv,
-		Dir:   inside.Workspace,
-		Stdin: f, Stderr: stderr,
-	})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("exit %d: %s", code, strings.TrimSpace(stderr.String()))
+// bundleOnto starts bundling the commits from base to ref, the input of a rebase.
+func bundleOnto(ctx context.Context, g *gitsync.Git, base, ref string) *ontoInput {
+	pr, pw := io.Pipe()
+	in := &ontoInput{r: pr, done: make(chan struct{})}
+	go func() {
+		defer close(in.done)
+		w := &ontoPrefix{w: pw, ref: ref, in: in}
+		err := g.RunTo(ctx, w, "bundle", "create", "-q", "-", ref, "^"+base)
+		if err == nil && in.onto == "" {
+			err = fmt.Errorf("it does not hold %s", ref)
+		}
+		in.err = err
+		pw.CloseWithError(err)
+	}()
+	return in
+}
+
+// close ends the bundling (if the script did not take it all) and says the commit it
+// holds.
+func (in *ontoInput) close() (string, error) {
+	in.r.CloseWithError(io.ErrClosedPipe)
+	<-in.done
+	return in.onto, in.err
+}
+
+// ontoPrefix passes a bundle on once its header is read, after a line "onto ID" saying
+// the commit it holds under ref.
+type ontoPrefix struct {
+	w      io.Writer
+	ref    string
+	in     *ontoInput
+	header []byte
+	passed bool
+}
+
+func (p *ontoPrefix) Write(b []byte) (int, error) {
+	if p.passed {
+		return p.w.Write(b)
 	}
-	if err != nil {
-		return fmt.Errorf("put the host branch's commits in the sandbox: %w", err)
+	p.header = append(p.header, b...)
+	end := bytes.Index(p.header, []byte("\n\n"))
+	if end < 0 {
+		if len(p.header) > 1<<20 {
+			return 0, errors.New("a bundle header over 1 MB")
+		}
+		return len(b), nil
 	}
-	return nil
+	for _, l := range strings.Split(string(p.header[:end]), "\n")[1:] {
+		if id, name, ok := strings.Cut(l, " "); ok && name == p.ref && !strings.HasPrefix(id, "-") {
+			p.in.onto = id
+		}
+	}
+	if p.in.onto == "" {
+		return 0, fmt.Errorf("it does not hold %s", p.ref)
+	}
+	p.passed = true
+	if _, err := fmt.Fprintf(p.w, "onto %s\n", p.in.onto); err != nil {
+		return 0, err
+	}
+	if _, err := p.w.Write(p.header); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // landedSince lists the commits on the host branch since the task's base that touched

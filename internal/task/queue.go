@@ -317,32 +317,20 @@ func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 		if err := s.put(ctx, e); err != nil {
 			return err
 		}
+		// The rebased work comes to the host while the checks run on it: only its
+		// landing waits for them.
+		fetched := make(chan error, 1)
+		go func() { fetched <- fetchRebased(ctx, g, c, &t, a, r, e) }()
 		results, passed, err := s.runChecks(ctx, a.Sandbox, t.Checks)
+		ferr := <-fetched
 		if err != nil {
 			return fmt.Errorf("the checks could not run on the rebased work: %w", err)
 		}
 		if !passed {
 			return checksFailed(e.Into, r.Onto, results)
 		}
-		refs, err := fetchWork(ctx, g, c, &t, a)
-		if err != nil {
-			return err
-		}
-		if got := refs[gitsync.Namespace(a.Sandbox)+a.Branch]; got != r.Head {
-			return fmt.Errorf("the attempt's branch %s moved while it was landed (now %s, rebased %s): land it again", a.Branch, gitsync.Short(got), gitsync.Short(r.Head))
-		}
-		if !isAncestor(ctx, g, r.Onto, r.Head) {
-			return fmt.Errorf("the rebased work %s does not descend from %s's %s", gitsync.Short(r.Head), e.Into, gitsync.Short(r.Onto))
-		}
-		if !e.Yes {
-			hc, err := hostCode(ctx, g, gitsync.Namespace(a.Sandbox)+a.Branch, r.Onto, r.Head)
-			if err != nil {
-				return err
-			}
-			if len(hc) > 0 {
-				return apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(r.Onto), gitsync.Short(r.Head)),
-					"after its rebase, the work changes files that run code on the host once landed: %s", hostCodeList(hc))
-			}
+		if ferr != nil {
+			return ferr
 		}
 		e.Commit = r.Head
 		if err := s.put(ctx, e); err != nil {
@@ -354,6 +342,35 @@ func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 		s.log.Info("merge queue: the branch moved; rebasing again", "task", e.Task, "attempt", e.Attempt, "into", e.Into)
 	}
 	return fmt.Errorf("%s kept moving while the work was landed (%d rebases): land it again", e.Into, maxRounds)
+}
+
+// fetchRebased fetches the attempt's rebased work into the host repository and makes
+// sure it is what was rebased, on the branch's tip, and (unless the user said yes)
+// changes no file that runs code on the host.
+func fetchRebased(ctx context.Context, g *gitsync.Git, c *guestclient.Client, t *wire.Task, a *wire.Attempt, r rebased, e *wire.QueueEntry) error {
+	refs, err := fetchWork(ctx, g, c, t, a)
+	if err != nil {
+		return err
+	}
+	ref := gitsync.Namespace(a.Sandbox) + a.Branch
+	if got := refs[ref]; got != r.Head {
+		return fmt.Errorf("the attempt's branch %s moved while it was landed (now %s, rebased %s): land it again", a.Branch, gitsync.Short(got), gitsync.Short(r.Head))
+	}
+	if !isAncestor(ctx, g, r.Onto, r.Head) {
+		return fmt.Errorf("the rebased work %s does not descend from %s's %s", gitsync.Short(r.Head), e.Into, gitsync.Short(r.Onto))
+	}
+	if e.Yes {
+		return nil
+	}
+	hc, err := hostCode(ctx, g, ref, r.Onto, r.Head)
+	if err != nil {
+		return err
+	}
+	if len(hc) > 0 {
+		return apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(r.Onto), gitsync.Short(r.Head)),
+			"after its rebase, the work changes files that run code on the host once landed: %s", hostCodeList(hc))
+	}
+	return nil
 }
 
 // checksFailed says which checks failed on the rebased work, with the end of the first
