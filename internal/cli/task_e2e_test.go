@@ -14,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/clitest"
 	"github.com/paddockhq/paddock/internal/github/githubtest"
 	"github.com/paddockhq/paddock/internal/modeltest"
+	"github.com/paddockhq/paddock/internal/task"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -50,11 +51,12 @@ const (
 
 // TestTaskEndToEnd runs a task for real: two Claude Code attempts and one Codex attempt
 // (the second Claude one on docker when it is up) against scripted model servers, the
-// check run in each attempt's sandbox; the ranking a user reads; the best attempt landed
-// into the host repository through the merge queue (its git hook warned of, and never
-// run); the Codex attempt landed after it, through a conflict its agent resolves when
-// the queue tells it; and another task's attempt opened as a pull request on a fake of
-// GitHub.
+// check run in each attempt's sandbox, Claude Code judging each; the ranking a user
+// reads; a review on the failing attempt's diff, which its agent answers and the check
+// then passes; the best attempt landed into the host repository through the merge queue
+// (its git hook warned of, and never run); the Codex attempt landed after it through a
+// conflict its agent resolves when the queue tells it, the daemon killed meanwhile; and
+// another task's attempt opened as a pull request on a fake of GitHub.
 func TestTaskEndToEnd(t *testing.T) {
 	t.Parallel()
 	modeltest.RequireCLI(t, "claude")
@@ -63,6 +65,17 @@ func TestTaskEndToEnd(t *testing.T) {
 	claude := modeltest.NewAnthropic(t)
 	codex := modeltest.NewOpenAIResponses(t)
 	codex.RunOn(conflictMarker, resolveCommand)
+	// The judge (Claude Code) scores each attempt by the greeting its diff adds.
+	for _, v := range [][2]string{
+		{"+hello, world and there", "SCORE: 7/10 — keeps both greetings"},
+		{"+hello, world", "SCORE: 9/10 — says hello to the world"},
+		{"+hello, there", "SCORE: 6/10 — says hello, with notes nobody asked for"},
+		{"+goodbye", "SCORE: 1/10 — says goodbye"},
+		{"+hello from a review", "SCORE: 4/10 — says hello after a review"},
+		{task.JudgeIntro, "SCORE: 5/10 — unremarkable"},
+	} {
+		claude.ReplyOn(v[0], v[1])
+	}
 	h, repo := e2eHome(t)
 	h.Setenv("ANTHROPIC_BASE_URL", claude.URL())
 	h.Setenv("ANTHROPIC_API_KEY", "sk-ant-task-REAL-0123456789abcdefghijklmnop")
@@ -98,7 +111,7 @@ func TestTaskEndToEnd(t *testing.T) {
 		agents, second = "claude,claude@docker,codex", "docker"
 	}
 	began := time.Now()
-	name := strings.TrimSpace(must("", "task", "new", repo, "--name", "greet", "--prompt", greetPrompt, "--agents", agents, "--check", greetCheck))
+	name := strings.TrimSpace(must("", "task", "new", repo, "--name", "greet", "--prompt", greetPrompt, "--agents", agents, "--check", greetCheck, "--judge", "claude"))
 	if name != "greet" {
 		t.Fatalf("task new printed %q, want the task's name", name)
 	}
@@ -119,11 +132,15 @@ func TestTaskEndToEnd(t *testing.T) {
 		}
 	}()
 	var tk wire.Task
-	waitUntil(t, 5*time.Minute, "every attempt done", func() bool {
+	waitUntil(t, 5*time.Minute, "every attempt done and judged", func() bool {
 		tk = show("greet")
-		return tk.State == wire.TaskDone
+		judged := true
+		for _, a := range tk.Attempts {
+			judged = judged && a.Verdict != nil
+		}
+		return tk.State == wire.TaskDone && judged
 	})
-	t.Logf("three attempts started, worked and checked in %v", time.Since(began).Round(time.Second))
+	t.Logf("three attempts started, worked, checked and judged in %v", time.Since(began).Round(time.Second))
 
 	// The ranking as a user reads it: the Claude attempt whose check passes first, the
 	// Codex one (passing too, with a bigger diff) second, the one whose check fails last,
@@ -141,8 +158,14 @@ func TestTaskEndToEnd(t *testing.T) {
 	if last.N != 2 || last.Backend != second || last.Passed == nil || *last.Passed {
 		t.Errorf("last: attempt %d on %s, passed %v; want attempt 2 on %s, failing", last.N, last.Backend, last.Passed, second)
 	}
-	if !strings.Contains(first.Why, "pass") || !strings.Contains(last.Why, "fail") {
+	if !strings.Contains(first.Why, "pass") || !strings.Contains(first.Why, "judge 9/10") || !strings.Contains(last.Why, "fail") {
 		t.Errorf("Why: first %q, last %q", first.Why, last.Why)
+	}
+	for _, a := range tk.Attempts {
+		want := map[int]int{1: 9, 2: 1, 3: 6}[a.N]
+		if a.Verdict.Judge != "claude" || a.Verdict.Score != want || a.Verdict.Error != "" {
+			t.Errorf("attempt %d's verdict: %+v, want claude's %d/10", a.N, a.Verdict, want)
+		}
 	}
 	if len(last.Checks) != 1 || last.Checks[0].Exit == 0 || !strings.Contains(last.Checks[0].Output, "greeting is not a hello: goodbye") {
 		t.Errorf("the failing attempt's check: %+v", last.Checks)
@@ -170,7 +193,7 @@ func TestTaskEndToEnd(t *testing.T) {
 	waitUntil(t, 2*time.Minute, "attempt 2 checked again after its review", func() bool {
 		tk = show("greet")
 		a := tk.Attempts[len(tk.Attempts)-1]
-		return a.N == 2 && a.State == wire.AttemptDone && a.CheckRuns >= 2
+		return a.N == 2 && a.State == wire.AttemptDone && a.CheckRuns >= 2 && a.Verdict != nil && a.Verdict.Score == 4
 	})
 	reviewed := tk.Attempts[2]
 	if reviewed.Passed == nil || !*reviewed.Passed || !strings.Contains(reviewed.Why, "pass") || len(reviewed.Reviews) != 1 || reviewed.Reviews[0].File != "greeting.txt" || reviewed.Reviews[0].Line != 1 {
