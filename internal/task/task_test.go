@@ -374,6 +374,18 @@ func TestTaskSurvivesRestartsAndIsRemoved(t *testing.T) {
 		b.Usage.Requests != 1 || b.Usage.CostUSD != 0.25 {
 		t.Errorf("after a commit: %+v", b)
 	}
+	// Killed after the last check, before the task was said done: its start says it.
+	h.stop()
+	left, err := h.st.GetTask(ctx, tk.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left.State = wire.TaskRunning
+	if err := h.st.PutTask(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.wait(tk.Name, "the task said done", func(t wire.Task) bool { return t.State == wire.TaskDone })
 	if err := h.tasks.Remove(ctx, tk.Name, nil); err != nil {
 		t.Fatal(err)
 	}

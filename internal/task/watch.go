@@ -147,6 +147,8 @@ func (s *Service) resume(ctx context.Context) {
 				s.requestChecks(ctx, t.Name, a.N)
 			}
 		}
+		// Every attempt checked, and the daemon stopped before it said so.
+		s.finishIfDone(ctx, t.Name)
 	}
 	s.judgeLeft(ctx)
 }
