@@ -234,15 +234,15 @@ func TestTaskEndToEnd(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "conflicts with main") || !strings.Contains(errOut, "greeting.txt") {
 		t.Fatalf("task land greet --attempt 3 --wait, its work conflicting with what landed: exit %d\n%s", code, errOut)
 	}
-	// The daemon dies (kill -9) while the agent works on its answer: the next command
-	// starts another, which sees the agent's turn end and takes the entry up again.
-	waitUntil(t, time.Minute, "the Codex agent at work on the conflict", func() bool {
+	// The daemon dies (kill -9) while the agent works on its answer (once the conflict
+	// was announced): the next command starts another, which sees the agent's turn end
+	// and takes the entry up again.
+	waitUntil(t, time.Minute, "the conflict announced, the Codex agent at work on it", func() bool {
+		told := false
 		for _, r := range codex.Requests() {
-			if r.Contains(conflictMarker) {
-				return true
-			}
+			told = told || r.Contains(conflictMarker)
 		}
-		return false
+		return told && eventsSeen(t, must)["task-conflict greet-3"]
 	})
 	killWait(t, clitest.DaemonPID(h.Dir))
 	var entry wire.QueueEntry
@@ -309,6 +309,18 @@ func TestTaskEndToEnd(t *testing.T) {
 	}
 
 	// What happened is in the events, on the attempts' sandboxes, for notifications.
+	seen := eventsSeen(t, must)
+	for _, want := range []string{"task-attempt-passed greet-1", "task-attempt-failed greet-2", "task-attempt-passed greet-2", "task-done",
+		"task-conflict greet-3", "task-landed greet-1", "task-landed greet-3", "task-landed pr-1"} {
+		if !seen[want] {
+			t.Errorf("no event %s", want)
+		}
+	}
+}
+
+// eventsSeen is the set of the daemon's recorded events, each as "KIND" and "KIND SANDBOX".
+func eventsSeen(t *testing.T, must mustRun) map[string]bool {
+	t.Helper()
 	seen := map[string]bool{}
 	for line := range strings.Lines(must("", "events", "--no-follow", "--json")) {
 		var ev wire.Event
@@ -318,12 +330,7 @@ func TestTaskEndToEnd(t *testing.T) {
 		seen[ev.Kind+" "+ev.Sandbox] = true
 		seen[ev.Kind] = true
 	}
-	for _, want := range []string{"task-attempt-passed greet-1", "task-attempt-failed greet-2", "task-attempt-passed greet-2", "task-done",
-		"task-conflict greet-3", "task-landed greet-1", "task-landed greet-3", "task-landed pr-1"} {
-		if !seen[want] {
-			t.Errorf("no event %s", want)
-		}
-	}
+	return seen
 }
 
 // hostGit runs git in the host repository repo and returns its output, trimmed.
