@@ -24,9 +24,8 @@ import (
 // refuses; attempt 3 makes it another hello, with notes, which passes alone and
 // conflicts with attempt 1's once that has landed.
 const (
-	// (Its last line is a plain one: Codex's composer takes a last word starting with $
-	// for a skill to look up, and then Enter submits nothing.)
-	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand + "\nThank you."
+	// (Its last word, $b", is one Codex's composer would complete as a skill's name.)
+	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand
 	// A check a user would write: greeting.txt must say hello.
 	greetCheck   = "sh check.sh"
 	greetCommand = `b=$(git branch --show-current); case "$b" in ` +

@@ -116,7 +116,7 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	}
 	text = strings.TrimRight(text, "\n")
 	before := screenOf(ctx, t.client, name)
-	if err := paste(ctx, t.client, name, text); err != nil {
+	if err := paste(ctx, t.client, name, closeCompletion(text)); err != nil {
 		return err
 	}
 	// Enter separately, once the program has taken the text in (it shows on the screen):
@@ -176,6 +176,18 @@ func paste(ctx context.Context, c *guestclient.Client, name, text string) error 
 		return fmt.Errorf("type into session %q: exit %d: %v %s", name, code, err, strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// closeCompletion is text with a space after it when its last word starts with @ or $:
+// Codex completes the word at its cursor (files for @, skills for $), and the Enter
+// after the paste then takes the completion and submits nothing; after a space there is
+// no word to complete.
+func closeCompletion(text string) string {
+	last := text[strings.LastIndexAny(text, " \t\n")+1:]
+	if strings.HasPrefix(last, "@") || strings.HasPrefix(last, "$") {
+		return text + " "
+	}
+	return text
 }
 
 // screenOf is the session's screen now, "" when it cannot be read.
