@@ -87,7 +87,8 @@ func TestTaskEndToEnd(t *testing.T) {
 	// config (a GitHub Enterprise server's, as the fake is), trusting the fake's
 	// certificate as it would a private server's: Go through SSL_CERT_FILE, git through
 	// GIT_SSL_CAINFO.
-	h.Setenv("GH_TOKEN", gh.Token)
+	h.Setenv("GH_TOKEN", "")
+	h.Setenv("GITHUB_TOKEN", gh.Token)
 	h.Setenv("SSL_CERT_FILE", gh.CAFile)
 	h.Setenv("GIT_SSL_CAINFO", gh.CAFile)
 	writeHostFile(t, filepath.Join(h.Dir, "config.toml"), fmt.Sprintf("[auth.github]\napi_url = %q\n", gh.URL))
@@ -175,6 +176,14 @@ func TestTaskEndToEnd(t *testing.T) {
 		}
 		if a.Diff.Files == 0 || a.Head == "" || a.Dirty {
 			t.Errorf("attempt %d: diff %+v, head %q, dirty %v: its commit not seen", a.N, a.Diff, a.Head, a.Dirty)
+		}
+	}
+	// The agents' and the judge's keys never entered a sandbox.
+	for _, a := range tk.Attempts {
+		out := must("", "exec", a.Sandbox, "--", "sh", "-c",
+			"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'task-REA[L]' ; grep -rl 'task-REA[L]' /home/agent /workspace /tmp 2>/dev/null | wc -l")
+		if f := strings.Fields(out); len(f) != 2 || f[0] != "0" || f[1] != "0" {
+			t.Errorf("a real key is in sandbox %s (%s): %q", a.Sandbox, a.Backend, out)
 		}
 	}
 	text := must("", "task", "show", "greet")
