@@ -85,12 +85,10 @@ func TestTaskEndToEnd(t *testing.T) {
 	gh := githubtest.New(t)
 	// The daemon takes the token from its environment and GitHub's address from the
 	// config (a GitHub Enterprise server's, as the fake is), trusting the fake's
-	// certificate as it would a private server's: Go through SSL_CERT_FILE, git through
-	// GIT_SSL_CAINFO.
+	// certificate as it would a private server's (PADDOCK_GITHUB_CA_FILE).
 	h.Setenv("GH_TOKEN", "")
 	h.Setenv("GITHUB_TOKEN", gh.Token)
-	h.Setenv("SSL_CERT_FILE", gh.CAFile)
-	h.Setenv("GIT_SSL_CAINFO", gh.CAFile)
+	h.Setenv("PADDOCK_GITHUB_CA_FILE", gh.CAFile)
 	writeHostFile(t, filepath.Join(h.Dir, "config.toml"), fmt.Sprintf("[auth.github]\napi_url = %q\n", gh.URL))
 	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
