@@ -322,6 +322,16 @@ func TestTaskEndToEnd(t *testing.T) {
 			t.Errorf("no event %s", want)
 		}
 	}
+
+	// task rm takes the attempts' sandboxes with it, on either backend.
+	must("", "task", "rm", "greet")
+	must("", "task", "rm", "pr")
+	if ls := must("", "ls"); strings.Contains(ls, "greet-") || strings.Contains(ls, "pr-1") {
+		t.Fatalf("sandboxes left after task rm:\n%s", ls)
+	}
+	if tasks := must("", "task", "ls", "--json"); strings.TrimSpace(tasks) != "[]" {
+		t.Fatalf("tasks left after task rm: %s", tasks)
+	}
 }
 
 // eventsSeen is the set of the daemon's recorded events, each as "KIND" and "KIND SANDBOX".
