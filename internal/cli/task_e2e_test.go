@@ -24,7 +24,8 @@ import (
 // refuses; attempt 3 makes it another hello, with notes, which passes alone and
 // conflicts with attempt 1's once that has landed.
 const (
-	// (Its last word, $b", is one Codex's composer would complete as a skill's name.)
+	// greetPrompt is the task's prompt. Its last word, $b", is one Codex's composer
+	// would take for a skill's name to complete, were it typed without a space after.
 	greetPrompt = "Make the greeting a hello.\nRUN: " + greetCommand
 	// A check a user would write: greeting.txt must say hello.
 	greetCheck   = "sh check.sh"
