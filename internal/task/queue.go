@@ -183,7 +183,7 @@ func (s *Service) dispatch(ctx context.Context) {
 		q.mu.Lock()
 		busy := q.busy[lane]
 		q.mu.Unlock()
-		if busy || (e.State == wire.QueueConflict && !s.answered(ctx, e)) {
+		if busy || (e.State == wire.QueueConflict && !e.Telling && !s.answered(ctx, e)) {
 			continue
 		}
 		wctx, cancel := context.WithCancel(ctx)
@@ -466,6 +466,9 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 			"resolve the conflicts keeping the intent of both sides, and commit (git rebase --continue); the merge queue tries again when you are done.",
 			a.Branch, e.Into, e.Into, strings.Join(e.Conflicts, ", "), with, e.Into)
 	}
+	// Telling until the message is sent: a stop before then leaves the entry to be tried
+	// again (dispatch), so that the agent is told after all.
+	e.Telling = true
 	if err := s.put(ctx, e); err != nil {
 		return err
 	}
@@ -477,7 +480,9 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 		a.State, a.Ended = wire.AttemptWorking, time.Time{}
 		return nil
 	})
-	if err := s.opts.Sessions.SendTurn(ctx, a.Sandbox, a.Session, msg); err != nil {
+	err := s.opts.Sessions.SendTurn(ctx, a.Sandbox, a.Session, msg)
+	e.Telling = false
+	if err != nil {
 		s.updateAttempt(ctx, t.Name, a.N, func(_ *wire.Task, x *wire.Attempt) error {
 			if x.State != wire.AttemptWorking {
 				return errSkip
@@ -486,9 +491,9 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 			return nil
 		})
 		e.Detail = strings.TrimSuffix(e.Detail, "; its agent was told") + fmt.Sprintf("; its agent could not be told (%v): resolve it in sandbox %s, or drop the entry (paddock task drop %d)", err, a.Sandbox, e.ID)
-		if err := s.put(ctx, e); err != nil {
-			return err
-		}
+	}
+	if err := s.put(ctx, e); err != nil {
+		return err
 	}
 	s.emit(ctx, a.Sandbox, EventConflict, fmt.Sprintf("attempt %d of task %s conflicts with %s: %s", a.N, t.Name, e.Into, e.Detail),
 		map[string]string{"task": t.Name, "attempt": strconv.Itoa(a.N), "into": e.Into, "files": strings.Join(e.Conflicts, ",")})

@@ -117,6 +117,24 @@ func TestLandThroughTheQueue(t *testing.T) {
 	if h.tip() != fixed || len(e3.Conflicts) != 1 || e3.Conflicts[0] != "greeting" || !strings.Contains(e3.Detail, "work of task/land/1") {
 		t.Fatalf("a conflicting landing: main %s (was %s), entry %+v", h.tip(), fixed, e3)
 	}
+	// A daemon stopped while it told the agent (the entry left telling) tells it again
+	// on its restart: the entry is tried again from the rebase, not left waiting on an
+	// answer to a message its agent never got.
+	h.stop()
+	e3.Telling, e3.Detail = true, "cut short while telling"
+	if err := h.st.UpdateQueueEntry(ctx, e3); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		e := h.entry(e3.ID)
+		if e.State == wire.QueueConflict && !e.Telling && strings.Contains(e.Detail, "its agent could not be told") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an entry left telling after a restart: %+v", e)
+		}
+	}
 	if _, err := h.tasks.Land(ctx, tk.Name, wire.LandRequest{Attempt: 3}); apperr.KindOf(err) != apperr.KindConflict {
 		t.Errorf("landing an attempt waiting in the queue again: %v", err)
 	}

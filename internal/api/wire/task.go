@@ -236,10 +236,13 @@ type QueueEntry struct {
 	Conflicts []string `json:"conflicts,omitempty"`
 	// ConflictHead is the attempt's Head when its rebase conflicted: the entry is tried
 	// again once its agent has ended a turn with other work.
-	ConflictHead string       `json:"conflict_head,omitempty"`
-	PR           *PullRequest `json:"pr,omitempty"`
-	Created      time.Time    `json:"created"`
-	Updated      time.Time    `json:"updated"`
+	ConflictHead string `json:"conflict_head,omitempty"`
+	// Telling says the attempt's agent is being sent the conflict: an entry that a
+	// daemon's stop leaves so was perhaps never told, and is tried again from the rebase.
+	Telling bool         `json:"telling,omitempty"`
+	PR      *PullRequest `json:"pr,omitempty"`
+	Created time.Time    `json:"created"`
+	Updated time.Time    `json:"updated"`
 }
 
 // Open says the entry has not reached an end (landed, failed, dropped, or a pull
