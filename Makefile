@@ -35,7 +35,8 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 # bench runs every benchmark 20 times, but the snapshot benchmark (a 200 MB workspace to
-# MinIO) and the Vagrant ones (a machine made each time) 3 times, then prints one table of
+# MinIO) and the Vagrant ones (a machine made each time) 3 times and the tasks' 5 times
+# (agents at work for seconds), then prints one table of
 # the figures docs/benchmarks.tsv tracks against their committed values (flagging any
 # more than 25% worse, never failing on one). bench-short is CI's quick form.
 bench:
