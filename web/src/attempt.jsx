@@ -3,15 +3,13 @@
 // does. A tap on a line of the diff opens a comment box there; what is written goes to the
 // attempt's agent as its next message, with the file and line (a review).
 import { Fragment } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { api, run } from './api.js';
-import { parseDiff } from './changes.jsx';
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { MonoList, Untracked, useWorkspaceDiff } from './changes.jsx';
 import { urls } from './router.jsx';
 import { useStore } from './store.js';
 import { AttemptCard, refreshTask, taskPath, usePoll, when } from './tasks.jsx';
 import { Action, Bar, ErrorText } from './ui.jsx';
-
-const git = ['git', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external=', '-c', 'color.ui=false'];
 
 /**
  * Numbers a file's diff lines: each gets the line of the new file it is at (a removed
@@ -117,43 +115,15 @@ function Comment({ t, a, file, line, onSent, onClose }) {
 
 /** The attempt's work against the task's base: commits, and each file's diff to comment on. */
 function AttemptDiff({ t, a, onSent }) {
-  const [data, setData] = useState(null);
-  const [err, setErr] = useState(null);
-  const [tick, setTick] = useState(0);
   const base = t.base;
   // Read again when the attempt's work moves (its checks ran on a new head).
   const head = `${a.head || ''}/${a.check_runs || 0}/${a.state}`;
-  useEffect(() => {
-    if (!base || !a.sandbox) return;
-    let alive = true;
-    setErr(null);
-    const opts = { dir: '/workspace' };
-    Promise.all([
-      run(a.sandbox, [...git, 'log', '--no-color', '--format=%h %s', `${base}..HEAD`], opts),
-      run(a.sandbox, [...git, 'diff', '--no-ext-diff', '--no-textconv', '--no-color', '--find-renames', base, '--'], opts),
-      run(a.sandbox, [...git, 'ls-files', '--others', '--exclude-standard'], opts),
-    ])
-      .then(([log, diff, untracked]) => {
-        if (!alive) return;
-        const bad = [log, diff, untracked].find((r) => r.code !== 0);
-        if (bad) throw new Error(bad.stderr.trim() || bad.error || `git exited with ${bad.code}`);
-        setData({
-          commits: log.stdout.split('\n').filter(Boolean),
-          files: parseDiff(diff.stdout),
-          truncated: diff.truncated,
-          untracked: untracked.stdout.split('\n').filter(Boolean),
-        });
-      })
-      .catch((e) => alive && setErr(e));
-    return () => {
-      alive = false;
-    };
-  }, [a.sandbox, base, head, tick]);
+  const { data, err, reload } = useWorkspaceDiff(a.sandbox, base, true, head);
   return (
     <section class="card attempt-diff" aria-label="Diff">
       <div class="card-head">
         <h2>Diff against {base.slice(0, 10)}</h2>
-        <button type="button" class="small" onClick={() => setTick((x) => x + 1)}>
+        <button type="button" class="small" onClick={reload}>
           Reload
         </button>
       </div>
@@ -162,13 +132,7 @@ function AttemptDiff({ t, a, onSent }) {
       {data && (
         <>
           {data.commits.length > 0 && (
-            <ul class="plain">
-              {data.commits.map((c) => (
-                <li key={c} class="mono small">
-                  {c}
-                </li>
-              ))}
-            </ul>
+            <MonoList items={data.commits} />
           )}
           <p class="small muted">
             {data.files.length} file{data.files.length === 1 ? '' : 's'} changed. Tap a line to comment on it.
@@ -177,18 +141,7 @@ function AttemptDiff({ t, a, onSent }) {
           {data.files.map((f) => (
             <FileReview key={f.path} t={t} a={a} f={f} onSent={onSent} />
           ))}
-          {data.untracked.length > 0 && (
-            <>
-              <h3>Not in git yet</h3>
-              <ul class="plain">
-                {data.untracked.map((p) => (
-                  <li key={p} class="mono small">
-                    {p}
-                  </li>
-                ))}
-              </ul>
-            </>
-          )}
+          <Untracked paths={data.untracked} />
         </>
       )}
     </section>

@@ -36,17 +36,16 @@ export function parseDiff(text) {
   return files;
 }
 
-export function Changes({ sb: name }) {
-  useStore();
-  const sb = sandbox(name);
+/**
+ * Reads a sandbox's work against base with git inside it: {commits, files, truncated,
+ * untracked}, again when key changes or reload is called; nothing while ready is false.
+ */
+export function useWorkspaceDiff(name, base, ready, key = '') {
   const [data, setData] = useState(null);
   const [err, setErr] = useState(null);
   const [tick, setTick] = useState(0);
-  const base = sb && sb.base_commit;
-  const running = sb && sb.state === 'running';
-
   useEffect(() => {
-    if (!base || !running) return;
+    if (!name || !base || !ready) return;
     let alive = true;
     setErr(null);
     const opts = { dir: '/workspace' };
@@ -70,17 +69,50 @@ export function Changes({ sb: name }) {
     return () => {
       alive = false;
     };
-  }, [name, base, running, tick]);
+  }, [name, base, ready, key, tick]);
+  return { data, err, reload: () => setTick((n) => n + 1) };
+}
+
+/** Lines of monospace text, one an item: commits, paths. */
+export function MonoList({ items }) {
+  return (
+    <ul class="plain">
+      {items.map((c) => (
+        <li key={c} class="mono small">
+          {c}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The files git does not track yet, under a heading; nothing when there are none. */
+export function Untracked({ paths }) {
+  if (paths.length === 0) return null;
+  return (
+    <>
+      <h3>Not in git yet</h3>
+      <MonoList items={paths} />
+    </>
+  );
+}
+
+export function Changes({ sb: name }) {
+  useStore();
+  const sb = sandbox(name);
+  const base = sb && sb.base_commit;
+  const running = sb && sb.state === 'running';
+  const { data, err, reload } = useWorkspaceDiff(name, base, running);
 
   return (
     <>
       <Bar back={urls.sandbox(name)} title="Changes" sub={name}>
-        <button type="button" class="small" onClick={() => setTick((n) => n + 1)} disabled={!running}>
+        <button type="button" class="small" onClick={reload} disabled={!running}>
           Reload
         </button>
       </Bar>
       <main>
-        {sb && <GitActions sb={sb} running={running} onDone={() => setTick((n) => n + 1)} />}
+        {sb && <GitActions sb={sb} running={running} onDone={reload} />}
         {sb && !running && <p class="muted">Start the sandbox to see its changes.</p>}
         {sb && !base && <p class="muted">This sandbox has no starting commit to compare with.</p>}
         <ErrorText err={err} />
@@ -90,13 +122,7 @@ export function Changes({ sb: name }) {
             <section class="card">
               <h2>Commits since {base.slice(0, 10)}</h2>
               {data.commits.length === 0 && <p class="muted">None.</p>}
-              <ul class="plain">
-                {data.commits.map((c) => (
-                  <li key={c} class="mono small">
-                    {c}
-                  </li>
-                ))}
-              </ul>
+              <MonoList items={data.commits} />
             </section>
             <section class="card">
               <h2>
@@ -106,18 +132,7 @@ export function Changes({ sb: name }) {
               {data.files.map((f) => (
                 <FileDiff key={f.path} f={f} />
               ))}
-              {data.untracked.length > 0 && (
-                <>
-                  <h3>Not in git yet</h3>
-                  <ul class="plain">
-                    {data.untracked.map((p) => (
-                      <li key={p} class="mono small">
-                        {p}
-                      </li>
-                    ))}
-                  </ul>
-                </>
-              )}
+              <Untracked paths={data.untracked} />
             </section>
           </>
         )}
