@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,18 +91,10 @@ func runAlarms(ctx context.Context, f *Factory, opts *alarmsOptions) error {
 	if err := c.Do(ctx, http.MethodGet, path, nil, &list); err != nil {
 		return err
 	}
-	if opts.json {
-		if list == nil {
-			list = []wire.Alarm{}
-		}
-		return writeJSON(f, list)
+	tw, err := listing(f, opts.json, list, "no alarms", "ID\tSANDBOX\tAGE\tKIND\tSEEN IN\tWHAT")
+	if tw == nil {
+		return err
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no alarms")
-		return nil
-	}
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSANDBOX\tAGE\tKIND\tSEEN IN\tWHAT")
 	for _, a := range list {
 		where := a.Sandbox
 		if a.Session != "" {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -519,18 +518,11 @@ func newCmdRuns(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				if list == nil {
-					list = []wire.Run{}
-				}
-				return writeJSON(f, list)
+			tw, err := listing(f, asJSON, list, "no runs yet: paddock run SANDBOX \"what to do\"",
+				"ID\tSANDBOX\tSTATUS\tTURNS\tTOOLS\tTOKENS\tAGE\tPROMPT")
+			if tw == nil {
+				return err
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(f.IO.ErrOut, "no runs yet: paddock run SANDBOX \"what to do\"")
-				return nil
-			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSANDBOX\tSTATUS\tTURNS\tTOOLS\tTOKENS\tAGE\tPROMPT")
 			for _, r := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Sandbox, r.Status, r.Turns, r.ToolCalls,
 					count(r.InputTokens+r.CacheReadTokens+r.CacheWriteTokens+r.OutputTokens), termtext.Age(time.Since(r.Created)), termtext.Escape(r.Title))

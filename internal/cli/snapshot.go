@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,18 +138,11 @@ func runSnapshots(ctx context.Context, f *Factory, name string, opts *snapshotsO
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		if list == nil {
-			list = []wire.SnapshotManifest{}
-		}
-		return writeJSON(f, list)
+	tw, err := listing(f, opts.json, list, "no snapshots yet: take one with `paddock snapshot SANDBOX`",
+		"ID\tSANDBOX\tAGE\tSIZE\tSESSIONS\tNOTE")
+	if tw == nil {
+		return err
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no snapshots yet: take one with `paddock snapshot SANDBOX`")
-		return nil
-	}
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSANDBOX\tAGE\tSIZE\tSESSIONS\tNOTE")
 	for _, m := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, termtext.Escape(m.Sandbox), termtext.Age(time.Since(m.Created)),
 			termtext.Size(m.Size), len(m.Sessions), termtext.Escape(m.Note))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -256,18 +255,11 @@ func runTaskQueue(ctx context.Context, f *Factory, opts *taskQueueOptions) error
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		if es == nil {
-			es = []wire.QueueEntry{}
-		}
-		return writeJSON(f, es)
+	tw, err := listing(f, opts.json, es, "the merge queue is empty: `paddock task land NAME` puts a task's best attempt in it",
+		"ID\tATTEMPT\tREPO\tINTO\tSTATE\tAGE\tDETAIL")
+	if tw == nil {
+		return err
 	}
-	if len(es) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "the merge queue is empty: `paddock task land NAME` puts a task's best attempt in it")
-		return nil
-	}
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tATTEMPT\tREPO\tINTO\tSTATE\tAGE\tDETAIL")
 	for _, e := range es {
 		detail := e.Detail
 		switch {

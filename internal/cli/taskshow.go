@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,18 +36,11 @@ func runTaskLs(ctx context.Context, f *Factory, opts *taskLsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		if ts == nil {
-			ts = []wire.Task{}
-		}
-		return writeJSON(f, ts)
+	tw, err := listing(f, opts.json, ts, "no tasks: start one with `paddock task new REPO --prompt TEXT --agents claude:2,codex --check CMD`",
+		"NAME\tSTATE\tATTEMPTS\tBEST\tCHECKS\tCOST\tAGE")
+	if tw == nil {
+		return err
 	}
-	if len(ts) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no tasks: start one with `paddock task new REPO --prompt TEXT --agents claude:2,codex --check CMD`")
-		return nil
-	}
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tATTEMPTS\tBEST\tCHECKS\tCOST\tAGE")
 	for _, t := range ts {
 		ended, passed := 0, 0
 		var cost wire.UsageSum
