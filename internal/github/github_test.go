@@ -14,20 +14,6 @@ import (
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
-// run runs git in dir, failing the test on an error.
-func run(t *testing.T, dir string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir(), "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // seeded is a fake with a repository o/r holding main and a branch feature one commit
 // ahead, pushed there over https with the token (GitAuthEnv).
 func seeded(t *testing.T) (*githubtest.Server, github.Repo) {
@@ -36,19 +22,19 @@ func seeded(t *testing.T) (*githubtest.Server, github.Repo) {
 	fake := githubtest.New(t)
 	fake.AddRepo(t, "o", "r")
 	local := t.TempDir()
-	run(t, local, nil, "init", "--quiet", "--initial-branch=main")
+	githubtest.Git(t, local, nil, "init", "--quiet", "--initial-branch=main")
 	os.WriteFile(filepath.Join(local, "a.txt"), []byte("a\n"), 0o644)
-	run(t, local, nil, "add", "a.txt")
-	run(t, local, nil, "commit", "--quiet", "-m", "first")
-	run(t, local, nil, "checkout", "--quiet", "-b", "feature")
+	githubtest.Git(t, local, nil, "add", "a.txt")
+	githubtest.Git(t, local, nil, "commit", "--quiet", "-m", "first")
+	githubtest.Git(t, local, nil, "checkout", "--quiet", "-b", "feature")
 	os.WriteFile(filepath.Join(local, "b.txt"), []byte("b\n"), 0o644)
-	run(t, local, nil, "add", "b.txt")
-	run(t, local, nil, "commit", "--quiet", "-m", "the feature")
+	githubtest.Git(t, local, nil, "add", "b.txt")
+	githubtest.Git(t, local, nil, "commit", "--quiet", "-m", "the feature")
 	env, err := github.GitAuthEnv(fake.RemoteURL("o", "r"), fake.Token, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, local, append(env, "GIT_SSL_CAINFO="+fake.CAFile), "push", "--quiet", fake.RemoteURL("o", "r"), "main", "feature")
+	githubtest.Git(t, local, append(env, "GIT_SSL_CAINFO="+fake.CAFile), "push", "--quiet", fake.RemoteURL("o", "r"), "main", "feature")
 	return fake, github.Repo{Owner: "o", Name: "r"}
 }
 
@@ -148,8 +134,8 @@ func TestPushNeedsTheToken(t *testing.T) {
 	t.Parallel()
 	fake, _ := seeded(t)
 	local := t.TempDir()
-	run(t, local, []string{"GIT_SSL_CAINFO=" + fake.CAFile}, "clone", "--quiet", fake.RemoteURL("o", "r"), ".")
-	run(t, local, nil, "commit", "--quiet", "--allow-empty", "-m", "more")
+	githubtest.Git(t, local, []string{"GIT_SSL_CAINFO=" + fake.CAFile}, "clone", "--quiet", fake.RemoteURL("o", "r"), ".")
+	githubtest.Git(t, local, nil, "commit", "--quiet", "--allow-empty", "-m", "more")
 	before := fake.Branch("o", "r", "main")
 	env, _ := github.GitAuthEnv(fake.RemoteURL("o", "r"), "ghp_not_it", nil)
 	cmd := exec.Command("git", "-C", local, "push", "origin", "HEAD:main")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,20 +15,6 @@ import (
 	"github.com/paddockhq/paddock/internal/github/githubtest"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
-
-// prGit runs git in dir with a home of its own, failing the test on an error.
-func prGit(t *testing.T, dir string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // prSetup is a fake GitHub holding o/r with main, a host repository cloned from it
 // (origin its https URL) holding an attempt's work as a commit on no branch, as the
@@ -50,24 +35,24 @@ func newPRSetup(t *testing.T) *prSetup {
 	fake.AddRepo(t, "o", "r")
 	ca := []string{"GIT_SSL_CAINFO=" + fake.CAFile}
 	seed := t.TempDir()
-	prGit(t, seed, nil, "init", "--quiet", "--initial-branch=main")
+	githubtest.Git(t, seed, nil, "init", "--quiet", "--initial-branch=main")
 	os.WriteFile(filepath.Join(seed, "a.txt"), []byte("a\n"), 0o644)
-	prGit(t, seed, nil, "add", "a.txt")
-	prGit(t, seed, nil, "commit", "--quiet", "-m", "first")
+	githubtest.Git(t, seed, nil, "add", "a.txt")
+	githubtest.Git(t, seed, nil, "commit", "--quiet", "-m", "first")
 	auth, err := github.GitAuthEnv(fake.RemoteURL("o", "r"), fake.Token, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prGit(t, seed, append(auth, ca...), "push", "--quiet", fake.RemoteURL("o", "r"), "main")
+	githubtest.Git(t, seed, append(auth, ca...), "push", "--quiet", fake.RemoteURL("o", "r"), "main")
 
 	host := filepath.Join(t.TempDir(), "host")
-	prGit(t, "/", ca, "clone", "--quiet", fake.RemoteURL("o", "r"), host)
-	prGit(t, host, nil, "checkout", "--quiet", "--detach")
+	githubtest.Git(t, "/", ca, "clone", "--quiet", fake.RemoteURL("o", "r"), host)
+	githubtest.Git(t, host, nil, "checkout", "--quiet", "--detach")
 	os.WriteFile(filepath.Join(host, "b.txt"), []byte("b\n"), 0o644)
-	prGit(t, host, nil, "add", "b.txt")
-	prGit(t, host, nil, "commit", "--quiet", "-m", "Add b.txt")
-	commit := prGit(t, host, nil, "rev-parse", "HEAD")
-	prGit(t, host, nil, "checkout", "--quiet", "main")
+	githubtest.Git(t, host, nil, "add", "b.txt")
+	githubtest.Git(t, host, nil, "commit", "--quiet", "-m", "Add b.txt")
+	commit := githubtest.Git(t, host, nil, "rev-parse", "HEAD")
+	githubtest.Git(t, host, nil, "checkout", "--quiet", "main")
 
 	trace := filepath.Join(t.TempDir(), "trace")
 	passed, failed := true, false
@@ -189,7 +174,7 @@ func TestPullRequestRefused(t *testing.T) {
 	if err := p.svc.prReady(ctx, p.host, ""); err != nil {
 		t.Fatalf("origin, GitHub's https address, refused: %v", err)
 	}
-	prGit(t, p.host, nil, "remote", "add", "mirror", "git@github.com:o/r.git")
+	githubtest.Git(t, p.host, nil, "remote", "add", "mirror", "git@github.com:o/r.git")
 	e := p.entry()
 	e.Remote = "mirror"
 	_, err := p.svc.openPR(ctx, e, p.task, a)

@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"os"
+	"os/exec"
 	"regexp"
+	"strings"
+	"testing"
 )
 
 // gitPath matches git's smart HTTP paths: /OWNER/NAME(.git)/REST.
@@ -55,4 +58,20 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, r
 // BasicToken is the Authorization header git sends with the token, as GitHub takes it.
 func BasicToken(token string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+}
+
+// Git runs git in dir as a test's own (no system or user config, no prompt for
+// credentials, an author and committer of its own) with env added to the environment,
+// and returns its output trimmed; it fails the test on an error.
+func Git(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir(), "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
