@@ -453,16 +453,8 @@ func (m *Model) renderTaskList(w, h int) string {
 	case len(v.rows) == 0:
 		return pad("No tasks yet. Start one: paddock task new REPO --prompt TEXT --agents claude:2,codex --check CMD", w, h)
 	}
-	if v.cursor < v.top {
-		v.top = v.cursor
-	}
-	if v.cursor >= v.top+h {
-		v.top = v.cursor - h + 1
-	}
-	v.top = max(0, min(v.top, len(v.rows)-h))
 	now := m.now()
-	var b strings.Builder
-	for i := v.top; i < len(v.rows) && i < v.top+h; i++ {
+	return renderWindow(len(v.rows), v.cursor, &v.top, w, h, func(i int) string {
 		r := v.rows[i]
 		t := v.task(r.task)
 		var line string
@@ -475,16 +467,8 @@ func (m *Model) renderTaskList(w, h int) string {
 				}
 			}
 		}
-		line = ansi.Truncate(line, w, "…")
-		if i == v.cursor {
-			line = styleSelected.Render(ansi.Strip(line))
-		}
-		b.WriteString(line)
-		if i < v.top+h-1 {
-			b.WriteByte('\n')
-		}
-	}
-	return pad(b.String(), w, h)
+		return ansi.Truncate(line, w, "…")
+	})
 }
 
 // taskLine is a task's line: name, state, attempts, the best, cost, age, its landing.

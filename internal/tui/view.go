@@ -93,21 +93,27 @@ func (m *Model) renderList(w, h int) string {
 		}
 		return pad(text, w, h)
 	}
-	if m.cursor < m.top {
-		m.top = m.cursor
+	return renderWindow(len(m.rows), m.cursor, &m.top, w, h, func(i int) string { return m.renderRow(m.rows[i], w) })
+}
+
+// renderWindow renders the n rows of a list that fit in h lines from *top, moving *top
+// so that the cursor's row shows, and highlights the cursor's; line renders row i.
+func renderWindow(n, cursor int, top *int, w, h int, line func(i int) string) string {
+	if cursor < *top {
+		*top = cursor
 	}
-	if m.cursor >= m.top+h {
-		m.top = m.cursor - h + 1
+	if cursor >= *top+h {
+		*top = cursor - h + 1
 	}
-	m.top = max(0, min(m.top, len(m.rows)-h))
+	*top = max(0, min(*top, n-h))
 	var b strings.Builder
-	for i := m.top; i < len(m.rows) && i < m.top+h; i++ {
-		line := m.renderRow(m.rows[i], w)
-		if i == m.cursor {
-			line = styleSelected.Render(ansi.Strip(line))
+	for i := *top; i < n && i < *top+h; i++ {
+		l := line(i)
+		if i == cursor {
+			l = styleSelected.Render(ansi.Strip(l))
 		}
-		b.WriteString(line)
-		if i < m.top+h-1 {
+		b.WriteString(l)
+		if i < *top+h-1 {
 			b.WriteByte('\n')
 		}
 	}
