@@ -84,16 +84,7 @@ func judgeCandidates(judge string, attempts []wire.Attempt) []string {
 		}
 	}
 	names := agents.Names()
-	slices.SortStableFunc(names, func(x, y string) int {
-		px, py := slices.Index(judgePreference, x), slices.Index(judgePreference, y)
-		if px < 0 {
-			px = len(judgePreference)
-		}
-		if py < 0 {
-			py = len(judgePreference)
-		}
-		return px - py
-	})
+	slices.SortStableFunc(names, inOrder(judgePreference))
 	var other, same []string
 	for _, n := range names {
 		a, err := agents.Get(n)
@@ -107,17 +98,19 @@ func judgeCandidates(judge string, attempts []wire.Attempt) []string {
 		}
 	}
 	// Of the attempts' vendors, their own kinds first.
-	slices.SortStableFunc(same, func(x, y string) int {
-		ix, iy := slices.Index(kinds, x), slices.Index(kinds, y)
-		if ix < 0 {
-			ix = len(kinds)
-		}
-		if iy < 0 {
-			iy = len(kinds)
-		}
-		return ix - iy
-	})
+	slices.SortStableFunc(same, inOrder(kinds))
 	return append(other, same...)
+}
+
+// inOrder compares names by where they stand in order, those not in it last.
+func inOrder(order []string) func(x, y string) int {
+	at := func(n string) int {
+		if i := slices.Index(order, n); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	return func(x, y string) int { return at(x) - at(y) }
 }
 
 // errStale is a verdict on work the checks have since run on again: the verdict on the
