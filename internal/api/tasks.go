@@ -25,6 +25,7 @@ func (s *Server) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/tasks/{task}", s.withTasks(s.removeTask))
 	mux.HandleFunc("POST /v1/tasks/{task}/attempts/{n}/review", s.withTasks(s.reviewAttempt))
 	mux.HandleFunc("POST /v1/tasks/{task}/land", s.withTasks(s.landTask))
+	mux.HandleFunc("POST /v1/sandboxes/{name}/land", s.withTasks(s.landSandbox))
 	mux.HandleFunc("GET /v1/queue", s.withTasks(s.listQueue))
 	mux.HandleFunc("DELETE /v1/queue/{id}", s.withTasks(s.dropEntry))
 }
@@ -123,6 +124,21 @@ func (s *Server) landTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, err := s.tasks.Land(context.WithoutCancel(r.Context()), r.PathValue("task"), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// landSandbox puts a plain sandbox's branch through the merge queue.
+func (s *Server) landSandbox(w http.ResponseWriter, r *http.Request) {
+	var req wire.SandboxLandRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.tasks.LandSandbox(context.WithoutCancel(r.Context()), r.PathValue("name"), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

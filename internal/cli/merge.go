@@ -20,12 +20,16 @@ type mergeOptions struct {
 	expect       string
 	wip, yes     bool
 	check, json  bool
+	// queue puts the branch through the merge queue (mergequeue.go).
+	queue, wait bool
+	into        string
+	runs        []string
 }
 
 func newCmdMerge(f *Factory) *cobra.Command {
 	opts := &mergeOptions{}
 	cmd := &cobra.Command{
-		Use:   "merge SANDBOX [BRANCH]",
+		Use:   "merge SANDBOX [BRANCH] [--queue [--run CMD]... [--into BRANCH] [--wait]]",
 		Short: "Sync, then merge the agent's branch into your current branch (fast-forward when it can)",
 		Long: `Sync the sandbox (as paddock sync does), then merge the agent's branch into the host
 repository's current branch: a fast-forward when it can, else a merge commit. BRANCH is one of
@@ -43,7 +47,18 @@ for your yes (--yes to give it in a script). A merge that conflicts is aborted (
 
 The merge runs no git hooks (a hooks path inside the work tree would run the agent's own), and
 is refused outright when the agent's .gitattributes names a filter, merge or diff driver your
-git config defines: that program would run on the sandbox's files. Merge such work by hand.`,
+git config defines: that program would run on the sandbox's files. Merge such work by hand.
+While the merge queue is landing work on the same branch of the same repository, the merge is
+refused (exit 4): wait for the entry (paddock task queue), or go through the queue too.
+
+With --queue, the branch goes through the daemon's merge queue of the host repository and
+branch (--into, default the host's current branch), the one tasks land through: it is rebased
+onto that branch inside the sandbox (its uncommitted work committed first), the --run
+commands run there on the result, and the branch is fast-forwarded only if they all pass.
+Entries land one at a time, in order. A conflict is told to the sandbox's agent session, or
+waits for you to rebase in the sandbox onto paddock/onto; paddock task queue shows the entry,
+paddock task drop ID takes it out. --wait follows it until it lands (exit 0), fails (exit 1)
+or conflicts (exit 4).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("merge takes a sandbox and, optionally, one of its branches (see `paddock merge --help`)")
@@ -55,6 +70,12 @@ git config defines: that program would run on the sandbox's files. Merge such wo
 			if len(args) == 2 {
 				opts.branch = args[1]
 			}
+			if opts.queue {
+				return runMergeQueue(cmd.Context(), f, opts)
+			}
+			if opts.wait || opts.into != "" || len(opts.runs) > 0 {
+				return usagef("--run, --into and --wait go with --queue")
+			}
 			return runMerge(cmd.Context(), f, opts)
 		},
 	}
@@ -62,7 +83,11 @@ git config defines: that program would run on the sandbox's files. Merge such wo
 	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "merge without asking, even when files that run code on this machine change")
 	cmd.Flags().BoolVar(&opts.check, "check", false, "sync and say what would be merged, merging nothing")
 	cmd.Flags().StringVar(&opts.expect, "commit", "", "merge only if the branch is still at this `COMMIT` (the one --check showed); refused (exit 4) if it moved")
-	cmd.Flags().BoolVar(&opts.json, "json", false, "print the merge (or with --check, the plan) as JSON")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the merge (or with --check, the plan; with --queue, the queue entry) as JSON")
+	cmd.Flags().BoolVar(&opts.queue, "queue", false, "land through the merge queue: rebased in the sandbox, checked, then fast-forwarded")
+	cmd.Flags().StringArrayVar(&opts.runs, "run", nil, "with --queue: a shell `CMD` that must exit 0 in the sandbox on the rebased work (repeat for more)")
+	cmd.Flags().StringVar(&opts.into, "into", "", "with --queue: the host `BRANCH` to land on (default: the host repository's current branch)")
+	cmd.Flags().BoolVar(&opts.wait, "wait", false, "with --queue: follow the entry until it lands, fails or conflicts")
 	return cmd
 }
 
@@ -94,6 +119,11 @@ func runMerge(ctx context.Context, f *Factory, opts *mergeOptions) error {
 	plan, err := g.PlanMerge(ctx, gitsync.MergeRequest{Sandbox: sb.Name, Base: sb.BaseCommit, Branch: opts.branch, Current: current, WIP: opts.wip, Expect: opts.expect})
 	if err != nil {
 		return err
+	}
+	if !opts.check {
+		if err := notBeingLanded(ctx, c, g.Repo, plan.Into); err != nil {
+			return err
+		}
 	}
 	if opts.check {
 		if opts.json {

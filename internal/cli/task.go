@@ -309,10 +309,14 @@ func exitOfEntry(e wire.QueueEntry) error {
 	case wire.QueueLanded, wire.QueuePR:
 		return nil
 	case wire.QueueConflict:
+		if e.Task == "" {
+			return apperr.Conflict(fmt.Sprintf("`paddock task queue` follows it, `paddock task drop %d` gives up", e.ID),
+				"%s conflicts with %s: %s%s", entryWho(e), e.Into, strings.Join(e.Conflicts, ", "), detailTail(e.Detail))
+		}
 		return apperr.Conflict(fmt.Sprintf("the attempt's agent was told; `paddock task queue %s` follows it, `paddock task drop %d` gives up", e.Task, e.ID),
-			"%s/%d conflicts with %s: %s", e.Task, e.Attempt, e.Into, strings.Join(e.Conflicts, ", "))
+			"%s conflicts with %s: %s", entryWho(e), e.Into, strings.Join(e.Conflicts, ", "))
 	case wire.QueueDropped:
-		return apperr.Conflict("", "entry %d of %s/%d was dropped", e.ID, e.Task, e.Attempt)
+		return apperr.Conflict("", "entry %d of %s was dropped", e.ID, entryWho(e))
 	}
-	return fmt.Errorf("%s/%d did not land on %s: %s", e.Task, e.Attempt, e.Into, e.Detail)
+	return fmt.Errorf("%s did not land on %s: %s", entryWho(e), e.Into, e.Detail)
 }

@@ -192,7 +192,7 @@ func waitEntry(ctx context.Context, f *Factory, c *client.Client, e wire.QueueEn
 
 // entryLine says where a queue entry stands, in a line.
 func entryLine(e wire.QueueEntry) string {
-	who := fmt.Sprintf("%s/%d", e.Task, e.Attempt)
+	who := entryWho(e)
 	switch e.State {
 	case wire.QueueWaiting:
 		return fmt.Sprintf("%s is in the merge queue of %s (entry %d), waiting its turn", who, e.Into, e.ID)
@@ -201,6 +201,9 @@ func entryLine(e wire.QueueEntry) string {
 	case wire.QueueChecking:
 		return fmt.Sprintf("%s: the checks run on its work rebased onto %s", who, e.Into)
 	case wire.QueueConflict:
+		if e.Task == "" {
+			return fmt.Sprintf("%s conflicts with %s on %s%s; `paddock task drop %d` gives up", who, e.Into, strings.Join(e.Conflicts, ", "), detailTail(e.Detail), e.ID)
+		}
 		return fmt.Sprintf("%s conflicts with %s on %s: its agent was told; `paddock task drop %d` gives up", who, e.Into, strings.Join(e.Conflicts, ", "), e.ID)
 	case wire.QueueLanded:
 		return fmt.Sprintf("%s landed: %s is at %s", who, e.Into, shortCommit(e.Commit))
@@ -215,6 +218,26 @@ func entryLine(e wire.QueueEntry) string {
 		return fmt.Sprintf("%s: pull request being opened", who)
 	}
 	return fmt.Sprintf("%s: %s", who, e.State)
+}
+
+// entryWho names what an entry lands: TASK/N, or a plain sandbox's SANDBOX:BRANCH.
+func entryWho(e wire.QueueEntry) string {
+	if e.Task == "" {
+		return e.Sandbox + ":" + e.Branch
+	}
+	return fmt.Sprintf("%s/%d", e.Task, e.Attempt)
+}
+
+// detailTail is what a plain sandbox's conflict detail says after its files: who was
+// told, or where to resolve it.
+func detailTail(d string) string {
+	if i := strings.Index(d, "; its agent"); i >= 0 {
+		return d[i:]
+	}
+	if i := strings.Index(d, ": resolve it"); i >= 0 {
+		return d[i:]
+	}
+	return ""
 }
 
 func shortCommit(c string) string {
@@ -270,7 +293,7 @@ func runTaskQueue(ctx context.Context, f *Factory, opts *taskQueueOptions) error
 		case e.PR != nil:
 			detail = fmt.Sprintf("#%d %s (%s)", e.PR.Number, e.PR.URL, e.PR.State)
 		}
-		fmt.Fprintf(tw, "%d\t%s/%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Attempt, e.Repo, e.Into, e.State,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, entryWho(e), e.Repo, e.Into, e.State,
 			age(time.Since(e.Created)), firstLine(detail, 80))
 	}
 	return tw.Flush()

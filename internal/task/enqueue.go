@@ -40,69 +40,20 @@ func (s *Service) Land(ctx context.Context, name string, req wire.LandRequest) (
 	if !req.PR && branchTip(ctx, g, into) == "" {
 		return wire.QueueEntry{}, apperr.NotFound("create it, or land on another: --into BRANCH", "the host repository %s has no branch %s", t.Repo, into)
 	}
-	if e, ok := s.openEntry(ctx, name, a.N); ok {
-		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("follow it: paddock task queue %s; take it out: paddock task drop %d", name, e.ID),
-			"attempt %d of task %s is in the merge queue already (entry %d, %s)", a.N, name, e.ID, e.State)
+	x := subject{&t, a}
+	if err := s.notQueued(ctx, x); err != nil {
+		return wire.QueueEntry{}, err
 	}
 	if req.PR {
 		if err := s.prReady(ctx, t.Repo, req.Remote); err != nil {
 			return wire.QueueEntry{}, err
 		}
 	}
-	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
-	if err != nil {
-		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("start it: paddock start %s", a.Sandbox),
-			"the sandbox of attempt %d, %s, does not answer: %v", a.N, a.Sandbox, err)
-	}
-	cur, err := gitsync.CurrentBranch(ctx, guestStream(c))
-	if err != nil {
-		return wire.QueueEntry{}, err
-	}
-	if cur != a.Branch {
-		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("switch it back (paddock exec %s -- git switch %s), then land again", a.Sandbox, a.Branch),
-			"the sandbox of attempt %d has %q checked out, not the attempt's branch %s", a.N, termtext.Escape(cur), a.Branch)
-	}
-	refs, err := fetchWork(ctx, g, c, &t, a)
-	if err != nil {
-		return wire.QueueEntry{}, err
-	}
-	ns := gitsync.Namespace(a.Sandbox)
-	work := refs[ns+gitsync.WIPBranch] // the branch, with its uncommitted work on top if any
-	if work == "" {
-		work = refs[ns+a.Branch]
-	}
-	if work == "" {
-		return wire.QueueEntry{}, fmt.Errorf("the sandbox of attempt %d has no branch %s", a.N, a.Branch)
-	}
-	if !req.PR && !req.Yes {
-		// From where the work meets the branch: the work may have been rebased onto it
-		// by an earlier landing, and what landed since the base is not the work's.
-		from := t.Base
-		if mb, err := g.Run(ctx, "merge-base", branchTip(ctx, g, into), work); err == nil {
-			from = strings.TrimSpace(mb)
-		}
-		hc, err := hostCode(ctx, g, ns+a.Branch, from, work)
-		if err != nil {
-			return wire.QueueEntry{}, err
-		}
-		if len(hc) > 0 {
-			return wire.QueueEntry{}, apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(from), gitsync.Short(work)),
-				"attempt %d of task %s changes files that run code on the host once landed: %s", a.N, name, hostCodeList(hc))
-		}
-	}
 	e := wire.QueueEntry{Task: name, Attempt: a.N, Repo: t.Repo, Into: into, State: wire.QueueWaiting, Mode: wire.QueueLand, Yes: req.Yes}
 	if req.PR {
 		e.Mode, e.Remote = wire.QueuePullRequest, req.Remote
 	}
-	q := s.q()
-	q.write.Lock()
-	if other, ok := s.openEntry(ctx, name, a.N); ok {
-		q.write.Unlock()
-		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("follow it: paddock task queue %s", name),
-			"attempt %d of task %s is in the merge queue already (entry %d, %s)", a.N, name, other.ID, other.State)
-	}
-	e, err = s.opts.Store.AddQueueEntry(context.WithoutCancel(ctx), e)
-	q.write.Unlock()
+	e, err = s.admit(ctx, g, x, e)
 	if err != nil {
 		return e, err
 	}
@@ -113,6 +64,76 @@ func (s *Service) Land(ctx context.Context, name string, req wire.LandRequest) (
 	s.log.Info("merge queue", "task", name, "attempt", a.N, "entry", e.ID, "into", into, "mode", e.Mode)
 	s.wakeQueue()
 	return e, nil
+}
+
+// admit puts an entry for the subject's work in the queue, once its sandbox answers with
+// its branch checked out, its work is fetched, and (for a landing, unless e.Yes) the work
+// changes no file that runs code on the host once landed. Nothing is changed when it
+// refuses.
+func (s *Service) admit(ctx context.Context, g *gitsync.Git, x subject, e wire.QueueEntry) (wire.QueueEntry, error) {
+	t, a := x.t, x.a
+	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+	if err != nil {
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("start it: paddock start %s", a.Sandbox),
+			"the sandbox of %s, %s, does not answer: %v", x, a.Sandbox, err)
+	}
+	cur, err := gitsync.CurrentBranch(ctx, guestStream(c))
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	if cur != a.Branch {
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("switch it back (paddock exec %s -- git switch %s), then land again", a.Sandbox, a.Branch),
+			"sandbox %s has %q checked out, not the branch %s of %s", a.Sandbox, termtext.Escape(cur), a.Branch, x)
+	}
+	refs, err := fetchWork(ctx, g, c, t, a)
+	if err != nil {
+		return wire.QueueEntry{}, err
+	}
+	ns := gitsync.Namespace(a.Sandbox)
+	work := refs[ns+gitsync.WIPBranch] // the branch, with its uncommitted work on top if any
+	if work == "" {
+		work = refs[ns+a.Branch]
+	}
+	if work == "" {
+		return wire.QueueEntry{}, fmt.Errorf("sandbox %s has no branch %s", a.Sandbox, a.Branch)
+	}
+	if e.Mode == wire.QueueLand && !e.Yes {
+		// From where the work meets the branch: the work may have been rebased onto it
+		// by an earlier landing, and what landed since the base is not the work's.
+		from := t.Base
+		if mb, err := g.Run(ctx, "merge-base", branchTip(ctx, g, e.Into), work); err == nil {
+			from = strings.TrimSpace(mb)
+		}
+		hc, err := hostCode(ctx, g, ns+a.Branch, from, work)
+		if err != nil {
+			return wire.QueueEntry{}, err
+		}
+		if len(hc) > 0 {
+			return wire.QueueEntry{}, apperr.Invalid(fmt.Sprintf("read them (git -C %s diff %s %s), then land again with --yes", t.Repo, gitsync.Short(from), gitsync.Short(work)),
+				"%s changes files that run code on the host once landed: %s", x, hostCodeList(hc))
+		}
+	}
+	q := s.q()
+	q.write.Lock()
+	defer q.write.Unlock()
+	if err := s.notQueued(ctx, x); err != nil {
+		return wire.QueueEntry{}, err
+	}
+	return s.opts.Store.AddQueueEntry(context.WithoutCancel(ctx), e)
+}
+
+// notQueued refuses a subject that has an open entry in the queue already.
+func (s *Service) notQueued(ctx context.Context, x subject) error {
+	e, ok := s.openEntry(ctx, x)
+	if !ok {
+		return nil
+	}
+	follow := "paddock task queue"
+	if !x.plain() {
+		follow += " " + x.t.Name
+	}
+	return apperr.Conflict(fmt.Sprintf("follow it: %s; take it out: paddock task drop %d", follow, e.ID),
+		"%s is in the merge queue already (entry %d, %s)", x, e.ID, e.State)
 }
 
 // landable is the attempt a landing asks for (n, or the best when 0), if it may land.
@@ -151,11 +172,16 @@ func landable(t *wire.Task, n int) (*wire.Attempt, error) {
 	return a, nil
 }
 
-// openEntry is the open queue entry of an attempt, if there is one.
-func (s *Service) openEntry(ctx context.Context, name string, n int) (wire.QueueEntry, bool) {
-	es, _ := s.opts.Store.QueueEntries(ctx, name)
+// openEntry is the open queue entry of a subject (an attempt, or a plain sandbox), if
+// there is one.
+func (s *Service) openEntry(ctx context.Context, x subject) (wire.QueueEntry, bool) {
+	es, _ := s.opts.Store.QueueEntries(ctx, x.t.Name)
 	for _, e := range es {
-		if e.Attempt == n && e.Open() {
+		same := e.Task == x.t.Name && e.Attempt == x.a.N
+		if x.plain() {
+			same = e.Task == "" && e.Sandbox == x.a.Sandbox
+		}
+		if same && e.Open() {
 			return e, true
 		}
 	}

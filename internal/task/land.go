@@ -115,6 +115,45 @@ func guestStream(c *guestclient.Client) gitsync.Stream {
 	}
 }
 
+// subject is what a queue entry lands: a task's attempt, or a plain sandbox's branch
+// (paddock merge --queue). A plain sandbox's is seen as a task of one attempt made from
+// its entry and held by no store (t.Name empty), so that the steps of a landing (the
+// rebase in the sandbox, the checks, the fetch, the fast-forward) are written once.
+type subject struct {
+	t *wire.Task
+	a *wire.Attempt
+}
+
+// plain says the subject is a plain sandbox's branch, not a task's attempt.
+func (x subject) plain() bool { return x.t.Name == "" }
+
+// String names the subject in a message: "attempt 2 of task fix" or "sandbox web's
+// branch main".
+func (x subject) String() string {
+	if x.plain() {
+		return fmt.Sprintf("sandbox %s's branch %s", x.a.Sandbox, termtext.Escape(x.a.Branch))
+	}
+	return fmt.Sprintf("attempt %d of task %s", x.a.N, x.t.Name)
+}
+
+// subjectOf is what an entry lands, as it is now.
+func (s *Service) subjectOf(ctx context.Context, e *wire.QueueEntry) (subject, error) {
+	if e.Task == "" {
+		t := &wire.Task{Repo: e.Repo, Base: e.Base, Checks: e.Checks}
+		a := &wire.Attempt{Sandbox: e.Sandbox, Branch: e.Branch, Session: e.Session, State: wire.AttemptDone}
+		return subject{t, a}, nil
+	}
+	t, err := s.Get(ctx, e.Task)
+	if err != nil {
+		return subject{}, err
+	}
+	a := attemptOf(&t, e.Attempt)
+	if a == nil {
+		return subject{}, fmt.Errorf("task %s has no attempt %d", e.Task, e.Attempt)
+	}
+	return subject{&t, a}, nil
+}
+
 // hostGit is hardened git in a task's host repository.
 func hostGit(t *wire.Task) *gitsync.Git { return &gitsync.Git{Repo: t.Repo} }
 
@@ -122,7 +161,7 @@ func hostGit(t *wire.Task) *gitsync.Git { return &gitsync.Git{Repo: t.Repo} }
 // the host repository under gitsync.Namespace(sandbox), and returns those refs.
 func fetchWork(ctx context.Context, g *gitsync.Git, c *guestclient.Client, t *wire.Task, a *wire.Attempt) (map[string]string, error) {
 	if _, err := g.Fetch(ctx, a.Sandbox, t.Base, inside.Workspace, guestStream(c)); err != nil {
-		return nil, fmt.Errorf("fetch the work of attempt %d into %s: %w", a.N, t.Repo, err)
+		return nil, fmt.Errorf("fetch the work of %s into %s: %w", subject{t, a}, t.Repo, err)
 	}
 	return g.Refs(ctx, gitsync.Namespace(a.Sandbox))
 }
@@ -232,11 +271,11 @@ func rebaseInSandbox(ctx context.Context, g *gitsync.Git, c *guestclient.Client,
 		}
 		return r, nil
 	case 21:
-		return r, &errSandboxBusy{fmt.Sprintf("the attempt's /workspace is in the middle of a %s", busyWhat(strings.TrimPrefix(first, "busy ")))}
+		return r, &errSandboxBusy{fmt.Sprintf("the /workspace of sandbox %s is in the middle of a %s", a.Sandbox, busyWhat(strings.TrimPrefix(first, "busy ")))}
 	case 22:
-		return r, &errSandboxBusy{fmt.Sprintf("the attempt's /workspace has %q checked out, not its branch %s", termtext.Escape(strings.TrimPrefix(first, "on ")), a.Branch)}
+		return r, &errSandboxBusy{fmt.Sprintf("the /workspace of sandbox %s has %q checked out, not the branch %s", a.Sandbox, termtext.Escape(strings.TrimPrefix(first, "on ")), a.Branch)}
 	case 23:
-		return r, fmt.Errorf("commit the attempt's uncommitted work: %s", termtext.Escape(strings.TrimSpace(stderr.String())))
+		return r, fmt.Errorf("commit the uncommitted work in sandbox %s: %s", a.Sandbox, termtext.Escape(strings.TrimSpace(stderr.String())))
 	}
 	return r, fmt.Errorf("rebase in sandbox %s: exit %d: %s", a.Sandbox, code, termtext.Escape(strings.TrimSpace(stderr.String())))
 }

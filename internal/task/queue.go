@@ -212,17 +212,23 @@ func (s *Service) dispatch(ctx context.Context) {
 // is not at work (its turn ended and its checks ran) and its sandbox's HEAD is no longer
 // the one whose rebase conflicted (the agent, or a user in the sandbox, rebased).
 func (s *Service) answered(ctx context.Context, e wire.QueueEntry) bool {
-	t, err := s.opts.Store.GetTask(ctx, e.Task)
-	if err != nil {
-		return false
-	}
-	a := attemptOf(&t, e.Attempt)
-	if a == nil || a.State != wire.AttemptDone {
+	sandbox := e.Sandbox
+	if e.Task != "" {
+		t, err := s.opts.Store.GetTask(ctx, e.Task)
+		if err != nil {
+			return false
+		}
+		a := attemptOf(&t, e.Attempt)
+		if a == nil || a.State != wire.AttemptDone {
+			return false
+		}
+		sandbox = a.Sandbox
+	} else if !s.plainAnswered(ctx, e) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
+	c, err := s.opts.Sandboxes.Client(ctx, sandbox)
 	if err != nil {
 		return false
 	}
@@ -263,7 +269,7 @@ func (s *Service) landEntry(ctx context.Context, e wire.QueueEntry) {
 	if hint := apperr.HintOf(err); hint != "" {
 		e.Detail += " (" + hint + ")"
 	}
-	s.log.Warn("merge queue: landing failed", "task", e.Task, "attempt", e.Attempt, "entry", e.ID, "err", err)
+	s.log.Warn("merge queue: landing failed", "task", e.Task, "attempt", e.Attempt, "sandbox", e.Sandbox, "entry", e.ID, "err", err)
 	if s.put(ctx, &e) == nil {
 		s.settle(ctx, e.Task)
 	}
@@ -274,15 +280,12 @@ func (s *Service) landEntry(ctx context.Context, e wire.QueueEntry) {
 // meanwhile is rebased onto again.
 func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 	for range maxRounds {
-		t, err := s.Get(ctx, e.Task)
+		x, err := s.subjectOf(ctx, e)
 		if err != nil {
 			return err
 		}
-		a := attemptOf(&t, e.Attempt)
-		if a == nil {
-			return fmt.Errorf("task %s has no attempt %d", e.Task, e.Attempt)
-		}
-		g := hostGit(&t)
+		t, a := x.t, x.a
+		g := hostGit(t)
 		if e.Commit != "" { // the checks passed on it before a restart
 			switch branchTip(ctx, g, e.Into) {
 			case e.Commit:
@@ -300,18 +303,18 @@ func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 		}
 		c, err := s.opts.Sandboxes.Client(ctx, a.Sandbox)
 		if err != nil {
-			return apperr.Conflict(fmt.Sprintf("start it (paddock start %s), then land again", a.Sandbox), "the sandbox of attempt %d does not answer: %v", a.N, err)
+			return apperr.Conflict(fmt.Sprintf("start it (paddock start %s), then land again", a.Sandbox), "the sandbox of %s, %s, does not answer: %v", x, a.Sandbox, err)
 		}
-		r, err := rebaseInSandbox(ctx, g, c, &t, a, e.Into)
+		r, err := rebaseInSandbox(ctx, g, c, t, a, e.Into)
 		var busy *errSandboxBusy
 		if errors.As(err, &busy) {
-			return s.conflict(ctx, g, e, &t, a, r, busy.what)
+			return s.conflict(ctx, g, e, x, r, busy.what)
 		}
 		if err != nil {
 			return err
 		}
 		if len(r.Conflicts) > 0 {
-			return s.conflict(ctx, g, e, &t, a, r, "")
+			return s.conflict(ctx, g, e, x, r, "")
 		}
 		e.Onto, e.State = r.Onto, wire.QueueChecking
 		if err := s.put(ctx, e); err != nil {
@@ -320,7 +323,7 @@ func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 		// The rebased work comes to the host while the checks run on it: only its
 		// landing waits for them.
 		fetched := make(chan error, 1)
-		go func() { fetched <- fetchRebased(ctx, g, c, &t, a, r, e) }()
+		go func() { fetched <- fetchRebased(ctx, g, c, t, a, r, e) }()
 		results, passed, err := s.runChecks(ctx, a.Sandbox, t.Checks)
 		ferr := <-fetched
 		if err != nil {
@@ -339,7 +342,7 @@ func (s *Service) land(ctx context.Context, e *wire.QueueEntry) error {
 		if err := s.finish(ctx, g, e, false); !errors.Is(err, errMoved) {
 			return err
 		}
-		s.log.Info("merge queue: the branch moved; rebasing again", "task", e.Task, "attempt", e.Attempt, "into", e.Into)
+		s.log.Info("merge queue: the branch moved; rebasing again", "task", e.Task, "attempt", e.Attempt, "sandbox", a.Sandbox, "into", e.Into)
 	}
 	return fmt.Errorf("%s kept moving while the work was landed (%d rebases): land it again", e.Into, maxRounds)
 }
@@ -354,7 +357,7 @@ func fetchRebased(ctx context.Context, g *gitsync.Git, c *guestclient.Client, t 
 	}
 	ref := gitsync.Namespace(a.Sandbox) + a.Branch
 	if got := refs[ref]; got != r.Head {
-		return fmt.Errorf("the attempt's branch %s moved while it was landed (now %s, rebased %s): land it again", a.Branch, gitsync.Short(got), gitsync.Short(r.Head))
+		return fmt.Errorf("the branch %s of sandbox %s moved while it was landed (now %s, rebased %s): land it again", a.Branch, a.Sandbox, gitsync.Short(got), gitsync.Short(r.Head))
 	}
 	if !isAncestor(ctx, g, r.Onto, r.Head) {
 		return fmt.Errorf("the rebased work %s does not descend from %s's %s", gitsync.Short(r.Head), e.Into, gitsync.Short(r.Onto))
@@ -414,13 +417,26 @@ func (s *Service) finish(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry
 	if err != nil {
 		return err
 	}
-	s.landed(ctx, e, fmt.Sprintf("attempt %d of task %s landed on %s (%s)", e.Attempt, e.Task, e.Into, gitsync.Short(e.Commit)))
+	s.landed(ctx, e, fmt.Sprintf("%s landed on %s (%s)", entryWhat(e), e.Into, gitsync.Short(e.Commit)))
 	return nil
+}
+
+// entryWhat names what an entry lands, as subject.String does, from the entry alone.
+func entryWhat(e *wire.QueueEntry) string {
+	if e.Task == "" {
+		return fmt.Sprintf("sandbox %s's branch %s", e.Sandbox, termtext.Escape(e.Branch))
+	}
+	return fmt.Sprintf("attempt %d of task %s", e.Attempt, e.Task)
 }
 
 // landed records an attempt's landing (or its pull request's opening) on the task and
 // says so.
 func (s *Service) landed(ctx context.Context, e *wire.QueueEntry, detail string) {
+	if e.Task == "" {
+		s.log.Info("merge queue: landed", "sandbox", e.Sandbox, "branch", e.Branch, "into", e.Into, "commit", e.Commit)
+		s.emit(ctx, e.Sandbox, EventLanded, detail, map[string]string{"sandbox": e.Sandbox, "branch": e.Branch, "commit": e.Commit, "into": e.Into})
+		return
+	}
 	t, err := s.updateAttempt(ctx, e.Task, e.Attempt, func(t *wire.Task, a *wire.Attempt) error {
 		a.State, t.State = wire.AttemptLanded, wire.TaskLanded
 		return nil
@@ -440,9 +456,10 @@ func (s *Service) landed(ctx context.Context, e *wire.QueueEntry, detail string)
 }
 
 // conflict records an entry whose rebase conflicted (or could not start: busy says why),
-// tells the attempt's agent what conflicts with what and what to do, and leaves the entry
-// waiting on its answer.
-func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry, t *wire.Task, a *wire.Attempt, r rebased, busy string) error {
+// tells the agent of the attempt (or of the plain sandbox, if it has one) what conflicts
+// with what and what to do, and leaves the entry waiting on its answer.
+func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEntry, x subject, r rebased, busy string) error {
+	t, a := x.t, x.a
 	e.State, e.Onto, e.ConflictHead, e.Conflicts = wire.QueueConflict, r.Onto, r.Head, nil
 	for _, f := range r.Conflicts {
 		e.Conflicts = append(e.Conflicts, termtext.Escape(f))
@@ -465,6 +482,9 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 			"%s as it is now is in this repository as paddock/onto. Rebase your branch onto it (git rebase paddock/onto), "+
 			"resolve the conflicts keeping the intent of both sides, and commit (git rebase --continue); the merge queue tries again when you are done.",
 			a.Branch, e.Into, e.Into, strings.Join(e.Conflicts, ", "), with, e.Into)
+	}
+	if x.plain() {
+		return s.conflictPlain(ctx, e, x, msg)
 	}
 	// Telling until the message is sent: a stop before then leaves the entry to be tried
 	// again (dispatch), so that the agent is told after all.
@@ -503,6 +523,9 @@ func (s *Service) conflict(ctx context.Context, g *gitsync.Git, e *wire.QueueEnt
 // settle puts a landing task whose entries have all ended back to what its attempts
 // say: landed if one did, else running or done.
 func (s *Service) settle(ctx context.Context, name string) {
+	if name == "" { // a plain sandbox's entry: no task to settle
+		return
+	}
 	es, _ := s.opts.Store.QueueEntries(ctx, name)
 	for _, e := range es {
 		if e.Open() {

@@ -60,6 +60,13 @@ func (c *Client) LandTask(ctx context.Context, name string, req wire.LandRequest
 	return out, c.postJSON(ctx, taskPath(name, "/land"), req, &out)
 }
 
+// LandSandbox puts a plain sandbox's branch in the merge queue of its host repository
+// and branch (paddock merge --queue).
+func (c *Client) LandSandbox(ctx context.Context, name string, req wire.SandboxLandRequest) (wire.QueueEntry, error) {
+	var out wire.QueueEntry
+	return out, c.postJSON(ctx, "/v1/sandboxes/"+url.PathEscape(name)+"/land", req, &out)
+}
+
 // Queue lists the merge queue's entries, oldest first; with task set, only its.
 func (c *Client) Queue(ctx context.Context, task string) ([]wire.QueueEntry, error) {
 	var out []wire.QueueEntry

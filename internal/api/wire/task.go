@@ -194,6 +194,21 @@ type LandRequest struct {
 	Yes bool `json:"yes,omitempty"`
 }
 
+// SandboxLandRequest is the body of POST /v1/sandboxes/{name}/land: a plain sandbox's
+// branch put through the merge queue (paddock merge --queue).
+type SandboxLandRequest struct {
+	// Branch is the sandbox's branch to land; empty: the one its /workspace has checked
+	// out (it must be that one).
+	Branch string `json:"branch,omitempty"`
+	// Into is the host branch to land on; empty: the host repository's current branch.
+	Into string `json:"into,omitempty"`
+	// Checks are the commands run in the sandbox on the rebased work; the branch lands
+	// only if they all pass.
+	Checks []string `json:"checks,omitempty"`
+	// Yes lands even when the work changes files that run code on the host once landed.
+	Yes bool `json:"yes,omitempty"`
+}
+
 // The states of a merge queue entry (QueueEntry.State).
 const (
 	QueueWaiting  = "waiting"  // behind another entry of its repository and branch
@@ -241,6 +256,15 @@ type QueueEntry struct {
 	// daemon's stop leaves so was perhaps never told, and is tried again from the rebase.
 	Telling bool         `json:"telling,omitempty"`
 	PR      *PullRequest `json:"pr,omitempty"`
+	// Sandbox, Branch, Base and Checks say what a plain sandbox's entry lands (paddock
+	// merge --queue; Task is empty): the sandbox's branch, the commit the sandbox started
+	// from, and the checks run on the rebased work.
+	Sandbox string   `json:"sandbox,omitempty"`
+	Branch  string   `json:"branch,omitempty"`
+	Base    string   `json:"base,omitempty"`
+	Checks  []string `json:"checks,omitempty"`
+	// Session is the agent session of a plain sandbox that its conflict was told to.
+	Session string `json:"session,omitempty"`
 	Created time.Time    `json:"created"`
 	Updated time.Time    `json:"updated"`
 }
