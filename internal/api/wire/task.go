@@ -264,9 +264,9 @@ type QueueEntry struct {
 	Base    string   `json:"base,omitempty"`
 	Checks  []string `json:"checks,omitempty"`
 	// Session is the agent session of a plain sandbox that its conflict was told to.
-	Session string `json:"session,omitempty"`
-	Created time.Time    `json:"created"`
-	Updated time.Time    `json:"updated"`
+	Session string    `json:"session,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
 }
 
 // Open says the entry has not reached an end (landed, failed, dropped, or a pull
