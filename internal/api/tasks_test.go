@@ -41,15 +41,7 @@ func TestTasksForTheOwner(t *testing.T) {
 		t.Errorf("GET /v1/tasks/greet with a host token: %d %s", a.status, a.body)
 	}
 
-	signIn := func(login string) *http.Client {
-		tt.gh.SignInBrowser(login)
-		c := tt.browser()
-		if code, body := get(t, c, tt.ts.URL+"/auth/github"); code != 200 {
-			t.Fatalf("%s's sign-in: %d %s", login, code, body)
-		}
-		return c
-	}
-	bob, root := signIn("bob"), signIn("root")
+	bob, root := tt.signIn("bob"), tt.signIn("root")
 	for _, path := range []string{"/v1/tasks", "/v1/tasks/greet", "/v1/queue", "/v1/queue?task=greet"} {
 		if code, body := get(t, bob, tt.ts.URL+path); code != http.StatusForbidden || !strings.Contains(body, "tasks are the daemon owner's") {
 			t.Errorf("bob GET %s: %d %s", path, code, body)

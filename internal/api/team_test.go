@@ -47,6 +47,17 @@ func newTeamTest(t *testing.T) *teamTest {
 	return &teamTest{remoteTest: rt, gh: gh}
 }
 
+// signIn is a browser signed in as login through GitHub's web sign-in.
+func (tt *teamTest) signIn(login string) *http.Client {
+	tt.t.Helper()
+	tt.gh.SignInBrowser(login)
+	c := tt.browser()
+	if code, body := get(tt.t, c, tt.ts.URL+"/auth/github"); code != 200 {
+		tt.t.Fatalf("%s's sign-in: %d %s", login, code, body)
+	}
+	return c
+}
+
 // browser is a browser with its own cookies that follows redirects, to GitHub and back.
 func (tt *teamTest) browser() *http.Client {
 	jar, _ := cookiejar.New(nil)
@@ -206,11 +217,7 @@ func TestGitHubSignInRefusals(t *testing.T) {
 
 func TestMembershipRechecked(t *testing.T) {
 	tt := newTeamTest(t)
-	tt.gh.SignInBrowser("alice")
-	alice := tt.browser()
-	if code, body := get(t, alice, tt.ts.URL+"/auth/github"); code != 200 {
-		t.Fatalf("sign-in: %d %s", code, body)
-	}
+	alice := tt.signIn("alice")
 	asks := func() int {
 		n := 0
 		for _, r := range tt.gh.Requests() {
@@ -256,15 +263,7 @@ func TestSandboxesByOwner(t *testing.T) {
 	tt := newTeamTest(t)
 	ctx := context.Background()
 	st := tt.srv.svc.Store()
-	signIn := func(login string) *http.Client {
-		tt.gh.SignInBrowser(login)
-		c := tt.browser()
-		if code, body := get(t, c, tt.ts.URL+"/auth/github"); code != 200 {
-			t.Fatalf("%s's sign-in: %d %s", login, code, body)
-		}
-		return c
-	}
-	alice, bob, root := signIn("alice"), signIn("bob"), signIn("root")
+	alice, bob, root := tt.signIn("alice"), tt.signIn("bob"), tt.signIn("root")
 	users, _ := st.Users(ctx)
 	for _, sb := range []store.Sandbox{{ID: "a1", Name: "alices", OwnerID: users[0].ID}, {ID: "b1", Name: "bobs", OwnerID: users[1].ID}, {ID: "h1", Name: "hosts"}} {
 		sb.Backend, sb.State = "none", "creating"
