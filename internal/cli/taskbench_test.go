@@ -150,7 +150,6 @@ func BenchmarkTaskStart(b *testing.B) {
 // sandboxes started at once.
 func taskStartByHand(b *testing.B) {
 	tb := newTaskBench(b)
-	var one, four []time.Duration
 	run := func(name string, n int) time.Duration {
 		start := time.Now()
 		errs := make(chan error, n)
@@ -168,27 +167,11 @@ func taskStartByHand(b *testing.B) {
 		}
 		return took
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%2 == 0 {
-			one = append(one, run(fmt.Sprintf("one%d", i), 1))
-			four = append(four, run(fmt.Sprintf("four%d", i), 4))
-		} else {
-			four = append(four, run(fmt.Sprintf("four%d", i), 4))
-			one = append(one, run(fmt.Sprintf("one%d", i), 1))
-		}
-		b.Logf("iteration %d: one sandbox %v, four %v", i, one[i].Round(time.Millisecond), four[i].Round(time.Millisecond))
-	}
-	b.StopTimer()
-	o, f := median(one), median(four)
-	b.ReportMetric(float64(f.Milliseconds()), "ms/4-sandboxes")
-	b.ReportMetric(float64(o.Milliseconds()), "ms/1-sandbox")
-	b.ReportMetric(float64(f)/float64(o), "x-one")
+	oneAndFour(b, "sandbox", "sandboxes", run)
 }
 
 func taskStart(b *testing.B, extra ...string) {
 	tb := newTaskBench(b)
-	var one, four []time.Duration
 	run := func(name string, n int) time.Duration {
 		start := time.Now()
 		tb.newTask(name, taskBenchIdle, n, extra...)
@@ -200,6 +183,14 @@ func taskStart(b *testing.B, extra ...string) {
 		tb.h.Must("task", "rm", name)
 		return took
 	}
+	oneAndFour(b, "attempt", "attempts", run)
+}
+
+// oneAndFour times run with one and with four, b.N times, taking turns at which goes
+// first, and reports the medians as ms/1-WHAT and ms/4-WHATS, and four's over one's as
+// x-one.
+func oneAndFour(b *testing.B, what, whats string, run func(name string, n int) time.Duration) {
+	var one, four []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
@@ -209,12 +200,12 @@ func taskStart(b *testing.B, extra ...string) {
 			four = append(four, run(fmt.Sprintf("four%d", i), 4))
 			one = append(one, run(fmt.Sprintf("one%d", i), 1))
 		}
-		b.Logf("iteration %d: one attempt %v, four %v", i, one[i].Round(time.Millisecond), four[i].Round(time.Millisecond))
+		b.Logf("iteration %d: one %s %v, four %v", i, what, one[i].Round(time.Millisecond), four[i].Round(time.Millisecond))
 	}
 	b.StopTimer()
 	o, f := median(one), median(four)
-	b.ReportMetric(float64(f.Milliseconds()), "ms/4-attempts")
-	b.ReportMetric(float64(o.Milliseconds()), "ms/1-attempt")
+	b.ReportMetric(float64(f.Milliseconds()), "ms/4-"+whats)
+	b.ReportMetric(float64(o.Milliseconds()), "ms/1-"+what)
 	b.ReportMetric(float64(f)/float64(o), "x-one")
 }
 
