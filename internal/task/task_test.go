@@ -47,14 +47,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
+	dir := testenv.ShortTempDir(t)
 	b, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb")})
 	if err != nil {
 		t.Fatal(err)

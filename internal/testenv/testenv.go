@@ -108,3 +108,19 @@ func History(tb testing.TB, repo string, n int) {
 // Touch20 is a script that commits a change to 20 of History's files, its argument in
 // each change: the sync benchmarks' new commit.
 const Touch20 = `set -e; for f in $(seq 0 19); do echo "change $1" >> src/file0$(printf %02d $f).txt; done; git add -A; git -c user.name=b -c user.email=b@example.com commit -q -m "change $1"`
+
+// ShortTempDir is a temporary directory, removed when the test ends, with a path short
+// enough for unix sockets (t.TempDir's may not be) and mode 0711, so that a sandbox's
+// own user may reach what is below it.
+func ShortTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "pdk")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}

@@ -171,7 +171,7 @@ func smallGuest(b *testing.B) sandbox.GuestBinary {
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, err := sandbox.InstallGuest(path, filepath.Join(shortTempDir(b), "agent"))
+	agent, err := sandbox.InstallGuest(path, filepath.Join(testenv.ShortTempDir(b), "agent"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func newBackend(t testing.TB) (*bwrap.Bwrap, sandbox.GuestBinary) {
 // newBackendHiding is newBackend with host paths its sandboxes must not see.
 func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.GuestBinary) {
 	t.Helper()
-	dir := shortTempDir(t)
+	dir := testenv.ShortTempDir(t)
 	b, err := bwrap.New(backend.Env{Dir: filepath.Join(dir, "sb"), Hide: hide})
 	if err != nil {
 		t.Fatal(err)
@@ -55,19 +55,6 @@ func newBackendHiding(t testing.TB, hide []string) (*bwrap.Bwrap, sandbox.GuestB
 		t.Fatal(err)
 	}
 	return b, agent
-}
-
-// shortTempDir is a temporary directory with a path short enough for unix sockets.
-func shortTempDir(t testing.TB) string {
-	dir, err := os.MkdirTemp("", "pdk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func TestConformance(t *testing.T) {
@@ -95,7 +82,7 @@ func TestRootfs(t *testing.T) {
 		testenv.Missing(t, "the test binary is not static", "run with CGO_ENABLED=0 (make test does)")
 	}
 	b, agent := newBackend(t)
-	rootfs := filepath.Join(shortTempDir(t), "rootfs")
+	rootfs := filepath.Join(testenv.ShortTempDir(t), "rootfs")
 	for _, d := range []string{"bin", "etc", "usr/share/marker"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			t.Fatal(err)
