@@ -310,7 +310,7 @@ func exitOfEntry(e wire.QueueEntry) error {
 		return nil
 	case wire.QueueConflict:
 		if e.Task == "" {
-			return apperr.Conflict(fmt.Sprintf("`paddock task queue` follows it, `paddock task drop %d` gives up", e.ID),
+			return apperr.Conflict("`paddock task queue` follows it",
 				"%s conflicts with %s: %s%s", entryWho(e), e.Into, strings.Join(e.Conflicts, ", "), detailTail(e.Detail))
 		}
 		return apperr.Conflict(fmt.Sprintf("the attempt's agent was told; `paddock task queue %s` follows it, `paddock task drop %d` gives up", e.Task, e.ID),

@@ -202,7 +202,11 @@ func entryLine(e wire.QueueEntry) string {
 		return fmt.Sprintf("%s: the checks run on its work rebased onto %s", who, e.Into)
 	case wire.QueueConflict:
 		if e.Task == "" {
-			return fmt.Sprintf("%s conflicts with %s on %s%s; `paddock task drop %d` gives up", who, e.Into, strings.Join(e.Conflicts, ", "), detailTail(e.Detail), e.ID)
+			tail := detailTail(e.Detail)
+			if !strings.Contains(tail, "task drop") {
+				tail += fmt.Sprintf("; `paddock task drop %d` gives up", e.ID)
+			}
+			return fmt.Sprintf("%s conflicts with %s on %s%s", who, e.Into, strings.Join(e.Conflicts, ", "), tail)
 		}
 		return fmt.Sprintf("%s conflicts with %s on %s: its agent was told; `paddock task drop %d` gives up", who, e.Into, strings.Join(e.Conflicts, ", "), e.ID)
 	case wire.QueueLanded:
