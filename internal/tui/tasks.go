@@ -429,15 +429,7 @@ var (
 // renderTasks draws the tasks view: the list, the selection's details beside it.
 func (m *Model) renderTasks() string {
 	v := m.tasks
-	h := m.listHeight()
-	lw := m.listWidth()
-	list := m.renderTaskList(lw, h)
-	body := list
-	if lw < m.width {
-		pw := m.width - lw - 1
-		sep := strings.TrimSuffix(strings.Repeat("│\n", h), "\n")
-		body = lipgloss.JoinHorizontal(lipgloss.Top, list, styleDim.Render(sep), pad(strings.Join(m.taskDetail(pw), "\n"), pw, h))
-	}
+	body := m.listAndSide(m.renderTaskList, func(w, h int) string { return pad(strings.Join(m.taskDetail(w), "\n"), w, h) })
 	head := styleTitle.Render("paddock · tasks") + styleDim.Render("  "+plural(len(v.tasks), "task", "tasks"))
 	foot := ansi.Truncate(styleDim.Render(tasksKeys), m.width, "…")
 	return ansi.Truncate(head, m.width, "…") + "\n" + body + "\n" + m.statusLine() + "\n" + foot

@@ -50,16 +50,21 @@ func (m *Model) render() string {
 			return m.dialog.view(m.width, m.height) + "\n" + m.statusLine()
 		}
 	}
+	return m.header() + "\n" + m.listAndSide(m.renderList, m.renderPreview) + "\n" + m.statusLine() + "\n" + m.footer()
+}
+
+// listAndSide is a screen's body: list at the left and, when the terminal is wider than
+// the list, a rule and side at its right, each given its width and height.
+func (m *Model) listAndSide(list, side func(w, h int) string) string {
 	h := m.listHeight()
 	lw := m.listWidth()
-	list := m.renderList(lw, h)
-	body := list
-	if lw < m.width {
-		pw := m.width - lw - 1
-		sep := strings.TrimSuffix(strings.Repeat("│\n", h), "\n")
-		body = lipgloss.JoinHorizontal(lipgloss.Top, list, styleDim.Render(sep), m.renderPreview(pw, h))
+	l := list(lw, h)
+	if lw >= m.width {
+		return l
 	}
-	return m.header() + "\n" + body + "\n" + m.statusLine() + "\n" + m.footer()
+	pw := m.width - lw - 1
+	sep := strings.TrimSuffix(strings.Repeat("│\n", h), "\n")
+	return lipgloss.JoinHorizontal(lipgloss.Top, l, styleDim.Render(sep), side(pw, h))
 }
 
 func (m *Model) header() string {
