@@ -46,39 +46,51 @@ func (s *Store) AddTask(ctx context.Context, t wire.Task) error {
 
 // GetTask returns the task of this name.
 func (s *Store) GetTask(ctx context.Context, name string) (wire.Task, error) {
-	var doc string
-	err := s.db.QueryRowContext(ctx, "SELECT doc FROM tasks WHERE name = ?", name).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return wire.Task{}, ErrNoTask
-	}
-	if err != nil {
-		return wire.Task{}, err
-	}
-	var t wire.Task
-	if err := json.Unmarshal([]byte(doc), &t); err != nil {
-		return wire.Task{}, fmt.Errorf("task %s: %w", name, err)
-	}
-	return t, nil
+	return getDoc[wire.Task](ctx, s.db, "task", ErrNoTask, "SELECT name, doc FROM tasks WHERE name = ?", name)
 }
 
 // ListTasks returns every task, the oldest first.
 func (s *Store) ListTasks(ctx context.Context) ([]wire.Task, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT name, doc FROM tasks ORDER BY created, name")
+	return listDocs[wire.Task](ctx, s.db, "task", "SELECT name, doc FROM tasks ORDER BY created, name")
+}
+
+// getDoc reads the JSON document of the one row query finds (its columns: a key naming
+// it and the document); no row is errNone.
+func getDoc[T any](ctx context.Context, db *sql.DB, what string, errNone error, query string, args ...any) (T, error) {
+	var v T
+	var key, doc string
+	err := db.QueryRowContext(ctx, query, args...).Scan(&key, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, errNone
+	}
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		return v, fmt.Errorf("%s %s: %w", what, key, err)
+	}
+	return v, nil
+}
+
+// listDocs reads the JSON documents of the rows query finds, in its order (its columns:
+// a key naming each and the document).
+func listDocs[T any](ctx context.Context, db *sql.DB, what, query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []wire.Task
+	var out []T
 	for rows.Next() {
-		var name, doc string
-		if err := rows.Scan(&name, &doc); err != nil {
+		var key, doc string
+		if err := rows.Scan(&key, &doc); err != nil {
 			return nil, err
 		}
-		var t wire.Task
-		if err := json.Unmarshal([]byte(doc), &t); err != nil {
-			return nil, fmt.Errorf("task %s: %w", name, err)
+		var v T
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, key, err)
 		}
-		out = append(out, t)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -145,38 +157,11 @@ func (s *Store) UpdateQueueEntry(ctx context.Context, e wire.QueueEntry) error {
 
 // GetQueueEntry returns the entry with this id.
 func (s *Store) GetQueueEntry(ctx context.Context, id int64) (wire.QueueEntry, error) {
-	var doc string
-	err := s.db.QueryRowContext(ctx, "SELECT doc FROM land_queue WHERE id = ?", id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return wire.QueueEntry{}, ErrNoQueueEntry
-	}
-	if err != nil {
-		return wire.QueueEntry{}, err
-	}
-	var e wire.QueueEntry
-	err = json.Unmarshal([]byte(doc), &e)
-	return e, err
+	return getDoc[wire.QueueEntry](ctx, s.db, "merge queue entry", ErrNoQueueEntry, "SELECT id, doc FROM land_queue WHERE id = ?", id)
 }
 
 // QueueEntries returns the merge queue's entries in order (oldest first); with task
 // set, only that task's.
 func (s *Store) QueueEntries(ctx context.Context, task string) ([]wire.QueueEntry, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT doc FROM land_queue WHERE ? = '' OR task = ? ORDER BY id", task, task)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []wire.QueueEntry
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var e wire.QueueEntry
-		if err := json.Unmarshal([]byte(doc), &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return listDocs[wire.QueueEntry](ctx, s.db, "merge queue entry", "SELECT id, doc FROM land_queue WHERE ? = '' OR task = ? ORDER BY id", task, task)
 }
