@@ -33,6 +33,15 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.tasks != nil && !req.Check {
+		// Never beside the merge queue landing on the same branch.
+		if sb, err := s.svc.Record(r.Context(), r.PathValue("name")); err == nil && sb.SourcePath != "" {
+			if err := s.tasks.NotLanding(r.Context(), sb.SourcePath, ""); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+	}
 	res, err := s.syncs.Merge(r.Context(), r.PathValue("name"), req)
 	if err != nil {
 		s.writeError(w, r, err)

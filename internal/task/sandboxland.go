@@ -147,3 +147,30 @@ func (s *Service) plainAnswered(ctx context.Context, e wire.QueueEntry) bool {
 	}
 	return true
 }
+
+// NotLanding refuses a merge without the queue into a branch of a repository (empty: the
+// branch the repository has checked out) while the queue lands an entry there, so that
+// the two never move the branch at once. An entry waiting on a conflict's answer, or a
+// pull request, lands nothing meanwhile.
+func (s *Service) NotLanding(ctx context.Context, repo, branch string) error {
+	repo = filepath.Clean(repo)
+	if branch == "" {
+		out, err := (&gitsync.Git{Repo: repo}).Run(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		if branch = strings.TrimSpace(out); err != nil || branch == "" {
+			return nil
+		}
+	}
+	es, err := s.opts.Store.QueueEntries(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if !e.Open() || e.Mode == wire.QueuePullRequest || e.State == wire.QueueConflict ||
+			e.Into != branch || filepath.Clean(e.Repo) != repo {
+			continue
+		}
+		return apperr.Conflict("wait for it to end (paddock task queue), or land through the queue too: paddock merge SANDBOX --queue",
+			"the merge queue is landing %s on %s (entry %d, %s): not merged", entryWhat(&e), branch, e.ID, e.State)
+	}
+	return nil
+}
