@@ -112,7 +112,8 @@ func (s *Service) conflictPlain(ctx context.Context, e *wire.QueueEntry, x subje
 	return nil
 }
 
-// agentSession is the sandbox's first agent session that runs, or "".
+// agentSession is the sandbox's first agent session that runs, or "". A shell session
+// is no agent to tell: what is typed there runs.
 func (s *Service) agentSession(ctx context.Context, sandbox string) string {
 	if s.opts.Sessions == nil {
 		return ""
@@ -122,6 +123,9 @@ func (s *Service) agentSession(ctx context.Context, sandbox string) string {
 		return ""
 	}
 	for _, se := range ss {
+		if se.Agent == "shell" {
+			continue
+		}
 		switch se.Status {
 		case "working", "waiting", "idle", "running":
 			return se.Name
