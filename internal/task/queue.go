@@ -132,11 +132,12 @@ func (s *Service) runQueue(ctx context.Context) {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	// A branch moved in a sandbox may be the answer to a conflict (made by hand there,
-	// when its agent could not be told); a subscription that falls behind is left to
-	// the ticks.
+	// when its agent could not be told), and so may the end of a plain sandbox's agent's
+	// turn (an attempt's comes through turnEnded); a subscription that falls behind is
+	// left to the ticks.
 	var moved <-chan events.Event
 	if s.opts.Bus != nil {
-		sub := s.opts.Bus.Subscribe(16, func(ev events.Event) bool { return ev.Kind == guestproto.EventBranchMoved })
+		sub := s.opts.Bus.Subscribe(16, func(ev events.Event) bool { return ev.Kind == guestproto.EventBranchMoved || turnEnd(ev) })
 		defer sub.Close()
 		moved = sub.C()
 	}
