@@ -114,12 +114,17 @@ const workScript = `set -e
 cd /workspace
 echo "head $(git rev-parse -q --verify HEAD || true)"
 if [ -n "$(git status --porcelain --untracked-files=normal)" ]; then echo dirty 1; else echo dirty 0; fi
-index=$(mktemp)
+` + stageInCopy + `GIT_INDEX_FILE=$index git diff --cached --numstat --no-renames "$1"
+`
+
+// stageInCopy is shell that stages everything in the work tree, the files git does not
+// track yet included, in a copy of the index at $index (removed on exit), so that the
+// agent's own index is left as it is.
+const stageInCopy = `index=$(mktemp)
 trap 'rm -f "$index"' EXIT
 idx=$(git rev-parse --git-path index)
 if [ -f "$idx" ]; then cp "$idx" "$index"; else rm -f "$index"; fi
 GIT_INDEX_FILE=$index git add -A .
-GIT_INDEX_FILE=$index git diff --cached --numstat --no-renames "$1"
 `
 
 // work is what workScript says of an attempt's work.

@@ -261,12 +261,7 @@ func (s *Service) askJudge(ctx context.Context, sandboxName, kind, prompt string
 const diffScript = `set -e
 cd ` + inside.Workspace + `
 git rev-parse -q --verify "$1^{commit}" >/dev/null || { echo "the base commit $1 is not in /workspace" >&2; exit 3; }
-index=$(mktemp)
-trap 'rm -f "$index"' EXIT
-idx=$(git rev-parse --git-path index)
-if [ -f "$idx" ]; then cp "$idx" "$index"; else rm -f "$index"; fi
-GIT_INDEX_FILE=$index git add -A .
-GIT_INDEX_FILE=$index git -c core.quotepath=off diff --cached --no-color --no-ext-diff --no-textconv --stat --patch "$1" -- | head -c "$2"
+` + stageInCopy + `GIT_INDEX_FILE=$index git -c core.quotepath=off diff --cached --no-color --no-ext-diff --no-textconv --stat --patch "$1" -- | head -c "$2"
 `
 
 // readDiff reads the attempt's diff against the base, cut at maxJudgeDiff bytes.
