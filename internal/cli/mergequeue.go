@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -32,37 +31,10 @@ func runMergeQueue(ctx context.Context, f *Factory, opts *mergeOptions) error {
 		return err
 	}
 	req := wire.SandboxLandRequest{Branch: opts.branch, Into: opts.into, Checks: opts.runs, Yes: opts.yes}
-	e, err := c.LandSandbox(ctx, opts.name, req)
-	if err != nil && needsYes(err) && !f.NonInteractive && !opts.json && isTerminal(f.IO.In) && isTerminal(f.IO.ErrOut) {
-		// The daemon named the files that run code on this machine: on a terminal, the
-		// user answers here, as the merge without the queue asks.
-		fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n  %s\nLand anyway? [y/N] ", err, apperr.HintOf(err))
-		answer, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			return apperr.Invalid("", "not landed")
-		}
-		req.Yes = true
-		e, err = c.LandSandbox(ctx, opts.name, req)
-	}
-	if err != nil {
-		return err
-	}
-	if opts.wait {
-		if e, err = waitEntry(ctx, f, c, e); err != nil {
-			return err
-		}
-	}
-	if opts.json {
-		if err := writeJSON(f, e); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", entryLine(e))
-	}
-	if !opts.wait {
-		return nil
-	}
-	return exitOfEntry(e)
+	return putInQueue(ctx, f, c, opts.json, opts.wait, func(yes bool) (wire.QueueEntry, error) {
+		req.Yes = req.Yes || yes
+		return c.LandSandbox(ctx, opts.name, req)
+	})
 }
 
 // notBeingLanded refuses a merge into a branch of a repository while the merge queue

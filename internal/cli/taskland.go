@@ -120,34 +120,42 @@ func runTaskLand(ctx context.Context, f *Factory, opts *taskLandOptions) error {
 		return err
 	}
 	req := wire.LandRequest{Attempt: opts.attempt, Into: opts.into, PR: opts.pr, Remote: opts.remote, Yes: opts.yes}
-	e, err := c.LandTask(ctx, opts.name, req)
-	if err != nil && needsYes(err) && !f.NonInteractive && !opts.json && isTerminal(f.IO.In) && isTerminal(f.IO.ErrOut) {
-		// The daemon named the files that run code on the host: on a terminal, the user
-		// answers here, as paddock merge asks.
+	return putInQueue(ctx, f, c, opts.json, opts.wait, func(yes bool) (wire.QueueEntry, error) {
+		req.Yes = req.Yes || yes
+		return c.LandTask(ctx, opts.name, req)
+	})
+}
+
+// putInQueue puts work in the merge queue with put, and says where its entry stands: a
+// line, or with asJSON the entry; with wait it follows the entry to its end, which is
+// then the exit status. When the daemon refuses for the files that run code on the host,
+// the user on a terminal answers here, as paddock merge asks, and a yes puts it again.
+func putInQueue(ctx context.Context, f *Factory, c *client.Client, asJSON, wait bool, put func(yes bool) (wire.QueueEntry, error)) error {
+	e, err := put(false)
+	if err != nil && needsYes(err) && !f.NonInteractive && !asJSON && isTerminal(f.IO.In) && isTerminal(f.IO.ErrOut) {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n  %s\nLand anyway? [y/N] ", err, apperr.HintOf(err))
 		answer, _ := bufio.NewReader(f.IO.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			return apperr.Invalid("", "not landed")
 		}
-		req.Yes = true
-		e, err = c.LandTask(ctx, opts.name, req)
+		e, err = put(true)
 	}
 	if err != nil {
 		return err
 	}
-	if opts.wait {
+	if wait {
 		if e, err = waitEntry(ctx, f, c, e); err != nil {
 			return err
 		}
 	}
-	if opts.json {
+	if asJSON {
 		if err := writeJSON(f, e); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "paddock: %s\n", entryLine(e))
 	}
-	if !opts.wait {
+	if !wait {
 		return nil
 	}
 	return exitOfEntry(e)
