@@ -82,8 +82,12 @@ func (s *Service) admit(ctx context.Context, g *gitsync.Git, x subject, e wire.Q
 		return wire.QueueEntry{}, err
 	}
 	if cur != a.Branch {
-		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("switch it back (paddock exec %s -- git switch %s), then land again", a.Sandbox, a.Branch),
-			"sandbox %s has %q checked out, not the branch %s of %s", a.Sandbox, termtext.Escape(cur), a.Branch, x)
+		what := "the branch " + termtext.Escape(a.Branch)
+		if !x.plain() {
+			what = fmt.Sprintf("the branch %s of attempt %d", a.Branch, a.N)
+		}
+		return wire.QueueEntry{}, apperr.Conflict(fmt.Sprintf("switch to it (paddock exec %s -- git switch %s), then land again", a.Sandbox, termtext.Escape(a.Branch)),
+			"sandbox %s has %q checked out, not %s", a.Sandbox, termtext.Escape(cur), what)
 	}
 	refs, err := fetchWork(ctx, g, c, t, a)
 	if err != nil {
@@ -133,7 +137,7 @@ func (s *Service) notQueued(ctx context.Context, x subject) error {
 		follow += " " + x.t.Name
 	}
 	return apperr.Conflict(fmt.Sprintf("follow it: %s; take it out: paddock task drop %d", follow, e.ID),
-		"%s is in the merge queue already (entry %d, %s)", x, e.ID, e.State)
+		"%s is in the merge queue already (entry %d, %s)", entryWhat(&e), e.ID, e.State)
 }
 
 // landable is the attempt a landing asks for (n, or the best when 0), if it may land.
