@@ -171,7 +171,9 @@ func needsYes(err error) bool {
 // conflict for the agent to answer, or an open pull request.
 func waitEntry(ctx context.Context, f *Factory, c *client.Client, e wire.QueueEntry) (wire.QueueEntry, error) {
 	last := ""
-	tick := time.NewTicker(taskPoll)
+	// A landing often ends in a fraction of a second: asked soon, then every taskPoll.
+	every := 100 * time.Millisecond
+	tick := time.NewTimer(every)
 	defer tick.Stop()
 	for {
 		if e.State != last && e.State != wire.QueueConflict && e.State != wire.QueuePR && e.Open() {
@@ -186,6 +188,8 @@ func waitEntry(ctx context.Context, f *Factory, c *client.Client, e wire.QueueEn
 			return e, ctx.Err()
 		case <-tick.C:
 		}
+		every = min(2*every, taskPoll)
+		tick.Reset(every)
 		es, err := c.Queue(ctx, e.Task)
 		if err != nil {
 			return e, err
