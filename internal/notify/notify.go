@@ -268,6 +268,15 @@ func (n *Notifier) decide(ev events.Event) (Message, bool) {
 		name = strings.TrimSuffix(name, "/")
 		msg.Title, msg.Body = name+": alarm: the agent went for its own controls", ev.Detail
 	case Task:
+		if ev.Attrs["task"] == "" { // a plain sandbox's branch in the merge queue (merge --queue)
+			title := fmt.Sprintf("%s: %s landed on %s", ev.Sandbox, ev.Attrs["branch"], ev.Attrs["into"])
+			if ev.Kind == "task-conflict" {
+				title = fmt.Sprintf("%s: %s conflicts with %s: it needs an answer", ev.Sandbox, ev.Attrs["branch"], ev.Attrs["into"])
+			}
+			msg.Title, msg.Body = title, ev.Detail
+			msg.URL = n.link(ev.Sandbox, "")
+			return msg, true
+		}
 		title := taskNews[ev.Kind]
 		if strings.Contains(title, "%s") {
 			title = fmt.Sprintf(title, ev.Attrs["attempt"])

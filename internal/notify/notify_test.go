@@ -123,6 +123,17 @@ func TestDecideTasks(t *testing.T) {
 			t.Fatalf("step %d: %+v", i, msg)
 		}
 	}
+	// A plain sandbox's branch through the merge queue (merge --queue): no task, its
+	// sandbox and branch named, the link to the sandbox.
+	for i, s := range []struct{ kind, title string }{
+		{"task-conflict", "web: main conflicts with trunk: it needs an answer"},
+		{"task-landed", "web: main landed on trunk"},
+	} {
+		plain := events.Event{Time: t0.Add(5 * time.Second), Sandbox: "web", Kind: s.kind, Detail: "the detail", Attrs: map[string]string{"sandbox": "web", "branch": "main", "into": "trunk"}}
+		if msg, ok := n.decide(plain); !ok || msg.Title != s.title || !strings.HasPrefix(msg.URL, "https://paddock.example/") || strings.Contains(msg.URL, "/t/") {
+			t.Fatalf("plain step %d: %v %+v", i, ok, msg)
+		}
+	}
 	n, _ = newNotifier(t, config.Notify{Events: []string{"waiting"}})
 	if _, ok := n.decide(ev("task-landed", "1", 0)); ok {
 		t.Fatal("a landing notified though only waiting was asked for")
