@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -51,7 +50,7 @@ func notBeingLanded(ctx context.Context, c *client.Client, repo, into string) er
 			e.Into != into || filepath.Clean(e.Repo) != repo {
 			continue
 		}
-		return apperr.Conflict(fmt.Sprintf("wait for it to end (paddock task queue), or land through the queue too: paddock merge SANDBOX --queue"),
+		return apperr.Conflict("wait for it to end (paddock task queue), or land through the queue too: paddock merge SANDBOX --queue",
 			"the merge queue is landing %s on %s (entry %d, %s): not merged", entryWho(e), into, e.ID, e.State)
 	}
 	return nil
