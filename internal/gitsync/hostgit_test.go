@@ -15,13 +15,14 @@ import (
 func TestHostGitIsHardened(t *testing.T) {
 	t.Parallel()
 	allowed := map[string]string{
-		"internal/gitsync/git.go":      "the runner (command) and NoFilters, which reads config",
-		"internal/gitsync/merge.go":    "definedDrivers reads config",
-		"internal/gitsync/hostcode.go": "userConfig reads config",
-		"internal/gitsrc/gitsrc.go":    "every command takes HostConfig",
-		"internal/testenv/testenv.go":  "tests' own repositories",
-		"internal/clitest/clitest.go":  "the CLI tests' own repositories",
-		"internal/hostgit/hostgit.go":  "paddock verify's scratch repositories, armed with traps on purpose",
+		"internal/gitsync/git.go":           "the runner (command) and NoFilters, which reads config",
+		"internal/gitsync/merge.go":         "definedDrivers reads config",
+		"internal/gitsync/hostcode.go":      "userConfig reads config",
+		"internal/gitsrc/gitsrc.go":         "every command takes HostConfig",
+		"internal/testenv/testenv.go":       "tests' own repositories",
+		"internal/clitest/clitest.go":       "the CLI tests' own repositories",
+		"internal/github/githubtest/git.go": "the fake GitHub's own repositories and its tests' clones",
+		"internal/hostgit/hostgit.go":       "paddock verify's scratch repositories, armed with traps on purpose",
 	}
 	execGit := regexp.MustCompile(`exec\.Command(Context)?\(([^,()]+, )?"git"`)
 	root := filepath.Join("..", "..")
