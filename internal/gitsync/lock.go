@@ -3,6 +3,7 @@ package gitsync
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +96,22 @@ func commonDir(top string) (string, error) {
 		dir = common
 	}
 	return dir, nil
+}
+
+// dropStaleRefLocks removes the ref locks a fetch into sandbox's namespace left when it
+// was killed (a daemon stopped, a sync cancelled): git would refuse to update those refs
+// again ("cannot lock ref ...: File exists"). Only a sync writes the namespace, under the
+// sync lock: held, any lock found there is a dead fetch's. Symbolic links are not followed.
+func (g *Git) dropStaleRefLocks(sandbox string) {
+	dir, err := commonDir(g.Repo)
+	if err != nil {
+		return
+	}
+	ns := filepath.Join(dir, filepath.FromSlash(Namespace(sandbox)))
+	filepath.WalkDir(ns, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".lock") {
+			os.Remove(p)
+		}
+		return nil
+	})
 }

@@ -144,3 +144,30 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestSyncAfterAKilledFetch: a fetch killed mid-way (a daemon stopped during a landing)
+// leaves the lock of the ref it was updating; the next sync of the sandbox brings the
+// new commit all the same, instead of git refusing the ref ("cannot lock ref").
+func TestSyncAfterAKilledFetch(t *testing.T) {
+	t.Parallel()
+	sb, hostDir, base := syncPair(t)
+	host := &Git{Repo: hostDir}
+	ctx := context.Background()
+	if _, err := host.Sync(ctx, "s", base, sb, localStream(sb, false)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sb, "b.txt"), []byte("b\n"), 0o644)
+	gitOut(t, sb, "add", "b.txt")
+	gitOut(t, sb, "commit", "-q", "-m", "add b")
+	head := gitOut(t, sb, "rev-parse", "HEAD")
+	lock := filepath.Join(hostDir, ".git", filepath.FromSlash(Namespace("s")), "main.lock")
+	if err := os.WriteFile(lock, []byte(base+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.Sync(ctx, "s", base, sb, localStream(sb, false)); err != nil {
+		t.Fatalf("a sync after a fetch killed mid-way: %v", err)
+	}
+	if got := gitOut(t, hostDir, "rev-parse", Namespace("s")+"main"); got != head {
+		t.Errorf("the branch is at %s, want %s", got, head)
+	}
+}

@@ -95,6 +95,7 @@ func (g *Git) fetch(ctx context.Context, sandbox, base, workspace string, stream
 		return Result{}, err
 	}
 	defer unlock()
+	g.dropStaleRefLocks(sandbox)
 	ns := Namespace(sandbox)
 	ours, theirs, err := socketPair()
 	if err != nil {
