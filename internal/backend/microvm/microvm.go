@@ -287,8 +287,23 @@ func (m *MicroVM) Start(ctx context.Context, id backend.ID) error {
 		os.WriteFile(filepath.Join(dir, startedFile), nil, 0o600)
 	}
 	_, err = m.session(ctx, id, md)
+	for attempt := 1; errors.Is(err, errNoTimer) && attempt < bootAttempts; attempt++ {
+		m.log.Warn("the VM's kernel went without its timer at boot; booting it again", "sandbox", md.Name, "err", err)
+		m.forget(id)
+		if err := d.halt(ctx, id); err != nil {
+			return err
+		}
+		if err := d.boot(ctx, id, md); err != nil {
+			return err
+		}
+		_, err = m.session(ctx, id, md)
+	}
 	return err
 }
+
+// bootAttempts is how many times Start boots a VM whose kernel went without its timer
+// (errNoTimer), a matter of how busy the host was at one moment of the boot.
+const bootAttempts = 3
 
 // session returns the sandbox's session of guest connections, opening it when there
 // is none (the daemon started after the VM) or it ended.

@@ -422,3 +422,27 @@ func TestConsoleOnlyWhileTheDaemonReads(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTimerDisabledAtBoot: a VM whose kernel went without its timer at boot (it
+// measured the timer while the host was too busy to run QEMU, here made certain by
+// telling it the TSC runs at 1 MHz) would never answer; Start sees it on the console,
+// boots it again, and in the end fails at once saying why, not after start_timeout.
+func TestTimerDisabledAtBoot(t *testing.T) {
+	b := newBackend(t, map[string]any{"kernel_args": "tsc_early_khz=1000", "start_timeout": 170})
+	ctx := context.Background()
+	id := backend.ID("notimer")
+	if err := b.Create(ctx, spec(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), id) })
+	began := time.Now()
+	err := b.Start(ctx, id)
+	took := time.Since(began)
+	t.Logf("Start: %v, after %v", err, took.Round(time.Second))
+	if err == nil || !strings.Contains(err.Error(), "disabled its timer") || !strings.Contains(err.Error(), "APIC frequency too slow") {
+		t.Fatalf("Start of a VM whose kernel has no timer: %v, want an error saying so", err)
+	}
+	if took > 150*time.Second {
+		t.Fatalf("Start took %v to fail: the wait ran to start_timeout", took)
+	}
+}

@@ -406,13 +406,16 @@ func waitGone(ctx context.Context, pid func(backend.ID) int, id backend.ID, d ti
 
 func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, error) {
 	dir := q.m.sandboxDir(id)
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(q.m.settings.StartTimeout)*time.Second)
-	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(q.m.settings.StartTimeout)*time.Second)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	conn, err := dialUnix(ctx, filepath.Join(dir, guestSocket))
 	if err != nil {
 		return nil, fmt.Errorf("microvm: the VM's guest port: %w", err)
 	}
-	// The monitor ending (the VM crashed, or was killed) ends the wait.
+	// The monitor ending (the VM crashed, or was killed) ends the wait, and so does a
+	// kernel that went without its timer (it would wait for ever).
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -422,7 +425,11 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 				return
 			case <-time.After(200 * time.Millisecond):
 				if q.pid(id) == 0 {
-					cancel()
+					cancel(nil)
+					return
+				}
+				if timerDisabled(filepath.Join(dir, consoleLog)) {
+					cancel(errNoTimer)
 					return
 				}
 			}
@@ -431,6 +438,9 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 	s, err := portmux.Client(ctx, conn)
 	if err != nil {
 		conn.Close()
+		if errors.Is(context.Cause(ctx), errNoTimer) {
+			return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)", errNoTimer, lastConsoleLines(filepath.Join(dir, consoleLog), 8))
+		}
 		if q.pid(id) == 0 {
 			q.m.consoleWritten(id)
 			return nil, fmt.Errorf("microvm: the VM ended before its guest answered: %s", lastConsoleLines(filepath.Join(dir, consoleLog), 8))
@@ -442,6 +452,23 @@ func (q *qemuVMM) connect(ctx context.Context, id backend.ID) (*yamux.Session, e
 		return nil, fmt.Errorf("microvm: %w (the VM's console says: %s)%s", err, lastConsoleLines(filepath.Join(dir, consoleLog), 8), report)
 	}
 	return s, nil
+}
+
+// errNoTimer is a VM whose kernel went without its local APIC timer at boot: under TCG
+// it measures that timer against the TSC for a tenth of a second, and a host too busy
+// to run QEMU through that tenth makes the timer seem too slow to use. The kernel then
+// has no timer that works on microvm: nothing that sleeps wakes, and the VM sits idle
+// for ever with its guest never answering. Start boots such a VM again.
+var errNoTimer = errors.New("the VM's kernel disabled its timer at boot (the host was too busy while the kernel measured it)")
+
+// noTimerLine is what the kernel says as it goes without its timer.
+const noTimerLine = "APIC frequency too slow, disabling apic timer"
+
+// timerDisabled says whether the VM's console at path shows the kernel going without
+// its timer.
+func timerDisabled(path string) bool {
+	data, err := backend.ReadEnd(path, consoleTail)
+	return err == nil && strings.Contains(string(data), noTimerLine)
 }
 
 // processorsReport is what QEMU says of a VM whose init does not answer either, for an
