@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -324,7 +325,7 @@ func (v *Vagrant) Start(ctx context.Context, id backend.ID) error {
 		}
 	case "not_created":
 		v.guest.forget(id, true) // a new machine has a new host key
-		if _, err := v.cli.run(ctx, dir, "up"); err != nil {
+		if err := v.up(ctx, dir, m.Name); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(v.sandboxDir(id), "made"), nil, 0o600); err != nil {
@@ -337,6 +338,18 @@ func (v *Vagrant) Start(ctx context.Context, id backend.ID) error {
 		}
 	}
 	return v.guest.ensure(ctx, id, m)
+}
+
+// up brings a new machine up. Vagrant's docker provider has failed its first `up` on a
+// loaded engine with a container of its own gone by the time it inspected it ("No such
+// object"); a second `up` makes the machine, so one is made.
+func (v *Vagrant) up(ctx context.Context, dir machineDir, name string) error {
+	_, err := v.cli.run(ctx, dir, "up")
+	if err != nil && strings.Contains(err.Error(), "No such object") && ctx.Err() == nil {
+		v.log.Warn("vagrant up lost a container it had just made; bringing the machine up again", "sandbox", name, "err", err)
+		_, err = v.cli.run(ctx, dir, "up")
+	}
+	return err
 }
 
 // Stop suspends the machine (auto_suspend), or halts it; a provider that cannot suspend
