@@ -54,6 +54,12 @@ func fakeVagrant(args []string) int {
 		os.WriteFile(stateFile, []byte(s), 0o644)
 		return 0
 	}
+	if failing, _ := os.ReadFile(os.Getenv("FAKE_VAGRANT_FAIL")); string(failing) == "once "+args[0] {
+		// As the docker provider failed on a loaded engine: its own container gone.
+		os.Remove(os.Getenv("FAKE_VAGRANT_FAIL"))
+		fmt.Fprintf(os.Stderr, "A Docker command executed by Vagrant didn't complete successfully!\nCommand: [\"docker\", \"inspect\", \"3be1a26240\"]\nStderr: Error: No such object: 3be1a26240\n")
+		return 1
+	}
 	if failing, _ := os.ReadFile(os.Getenv("FAKE_VAGRANT_FAIL")); string(failing) == args[0] {
 		fmt.Fprintf(os.Stderr, "The guest machine entered an invalid state while waiting for it\nto boot. (fake failure of %s)\n", args[0])
 		return 1

@@ -213,6 +213,26 @@ func TestRecoveryByState(t *testing.T) {
 	}
 }
 
+// TestUpLosesItsContainer: the docker provider's first up of a new machine failing with
+// its own container gone ("No such object") is run once more, and the machine comes up.
+func TestUpLosesItsContainer(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, map[string]any{"health_check_interval": 60})
+	id := backend.ID("lost1")
+	f.create(id, backend.Spec{})
+	f.calls()
+	f.fail("once up")
+	if err := f.Start(context.Background(), id); err != nil {
+		t.Fatalf("Start after an up that lost its container: %v", err)
+	}
+	if got := commands(f.calls()); got != "up; up" {
+		t.Errorf("Start ran %q, want up twice", got)
+	}
+	if st := f.state(id); st.State != backend.StateRunning {
+		t.Errorf("after Start: %+v", st)
+	}
+}
+
 // TestStopAndDestroy: stop suspends (halting when the provider cannot suspend, or without
 // auto_suspend); rm destroys a machine paddock made even when vagrant fails (the record
 // goes), and only halts one of the project's own Vagrantfile unless auto_destroy.
