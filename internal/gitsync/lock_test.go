@@ -15,16 +15,9 @@ import (
 // others finding nothing new, instead of git refusing their ref updates.
 func TestConcurrentSyncs(t *testing.T) {
 	t.Parallel()
-	sb, hostDir, base := syncPair(t)
+	sb, hostDir, base, head := syncedThenCommitted(t)
 	host := &Git{Repo: hostDir}
 	ctx := context.Background()
-	if _, err := host.Sync(ctx, "s", base, sb, localStream(sb, false)); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(sb, "b.txt"), []byte("b\n"), 0o644)
-	gitOut(t, sb, "add", "b.txt")
-	gitOut(t, sb, "commit", "-q", "-m", "add b")
-	head := gitOut(t, sb, "rev-parse", "HEAD")
 
 	const n = 4
 	var wg sync.WaitGroup
@@ -150,16 +143,9 @@ func (l *lockedBuffer) String() string {
 // new commit all the same, instead of git refusing the ref ("cannot lock ref").
 func TestSyncAfterAKilledFetch(t *testing.T) {
 	t.Parallel()
-	sb, hostDir, base := syncPair(t)
+	sb, hostDir, base, head := syncedThenCommitted(t)
 	host := &Git{Repo: hostDir}
 	ctx := context.Background()
-	if _, err := host.Sync(ctx, "s", base, sb, localStream(sb, false)); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(sb, "b.txt"), []byte("b\n"), 0o644)
-	gitOut(t, sb, "add", "b.txt")
-	gitOut(t, sb, "commit", "-q", "-m", "add b")
-	head := gitOut(t, sb, "rev-parse", "HEAD")
 	lock := filepath.Join(hostDir, ".git", filepath.FromSlash(Namespace("s")), "main.lock")
 	if err := os.WriteFile(lock, []byte(base+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -170,4 +156,18 @@ func TestSyncAfterAKilledFetch(t *testing.T) {
 	if got := gitOut(t, hostDir, "rev-parse", Namespace("s")+"main"); got != head {
 		t.Errorf("the branch is at %s, want %s", got, head)
 	}
+}
+
+// syncedThenCommitted is a sandbox repository synced once into the host's, as sandbox
+// "s", then given a new commit (head) on main.
+func syncedThenCommitted(t *testing.T) (sb, hostDir, base, head string) {
+	t.Helper()
+	sb, hostDir, base = syncPair(t)
+	if _, err := (&Git{Repo: hostDir}).Sync(context.Background(), "s", base, sb, localStream(sb, false)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sb, "b.txt"), []byte("b\n"), 0o644)
+	gitOut(t, sb, "add", "b.txt")
+	gitOut(t, sb, "commit", "-q", "-m", "add b")
+	return sb, hostDir, base, gitOut(t, sb, "rev-parse", "HEAD")
 }
