@@ -54,9 +54,13 @@ func fakeVagrant(args []string) int {
 		os.WriteFile(stateFile, []byte(s), 0o644)
 		return 0
 	}
-	if failing, _ := os.ReadFile(os.Getenv("FAKE_VAGRANT_FAIL")); string(failing) == "once "+args[0] {
-		// As the docker provider failed on a loaded engine: its own container gone.
-		os.Remove(os.Getenv("FAKE_VAGRANT_FAIL"))
+	var lose int
+	var losing string
+	failing, _ := os.ReadFile(os.Getenv("FAKE_VAGRANT_FAIL"))
+	if fmt.Sscanf(string(failing), "lose %d %s", &lose, &losing); lose > 0 && losing == args[0] {
+		// As the docker provider fails on an engine where other containers come and go: one
+		// it listed was gone by the time it inspected it.
+		os.WriteFile(os.Getenv("FAKE_VAGRANT_FAIL"), []byte(fmt.Sprintf("lose %d %s", lose-1, losing)), 0o644)
 		fmt.Fprintf(os.Stderr, "A Docker command executed by Vagrant didn't complete successfully!\nCommand: [\"docker\", \"inspect\", \"3be1a26240\"]\nStderr: Error: No such object: 3be1a26240\n")
 		return 1
 	}

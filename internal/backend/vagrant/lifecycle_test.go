@@ -213,23 +213,35 @@ func TestRecoveryByState(t *testing.T) {
 	}
 }
 
-// TestUpLosesItsContainer: the docker provider's first up of a new machine failing with
-// its own container gone ("No such object") is run once more, and the machine comes up.
+// TestUpLosesItsContainer: the docker provider's up of a new machine failing because a
+// container it listed was gone when it inspected it ("No such object", another sandbox
+// removed meanwhile) is tried again, up to five times in all, and then fails saying why.
 func TestUpLosesItsContainer(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, map[string]any{"health_check_interval": 60})
 	id := backend.ID("lost1")
 	f.create(id, backend.Spec{})
 	f.calls()
-	f.fail("once up")
+	f.fail("lose 4 up")
 	if err := f.Start(context.Background(), id); err != nil {
-		t.Fatalf("Start after an up that lost its container: %v", err)
+		t.Fatalf("Start after four ups that lost a container: %v", err)
 	}
-	if got := commands(f.calls()); got != "up; up" {
-		t.Errorf("Start ran %q, want up twice", got)
+	if got := commands(f.calls()); got != "up; up; up; up; up" {
+		t.Errorf("Start ran %q, want up five times", got)
 	}
 	if st := f.state(id); st.State != backend.StateRunning {
 		t.Errorf("after Start: %+v", st)
+	}
+
+	f.create("lost2", backend.Spec{})
+	f.calls()
+	f.fail("lose 5 up")
+	err := f.Start(context.Background(), "lost2")
+	if err == nil || !strings.Contains(err.Error(), "No such object") {
+		t.Fatalf("Start after five ups that lost a container: %v, want the provider's error", err)
+	}
+	if got := commands(f.calls()); got != "up; up; up; up; up" {
+		t.Errorf("Start ran %q, want up five times and no more", got)
 	}
 }
 

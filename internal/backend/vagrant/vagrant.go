@@ -340,17 +340,36 @@ func (v *Vagrant) Start(ctx context.Context, id backend.ID) error {
 	return v.guest.ensure(ctx, id, m)
 }
 
-// up brings a new machine up. Vagrant's docker provider has failed its first `up` on a
-// loaded engine with a container of its own gone by the time it inspected it ("No such
-// object"); a second `up` makes the machine, so one is made.
+// up brings a new machine up. Before it makes its container, vagrant's docker provider
+// inspects every container on the engine, one `docker inspect` each, to find the ports
+// they hold; a container someone else removes between its listing and its inspect fails
+// the up with "No such object", before anything of this machine is made. On an engine
+// where other sandboxes come and go that happens often enough that one more try is not
+// enough (seen in whole test runs), so up is tried up to upTries times, a moment apart.
 func (v *Vagrant) up(ctx context.Context, dir machineDir, name string) error {
-	_, err := v.cli.run(ctx, dir, "up")
-	if err != nil && strings.Contains(err.Error(), "No such object") && ctx.Err() == nil {
-		v.log.Warn("vagrant up lost a container it had just made; bringing the machine up again", "sandbox", name, "err", err)
+	var err error
+	for try := 1; ; try++ {
 		_, err = v.cli.run(ctx, dir, "up")
+		if err == nil || !strings.Contains(err.Error(), "No such object") || try == upTries || ctx.Err() != nil {
+			break
+		}
+		v.log.Warn("vagrant up failed on a container removed while it looked at every container's ports; bringing the machine up again",
+			"sandbox", name, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try) * upPause):
+		}
 	}
 	return err
 }
+
+// upTries and upPause bound up's retries of the docker provider's race with other
+// containers' removal.
+const (
+	upTries = 5
+	upPause = 500 * time.Millisecond
+)
 
 // Stop suspends the machine (auto_suspend), or halts it; a provider that cannot suspend
 // (docker) halts.
