@@ -20,6 +20,8 @@ type tmuxTerm struct {
 	socket string
 	// env is the environment of the server, which its panes inherit.
 	env []string
+	// more, when set, says what else a failed wait should show (the agent's own screen).
+	more func() string
 }
 
 func (tt *tmuxTerm) tmux(args ...string) string {
@@ -53,7 +55,11 @@ func (tt *tmuxTerm) waitScreen(d time.Duration, what string, cond func(string) b
 			return s
 		}
 		if time.Now().After(deadline) {
-			tt.t.Fatalf("timed out after %v waiting for %s; the screen:\n%s", d, what, s)
+			extra := ""
+			if tt.more != nil {
+				extra = "\n" + tt.more()
+			}
+			tt.t.Fatalf("timed out after %v waiting for %s; the screen:\n%s%s", d, what, s, extra)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -117,6 +123,10 @@ func TestTUIEndToEnd(t *testing.T) {
 	// TMUX (inside the user's own tmux, an attach opens a window of it instead).
 	tt.tmux("new-session", "-d", "-s", "tui", "-x", fmt.Sprint(tuiCols), "-y", fmt.Sprint(tuiRows), "-c", repo, "env -u TMUX paddock")
 	t.Cleanup(func() { exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
+	tt.more = func() string {
+		agent, errOut, _ := paddock("", "exec", "repo", "--", "sh", "-c", "cat /run/paddock/sessions/main.json; echo; tmux -S /run/paddock/tmux.sock capture-pane -p -t =main:")
+		return fmt.Sprintf("requests to the model: %d; the session's status file and its agent's screen:\n%s%s", len(model.Requests()), agent, errOut)
+	}
 	tt.waitFor(10*time.Second, "1 sandbox · 0 sessions")
 
 	// The dialog: the existing sandbox, Claude Code, the name suggested from the branch.

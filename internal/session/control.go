@@ -111,7 +111,20 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if err != nil {
 		return err
 	}
-	if st, _ := statusOf(l, name); st == "exited" {
+	st, _ := statusOf(l, name)
+	if st == "starting" {
+		// Its agent is not at its prompt yet (just started, or brought back): text typed
+		// now reaches a program that has not taken the terminal over, which drops it or
+		// reads it as something else (seen on a loaded machine with Claude Code, a
+		// message sent from the TUI right after the session started). Wait, as a first
+		// prompt does.
+		st = s.waitStatus(ctx, t, readyWait, func(st string) bool { return st != "starting" })
+		if st == "starting" {
+			return apperr.Unavailable(fmt.Sprintf("send it again once `paddock ls` shows %s/%s idle", sandboxName, name),
+				"session %s/%s: %s was not at its prompt within %v; nothing was sent", sandboxName, name, t.agent.Name, readyWait)
+		}
+	}
+	if st == "exited" {
 		return apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", sandboxName, name), "session %q has exited", name)
 	}
 	text = strings.TrimRight(text, "\n")
