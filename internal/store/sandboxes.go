@@ -153,6 +153,9 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE sandbox_id = ?", id); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM checkpoints WHERE sandbox_id = ?", id); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM sandboxes WHERE id = ?", id); err != nil {
 		return err
 	}
