@@ -45,6 +45,9 @@ type Checkpoint struct {
 	// Bytes is what the checkpoint added to the sandbox's repository, about: the size of
 	// the files it stored that no earlier checkpoint held.
 	Bytes int64 `json:"bytes"`
+	// RewoundTo, on a rewind's undo point (kind rewind), is the Seq of the checkpoint the
+	// rewind went to: the session's next turn is that checkpoint's Turn + 1.
+	RewoundTo int `json:"rewound_to,omitempty"`
 	// Prompt is the message that started the turn (its first words in a listing).
 	Prompt string `json:"prompt,omitempty"`
 	// Conversation is the session's conversation at the checkpoint; nil when there is
