@@ -118,11 +118,14 @@ type BisectResult struct {
 	// (nil when even the first turn fails: the check fails from the start).
 	FirstBad *Checkpoint `json:"first_bad,omitempty"`
 	Good     *Checkpoint `json:"good,omitempty"`
-	// Diff is what FirstBad's turn changed (git diff, cut at 60 KB).
-	Diff  string       `json:"diff,omitempty"`
-	Steps []BisectStep `json:"steps"`
-	// Note says what the result means when there is no first bad turn (the check
-	// passes at the newest turn).
+	// Diff is what FirstBad's turn changed (git diff, cut at 60 KB); DiffStat its
+	// summary (git diff --stat). With Good nil, the change is from the commit HEAD was
+	// at when FirstBad was taken.
+	Diff     string       `json:"diff,omitempty"`
+	DiffStat string       `json:"diff_stat,omitempty"`
+	Steps    []BisectStep `json:"steps"`
+	// Note says what the result means when it is not plain: there is no first bad turn
+	// (the check passes at the newest turn), or the check fails from the first turn.
 	Note string `json:"note,omitempty"`
 }
 
