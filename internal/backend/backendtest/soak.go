@@ -34,7 +34,8 @@ func Soak(t *testing.T, h Harness, cycles int) {
 		cycles = n
 	}
 	// A temporary directory of its own, so that other tests running at the same time do
-	// not change what is counted.
+	// not change what is counted. Set on the process (so a soak runs serially): the
+	// backend in this process and the programs it starts take it from there.
 	tmp, err := os.MkdirTemp("", "soak")
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,7 @@ func testExec(t T, sb *sandbox) {
 // testEnvironment checks the sandbox carries nothing of the host's environment and runs
 // as the non-root user agent.
 func testEnvironment(t T, sb *sandbox) {
+	// On the process, where a backend would leak it from: the check's whole point.
 	t.Setenv("PADDOCK_CONFORMANCE_SECRET", "host-secret-value")
 	if got := sb.mustRun(t, "id -u; id -un; echo $HOME"); got != "1000\nagent\n/home/agent" {
 		t.Fatalf("user: got %q, want uid 1000 named agent with home /home/agent", got)

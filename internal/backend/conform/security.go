@@ -398,7 +398,7 @@ func testHostSockets(t T, sb *sandbox) {
 		t.Fatal(err)
 	}
 	defer ssh.Close()
-	t.Setenv("SSH_AUTH_SOCK", sshSock)
+	t.Setenv("SSH_AUTH_SOCK", sshSock) // on the process, where a backend would leak it from
 	abstract := "paddock-conformance-" + randomHex(4)
 	abs, err := net.Listen("unix", "@"+abstract)
 	if err != nil {

@@ -53,6 +53,7 @@ func TestDoctor(t *testing.T) {
 	}
 
 	t.Run("NoKubeconfig", func(t *testing.T) {
+		// Serial: client-go finds a kubeconfig through this process's KUBECONFIG and HOME.
 		t.Setenv("KUBECONFIG", "")
 		t.Setenv("HOME", t.TempDir())
 		o := with("kubeconfig", "")

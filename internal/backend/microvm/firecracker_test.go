@@ -43,6 +43,8 @@ func fakeFirecracker(t *testing.T, opts map[string]any) *backendWithDir {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On the process, so these tests stay serial: the backend starts firecracker (and the
+	// jailer) with paddock's own environment, where the fake finds these two.
 	t.Setenv(fakeFirecrackerEnv, "1")
 	t.Setenv(fctest.GuestEnv, guest(t))
 	all := map[string]any{"vmm": "firecracker", "firecracker": exe, "start_timeout": 30}
