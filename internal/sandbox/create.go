@@ -75,9 +75,14 @@ type Progress func(step string)
 
 // Create makes, starts and seeds a new sandbox from a git bundle of the host repo. On
 // any failure it removes what it made: the sandbox either exists whole or not at all.
+// A nil bundle leaves /workspace empty for req.Seeded to fill (a fork copies another
+// sandbox's workspace in).
 func (s *Service) Create(ctx context.Context, req CreateRequest, bundle io.Reader, progress Progress) (Info, error) {
 	if progress == nil {
 		progress = func(string) {}
+	}
+	if bundle == nil && req.Seeded == nil {
+		return Info{}, apperr.Invalid("", "no repository to seed the workspace with")
 	}
 	if err := ValidateName(req.Name); err != nil {
 		return Info{}, err
@@ -196,9 +201,11 @@ func (s *Service) create(ctx context.Context, b backend.Backend, sb store.Sandbo
 	if err != nil {
 		return Info{}, err
 	}
-	progress("copying the repository into /workspace")
-	if err := seed(ctx, c, req, bundle); err != nil {
-		return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
+	if bundle != nil {
+		progress("copying the repository into /workspace")
+		if err := seed(ctx, c, req, bundle); err != nil {
+			return Info{}, fmt.Errorf("seed /workspace of %q: %w", sb.Name, err)
+		}
 	}
 	warnings, err := mcp.Write(ctx, c, s.opts.MCP, mcp.Proxy{Port: sb.CredsPort, Token: sb.CredsToken})
 	if err != nil {
