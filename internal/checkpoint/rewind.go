@@ -12,8 +12,8 @@ import (
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
-	"github.com/paddockhq/paddock/internal/tailbuf"
 	"github.com/paddockhq/paddock/internal/store"
+	"github.com/paddockhq/paddock/internal/tailbuf"
 )
 
 // Rewind puts a session's sandbox's files and the session's conversation back to a
