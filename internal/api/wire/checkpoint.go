@@ -89,6 +89,8 @@ type RewindResult struct {
 	// Undo is the checkpoint of the state the rewind left (named), which a rewind to it
 	// puts back.
 	Undo Checkpoint `json:"undo"`
+	// Files is how many of the workspace's files the rewind wrote or deleted.
+	Files int `json:"files"`
 	// Fresh says the agent could not resume its conversation at that point and started
 	// a new one with the transcript up to it as context.
 	Fresh bool `json:"fresh,omitempty"`
