@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
@@ -84,7 +85,8 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	res.Undo = undo
 	undoHint := fmt.Sprintf("`paddock rewind %s/%s --to %s`", sandboxName, sessionName, undo.Name)
 
-	if err := s.restoreLocked(ctx, sb.ID, c, to); err != nil {
+	files, err := s.restoreLocked(ctx, sb.ID, c, to)
+	if err != nil {
 		return res, errors.Join(fmt.Errorf("rewind %s/%s: put the files back to %s: %w; the conversation was not touched; "+
 			"run the rewind again to finish it, or undo what it did with %s", sandboxName, sessionName, describe(to), err, undoHint), restart())
 	}
@@ -97,6 +99,7 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	default:
 		res.Note = fmt.Sprintf("%s holds no conversation paddock can put back: the files are back at it, and the agent goes on with its conversation as it is", describe(to))
 	}
+	res.Files = files
 	if err := restart(); err != nil {
 		return res, fmt.Errorf("rewind %s/%s to %s is done (undo with %s), but %w", sandboxName, sessionName, describe(to), undoHint, err)
 	}
@@ -139,9 +142,18 @@ func interruptedUndo(all []wire.Checkpoint, cp wire.Checkpoint, interrupted stri
 
 // restoreLocked is restoreFiles under the sandbox's lock: no checkpoint is taken of
 // the files while they are put back.
-func (s *Service) restoreLocked(ctx context.Context, sandboxID string, c *guestclient.Client, cp wire.Checkpoint) error {
+func (s *Service) restoreLocked(ctx context.Context, sandboxID string, c *guestclient.Client, cp wire.Checkpoint) (int, error) {
 	defer s.lock(sandboxID)()
-	return restoreFiles(ctx, c, cp)
+	return restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude))
+}
+
+// excludeSpecs are the pathspecs that leave a checkpoint's configured excludes out.
+func excludeSpecs(exclude []string) []string {
+	specs := make([]string, 0, len(exclude))
+	for _, e := range exclude {
+		specs = append(specs, ":(exclude)"+e)
+	}
+	return specs
 }
 
 // checkScript says whether the sandbox's repository still holds a checkpoint's commit
@@ -231,6 +243,7 @@ rm -f "$index"
 trap 'rm -f "$index"' EXIT
 if [ -f "$own" ]; then cp "$own" "$index"; fi
 GIT_INDEX_FILE=$index git add -A -- . "$@"
+echo "files $(GIT_INDEX_FILE=$index git diff-index --cached --no-renames --name-only "$c" -- | wc -l)"
 GIT_INDEX_FILE=$index git read-tree --reset -u "$c^{tree}"
 if [ -n "$branch" ]; then
   if [ -n "$head" ]; then git update-ref "refs/heads/$branch" "$head"
@@ -247,25 +260,33 @@ rm -f "$mark"
 // files (and its HEAD and branch), writing only beneath /workspace, without following
 // a symbolic link the sandbox made; ignored files stay as they are.
 func restoreFiles(ctx context.Context, c *guestclient.Client, cp wire.Checkpoint) error {
-	return restoreFilesIn(ctx, c, inside.Workspace, cp, nil)
+	_, err := restoreFilesIn(ctx, c, inside.Workspace, cp, nil)
+	return err
 }
 
 // restoreFilesIn is restoreFiles of the repository at dir, leaving out the pathspecs
-// excludes (as a checkpoint leaves them out).
-func restoreFilesIn(ctx context.Context, c *guestclient.Client, dir string, cp wire.Checkpoint, excludes []string) error {
+// excludes (as a checkpoint leaves them out), and returns how many files it wrote or
+// deleted.
+func restoreFilesIn(ctx context.Context, c *guestclient.Client, dir string, cp wire.Checkpoint, excludes []string) (int, error) {
 	if cp.Commit == "" {
-		return fmt.Errorf("checkpoint #%d has no commit", cp.Seq)
+		return 0, fmt.Errorf("checkpoint #%d has no commit", cp.Seq)
 	}
 	argv := append([]string{"sh", "-c", restoreScript, "sh", cp.Commit, cp.Head, cp.Branch}, excludes...)
-	out := tailbuf.Buffer{Max: 8 << 10}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitsync.SandboxGitEnv, Dir: dir, Stdout: &out, Stderr: &out})
+	out, errOut := tailbuf.Buffer{Max: 4 << 10}, tailbuf.Buffer{Max: 8 << 10}
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitsync.SandboxGitEnv, Dir: dir, Stdout: &out, Stderr: &errOut})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if code != 0 {
-		return fmt.Errorf("exit %d: %s", code, strings.TrimSpace(out.String()))
+		return 0, fmt.Errorf("exit %d: %s", code, strings.TrimSpace(errOut.String()))
 	}
-	return nil
+	files := 0
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if n, ok := strings.CutPrefix(line, "files "); ok {
+			files, _ = strconv.Atoi(strings.TrimSpace(n))
+		}
+	}
+	return files, nil
 }
 
 // conversationScript writes blob $1 of the repository in the current directory to the

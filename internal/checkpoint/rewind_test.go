@@ -120,8 +120,14 @@ func TestRestoreFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := restoreFilesIn(t.Context(), c, dir, cp, nil); err != nil {
+	files, err := restoreFilesIn(t.Context(), c, dir, cp, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// gone.txt and new.txt back, later.txt gone, the link d gone, d/one and d/two
+	// back (a.txt was committed as it was): six paths.
+	if files != 6 {
+		t.Errorf("the rewind says it put back %d files, want 6", files)
 	}
 	for name, want := range map[string]string{
 		"a.txt": "a changed at turn 1\n", "gone.txt": "deleted later\n", "new.txt": "untracked at turn 1\n",
