@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/checkpoint"
 	"github.com/paddockhq/paddock/internal/doctor"
 	"github.com/paddockhq/paddock/internal/flightrec"
 	"github.com/paddockhq/paddock/internal/imagebuild"
@@ -68,6 +69,9 @@ type Server struct {
 	// tasks are the daemon's tasks (EnableTasks); tasksErr says why there are none.
 	tasks    *task.Service
 	tasksErr error
+	// checkpoints are the sandboxes' time machine (EnableCheckpoints).
+	checkpoints    *checkpoint.Service
+	checkpointsErr error
 	// meter is the credential proxy's meter (EnableMetering): usage and budgets.
 	meter *metering.Meter
 }
@@ -133,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 	s.portRoutes(mux)
 	s.runRoutes(mux)
 	s.taskRoutes(mux)
+	s.checkpointRoutes(mux)
 	s.teamRoutes(mux)
 	s.usageRoutes(mux)
 	s.alarmRoutes(mux)

@@ -42,6 +42,9 @@ type Options struct {
 	// stored (0: no bound); the oldest unnamed ones are pruned first.
 	Keep     int
 	MaxBytes int64
+	// Exclude are git pathspecs of the workspace every checkpoint leaves out besides
+	// what git ignores ([checkpoints] exclude).
+	Exclude []string
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }

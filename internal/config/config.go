@@ -52,6 +52,8 @@ type Config struct {
 	IdleStop Duration `toml:"idle_stop"`
 	// Run configures the host-side agent of `paddock run`: [run].
 	Run Run `toml:"run"`
+	// Checkpoints bounds the checkpoints taken at each agent turn: [checkpoints].
+	Checkpoints Checkpoints `toml:"checkpoints"`
 	// Auth says who may sign in over TCP besides the host's tokens: [auth.github].
 	Auth Auth `toml:"auth"`
 	// Alarms says what an alarm does beyond being recorded, shown and notified: [alarms].
@@ -223,6 +225,9 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.Notify.validate(); err != nil {
 		return fmt.Errorf("config %s: [notify]: %w", path, err)
+	}
+	if err := c.Checkpoints.validate(); err != nil {
+		return fmt.Errorf("config %s: [checkpoints]: %w", path, err)
 	}
 	for name, m := range c.MCP {
 		switch m.Transport {

@@ -21,6 +21,7 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/autosync"
 	"github.com/paddockhq/paddock/internal/backend"
+	"github.com/paddockhq/paddock/internal/checkpoint"
 	"github.com/paddockhq/paddock/internal/config"
 	"github.com/paddockhq/paddock/internal/doctor"
 	"github.com/paddockhq/paddock/internal/events/eventlog"
@@ -232,6 +233,11 @@ func Run(ctx context.Context, opts Options) error {
 	tasks.Start(ctx)
 	defer func() { stop(); tasks.Wait() }() // before the sandboxes and the state close
 	apiSrv.EnableTasks(tasks, nil)
+	checkpoints := checkpoint.New(checkpoint.Options{Sandboxes: svc, Sessions: sessions, Store: st, Bus: evlog.Bus(), Emit: evlog.Emit,
+		Logger: log.With("part", "checkpoints"), Keep: cfg.Checkpoints.Keep, MaxBytes: cfg.Checkpoints.MaxMB << 20, Exclude: cfg.Checkpoints.Exclude})
+	checkpoints.Start(ctx)
+	defer func() { stop(); checkpoints.Wait() }() // before the sandboxes and the state close
+	apiSrv.EnableCheckpoints(checkpoints, nil)
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

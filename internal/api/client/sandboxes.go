@@ -428,6 +428,7 @@ func fromBody(b wire.ErrorBody) error { return b.Err() }
 // returns its last (Done) line, or the error that line carries.
 func readProgress(r io.Reader, progress func(string)) (wire.ProgressEvent, error) {
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20) // a last line may carry a bisect's diff
 	for sc.Scan() {
 		var ev wire.ProgressEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {

@@ -348,5 +348,8 @@ type ProgressEvent struct {
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 	// Snapshot is the snapshot taken (or restored from).
 	Snapshot *SnapshotManifest `json:"snapshot,omitempty"`
-	Error    *ErrorBody        `json:"error,omitempty"`
+	// Bisect and Fork are a bisect's and a fork's answers.
+	Bisect *BisectResult `json:"bisect,omitempty"`
+	Fork   *ForkResult   `json:"fork,omitempty"`
+	Error  *ErrorBody    `json:"error,omitempty"`
 }
