@@ -130,6 +130,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdAttach(f),
 		newCmdEvents(f),
 		newCmdRestart(f),
+		newCmdRewind(f),
 		newCmdTranscript(f),
 		newCmdSync(f),
 		newCmdMerge(f),
