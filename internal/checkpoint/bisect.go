@@ -69,7 +69,7 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 		return wire.BisectResult{}, err
 	}
 	try := func(ctx context.Context, cp wire.Checkpoint) (wire.BisectStep, error) {
-		st, err := runTry(ctx, c, cp, check)
+		st, err := runTry(ctx, c, inside.Workspace, cp, check)
 		if err != nil {
 			return st, fmt.Errorf("run the check on turn %d (checkpoint #%d): %w", cp.Turn, cp.Seq, err)
 		}
@@ -86,7 +86,7 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 	if res.Good != nil {
 		from = res.Good.Commit
 	}
-	res.DiffStat, res.Diff, err = turnDiff(ctx, c, from, *res.FirstBad)
+	res.DiffStat, res.Diff, err = turnDiff(ctx, c, inside.Workspace, from, *res.FirstBad)
 	if err != nil {
 		return res, fmt.Errorf("the diff of turn %d: %w", res.FirstBad.Turn, err)
 	}
@@ -189,12 +189,13 @@ chmod -R u+rwx "$1" 2>/dev/null || true
 rm -rf -- "$1"
 `
 
-// runTry runs check in a scratch copy of cp's files in the sandbox c reaches, and says
-// how it ended. An error is the sandbox failing to make the copy or not answering.
-func runTry(ctx context.Context, c *guestclient.Client, cp wire.Checkpoint, check string) (wire.BisectStep, error) {
+// runTry runs check in a scratch copy of cp's files in the sandbox c reaches (its
+// repository at workspace), and says how it ended. An error is the sandbox failing to
+// make the copy or not answering.
+func runTry(ctx context.Context, c *guestclient.Client, workspace string, cp wire.Checkpoint, check string) (wire.BisectStep, error) {
 	st := wire.BisectStep{Turn: cp.Turn, Seq: cp.Seq}
 	out, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", scratchScript, "sh", cp.Commit},
-		Env: append([]string{"PADDOCK_WORKSPACE=" + inside.Workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 4096)
+		Env: append([]string{"PADDOCK_WORKSPACE=" + workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 4096)
 	if err != nil {
 		return st, err
 	}
@@ -243,11 +244,12 @@ git diff --no-color --no-ext-diff --no-textconv "$from" "$2" -- | head -c "$4"
 `
 
 // turnDiff is the stat and the patch (cut at bisectDiffMax) of what changed from the
-// commit from (empty: the commit HEAD was at when cp was taken) to checkpoint cp.
-func turnDiff(ctx context.Context, c *guestclient.Client, from string, cp wire.Checkpoint) (stat, patch string, err error) {
+// commit from (empty: the commit HEAD was at when cp was taken) to checkpoint cp, in the
+// repository at workspace.
+func turnDiff(ctx context.Context, c *guestclient.Client, workspace, from string, cp wire.Checkpoint) (stat, patch string, err error) {
 	out, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{
 		Argv: []string{"sh", "-c", diffScript, "sh", from, cp.Commit, cp.Head, fmt.Sprint(bisectDiffMax + 1)},
-		Env:  append([]string{"PADDOCK_WORKSPACE=" + inside.Workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 4*bisectDiffMax)
+		Env:  append([]string{"PADDOCK_WORKSPACE=" + workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 4*bisectDiffMax)
 	if err != nil {
 		return "", "", err
 	}

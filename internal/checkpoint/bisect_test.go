@@ -2,10 +2,15 @@ package checkpoint
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
+	"github.com/paddockhq/paddock/internal/testenv"
 )
 
 func TestTimeline(t *testing.T) {
@@ -93,5 +98,97 @@ func TestSearch(t *testing.T) {
 				t.Errorf("Good = %v, want turn %d", res.Good, tc.wantGood)
 			}
 		})
+	}
+}
+
+// TestBisectScratchCopies bisects five turns of a real repository through a real guest:
+// the file stops saying ok at turn 3, and the check, which writes where it runs and
+// says where that is, finds turn 3 with turn 3's diff. The agent's staged and untracked
+// work, its index and HEAD are as they were, and every scratch copy is gone.
+func TestBisectScratchCopies(t *testing.T) {
+	testenv.Program(t, "git", "install git")
+	c, _ := guesttest.Connect(t)
+	dir := filepath.Join(t.TempDir(), "workspace")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, nil, "init", "-q", "-b", "main")
+	write(t, filepath.Join(dir, ".gitignore"), "build/\n")
+	write(t, filepath.Join(dir, "file"), "ok\n")
+	gitIn(t, dir, nil, "add", "-A")
+	gitIn(t, dir, nil, "commit", "-q", "-m", "first")
+	head := gitIn(t, dir, nil, "rev-parse", "HEAD")
+	var line []wire.Checkpoint
+	for n, content := range []string{"ok 1\n", "ok 2\n", "bad 3\n", "bad 4\n", "bad 5\n"} {
+		write(t, filepath.Join(dir, "file"), content)
+		write(t, filepath.Join(dir, "build", "out"), content) // ignored: in no checkpoint
+		index := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+		gitIn(t, dir, index, "add", "-A", ".")
+		commit := gitIn(t, dir, nil, "commit-tree", "-m", "checkpoint", gitIn(t, dir, index, "write-tree"))
+		line = append(line, wire.Checkpoint{Seq: n + 1, Turn: n + 1, Kind: wire.CheckpointTurn, Commit: commit, Head: head})
+	}
+	// The agent works on: a staged change, an untracked file.
+	write(t, filepath.Join(dir, "staged"), "agent's\n")
+	gitIn(t, dir, nil, "add", "staged")
+	write(t, filepath.Join(dir, "untracked"), "agent's\n")
+	state := func() string {
+		return gitIn(t, dir, nil, "status", "--porcelain=v2", "--untracked-files=all", "--ignored") + "\n" +
+			gitIn(t, dir, nil, "rev-parse", "HEAD") + "\n" + gitIn(t, dir, nil, "ls-files", "-s") + "\n" +
+			read(t, filepath.Join(dir, "file")) + read(t, filepath.Join(dir, "build", "out"))
+	}
+	before := state()
+
+	places := filepath.Join(t.TempDir(), "places")
+	check := "touch made-by-check; test ! -e build/out || exit 9; pwd >> " + places + "; grep -q ok file"
+	res, err := search(t.Context(), line, func(ctx context.Context, cp wire.Checkpoint) (wire.BisectStep, error) {
+		return runTry(ctx, c, dir, cp, check)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstBad == nil || res.FirstBad.Turn != 3 || res.Good == nil || res.Good.Turn != 2 {
+		t.Fatalf("bisect found %+v after %+v, want turn 3 after turn 2 (steps %+v)", res.FirstBad, res.Good, res.Steps)
+	}
+	for _, st := range res.Steps {
+		if want := map[bool]int{true: 0, false: 1}[st.Turn < 3]; st.Exit != want {
+			t.Errorf("turn %d: exit %d, want %d; output %q", st.Turn, st.Exit, want, st.Output)
+		}
+	}
+	if after := state(); after != before {
+		t.Errorf("the agent's workspace changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "made-by-check")); !os.IsNotExist(err) {
+		t.Errorf("the check ran in the workspace (%v)", err)
+	}
+	ran := strings.Fields(read(t, places))
+	if len(ran) != len(res.Steps) {
+		t.Fatalf("the check ran in %v, want one place per step (%d)", ran, len(res.Steps))
+	}
+	for _, p := range ran {
+		if !strings.HasPrefix(p, "/tmp/paddock-bisect.") {
+			t.Errorf("the check ran in %s, not a scratch copy", p)
+		}
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("the scratch copy %s is still there (%v)", p, err)
+		}
+		if _, err := os.Lstat(p + ".index"); !os.IsNotExist(err) {
+			t.Errorf("the scratch index %s.index is still there (%v)", p, err)
+		}
+	}
+
+	stat, patch, err := turnDiff(t.Context(), c, dir, res.Good.Commit, *res.FirstBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stat, " file | 2 +-") || !strings.Contains(patch, "\n-ok 2\n+bad 3\n") {
+		t.Errorf("turn 3's diff:\n%s\n%s", stat, patch)
+	}
+	// With no good turn, the diff is from the commit HEAD was at.
+	_, patch, err = turnDiff(t.Context(), c, dir, "", line[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch, "\n-ok\n+ok 1\n") || strings.Contains(patch, "build/out") {
+		t.Errorf("turn 1's diff from HEAD:\n%s", patch)
 	}
 }
