@@ -141,6 +141,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdRuns(f),
 		newCmdTask(f),
 		newCmdDiff(f),
+		newCmdFork(f),
+		newCmdBisect(f),
 		newCmdPush(f),
 		newCmdWorktree(f),
 		newCmdEnv(f),
