@@ -75,6 +75,8 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 		return nil
 	}
 
+	// A rewind cut off in the middle had stopped the agent: this one brings it back.
+	running = running || interrupted != ""
 	undo, reused := interruptedUndo(all, to, interrupted)
 	if !reused {
 		undo, err = s.takeUndo(ctx, sandboxName, sb, sessionName, to)
