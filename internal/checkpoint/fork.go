@@ -219,7 +219,7 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 		if err := fillWorkspace(ctx, c, archive); err != nil {
 			return err
 		}
-		if err := restoreFiles(ctx, c, cp); err != nil {
+		if _, err := restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude)); err != nil {
 			return fmt.Errorf("put the files of checkpoint #%d in %s: %w", cp.Seq, name, err)
 		}
 		if cp.Conversation != nil && se != nil && cp.Session == se.Name {
