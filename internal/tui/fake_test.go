@@ -54,6 +54,10 @@ type fakeDaemon struct {
 	tasks      []wire.Task
 	queue      []wire.QueueEntry
 	runsOnHost string
+	// checkpoints are each sandbox's checkpoints, oldest first; cpDiffs the stat and diff
+	// of each "SANDBOX FROM..TO" (timeline_test.go).
+	checkpoints map[string][]wire.Checkpoint
+	cpDiffs     map[string][2]string
 }
 
 func newFake() *fakeDaemon {

@@ -25,6 +25,7 @@ var keyHelp = [][2]string{
 	{"s", "sync the sandbox's work into the host repo, and show what arrived"},
 	{"M", "merge the sandbox's branch into the host repo's current branch (says what and asks first)"},
 	{"D", "the sandbox's diff against where it started"},
+	{"t", "turns: the session's checkpoints, each turn's diff; r rewinds files and conversation to one, f forks a new sandbox from it"},
 	{"L", "the allowlist the sandbox's learn mode proposes (a applies it); one that never learned: start learning"},
 	{"m", "send the session a one-line message without attaching"},
 	{"f", "fork a session: a new one on a copy of its conversation (Claude Code)"},
@@ -36,7 +37,7 @@ var keyHelp = [][2]string{
 	{"q ctrl-c", "quit"},
 }
 
-const footerKeys = "enter attach · n new · R restart · s sync · M merge · D diff · m message · f fork · x stop · d delete · T tasks · / filter · ? help · q quit"
+const footerKeys = "enter attach · n new · R restart · s sync · M merge · D diff · t turns · m message · f fork · x stop · d delete · T tasks · / filter · ? help · q quit"
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := msg.String()
@@ -49,6 +50,10 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeTasks:
 		return m, m.tasksKey(k)
+	case modeTimeline:
+		return m, m.timelineKey(k)
+	case modeForkName:
+		return m, m.forkNameKey(msg)
 	case modeReview:
 		return m, m.reviewKey(msg)
 	case modePager:
@@ -199,6 +204,8 @@ func (m *Model) listKey(k string) tea.Cmd {
 		return m.input.Focus()
 	case "f":
 		return m.fork(r)
+	case "t":
+		return m.openTimeline(r)
 	}
 	return nil
 }

@@ -25,8 +25,10 @@ const (
 	modeMessage
 	modePager
 	modeDialog
-	modeTasks  // the tasks view (tasks.go)
-	modeReview // a review to an attempt's agent being written
+	modeTasks    // the tasks view (tasks.go)
+	modeReview   // a review to an attempt's agent being written
+	modeTimeline // a session's checkpoints (timeline.go)
+	modeForkName // the name of a sandbox forked from a checkpoint being written
 )
 
 // callTimeout bounds one daemon call the user waits on; a longer one is an error line.
@@ -76,6 +78,8 @@ type Model struct {
 	// tasks is the tasks view's state while it is open.
 	tasks  *taskView
 	dialog *dialog
+	// timeline is the timeline's state while it is open.
+	timeline *timelineView
 
 	busy     map[int]string // running calls, by id: what the spinner says
 	nextCall int
@@ -397,7 +401,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		m.relayout()
-		cmds = append(cmds, m.waitEvents(), m.taskEvents(msg))
+		cmds = append(cmds, m.waitEvents(), m.taskEvents(msg), m.timelineEvents(msg))
 		return m, tea.Batch(cmds...)
 	case streamEndMsg:
 		text := "the event stream ended"
@@ -456,6 +460,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.tasks != nil {
 			cmds = append(cmds, m.loadTasks())
 		}
+		if m.timeline != nil {
+			cmds = append(cmds, m.loadCheckpoints())
+		}
 		if msg.pager != "" || msg.title != "" {
 			m.openPager(msg.title, msg.pager)
 			m.pagerApply = msg.apply
@@ -470,6 +477,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.key(msg)
 	case tasksMsg, tasksTickMsg:
 		cmd, _ := m.tasksUpdate(msg)
+		return m, cmd
+	case checkpointsMsg, cpDiffMsg:
+		cmd, _ := m.timelineUpdate(msg)
 		return m, cmd
 	case tea.MouseClickMsg:
 		return m.click(msg)

@@ -71,6 +71,9 @@ func (m *Model) openTasks() tea.Cmd {
 
 // listMode is the mode a question, the pager or the help goes back to.
 func (m *Model) listMode() mode {
+	if m.timeline != nil {
+		return modeTimeline
+	}
 	if m.tasks != nil {
 		return modeTasks
 	}

@@ -50,6 +50,13 @@ type Daemon interface {
 	LandTask(ctx context.Context, name string, req wire.LandRequest) (wire.QueueEntry, error)
 	ReviewAttempt(ctx context.Context, name string, n int, req wire.ReviewRequest) (wire.Attempt, error)
 	DropEntry(ctx context.Context, id int64) (wire.QueueEntry, error)
+	// Checkpoints, CheckpointDiff, Rewind and Fork are the timeline's (t): a session's
+	// checkpoints, what one changed (from and to are checkpoint refs, "#SEQ"), the session
+	// put back to one, a new sandbox made from one.
+	Checkpoints(ctx context.Context, sandboxName, session string) ([]wire.Checkpoint, error)
+	CheckpointDiff(ctx context.Context, sandboxName, session, from, to string, stat bool) (string, error)
+	Rewind(ctx context.Context, sandboxName, session string, req wire.RewindRequest) (wire.RewindResult, error)
+	Fork(ctx context.Context, sandboxName string, req wire.ForkRequest, progress func(string)) (wire.ForkResult, error)
 }
 
 var _ Daemon = (*client.Client)(nil)

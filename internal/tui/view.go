@@ -33,6 +33,9 @@ func (m *Model) listWidth() int {
 func (m *Model) listHeight() int { return max(1, m.height-3) }
 
 func (m *Model) render() string {
+	if m.timeline != nil && (m.mode == modeTimeline || m.mode == modeForkName || m.mode == modeConfirm) {
+		return m.renderTimeline()
+	}
 	if m.tasks != nil && (m.mode == modeTasks || m.mode == modeReview || m.mode == modeConfirm) {
 		return m.renderTasks()
 	}
@@ -354,7 +357,7 @@ func (m *Model) statusLine() string {
 	switch {
 	case m.mode == modeFilter:
 		parts = append(parts, m.filter.View())
-	case m.mode == modeMessage, m.mode == modeReview:
+	case m.mode == modeMessage, m.mode == modeReview, m.mode == modeForkName:
 		parts = append(parts, m.input.View())
 	case m.mode == modeConfirm:
 		parts = append(parts, styleError.Render(m.confirm.text))
