@@ -141,7 +141,8 @@ export function Changes({ sb: name }) {
   );
 }
 
-function FileDiff({ f }) {
+/** One file of a diff, folded: its path and counts, the lines once opened. */
+export function FileDiff({ f }) {
   const [open, setOpen] = useState(false);
   return (
     <details class="diff" onToggle={(e) => setOpen(e.currentTarget.open)}>

@@ -132,6 +132,9 @@ export function Tabs({ sb, name, at }) {
       <Link class={at === 'terminal' ? 'on' : ''} href={urls.terminal(sb, name)} aria-current={at === 'terminal' ? 'page' : undefined}>
         Terminal
       </Link>
+      <Link class={at === 'turns' ? 'on' : ''} href={urls.turns(sb, name)} aria-current={at === 'turns' ? 'page' : undefined}>
+        Turns
+      </Link>
     </nav>
   );
 }

@@ -14,6 +14,7 @@ import { Sandbox } from './sandbox.jsx';
 import { changed, refreshAll, state, useStore } from './store.js';
 import { Task, Tasks } from './tasks.jsx';
 import { TerminalScreen } from './terminal.jsx';
+import { Timeline } from './timeline.jsx';
 import { Bar } from './ui.jsx';
 import './app.css';
 
@@ -38,6 +39,9 @@ function App() {
       break;
     case 'terminal':
       screen = <TerminalScreen sb={m.sb} name={m.name} />;
+      break;
+    case 'turns':
+      screen = <Timeline sb={m.sb} name={m.name} />;
       break;
     case 'tasks':
       screen = <Tasks />;

@@ -50,6 +50,7 @@ export const urls = {
   changes: (sb) => `/s/${enc(sb)}/-/changes`,
   session: (sb, name) => `/s/${enc(sb)}/${enc(name)}`,
   terminal: (sb, name) => `/s/${enc(sb)}/${enc(name)}/terminal`,
+  turns: (sb, name) => `/s/${enc(sb)}/${enc(name)}/turns`,
   tasks: () => '/t',
   task: (name) => `/t/${enc(name)}`,
   attempt: (name, n) => `/t/${enc(name)}/${n}`,
@@ -80,5 +81,6 @@ export function match(path) {
   if (parts.length === 4 && parts[2] === '-' && parts[3] === 'changes') return { screen: 'changes', sb };
   if (parts.length === 3) return { screen: 'session', sb, name: parts[2] };
   if (parts.length === 4 && parts[3] === 'terminal') return { screen: 'terminal', sb, name: parts[2] };
+  if (parts.length === 4 && parts[3] === 'turns') return { screen: 'turns', sb, name: parts[2] };
   return { screen: 'missing' };
 }
