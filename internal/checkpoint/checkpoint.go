@@ -59,7 +59,13 @@ type Service struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per sandbox: one checkpoint, rewind or fork at a time
-	work  sync.WaitGroup
+	// readBack holds the sandboxes whose repositories were looked at for checkpoints
+	// the daemon had no record of (List).
+	readBack map[string]bool
+	// worked holds the sessions ("SANDBOX/SESSION") seen at work since their last
+	// checkpoint (watch).
+	worked map[string]bool
+	work   sync.WaitGroup
 }
 
 // New makes the service; Start follows the event bus.

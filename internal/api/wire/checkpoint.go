@@ -33,6 +33,8 @@ type Checkpoint struct {
 	// Commit is the checkpoint's commit in the sandbox's repository: its tree is the
 	// workspace (tracked, untracked and changed files; ignored ones left out).
 	Commit string `json:"commit"`
+	// Tree is the tree of Commit: the workspace's files.
+	Tree string `json:"tree,omitempty"`
 	// Head and Branch are the repository's HEAD and checked-out branch at the checkpoint
 	// (Branch empty when detached): a rewind puts them back too.
 	Head   string `json:"head,omitempty"`

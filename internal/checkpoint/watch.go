@@ -1,0 +1,88 @@
+package checkpoint
+
+import (
+	"context"
+
+	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/events"
+	"github.com/paddockhq/paddock/internal/guestproto"
+)
+
+// turnEnd says whether an event is the end of a session's turn: its agent idle or
+// waiting for an answer, or its process gone.
+func turnEnd(ev events.Event) bool {
+	return ev.Session != "" && (ev.Kind == guestproto.EventSessionExited ||
+		ev.Kind == guestproto.EventSessionStatus && (ev.Attrs["status"] == "idle" || ev.Attrs["status"] == "waiting"))
+}
+
+// atWork says whether an event is a session's agent at work on a turn.
+func atWork(ev events.Event) bool {
+	return ev.Session != "" && ev.Kind == guestproto.EventSessionStatus && ev.Attrs["status"] == "working"
+}
+
+// watch takes a checkpoint at the end of each agent's turn: the files and the
+// conversation, when either changed since the session's last checkpoint. An agent idle
+// at its start, never seen at work and with no checkpoint yet, ended no turn.
+func (s *Service) watch(ctx context.Context) {
+	if s.opts.Bus == nil {
+		<-ctx.Done()
+		return
+	}
+	events.Watch(ctx, s.opts.Bus, func(ev events.Event) bool { return turnEnd(ev) || atWork(ev) }, nil,
+		func(ev events.Event) {
+			if atWork(ev) {
+				s.setWorked(ev.Sandbox+"/"+ev.Session, true)
+				return
+			}
+			// A sandbox slow to answer holds up no other.
+			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session) })
+		})
+}
+
+func (s *Service) setWorked(key string, v bool) (was bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worked == nil {
+		s.worked = map[string]bool{}
+	}
+	was = s.worked[key]
+	if v {
+		s.worked[key] = true
+	} else {
+		delete(s.worked, key)
+	}
+	return was
+}
+
+// turnEnded takes the checkpoint of the turn a session's agent just ended.
+func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string) {
+	sb, err := s.opts.Store.GetSandbox(ctx, sandboxName)
+	if err != nil {
+		return
+	}
+	key := sandboxName + "/" + sessionName
+	worked := s.setWorked(key, false)
+	if !worked {
+		all, err := s.opts.Store.ListCheckpoints(ctx, sb.ID, sessionName)
+		if err != nil {
+			return
+		}
+		has := false
+		for _, c := range all {
+			has = has || c.Session == sessionName
+		}
+		if !has {
+			return // an agent at its prompt after its start
+		}
+	}
+	cp, taken, err := s.take(ctx, sb, takeOpts{session: sessionName, kind: wire.CheckpointTurn, ifChanged: true})
+	switch {
+	case err != nil:
+		if worked {
+			s.setWorked(key, true) // the next end of a turn tries again
+		}
+		s.log.Warn("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
+	case taken:
+		s.log.Debug("checkpoint", "sandbox", sandboxName, "session", sessionName, "seq", cp.Seq, "turn", cp.Turn)
+	}
+}
