@@ -143,13 +143,14 @@ func (m *Model) timelineUpdate(msg tea.Msg) (tea.Cmd, bool) {
 	return nil, false
 }
 
-// timelineEvents reads the checkpoints again when the timeline's sandbox took one.
+// timelineEvents reads the checkpoints again when the timeline's sandbox took one, or
+// one of its sessions was rewound (from the CLI, or another screen).
 func (m *Model) timelineEvents(evs []wire.Event) tea.Cmd {
 	if m.timeline == nil {
 		return nil
 	}
 	for _, ev := range evs {
-		if ev.Sandbox == m.timeline.sandbox && strings.HasPrefix(ev.Kind, "checkpoint") {
+		if ev.Sandbox == m.timeline.sandbox && (ev.Kind == "checkpoint" || ev.Kind == "rewind") {
 			return m.loadCheckpoints()
 		}
 	}

@@ -73,7 +73,7 @@ func (f *fakeDaemon) Fork(ctx context.Context, sb string, req wire.ForkRequest, 
 // (files, lines, the prompt's first words, escaped), the newest selected with its diff
 // beside them; r on an earlier turn asks, then rewinds to that checkpoint and says how to
 // undo it, and the undo point shows in the list; f forks a new sandbox from the selected
-// turn under the name typed.
+// turn under the name typed; a checkpoint event brings the next turn's line.
 func TestTimelineRewindsAndForks(t *testing.T) {
 	f := newFake()
 	f.addSandbox("api", "/src/api", "running", session.Info{Name: "main", Agent: "claude", Status: "idle"})
@@ -144,6 +144,13 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 	u.press("enter")
 	waitCalls(t, f, "rewind api/main to=#2", "fork api session=main at=#1 new=api-try")
 	u.waitFor("forked api/main at turn 1 into api-try, with its conversation")
+
+	// The agent's next turn: its checkpoint shows when its event arrives.
+	f.mu.Lock()
+	f.checkpoints["api"] = append(f.checkpoints["api"], cp(5, 3, 1, 2, 0, "Try the other way"))
+	f.mu.Unlock()
+	f.publish(wire.Event{Kind: "checkpoint", Sandbox: "api", Session: "main", Detail: "turn 3: 1 file +2 -0"})
+	u.waitFor("Try the other way")
 
 	u.press("esc")
 	u.waitFor("enter attach · n new")

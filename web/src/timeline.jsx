@@ -110,7 +110,7 @@ export function Timeline({ sb, name }) {
       );
     load();
     const off = onEvent((ev) => {
-      if (ev.sandbox === sb && ev.kind && ev.kind.startsWith('checkpoint')) load();
+      if (ev.sandbox === sb && (ev.kind === 'checkpoint' || ev.kind === 'rewind')) load();
     });
     const offCatchUp = onCatchUp(load);
     return () => {
