@@ -16,8 +16,10 @@ if [ "${1:-}" = short ]; then
   run -bench '^BenchmarkCLIStart$' -benchtime 5x ./internal/front/
   run -bench '^BenchmarkCLISync$' -benchtime 3x ./internal/front/
 else
-  run -bench '^Benchmark([^ST]|S[^n]|T[^a])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/ ./internal/front/
+  run -bench '^Benchmark([^CST]|C[^h]|S[^n]|T[^a])' -benchtime 20x ./internal/backend/bwrap/ ./internal/backend/docker/ ./internal/cli/ ./internal/guestclient/ ./internal/tui/ ./internal/front/
   run -bench '^BenchmarkSnapshot$' -benchtime 3x -timeout 30m ./internal/cli/
+  # The time machine's: one 500 MB workspace made for all its parts (about a minute).
+  run -bench '^BenchmarkCheckpoint$' -benchtime 3x -timeout 60m ./internal/cli/
   # The tasks' benchmarks take seconds to minutes an iteration (agents at work for 15 s).
   run -bench '^BenchmarkTask' -benchtime 5x -timeout 30m ./internal/cli/
   run -bench . -benchtime 3x -timeout 30m ./internal/backend/vagrant/ ./internal/backend/microvm/
