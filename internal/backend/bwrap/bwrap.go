@@ -17,6 +17,8 @@ package bwrap
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,14 +299,18 @@ func (b *Bwrap) chownSandboxUser(path string) error {
 	return nil
 }
 
-// writeIdentity writes the passwd, group and hostname files bound over the sandbox's
-// /etc, so that uid 1000 is the user "agent" whatever the host's /etc says.
+// writeIdentity writes the passwd, group, hostname and machine-id files bound over the
+// sandbox's /etc, so that uid 1000 is the user "agent" whatever the host's /etc says,
+// and each sandbox (a fork too) is a machine of its own, not the host nor another.
 func writeIdentity(etc, hostname string) error {
+	id := make([]byte, 16)
+	rand.Read(id)
 	files := map[string]string{
-		"passwd":   "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:paddock agent:/home/agent:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		"group":    "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n",
-		"hostname": hostname + "\n",
-		"hosts":    "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"machine-id": hex.EncodeToString(id) + "\n",
+		"passwd":     "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:paddock agent:/home/agent:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":      "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n",
+		"hostname":   hostname + "\n",
+		"hosts":      "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 	}
 	for name, content := range files {
 		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {

@@ -137,12 +137,15 @@ func (b *Bwrap) args(spec backend.Spec, p paths) ([]string, error) {
 		a = append(a, "--ro-bind", src, "/"+d)
 		shown = append(shown, d)
 	}
-	for _, f := range []string{"passwd", "group", "hostname", "hosts"} {
-		if spec.Rootfs != "" {
+	for _, f := range []string{"passwd", "group", "hostname", "hosts", "machine-id"} {
+		if spec.Rootfs != "" || f == "machine-id" {
 			// A read-only /etc cannot take a new mount point: cover only what exists.
-			if _, err := os.Lstat(filepath.Join(spec.Rootfs, "etc", f)); err != nil {
+			if _, err := os.Lstat(filepath.Join(base, "etc", f)); err != nil {
 				continue
 			}
+		}
+		if _, err := os.Lstat(filepath.Join(p.etc(), f)); err != nil && f == "machine-id" {
+			continue // made before sandboxes had a machine id of their own
 		}
 		a = append(a, "--ro-bind", filepath.Join(p.etc(), f), "/etc/"+f)
 	}

@@ -1,7 +1,11 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -84,7 +88,29 @@ func (d *Docker) Create(ctx context.Context, spec backend.Spec) error {
 			PidsLimit: &pids,
 		},
 	}
-	return d.createWithGuest(ctx, spec, img, cfg, host)
+	if err := d.createWithGuest(ctx, spec, img, cfg, host); err != nil {
+		return err
+	}
+	return d.giveMachineID(ctx, name)
+}
+
+// giveMachineID writes the container's own /etc/machine-id (the image has none, or one
+// every container of it would share): each sandbox, a fork too, is a machine of its own.
+func (d *Docker) giveMachineID(ctx context.Context, name string) error {
+	id := make([]byte, 16)
+	rand.Read(id)
+	content := hex.EncodeToString(id) + "\n"
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "machine-id", Mode: 0o444, Size: int64(len(content)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(content))
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := d.cli.CopyToContainer(ctx, name, "/etc", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("give the container its machine id: %w", err)
+	}
+	return nil
 }
 
 // createWithGuest makes the container with the guest's volume mounted, and makes sure it
