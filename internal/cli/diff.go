@@ -11,8 +11,9 @@ import (
 
 func newCmdDiff(f *Factory) *cobra.Command {
 	var stat bool
+	var turn, to string
 	cmd := &cobra.Command{
-		Use:   "diff [SANDBOX] [-- PATHSPEC...]",
+		Use:   "diff [SANDBOX[/SESSION]] [--turn N [--to M]] [-- PATHSPEC...]",
 		Short: "The agent's changes (committed or not) against the commit the sandbox started from",
 		Long: `The agent's changes, committed or not, against the commit the sandbox started from.
 
@@ -20,7 +21,15 @@ To read them, diff fetches the sandbox's work as sync does: its branches and its
 (a commit made without touching the agent's working tree or index) land in
 refs/paddock/SANDBOX/* of the host repository. It writes nothing else (not your working tree,
 branches or index), and does not count as a sync: the next ` + "`paddock sync`" + ` still reports
-everything new since the last sync, what diff fetched included.`,
+everything new since the last sync, what diff fetched included.
+
+With --turn N, what a turn of an agent changed instead: the files of the checkpoint taken
+at its end against the checkpoint before it (see them with ` + "`paddock checkpoints`" + `);
+SANDBOX/SESSION says whose turn N. With --to M, from turn N's checkpoint to turn M's.
+N and M may also be #SEQ or a checkpoint's name.`,
+		Example: `  paddock diff web
+  paddock diff web/main --turn 3
+  paddock diff web/main --turn 2 --to 5 --stat`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			name, pathspec := "", []string(nil)
@@ -33,6 +42,15 @@ everything new since the last sync, what diff fetched included.`,
 			}
 			if len(args) == 1 {
 				name = args[0]
+			}
+			if to != "" && turn == "" {
+				return usagef("--to M goes with --turn N: paddock diff SANDBOX --turn N --to M")
+			}
+			if turn != "" {
+				if len(pathspec) > 0 {
+					return usagef("--turn shows a whole turn: leave out -- and paths")
+				}
+				return runTurnDiff(ctx, f, name, turn, to, stat)
 			}
 			c, err := f.Client(ctx)
 			if err != nil {
@@ -55,6 +73,8 @@ everything new since the last sync, what diff fetched included.`,
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "a summary of the changed files")
+	cmd.Flags().StringVar(&turn, "turn", "", "what turn `N` of the agent changed (or #SEQ, or a checkpoint's name)")
+	cmd.Flags().StringVar(&to, "to", "", "with --turn N: from turn N's checkpoint to turn `M`'s")
 	return cmd
 }
 

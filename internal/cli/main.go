@@ -131,6 +131,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newCmdEvents(f),
 		newCmdRestart(f),
 		newCmdRewind(f),
+		newCmdCheckpoints(f),
+		newCmdCheckpoint(f),
 		newCmdTranscript(f),
 		newCmdSync(f),
 		newCmdMerge(f),
