@@ -1,11 +1,14 @@
 package checkpoint
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
@@ -165,5 +168,70 @@ func TestRestoreFiles(t *testing.T) {
 	}
 	if got := read(t, transcript); got != "{\"turn\":1}\n" {
 		t.Errorf("the transcript after the rewind: %q", got)
+	}
+}
+
+// TestRestoreCutOff: a rewind's file step cut off once it has begun (the daemon that
+// asked for it gone: the guest kills the exec's processes) still runs to its end, so the
+// workspace is the checkpoint's, never part way; its mark stays, naming the checkpoint
+// and the undo point, for the rewind run again to read.
+func TestRestoreCutOff(t *testing.T) {
+	testenv.Program(t, "git", "install git")
+	testenv.Program(t, "setsid", "install util-linux")
+	c, _ := guesttest.Connect(t)
+	dir := filepath.Join(t.TempDir(), "workspace")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, nil, "init", "-q", "-b", "main")
+	gitIn(t, dir, nil, "commit", "-q", "--allow-empty", "-m", "first")
+	const files = 1000
+	for i := range files {
+		write(t, filepath.Join(dir, "f", strconv.Itoa(i)), "a\n")
+	}
+	transcript := filepath.Join(t.TempDir(), "t.jsonl")
+	write(t, transcript, "{}\n")
+	cp := checkpointByHand(t, dir, transcript)
+	for i := range files {
+		write(t, filepath.Join(dir, "f", strconv.Itoa(i)), "b\n")
+	}
+
+	gitDir := gitIn(t, dir, nil, "rev-parse", "--absolute-git-dir")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := restoreFilesFor(ctx, c, dir, cp, 7, nil)
+		done <- err
+	}()
+	// Cut it off once its own index is there: it has begun.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(gitDir, "paddock", "rewind-index")); err == nil {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Log("the restore ended before it was cut off")
+	}
+	// It runs on to its end: every file back.
+	back := func() (n int) {
+		for i := range files {
+			if read(t, filepath.Join(dir, "f", strconv.Itoa(i))) == "a\n" {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); back() != files; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a restore cut off left the workspace part way back: %d files of %d", back(), files)
+		}
+	}
+	p, err := markRewind(t.Context(), c, dir, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.commit != cp.Commit || p.undo != 7 {
+		t.Errorf("the mark of the rewind cut off says %+v, want commit %s and undo point 7", p, cp.Commit)
 	}
 }
