@@ -188,10 +188,11 @@ func (s *Service) take(ctx context.Context, sb store.Sandbox, o takeOpts) (cp wi
 	if cp.Prompt == "" && last != nil && out.blob != "" && last.Conversation != nil && last.Conversation.Blob == out.blob {
 		cp.Prompt = last.Prompt
 	}
+	// The ones past the bounds go first: whoever sees the new one sees them gone.
+	s.prune(ctx, sb, c, append(all, cp))
 	if err := s.opts.Store.AddCheckpoint(ctx, sb.ID, cp); err != nil {
 		return cp, false, err
 	}
-	s.prune(ctx, sb, c, append(all, cp))
 	if s.opts.Emit != nil {
 		s.opts.Emit(ctx, sb, events.Event{Kind: "checkpoint", Session: cp.Session, Detail: summary(cp),
 			Attrs: map[string]string{"seq": strconv.Itoa(cp.Seq), "turn": strconv.Itoa(cp.Turn), "kind": cp.Kind}})
