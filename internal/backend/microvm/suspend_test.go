@@ -29,8 +29,9 @@ func TestSuspendResume(t *testing.T) {
 	run(t, c, "echo kept > /workspace/f && echo in-memory > /tmp/m")
 	sleeper := run(t, c, "nohup sleep 1000 >/dev/null 2>&1 & echo $!")
 	counter := run(t, c, `nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done' >/dev/null 2>&1 & echo $!`)
-	time.Sleep(time.Second)
-	before := count(t, run(t, c, "cat /tmp/count"))
+	// The counter has counted (a loaded host's emulated VM takes more than a second to
+	// start a background shell: a fixed pause found no /tmp/count in a whole test run).
+	before := count(t, run(t, c, "i=0; until [ -s /tmp/count ] && [ \"$(cat /tmp/count)\" -ge 5 ]; do i=$((i+1)); [ $i -lt 600 ] || exit 1; sleep 0.1; done; cat /tmp/count"))
 
 	if err := b.Suspend(ctx, id); err != nil {
 		t.Fatal(err)
