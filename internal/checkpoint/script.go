@@ -80,7 +80,7 @@ msg="$msg,\"files\":$files,\"added\":$added,\"deleted\":$deleted,\"bytes\":$byte
 if [ -n "$blob" ]; then
   msg="$msg,\"conversation\":$conv,\"path\":\"$(esc "$tpath")\",\"blob\":\"$blob\",\"size\":$size}"
   t=$(printf '100644 blob %s\ttranscript\n' "$blob" | git mktree)
-  t=$(GIT_AUTHOR_DATE="0 +0000" GIT_COMMITTER_DATE="0 +0000" git commit-tree --no-gpg-sign "$t" -m "paddock: conversation")
+  t=$(GIT_AUTHOR_DATE="946684800 +0000" GIT_COMMITTER_DATE="946684800 +0000" git commit-tree --no-gpg-sign "$t" -m "paddock: conversation")
   c=$(GIT_AUTHOR_DATE="$now +0000" GIT_COMMITTER_DATE="$now +0000" git commit-tree --no-gpg-sign "$tree" -p "$t" -m "$msg}")
 else
   c=$(GIT_AUTHOR_DATE="$now +0000" GIT_COMMITTER_DATE="$now +0000" git commit-tree --no-gpg-sign "$tree" -m "$msg}")

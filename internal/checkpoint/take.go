@@ -247,6 +247,12 @@ type takeOut struct {
 // runTake runs takeScript for checkpoint cp in the sandbox c reaches.
 func (s *Service) runTake(ctx context.Context, c *guestclient.Client, cp wire.Checkpoint, conv *wire.Conversation,
 	base, lastTree, lastBlob string, ifChanged bool, glob string) (takeOut, error) {
+	return s.runTakeIn(ctx, c, inside.Workspace, cp, conv, base, lastTree, lastBlob, ifChanged, glob)
+}
+
+// runTakeIn is runTake in the repository at dir.
+func (s *Service) runTakeIn(ctx context.Context, c *guestclient.Client, dir string, cp wire.Checkpoint, conv *wire.Conversation,
+	base, lastTree, lastBlob string, ifChanged bool, glob string) (takeOut, error) {
 	meta, err := recordPrefix(cp)
 	if err != nil {
 		return takeOut{}, err
@@ -267,7 +273,7 @@ func (s *Service) runTake(ctx context.Context, c *guestclient.Client, cp wire.Ch
 		strconv.Itoa(cp.Seq), strconv.FormatInt(cp.Time.Unix(), 10)}, s.opts.Exclude...)
 	var stdout bytes.Buffer
 	stderr := tailbuf.Buffer{Max: 4 << 10}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitsync.SandboxGitEnv, Dir: inside.Workspace, Stdout: &stdout, Stderr: &stderr})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitsync.SandboxGitEnv, Dir: dir, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return takeOut{}, err
 	}
