@@ -65,6 +65,9 @@ type Service struct {
 	// worked holds the sessions ("SANDBOX/SESSION") seen at work since their last
 	// checkpoint (watch).
 	worked map[string]bool
+	// hushed holds the sessions whose agents are being stopped and started again (a
+	// rewind): their turns' ends take no checkpoint meanwhile.
+	hushed map[string]int
 	work   sync.WaitGroup
 }
 

@@ -31,6 +31,8 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	if err != nil {
 		return res, err
 	}
+	// The agent's stop and its start again end no turn of its.
+	defer s.hush(sandboxName, sessionName)()
 	if _, err := s.opts.Store.GetSession(ctx, sb.ID, sessionName); errors.Is(err, store.ErrNotFound) {
 		return res, apperr.NotFound(fmt.Sprintf("run `paddock chat %s --list` to see its sessions", sandboxName),
 			"sandbox %q has no session named %q", sandboxName, sessionName)

@@ -132,6 +132,14 @@ func (s *Service) take(ctx context.Context, sb store.Sandbox, o takeOpts) (cp wi
 				break
 			}
 		}
+		// After a rewind the files and conversation are the checkpoint it went to.
+		if last != nil && last.Kind == wire.CheckpointRewind && o.ifChanged {
+			for i := range all {
+				if all[i].Seq == last.RewoundTo {
+					last = &all[i]
+				}
+			}
+		}
 	}
 	var agent *agents.Agent
 	var conv *wire.Conversation

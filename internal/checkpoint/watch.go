@@ -21,8 +21,10 @@ func atWork(ev events.Event) bool {
 }
 
 // watch takes a checkpoint at the end of each agent's turn: the files and the
-// conversation, when either changed since the session's last checkpoint. An agent idle
-// at its start, never seen at work and with no checkpoint yet, ended no turn.
+// conversation, when either changed since the session's last checkpoint. A turn is one
+// the agent was seen at work on (status working): an agent idle at its start, or one
+// stopped and started again, ended none. A turn under way while the daemon was down
+// is not seen (its end takes no checkpoint); the next one is.
 func (s *Service) watch(ctx context.Context) {
 	if s.opts.Bus == nil {
 		<-ctx.Done()
@@ -37,6 +39,34 @@ func (s *Service) watch(ctx context.Context) {
 			// A sandbox slow to answer holds up no other.
 			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session) })
 		})
+}
+
+// hush keeps the watch from taking checkpoints of a session's turns while something
+// stops and starts its agent (a rewind): the agent's exit and its idle at its start
+// again end no turn. The call it returns ends that; the session's next turn is the
+// first it is seen at work on after.
+func (s *Service) hush(sandboxName, sessionName string) func() {
+	key := sandboxName + "/" + sessionName
+	s.mu.Lock()
+	if s.hushed == nil {
+		s.hushed = map[string]int{}
+	}
+	s.hushed[key]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.hushed[key]--; s.hushed[key] <= 0 {
+			delete(s.hushed, key)
+		}
+		delete(s.worked, key)
+	}
+}
+
+func (s *Service) isHushed(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hushed[key] > 0
 }
 
 func (s *Service) setWorked(key string, v bool) (was bool) {
@@ -61,26 +91,13 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 		return
 	}
 	key := sandboxName + "/" + sessionName
-	worked := s.setWorked(key, false)
-	if !worked {
-		all, err := s.opts.Store.ListCheckpoints(ctx, sb.ID, sessionName)
-		if err != nil {
-			return
-		}
-		has := false
-		for _, c := range all {
-			has = has || c.Session == sessionName
-		}
-		if !has {
-			return // an agent at its prompt after its start
-		}
+	if s.isHushed(key) || !s.setWorked(key, false) {
+		return // an agent at its prompt after its start, or stopped and started again
 	}
 	cp, taken, err := s.take(ctx, sb, takeOpts{session: sessionName, kind: wire.CheckpointTurn, ifChanged: true})
 	switch {
 	case err != nil:
-		if worked {
-			s.setWorked(key, true) // the next end of a turn tries again
-		}
+		s.setWorked(key, true) // the next end of a turn tries again
 		s.log.Warn("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
 	case taken:
 		s.log.Debug("checkpoint", "sandbox", sandboxName, "session", sessionName, "seq", cp.Seq, "turn", cp.Turn)
