@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -51,6 +52,11 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 			return wire.ForkResult{}, apperr.Conflict("choose another name, or remove it with `paddock rm "+n+"`", "a sandbox named %q already exists", n)
 		}
 	}
+	if req.Backend != "" {
+		if _, err := s.opts.Sandboxes.PickBackend(ctx, req.Backend); err != nil {
+			return wire.ForkResult{}, err
+		}
+	}
 	if req.Session != "" {
 		if _, err := s.opts.Store.GetSession(ctx, parent.ID, req.Session); err != nil {
 			return wire.ForkResult{}, apperr.NotFound(fmt.Sprintf("see them with `paddock chat %s --list`", sandboxName), "sandbox %q has no session named %q", sandboxName, req.Session)
@@ -68,7 +74,7 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 	if err != nil {
 		return wire.ForkResult{}, err
 	}
-	defer os.Remove(archive)
+	defer archive.Close()
 
 	backendName := req.Backend
 	if backendName == "" {
@@ -88,7 +94,7 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		// Those made go (one that failed removed itself; a name taken meanwhile is
-		// another's).
+		// another's, and stays).
 		var made []string
 		for i, name := range names {
 			if errs[i] == nil {
@@ -100,13 +106,6 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 	}
 	res := wire.ForkResult{From: cp, Sandboxes: names}
 	if se != nil {
-		for _, name := range names {
-			say(fmt.Sprintf("starting session %s/%s (%s)", name, se.Name, se.Agent))
-			if _, err := s.opts.Sessions.Restart(ctx, name, se.Name); err != nil {
-				s.removeForks(ctx, names)
-				return wire.ForkResult{}, fmt.Errorf("fork %s: start session %s in %s: %w (nothing was made)", sandboxName, se.Name, name, err)
-			}
-		}
 		res.Sessions = []string{se.Name}
 	}
 	return res, nil
@@ -172,41 +171,61 @@ func (s *Service) forkSession(ctx context.Context, parent store.Sandbox, cp wire
 	return &se, nil
 }
 
-// copyOut streams the parent's /workspace into an archive on the host (its path), once
-// for every fork; the parent's own .mcp.json, which holds its tunnel's credentials, is
-// left out (each fork has its own).
-func (s *Service) copyOut(ctx context.Context, parent store.Sandbox, progress func(string)) (string, error) {
+// workspaceArchive is the archive of a parent's /workspace: a file on the host with no
+// name (removed as soon as made, so that a daemon killed meanwhile leaves nothing behind),
+// which every fork reads at once.
+type workspaceArchive struct {
+	f    *os.File
+	size int64
+}
+
+// reader reads the archive from its start, beside any other reader.
+func (a *workspaceArchive) reader() io.Reader { return io.NewSectionReader(a.f, 0, a.size) }
+
+func (a *workspaceArchive) Close() error { return a.f.Close() }
+
+// copyOut streams the parent's /workspace into an archive on the host, once for every
+// fork; the parent's own .mcp.json, which holds its tunnel's credentials, is left out
+// (each fork has its own).
+func (s *Service) copyOut(ctx context.Context, parent store.Sandbox, progress func(string)) (*workspaceArchive, error) {
 	c, err := s.opts.Sandboxes.Client(ctx, parent.Name)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	f, err := os.CreateTemp("", "paddock-fork-*.tar")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	os.Remove(f.Name())
 	start := time.Now()
 	unlock := s.lock(parent.ID) // no checkpoint pruned, nor rewind, while it is read
-	err = tarWorkspace(ctx, c, f)
+	cw := &countingWriter{w: f}
+	err = tarWorkspace(ctx, c, cw)
 	unlock()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("copy the workspace of %s: %w", parent.Name, err)
+		f.Close()
+		return nil, fmt.Errorf("copy the workspace of %s: %w", parent.Name, err)
 	}
-	size := int64(0)
-	if fi, err := os.Stat(f.Name()); err == nil {
-		size = fi.Size()
-	}
-	progress(fmt.Sprintf("copied the workspace of %s (%s) in %.1fs", parent.Name, termtext.Size(size), time.Since(start).Seconds()))
-	return f.Name(), nil
+	progress(fmt.Sprintf("copied the workspace of %s (%s) in %.1fs", parent.Name, termtext.Size(cw.n), time.Since(start).Seconds()))
+	return &workspaceArchive{f: f, size: cw.n}, nil
+}
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // makeFork makes one fork: a sandbox like its parent on backendName, filled while it is
 // made with the parent's workspace at the checkpoint, the conversation and the session's
 // record.
-func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Checkpoint, se *store.Session, name, backendName, archive string, say func(string)) error {
+func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Checkpoint, se *store.Session, name, backendName string, archive *workspaceArchive, say func(string)) error {
 	say(fmt.Sprintf("making %s on %s", name, backendName))
 	req := sandbox.CreateRequest{SandboxCreateRequest: wire.SandboxCreateRequest{Name: name, Backend: backendName,
 		SourcePath: parent.SourcePath, SourceURL: parent.SourceURL, Commit: parent.BaseCommit, Network: parent.Network,
@@ -216,7 +235,7 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 	}
 	req.Seeded = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, _ sandbox.Progress) error {
 		say(fmt.Sprintf("%s: putting the files at checkpoint #%d (turn %d)", name, cp.Seq, cp.Turn))
-		if err := fillWorkspace(ctx, c, archive); err != nil {
+		if err := fillWorkspace(ctx, c, archive.reader()); err != nil {
 			return err
 		}
 		if _, err := restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude)); err != nil {
@@ -249,6 +268,13 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 		return fmt.Errorf("make %s: %w", name, err)
 	}
 	say(fmt.Sprintf("made %s in %.1fs", name, time.Since(start).Seconds()))
+	if se != nil {
+		say(fmt.Sprintf("starting session %s/%s (%s)", name, se.Name, se.Agent))
+		if _, err := s.opts.Sessions.Restart(ctx, name, se.Name); err != nil {
+			s.removeForks(ctx, []string{name})
+			return fmt.Errorf("start session %s in %s: %w", se.Name, name, err)
+		}
+	}
 	return nil
 }
 
@@ -257,16 +283,11 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 const forkFillScript = `cd /workspace && find . -mindepth 1 -maxdepth 1 ! -name .mcp.json -exec rm -rf -- {} +`
 
 // fillWorkspace puts the parent's /workspace (the archive) in place of the sandbox's.
-func fillWorkspace(ctx context.Context, c *guestclient.Client, archive string) error {
-	f, err := os.Open(archive)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+func fillWorkspace(ctx context.Context, c *guestclient.Client, archive io.Reader) error {
 	if err := forkScript(ctx, c, forkFillScript); err != nil {
 		return err
 	}
-	if _, _, err := c.TarIn(ctx, inside.Workspace, ".", f); err != nil {
+	if _, _, err := c.TarIn(ctx, inside.Workspace, ".", archive); err != nil {
 		return fmt.Errorf("copy the workspace in: %w", err)
 	}
 	return nil
