@@ -233,6 +233,17 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 	if backendName == parent.Backend {
 		req.Rootfs, req.Runtime, req.Image = parent.Rootfs, parent.Runtime, parent.Image
 	}
+	if info, err := s.opts.Sandboxes.Get(ctx, parent.Name); err == nil && info.Limits != nil {
+		l := info.Limits
+		req.CPUs, req.MemoryBytes, req.PidsLimit = l.CPUs, l.MemoryBytes, l.Pids
+		if backendName == parent.Backend {
+			req.DiskBytes = l.DiskBytes // another backend may have no disk limit to set
+		}
+	}
+	rules, err := s.opts.Sandboxes.Net().List(ctx, parent.Name)
+	if err != nil {
+		return fmt.Errorf("read the egress rules of %s: %w", parent.Name, err)
+	}
 	req.Seeded = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, _ sandbox.Progress) error {
 		say(fmt.Sprintf("%s: putting the files at checkpoint #%d (turn %d)", name, cp.Seq, cp.Turn))
 		if err := fillWorkspace(ctx, c, archive.reader()); err != nil {
@@ -248,6 +259,14 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 		}
 		if err := s.adoptCheckpoint(ctx, c, sb, cp); err != nil {
 			return err
+		}
+		for _, r := range rules {
+			if r.Scope != parent.Name {
+				continue // the daemon's own rules apply to the fork as they are
+			}
+			if _, err := s.opts.Sandboxes.Net().Set(ctx, sb.Name, r.Pattern, r.Action); err != nil {
+				return fmt.Errorf("copy the egress rule %s %s to %s: %w", r.Action, r.Pattern, name, err)
+			}
 		}
 		if se != nil {
 			rec := *se
