@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,40 +93,45 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 	return res, nil
 }
 
-// timeline is a session's current line of turns, the oldest first: for each turn from
-// 1 to the session's current one, the newest checkpoint of that turn (a turn whose
-// checkpoints were all pruned is missing). The current turn is the Turn of the
-// session's newest turn checkpoint or, when a rewind came after it, of the checkpoint
-// the rewind went to: the turns a rewind left behind are off the line until the agent
-// takes them again. all is the oldest first.
+// timeline is a session's current line of turns, the oldest first: the turns that led
+// to the state the session is at now, each the newest checkpoint of its turn (a turn
+// whose checkpoints were pruned is missing). It walks back from the session's newest
+// checkpoint: a rewind's undo point there means the state is the checkpoint the rewind
+// went to, and one met on the way back means the state before the checkpoint after it
+// was that rewind's target. So the turns a rewind left behind are off the line, and a
+// rewind undone puts them back on. all is the oldest first.
 func timeline(all []wire.Checkpoint, session string) []wire.Checkpoint {
-	bySeq := make(map[int]wire.Checkpoint, len(all))
-	current := 0
-	for _, c := range all {
-		bySeq[c.Seq] = c
-		if c.Session != session {
-			continue
+	bySeq := make(map[int]int, len(all))
+	for i, c := range all {
+		bySeq[c.Seq] = i
+	}
+	// before is the index of the session's checkpoint before all[i], -1 when none.
+	before := func(i int) int {
+		for i--; i >= 0 && all[i].Session != session; i-- {
 		}
-		switch c.Kind {
-		case wire.CheckpointTurn:
-			current = c.Turn
-		case wire.CheckpointRewind:
-			if to, ok := bySeq[c.RewoundTo]; ok {
-				current = to.Turn
+		return i
+	}
+	// stateAfter is the index of the checkpoint whose files the session had just after
+	// all[i] was taken: all[i]'s own, or, for a rewind's undo point, its target's.
+	stateAfter := func(i int) int {
+		if all[i].Kind == wire.CheckpointRewind {
+			if j, ok := bySeq[all[i].RewoundTo]; ok && j < i {
+				return j
 			}
 		}
+		return i
 	}
-	newest := map[int]wire.Checkpoint{}
-	for _, c := range all {
-		if c.Session == session && c.Kind == wire.CheckpointTurn && c.Turn >= 1 && c.Turn <= current {
-			newest[c.Turn] = c
+	var line []wire.Checkpoint
+	limit := int(^uint(0) >> 1)
+	for i := before(len(all)); i >= 0; {
+		i = stateAfter(i)
+		if c := all[i]; c.Kind == wire.CheckpointTurn && c.Session == session && c.Turn >= 1 && c.Turn < limit {
+			line = append(line, c)
+			limit = c.Turn
 		}
+		i = before(i)
 	}
-	line := make([]wire.Checkpoint, 0, len(newest))
-	for _, c := range newest {
-		line = append(line, c)
-	}
-	sort.Slice(line, func(i, j int) bool { return line[i].Turn < line[j].Turn })
+	slices.Reverse(line)
 	return line
 }
 

@@ -32,7 +32,15 @@ func TestTimeline(t *testing.T) {
 		// turns 1-4, a rewind to turn 2, then a new turn 3: the old 3 and 4 are off the line.
 		{"after a rewind and a new turn", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), turn(4, 4, "s"), rewind(5, 2), turn(6, 3, "s")}, []int{1, 2, 6}},
 		{"right after a rewind", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), rewind(4, 1)}, []int{1}},
-		{"an undone rewind", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), rewind(4, 1), rewind(5, 3)}, []int{1, 2, 3}},
+		{"an undone rewind", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), rewind(4, 1), rewind(5, 4)}, []int{1, 2, 3}},
+		// turns 1-5, a rewind to turn 2, a new turn 3, then the rewind undone: the first
+		// line again, without the new turn 3.
+		{"a rewind undone after a new turn", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), turn(4, 4, "s"), turn(5, 5, "s"),
+			rewind(6, 2), turn(7, 3, "s"), rewind(8, 6)}, []int{1, 2, 3, 4, 5}},
+		// ... and two turns more after that undo.
+		{"turns after an undone rewind", []wire.Checkpoint{turn(1, 1, "s"), turn(2, 2, "s"), turn(3, 3, "s"), rewind(4, 1), turn(5, 2, "s"),
+			rewind(6, 4), turn(7, 4, "s"), turn(8, 5, "s")}, []int{1, 2, 3, 7, 8}},
+		{"a rewind to a checkpoint taken by hand", []wire.Checkpoint{turn(1, 1, "s"), manual, turn(3, 2, "s"), rewind(4, 2), turn(5, 2, "s")}, []int{1, 5}},
 		{"a pruned turn is missing", []wire.Checkpoint{turn(2, 2, "s"), turn(3, 3, "s")}, []int{2, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
