@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
@@ -33,7 +34,8 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	}
 	// The agent's stop and its start again end no turn of its.
 	defer s.hush(sandboxName, sessionName)()
-	if _, err := s.opts.Store.GetSession(ctx, sb.ID, sessionName); errors.Is(err, store.ErrNotFound) {
+	se, err := s.opts.Store.GetSession(ctx, sb.ID, sessionName)
+	if errors.Is(err, store.ErrNotFound) {
 		return res, apperr.NotFound(fmt.Sprintf("run `paddock chat %s --list` to see its sessions", sandboxName),
 			"sandbox %q has no session named %q", sandboxName, sessionName)
 	} else if err != nil {
@@ -105,8 +107,9 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 			return res, errors.Join(fmt.Errorf("rewind %s/%s: the files are back at %s, but the conversation could not be: %w; "+
 				"run the rewind again, or undo it with %s", sandboxName, sessionName, describe(to), err, undoHint), restart())
 		}
-	default:
-		res.Note = fmt.Sprintf("%s holds no conversation paddock can put back: the files are back at it, and the agent goes on with its conversation as it is", describe(to))
+	case hasConversation(se.Agent):
+		res.Note = fmt.Sprintf("%s holds no conversation of %s's that paddock can put back: the files are back at it, and %s goes on with its conversation as it was",
+			describe(to), se.Agent, se.Agent)
 	}
 	if err := restart(); err != nil {
 		return res, fmt.Errorf("rewind %s/%s to %s is done (undo with %s), but %w", sandboxName, sessionName, describe(to), undoHint, errors.Join(err, unmark()))
@@ -120,9 +123,16 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 			attrs["turn"] = fmt.Sprint(to.Turn)
 		}
 		s.opts.Emit(ctx, sb, events.Event{Kind: "rewind", Session: sessionName,
-			Detail: fmt.Sprintf("rewound to %s (%d files); undo: %s", describe(to), files, undo.Name), Attrs: attrs})
+			Detail: fmt.Sprintf("%s rewound to %s (%d files); undo: %s", sessionName, describe(to), files, undo.Name), Attrs: attrs})
 	}
 	return res, nil
+}
+
+// hasConversation says whether an agent keeps a conversation paddock reads (a shell
+// session has none to put back).
+func hasConversation(agent string) bool {
+	a, err := agents.Get(agent)
+	return err == nil && (a.Transcript != "" || a.TranscriptCommand != nil)
 }
 
 // describe names a checkpoint as a user would: "turn 3", or "#12 (name)".
