@@ -103,7 +103,13 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	res.Files = files
 	switch conv := to.Conversation; {
 	case conv != nil && conv.Blob != "" && conv.Path != "":
-		if err := restoreConversation(ctx, c, to); err != nil {
+		err := restoreConversation(ctx, c, to)
+		if err == nil && conv.ResumeID != "" && conv.ResumeID != se.ResumeID {
+			// The agent resumes the conversation by the id it had then (an agent that
+			// moved to a new id on a resume has its old one back).
+			err = s.opts.Store.SetResumeID(ctx, sb.ID, sessionName, conv.ResumeID)
+		}
+		if err != nil {
 			return res, errors.Join(fmt.Errorf("rewind %s/%s: the files are back at %s, but the conversation could not be: %w; "+
 				"run the rewind again, or undo it with %s", sandboxName, sessionName, describe(to), err, undoHint), restart())
 		}
