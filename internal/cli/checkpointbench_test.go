@@ -59,6 +59,8 @@ type cpBench struct {
 	h    *clitest.Home
 	repo string // the host repository, empty but for its first commit
 	base string // the workspace's commit
+	// named are the rewind's two checkpoints' commits, by name, made by its first run.
+	named map[string]string
 }
 
 // run is paddock that fails the benchmark on a non-zero exit, or skips it when the part
@@ -153,6 +155,12 @@ func (cb *cpBench) take(b *testing.B) {
 	if cp := last[len(last)-1]; cp.Files != cpBenchChanged {
 		b.Errorf("the last checkpoint changed %d files, not %d: %+v", cp.Files, cpBenchChanged, cp)
 	}
+	// Where a checkpoint's time goes: the steps of its script, one by one, on the same
+	// change, and a round trip of exec alone.
+	cb.sh(b, cpBenchChange)
+	steps := cb.sh(b, "set -- "+last[len(last)-1].Tree+"\n"+cpBenchSteps)
+	rt := timed(func() { cb.sh(b, "true") })
+	b.Logf("a checkpoint's steps, in ms: %s; exec true: %v", strings.ReplaceAll(steps, "\n", ", "), rt.Round(time.Millisecond))
 	o, g := median(ours), median(base)
 	b.ReportMetric(float64(o.Microseconds())/1000, "ms/checkpoint")
 	b.ReportMetric(float64(g.Microseconds())/1000, "baseline-ms/add-write-tree")
@@ -160,10 +168,27 @@ func (cb *cpBench) take(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// cpBenchSteps runs a checkpoint's steps as its script does (on the baseline's index),
+// printing how long each took.
+const cpBenchSteps = `export GIT_INDEX_FILE="$(git rev-parse --git-path paddock-bench-index)"
+export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+t0=$(ms); git -c core.hooksPath=/dev/null -c core.fsmonitor=false add -A -- .
+t1=$(ms); tree=$(git write-tree)
+t2=$(ms); git diff-tree -r --no-renames --raw --numstat "$1" "$tree" >/tmp/bench-stat
+t3=$(ms); awk -F'\t' '/^:/ { split($1, f, " "); print f[4] }' /tmp/bench-stat | git cat-file --batch-check='%(objectsize)' >/dev/null
+t4=$(ms); c=$(git commit-tree "$tree" -m bench)
+t5=$(ms); git update-ref refs/bench/steps "$c"
+t6=$(ms)
+echo "add -A $((t1 - t0))"; echo "write-tree $((t2 - t1))"; echo "diff-tree --numstat $((t3 - t2))"
+echo "cat-file sizes $((t4 - t3))"; echo "commit-tree $((t5 - t4))"; echo "update-ref $((t6 - t5))"`
+
 // cpBenchStored sums the on-disk size of every object the checkpoints reach that the
-// workspace's commit does not: what the checkpoints added to the repository.
+// workspace's commit does not: what the checkpoints added to the repository. ($1^{tree},
+// not $1: a checkpoint's commit has no parent, so the objects of a commit left out are
+// left out only when its tree is named.)
 const cpBenchStored = `git for-each-ref --format='%(objectname)' refs/paddock/checkpoints/ |
-git rev-list --objects --stdin --not "$1" | cut -d' ' -f1 |
+git rev-list --objects --stdin --not "$1^{tree}" | cut -d' ' -f1 |
 git cat-file --batch-check='%(objectsize:disk)' | awk '{s += $1} END {print s + 0}'`
 
 // storage: the checkpoints topped up to 100, each after 1 MB changed; what they added to
@@ -200,13 +225,16 @@ func (cb *cpBench) storage(b *testing.B) {
 // rewind: two named checkpoints 1 MB apart; each iteration rewinds the session to one
 // and then the other, and restores the same two with `git restore` through the guest.
 func (cb *cpBench) rewind(b *testing.B) {
-	commits := map[string]string{}
-	for _, name := range []string{"rw-a", "rw-b"} {
-		cb.sh(b, cpBenchChange)
-		cb.run(b, "checkpoint", cpBenchSandbox, "--name", name)
-		all := cb.checkpoints(b)
-		commits[name] = all[len(all)-1].Commit
+	if cb.named == nil {
+		cb.named = map[string]string{}
+		for _, name := range []string{"rw-a", "rw-b"} {
+			cb.sh(b, cpBenchChange)
+			cb.run(b, "checkpoint", cpBenchSandbox, "--name", name)
+			all := cb.checkpoints(b)
+			cb.named[name] = all[len(all)-1].Commit
+		}
 	}
+	commits := cb.named
 	target := cpBenchSandbox + "/" + cpBenchSession
 	var ours, base []time.Duration
 	for i := 0; i < b.N; i++ {
