@@ -54,6 +54,9 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	if err != nil {
 		return res, err
 	}
+	// One rewind of a sandbox at a time: a second would take the first's mark for one
+	// cut off. (The sandbox's own lock is taken by each checkpoint and the file step.)
+	defer s.lock("rewind:" + sb.ID)()
 	// Whether the sandbox still holds what the rewind needs, before anything moves.
 	pending, err := markRewind(ctx, c, inside.Workspace, to)
 	if err != nil {
