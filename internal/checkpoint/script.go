@@ -25,10 +25,17 @@ package checkpoint
 const takeScript = `set -e
 base=$1 last_tree=$2 last_blob=$3 skip_same=$4 tglob=$5 meta=$6 conv=$7 seq=$8 now=$9
 shift 9
-gitdir=$(git rev-parse --git-dir 2>/dev/null) || { echo "/workspace holds no git repository" >&2; exit 3; }
+found=$(git rev-parse --git-dir HEAD 2>/dev/null) || true
+gitdir=${found%%"
+"*}
+[ -n "$gitdir" ] || { echo "/workspace holds no git repository" >&2; exit 3; }
+head=${found#"$gitdir"}
+head=${head#"
+"}
+case "$head" in *[!0-9a-f]*|'') head= ;; esac
 idx=$gitdir/paddock/checkpoint-index
 [ -d "$gitdir/paddock" ] || mkdir -p "$gitdir/paddock"
-rm -f "$idx.lock"
+[ ! -e "$idx.lock" ] || rm -f "$idx.lock"
 [ -f "$idx" ] || cp "$gitdir/index" "$idx" 2>/dev/null || true
 export GIT_INDEX_FILE="$idx"
 if [ $# -gt 0 ]; then
@@ -37,7 +44,6 @@ if [ $# -gt 0 ]; then
 fi
 git add -A -- . "$@"
 tree=$(git write-tree)
-head=$(git rev-parse -q --verify HEAD 2>/dev/null || true)
 branch=
 read -r ref < "$gitdir/HEAD" || true
 case "$ref" in "ref: refs/heads/"*) branch=${ref#ref: refs/heads/} ;; esac
@@ -60,11 +66,11 @@ if [ "$skip_same" = 1 ] && [ "$tree" = "$last_tree" ] && [ "$blob" = "$last_blob
   exit 0
 fi
 export GIT_AUTHOR_NAME=paddock GIT_AUTHOR_EMAIL=paddock@localhost GIT_COMMITTER_NAME=paddock GIT_COMMITTER_EMAIL=paddock@localhost
-[ -n "$base" ] || base=$(git rev-parse -q --verify "HEAD^{tree}" 2>/dev/null || true)
+[ -n "$base" ] || base=$head
 [ -n "$base" ] || base=4b825dc642cb6eb9a060e54bf8d69288fbee4904
 files=0 added=0 deleted=0 bytes=0
-if [ "$base" != "$tree" ] && git cat-file -e "$base" 2>/dev/null; then
-  git diff-tree -r --no-renames --raw --numstat "$base" "$tree" |
+if [ "$base" != "$tree" ]; then
+  { git diff-tree -r --no-renames --raw --numstat "$base" "$tree" 2>/dev/null || true; } |
     awk -F'\t' -v out="$idx.stat" '/^:/ { split($1, f, " "); if (f[5] != "D") print f[4]; next }
       { n++; if ($1 != "-") a += $1; if ($2 != "-") d += $2 }
       END { printf "%d %d %d\n", n, a, d > out }' |
