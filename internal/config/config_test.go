@@ -32,6 +32,10 @@ func TestLoad(t *testing.T) {
 		{name: "notify unknown event", content: "[notify]\nevents = [\"done\"]\n", wantErr: `events: "done" is not one of waiting, finished, exited`},
 		{name: "notify contact", content: "[notify]\ncontact = \"me@x\"\n", wantErr: "must be a mailto: or https:// URL"},
 		{name: "the host's root spelled otherwise", content: "[backends.bwrap]\nrootfs = \"/usr/..\"\n", wantErr: "is the host's own root"},
+		{name: "checkpoints", content: "[checkpoints]\nkeep = 50\nmax_mb = 100\nexclude = [\"data/\", \"*.bin\"]\n"},
+		{name: "checkpoints exclude outside the workspace", content: "[checkpoints]\nexclude = [\"../x\"]\n",
+			wantErr: `[checkpoints]: exclude: "../x" is not a path relative to /workspace`},
+		{name: "checkpoints keep negative", content: "[checkpoints]\nkeep = -1\n", wantErr: "[checkpoints]: keep and max_mb cannot be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "config.toml")
