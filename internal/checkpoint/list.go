@@ -41,6 +41,9 @@ func (s *Service) List(ctx context.Context, sandboxName, sessionName string) ([]
 // sandbox's repository holds when the daemon has no record of any (a sandbox restored
 // from a snapshot, whose repository came with its checkpoints' refs).
 func (s *Service) readBackOnce(ctx context.Context, sb store.Sandbox) {
+	if sb.State != "running" {
+		return
+	}
 	s.mu.Lock()
 	if s.readBack == nil {
 		s.readBack = map[string]bool{}
@@ -48,7 +51,7 @@ func (s *Service) readBackOnce(ctx context.Context, sb store.Sandbox) {
 	done := s.readBack[sb.ID]
 	s.readBack[sb.ID] = true
 	s.mu.Unlock()
-	if done || sb.State != "running" {
+	if done {
 		return
 	}
 	defer s.lock(sb.ID)()
