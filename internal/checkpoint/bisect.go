@@ -94,8 +94,8 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 }
 
 // timeline is a session's current line of turns, the oldest first: the turns that led
-// to the state the session is at now, each the newest checkpoint of its turn (a turn
-// whose checkpoints were pruned is missing). It walks back from the session's newest
+// to the state the session is at now, one checkpoint each, the one taken last on the way
+// (a turn whose checkpoints were pruned is missing). It walks back from the session's newest
 // checkpoint: a rewind's undo point there means the state is the checkpoint the rewind
 // went to, and one met on the way back means the state before the checkpoint after it
 // was that rewind's target. So the turns a rewind left behind are off the line, and a
