@@ -104,7 +104,9 @@ func short(id string) string {
 // link that stands where the checkpoint has a directory is removed and the directory
 // made, so nothing outside /workspace is written through a link the sandbox planted.
 // Then the branch and HEAD, and the agent's own index set to HEAD's tree (git reset
-// -q), so that what was uncommitted at the checkpoint shows uncommitted again.
+// -q), so that what was uncommitted at the checkpoint shows uncommitted again. The
+// excluded paths are in neither index, so a checkpoint taken before they were excluded
+// does not put them back either.
 const restoreWork = `set -e
 c=$1 head=$2 branch=$3 undo=$4
 shift 4
@@ -113,11 +115,23 @@ index=$(git rev-parse --git-path paddock/rewind-index)
 own=$(git rev-parse --git-path paddock/checkpoint-index)
 if [ "$undo" != 0 ]; then mkdir -p "$(dirname "$mark")" && printf '%s %s\n' "$c" "$undo" > "$mark"; fi
 rm -f "$index"
-trap 'rm -f "$index"' EXIT
+trap 'rm -f "$index" "$index.target"' EXIT
 if [ -f "$own" ]; then cp "$own" "$index"; fi
+target=$c^{tree}
+if [ $# -gt 0 ]; then
+  # The excluded paths, in neither index: a checkpoint older than the exclusion may
+  # hold them, and they stay as they are.
+  for p do set -- "$@" "${p#":(exclude)"}"; shift; done
+  GIT_INDEX_FILE=$index git ls-files -z -- "$@" | GIT_INDEX_FILE=$index git update-index -z --force-remove --stdin
+  GIT_INDEX_FILE=$index.target git read-tree "$target"
+  GIT_INDEX_FILE=$index.target git ls-files -z -- "$@" | GIT_INDEX_FILE=$index.target git update-index -z --force-remove --stdin
+  target=$(GIT_INDEX_FILE=$index.target git write-tree)
+  rm -f "$index.target"
+  for p do set -- "$@" ":(exclude)$p"; shift; done
+fi
 GIT_INDEX_FILE=$index git add -A -- . "$@"
-echo "files $(GIT_INDEX_FILE=$index git diff-index --cached --no-renames --name-only "$c" -- | wc -l)"
-GIT_INDEX_FILE=$index git read-tree --reset -u "$c^{tree}"
+echo "files $(GIT_INDEX_FILE=$index git diff-index --cached --no-renames --name-only "$target" -- | wc -l)"
+GIT_INDEX_FILE=$index git read-tree --reset -u "$target"
 if [ -n "$branch" ]; then
   if [ -n "$head" ]; then git update-ref "refs/heads/$branch" "$head"
   else git update-ref -d "refs/heads/$branch" 2>/dev/null || true; fi

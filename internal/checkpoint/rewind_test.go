@@ -235,3 +235,34 @@ func TestRestoreCutOff(t *testing.T) {
 		t.Errorf("the mark of the rewind cut off says %+v, want commit %s and undo point 7", p, cp.Commit)
 	}
 }
+
+// TestRestoreExcluded: paths [checkpoints] exclude names stay as they are through a
+// rewind, even to a checkpoint taken before they were excluded, which holds them.
+func TestRestoreExcluded(t *testing.T) {
+	testenv.Program(t, "git", "install git")
+	c, _ := guesttest.Connect(t)
+	dir := filepath.Join(t.TempDir(), "workspace")
+	write(t, filepath.Join(dir, "src.txt"), "src then\n")
+	write(t, filepath.Join(dir, "data", "big.bin"), "data then\n")
+	gitIn(t, dir, nil, "init", "-q", "-b", "main")
+	gitIn(t, dir, nil, "commit", "-q", "--allow-empty", "-m", "first")
+	transcript := filepath.Join(t.TempDir(), "t.jsonl")
+	write(t, transcript, "{}\n")
+	cp := checkpointByHand(t, dir, transcript)
+	write(t, filepath.Join(dir, "src.txt"), "src now\n")
+	write(t, filepath.Join(dir, "data", "big.bin"), "data now\n")
+	write(t, filepath.Join(dir, "data", "new.bin"), "new data\n")
+
+	files, err := restoreFilesIn(t.Context(), c, dir, cp, excludeSpecs([]string{"data/"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"src.txt": "src then\n", "data/big.bin": "data now\n", "data/new.bin": "new data\n"} {
+		if got := read(t, filepath.Join(dir, name)); got != want {
+			t.Errorf("%s after a rewind with data/ excluded: %q, want %q", name, got, want)
+		}
+	}
+	if files != 1 {
+		t.Errorf("the rewind says it put back %d files, want 1 (src.txt)", files)
+	}
+}
