@@ -421,6 +421,36 @@ func TestBrowser(t *testing.T) {
 	b.waitFor("the file's diff", `[...document.querySelectorAll('.diff pre .add')].some(e => e.textContent === '+from-the-agent')`)
 	b.fits("the changes")
 
+	// The session's turns: two checkpoints, the newest's diff; Rewind on the older puts
+	// the files back in the sandbox, and the state before shows as its undo point.
+	before, err := d.client.TakeCheckpoint(context.Background(), "repo", wire.CheckpointRequest{Session: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := d.inside("sh", "-c", "echo second > /workspace/turn2.txt"); code != 0 {
+		t.Fatalf("write inside: exit %d", code)
+	}
+	after, err := d.client.TakeCheckpoint(context.Background(), "repo", wire.CheckpointRequest{Session: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(cp wire.Checkpoint) string { return fmt.Sprintf(`.turn[data-seq="%d"]`, cp.Seq) }
+	b.tap(`.bar .back`)
+	b.tap(`[data-session="worker"] a`)
+	b.tap(`.tabs a[href$="/turns"]`)
+	b.waitFor("both checkpoints, the newest where the session stands", `!!document.querySelector('`+turn(before)+`') && !!document.querySelector('`+turn(after)+`.here')`)
+	b.tap(turn(after) + ` summary`)
+	b.waitFor("the newest's stat and diff", `!!document.querySelector('`+turn(after)+` pre.stat')?.textContent.includes('turn2.txt') && !!document.querySelector('`+turn(after)+` .diff summary')?.textContent.includes('turn2.txt')`)
+	b.fits("the turns")
+	b.shot("turns")
+	b.tap(turn(before) + ` summary`)
+	eval[any](b, `window.confirm = () => true`)
+	b.tap(turn(before) + ` [data-act="rewind"]`)
+	b.waitFor("the rewind done, its undo point listed", `!!document.querySelector('.timeline-note')?.textContent.includes('Rewound to') && !!document.querySelector('`+turn(before)+`.here') && !!document.querySelector('.turn[data-kind="rewind"]')`)
+	if code := d.inside("test", "-e", "/workspace/turn2.txt"); code == 0 {
+		t.Error("turn2.txt is still in the workspace after the rewind to the checkpoint before it")
+	}
+
 	if !haveClaude {
 		t.Log("claude is not installed: the conversation is not tested")
 		return
