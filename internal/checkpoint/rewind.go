@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
@@ -119,6 +120,9 @@ func (s *Service) Rewind(ctx context.Context, sandboxName, sessionName string, r
 	case hasConversation(se.Agent):
 		res.Note = fmt.Sprintf("%s holds no conversation of %s's that paddock can put back: the files are back at it, and %s goes on with its conversation as it was",
 			describe(to), se.Agent, se.Agent)
+	}
+	if !running {
+		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf("\nthe session's agent was not running: start it with `paddock restart %s/%s`", sandboxName, sessionName))
 	}
 	if err := restart(); err != nil {
 		return res, fmt.Errorf("rewind %s/%s to %s is done (undo with %s), but %w", sandboxName, sessionName, describe(to), undoHint, errors.Join(err, unmark()))
