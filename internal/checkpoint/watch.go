@@ -30,10 +30,14 @@ func (s *Service) watch(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	events.Watch(ctx, s.opts.Bus, func(ev events.Event) bool { return turnEnd(ev) || atWork(ev) }, nil,
+	events.Watch(ctx, s.opts.Bus, func(ev events.Event) bool { return turnEnd(ev) || atWork(ev) || ev.Kind == sessionRenamed }, nil,
 		func(ev events.Event) {
-			if atWork(ev) {
+			switch {
+			case atWork(ev):
 				s.setWorked(ev.Sandbox+"/"+ev.Session, true)
+				return
+			case ev.Kind == sessionRenamed:
+				s.renamed(ctx, ev.Sandbox, ev.Attrs["from"], ev.Session)
 				return
 			}
 			// A sandbox slow to answer holds up no other.
@@ -94,6 +98,9 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 	if s.isHushed(key) || !s.setWorked(key, false) {
 		return // an agent at its prompt after its start, or stopped and started again
 	}
+	if s.settle(ctx, sandboxName, sessionName); s.isHushed(key) {
+		return // a rewind began meanwhile
+	}
 	cp, taken, err := s.take(ctx, sb, takeOpts{session: sessionName, kind: wire.CheckpointTurn, ifChanged: true})
 	switch {
 	case err != nil:
@@ -101,5 +108,37 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 		s.log.Warn("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
 	case taken:
 		s.log.Debug("checkpoint", "sandbox", sandboxName, "session", sessionName, "seq", cp.Seq, "turn", cp.Turn)
+	}
+}
+
+// sessionRenamed is the event of a session's new name (Attrs from: the old one).
+const sessionRenamed = "session-renamed"
+
+// renamed gives a renamed session's checkpoints its new name, so that its turns go on
+// being numbered, listed and rewound under it.
+func (s *Service) renamed(ctx context.Context, sandboxName, from, to string) {
+	if from == "" || to == "" {
+		return
+	}
+	sb, err := s.opts.Store.GetSandbox(ctx, sandboxName)
+	if err != nil {
+		return
+	}
+	defer s.lock(sb.ID)()
+	all, err := s.opts.Store.ListCheckpoints(ctx, sb.ID, from)
+	if err != nil {
+		return
+	}
+	for _, cp := range all {
+		if cp.Session != from {
+			continue
+		}
+		cp.Session = to
+		if err := s.opts.Store.PutCheckpoint(ctx, sb.ID, cp); err != nil {
+			s.log.Warn("rename a session's checkpoint", "sandbox", sandboxName, "seq", cp.Seq, "err", err)
+		}
+	}
+	if s.setWorked(sandboxName+"/"+from, false) {
+		s.setWorked(sandboxName+"/"+to, true)
 	}
 }
