@@ -68,8 +68,10 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 	if err != nil {
 		return wire.BisectResult{}, err
 	}
+	sc := &scratch{c: c, workspace: inside.Workspace}
+	defer sc.close(ctx)
 	try := func(ctx context.Context, cp wire.Checkpoint) (wire.BisectStep, error) {
-		st, err := runTry(ctx, c, inside.Workspace, cp, check)
+		st, err := sc.try(ctx, cp, check)
 		if err != nil {
 			return st, fmt.Errorf("run the check on turn %d (checkpoint #%d): %w", cp.Turn, cp.Seq, err)
 		}
@@ -173,34 +175,71 @@ func search(ctx context.Context, line []wire.Checkpoint, try func(context.Contex
 	return res, nil
 }
 
-// scratchScript writes checkpoint $1's files into a new directory under /tmp, through
-// an index of its own, and prints the directory: the workspace, the agent's index and
-// HEAD stay as they are. A failure removes what it made.
+// scratchScript puts checkpoint $1's files in a directory under /tmp, through an index
+// of its own ($dir.index), and prints the directory: the workspace, the agent's index
+// and HEAD stay as they are. $2, when set, is the directory the last try used: what the
+// check made there is removed, and read-tree --reset -u moves it to $1's files,
+// writing the files that differ and those the check changed or removed (as the index's
+// stat data tells), and no other. Should that fail, and for the
+// first try, a new directory is made and every file written. A failure removes what
+// it made.
 const scratchScript = `set -e
 cd "$PADDOCK_WORKSPACE"
+gitdir=$(git rev-parse --absolute-git-dir)
+g() { GIT_INDEX_FILE="$dir.index" git --git-dir="$gitdir" --work-tree="$dir" "$@"; }
+dir=$2
+if [ -n "$dir" ]; then
+  case "$dir" in /tmp/paddock-bisect.*) ;; *) exit 2 ;; esac
+  if (cd "$dir" && find . -type d ! -perm -u=rwx -exec chmod u+rwx {} + && g clean -ffdxq &&
+    g read-tree --reset -u "$1^{tree}") >&2; then
+    printf '%s\n' "$dir"
+    exit 0
+  fi
+  chmod -R u+rwx "$dir" 2>/dev/null || true
+  rm -rf -- "$dir" "$dir.index"
+fi
 dir=$(mktemp -d /tmp/paddock-bisect.XXXXXX)
-index="$dir.index"
-done=
-trap 'rm -f "$index"; [ -n "$done" ] || rm -rf "$dir"' EXIT
-GIT_INDEX_FILE=$index git read-tree "$1^{tree}"
-GIT_INDEX_FILE=$index git --work-tree="$dir" checkout-index -a -f
-done=1
+made=
+trap '[ -n "$made" ] || rm -rf -- "$dir" "$dir.index"' EXIT
+g read-tree "$1^{tree}"
+g checkout-index -a -f -u
+made=1
 printf '%s\n' "$dir"
 `
 
-// cleanScript removes a scratch copy, the files a check made read-only too.
+// cleanScript removes a scratch copy and its index, the files a check made read-only
+// too.
 const cleanScript = `case "$1" in /tmp/paddock-bisect.*) ;; *) exit 2 ;; esac
 chmod -R u+rwx "$1" 2>/dev/null || true
-rm -rf -- "$1"
+rm -rf -- "$1" "$1.index"
 `
 
-// runTry runs check in a scratch copy of cp's files in the sandbox c reaches (its
-// repository at workspace), and says how it ended. An error is the sandbox failing to
-// make the copy or not answering.
-func runTry(ctx context.Context, c *guestclient.Client, workspace string, cp wire.Checkpoint, check string) (wire.BisectStep, error) {
+// scratch is a bisect's copy of a checkpoint's files in the sandbox c reaches (its
+// repository at workspace), moved from one checkpoint to the next for each try.
+type scratch struct {
+	c         *guestclient.Client
+	workspace string
+	dir       string // empty before the first try
+}
+
+// close removes the copy, even when ctx has ended.
+func (sc *scratch) close(ctx context.Context) {
+	if sc.dir == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	sc.c.Exec(cctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", cleanScript, "sh", sc.dir}, Dir: "/"})
+	sc.dir = ""
+}
+
+// try runs check in the copy, put at cp's files, and says how it ended. An error is the
+// sandbox failing to make the copy or not answering.
+func (sc *scratch) try(ctx context.Context, cp wire.Checkpoint, check string) (wire.BisectStep, error) {
+	c := sc.c
 	st := wire.BisectStep{Turn: cp.Turn, Seq: cp.Seq}
-	out, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", scratchScript, "sh", cp.Commit},
-		Env: append([]string{"PADDOCK_WORKSPACE=" + workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 4096)
+	out, stderr, code, err := c.Output(ctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", scratchScript, "sh", cp.Commit, sc.dir},
+		Env: append([]string{"PADDOCK_WORKSPACE=" + sc.workspace}, gitsync.SandboxGitEnv...), Dir: "/"}, 64<<10)
 	if err != nil {
 		return st, err
 	}
@@ -208,11 +247,7 @@ func runTry(ctx context.Context, c *guestclient.Client, workspace string, cp wir
 		return st, fmt.Errorf("copy its files to a scratch directory: exit %d: %s", code, strings.TrimSpace(stderr))
 	}
 	dir := strings.TrimSpace(out)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		c.Exec(cctx, guestclient.ExecOptions{Argv: []string{"sh", "-c", cleanScript, "sh", dir}, Dir: "/"})
-	}()
+	sc.dir = dir
 
 	tctx, cancel := context.WithTimeout(ctx, BisectTryTimeout)
 	defer cancel()

@@ -110,9 +110,10 @@ func TestSearch(t *testing.T) {
 }
 
 // TestBisectScratchCopies bisects five turns of a real repository through a real guest:
-// the file stops saying ok at turn 3, and the check, which writes where it runs and
-// says where that is, finds turn 3 with turn 3's diff. The agent's staged and untracked
-// work, its index and HEAD are as they were, and every scratch copy is gone.
+// the file stops saying ok at turn 3, and the check, which scribbles over the copy it
+// runs in and says where that is, finds turn 3 with turn 3's diff, each try in a copy
+// exactly as its checkpoint holds it. The agent's staged and untracked work, its index
+// and HEAD are as they were, and the scratch copy is gone.
 func TestBisectScratchCopies(t *testing.T) {
 	testenv.Program(t, "git", "install git")
 	c, _ := guesttest.Connect(t)
@@ -123,6 +124,7 @@ func TestBisectScratchCopies(t *testing.T) {
 	gitIn(t, dir, nil, "init", "-q", "-b", "main")
 	write(t, filepath.Join(dir, ".gitignore"), "build/\n")
 	write(t, filepath.Join(dir, "file"), "ok\n")
+	write(t, filepath.Join(dir, "keep"), "the same at every turn\n")
 	gitIn(t, dir, nil, "add", "-A")
 	gitIn(t, dir, nil, "commit", "-q", "-m", "first")
 	head := gitIn(t, dir, nil, "rev-parse", "HEAD")
@@ -146,14 +148,21 @@ func TestBisectScratchCopies(t *testing.T) {
 	}
 	before := state()
 
+	// The check finds the copy as the checkpoint has it (nothing a try before made or
+	// changed, no ignored file), and then scribbles over it: a file changed, one
+	// removed, a new one, a directory it may not write.
 	places := filepath.Join(t.TempDir(), "places")
-	check := "touch made-by-check; test ! -e build/out || exit 9; pwd >> " + places + "; grep -q ok file"
+	check := "test ! -e made-by-check -a -e keep -a ! -e build/out || exit 9; ! grep -q scribbled file .gitignore || exit 8; " +
+		"pwd >> " + places + "; grep -q ok file; r=$?; echo scribbled > file; echo scribbled >> .gitignore; rm keep; " +
+		"mkdir -p made-by-check/ro; touch made-by-check/ro/x; chmod a-w made-by-check/ro; exit $r"
+	sc := &scratch{c: c, workspace: dir}
 	res, err := search(t.Context(), line, func(ctx context.Context, cp wire.Checkpoint) (wire.BisectStep, error) {
-		return runTry(ctx, c, dir, cp, check)
+		return sc.try(ctx, cp, check)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.close(t.Context())
 	if res.FirstBad == nil || res.FirstBad.Turn != 3 || res.Good == nil || res.Good.Turn != 2 {
 		t.Fatalf("bisect found %+v after %+v, want turn 3 after turn 2 (steps %+v)", res.FirstBad, res.Good, res.Steps)
 	}
@@ -173,6 +182,9 @@ func TestBisectScratchCopies(t *testing.T) {
 		t.Fatalf("the check ran in %v, want one place per step (%d)", ran, len(res.Steps))
 	}
 	for _, p := range ran {
+		if p != ran[0] {
+			t.Errorf("the tries ran in %v: one copy, moved from checkpoint to checkpoint, was wanted", ran)
+		}
 		if !strings.HasPrefix(p, "/tmp/paddock-bisect.") {
 			t.Errorf("the check ran in %s, not a scratch copy", p)
 		}
