@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,7 @@ func TestCheckpointClaude(t *testing.T) {
 			out, _, _ := paddock("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 			list, _, _ := paddock("", "checkpoints", "repo")
 			t.Logf("Claude's screen at the end (the model had %d requests):\n%s\ncheckpoints:\n%s", len(model.Requests()), out, list)
+			daemonLogTail(t, h.Dir, "checkpoint")
 		}
 	})
 	waitUntil(t, 90*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane("repo"), "❯") })
@@ -70,6 +73,14 @@ func TestCheckpointClaude(t *testing.T) {
 			t.Fatalf("turn %d's checkpoint: %+v\nall: %+v", n+1, cp, cps)
 		}
 	}
+	// Each turn's conversation holds the turn whole, its answer too: Claude Code writes
+	// its transcript a moment after its hook says the turn ended.
+	for n, p := range prompts {
+		conv := must("", "exec", "repo", "--", "git", "cat-file", "blob", turnCheckpoint(cps, n+1).Conversation.Blob)
+		if answers := strings.Count(conv, "DONE: ") + strings.Count(conv, "ECHO: "); !strings.Contains(conv, p) || answers < n+1 {
+			t.Errorf("turn %d's conversation lacks its prompt (%v) or its answer (%d answers)", n+1, strings.Contains(conv, p), answers)
+		}
+	}
 	if cp := turnCheckpoint(cps, 3); cp.Files != 2 || cp.Deleted < 2 || cp.Added < 1 {
 		t.Errorf("turn 3 changed status.txt and deleted one.txt; its checkpoint says %d files +%d -%d", cp.Files, cp.Added, cp.Deleted)
 	}
@@ -93,7 +104,7 @@ func TestCheckpointClaude(t *testing.T) {
 	// Bisect: the first turn after which status.txt no longer says ok is 3, found in
 	// scratch copies, the agent's workspace as it was.
 	var bisect wire.BisectResult
-	if err := json.Unmarshal([]byte(must("", "bisect", "repo/claude", "--check", "grep -q ok status.txt", "--json")), &bisect); err != nil {
+	if err := json.Unmarshal([]byte(must("", "bisect", "repo/claude", "--check", "grep -qx ok status.txt", "--json")), &bisect); err != nil {
 		t.Fatal(err)
 	}
 	if bisect.FirstBad == nil || bisect.FirstBad.Turn != 3 || bisect.Good == nil || bisect.Good.Turn != 2 || !strings.Contains(bisect.FirstBad.Prompt, "echo broken") || !strings.Contains(bisect.Diff, "+broken") {
@@ -111,7 +122,8 @@ func TestCheckpointClaude(t *testing.T) {
 	waitUntil(t, 90*time.Second, "Claude's prompt after the rewind", func() bool { return strings.Contains(pane("repo"), "❯") })
 	seq := newestSeq(t, must, "repo/claude")
 	r := nextRequest(t, must, model, "repo/claude", "after the rewind", 90*time.Second)
-	if err := inOrder(r, "RUN: echo ok", "WRITE: /workspace/two.txt", "after the rewind"); err != nil {
+	// Turn 2 whole, its answer too (Claude Code writes that a moment after its turn ends).
+	if err := inOrder(r, "RUN: echo ok", "WRITE: /workspace/two.txt", "DONE:", "after the rewind"); err != nil {
 		t.Fatalf("the request after the rewind lacks turns 1 and 2: %v", err)
 	}
 	if r.Contains("echo broken") || r.Contains("how is it going") {
@@ -129,7 +141,7 @@ func TestCheckpointClaude(t *testing.T) {
 	}
 	waitUntil(t, 90*time.Second, "Claude's prompt after the undo", func() bool { return strings.Contains(pane("repo"), "❯") })
 	r = nextRequest(t, must, model, "repo/claude", "after the undo", 90*time.Second)
-	if err := inOrder(r, "RUN: echo ok", "echo broken", "how is it going", "after the undo"); err != nil {
+	if err := inOrder(r, "RUN: echo ok", "echo broken", "how is it going", "ECHO: how is it going", "after the undo"); err != nil {
 		t.Fatalf("the request after the undo lacks turns 1 to 4: %v", err)
 	}
 	if r.Contains("after the rewind") {
@@ -151,12 +163,14 @@ func TestCheckpointClaude(t *testing.T) {
 	if ls := must("", "ls"); !strings.Contains(ls, backend) {
 		t.Fatalf("the fork is not on %s:\n%s", backend, ls)
 	}
-	if now := must("", "exec", "forked", "--", "sh", "-c", workspaceState); now != states[2] {
+	// (Beneath /workspace: the directory's own mode is the backend's, 0700 on bwrap.)
+	beneath := func(state string) string { _, rest, _ := strings.Cut(state, "\n"); return rest }
+	if now := must("", "exec", "forked", "--", "sh", "-c", workspaceState); beneath(now) != beneath(states[2]) {
 		t.Fatalf("the fork's workspace is not turn 2's:\nturn 2:\n%s\nfork:\n%s", states[2], now)
 	}
 	waitUntil(t, 90*time.Second, "the fork's Claude at its prompt", func() bool { return strings.Contains(pane("forked"), "❯") })
 	r = nextRequest(t, must, model, "forked/claude", "in the fork", 90*time.Second)
-	if err := inOrder(r, "RUN: echo ok", "WRITE: /workspace/two.txt", "in the fork"); err != nil {
+	if err := inOrder(r, "RUN: echo ok", "WRITE: /workspace/two.txt", "DONE:", "in the fork"); err != nil {
 		t.Fatalf("the fork's request lacks turns 1 and 2: %v", err)
 	}
 	if r.Contains("echo broken") || r.Contains("after the undo") {
@@ -429,4 +443,16 @@ func claudeRewindFirstTurn(t *testing.T, must mustRun, model scriptedModel, slow
 	if r.Contains("what is the status?") || r.Contains("rm /workspace/whoami.txt") {
 		t.Fatalf("the request after the rewind to turn 1 carries later turns: %+v", r.Messages)
 	}
+}
+
+// daemonLogTail logs the lines of the daemon's log of home that mention word (its last 40).
+func daemonLogTail(t *testing.T, home, word string) {
+	data, _ := os.ReadFile(filepath.Join(home, "state", "daemon.log"))
+	var lines []string
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(l, word) {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("the daemon's log on %s:\n%s", word, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 }
