@@ -39,7 +39,9 @@ func (s *Server) withCheckpoints(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
-	return s.withService(s.checkpoints != nil, s.checkpointsErr, "checkpoints", "", seen)
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.withService(s.checkpoints != nil, s.checkpointsErr, "checkpoints", "", seen)(w, r)
+	}
 }
 
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/checkpoint"
 	"github.com/paddockhq/paddock/internal/ghauth"
 	"github.com/paddockhq/paddock/internal/ghauth/githubtest"
 	"github.com/paddockhq/paddock/internal/session"
@@ -312,8 +313,13 @@ func TestSandboxesByOwner(t *testing.T) {
 	if got := names(root); got != "alices bobs hosts" {
 		t.Errorf("the admin sees %q", got)
 	}
+	tt.srv.EnableCheckpoints(checkpoint.New(checkpoint.Options{Sandboxes: tt.srv.svc, Store: st}), nil)
+	if code, body := get(t, alice, tt.ts.URL+"/v1/sandboxes/alices/checkpoints"); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("alice GET her sandbox's checkpoints: %d %s", code, body)
+	}
 	for _, path := range []string{"/v1/sandboxes/alices", "/v1/sandboxes/alices/sessions", "/v1/sandboxes/alices/files?path=/etc/passwd",
-		"/v1/sandboxes/alices/syncs", "/v1/sandboxes/hosts", "/v1/events?sandbox=alices&follow=false", "/v1/snapshots?sandbox=alices"} {
+		"/v1/sandboxes/alices/syncs", "/v1/sandboxes/hosts", "/v1/events?sandbox=alices&follow=false", "/v1/snapshots?sandbox=alices",
+		"/v1/sandboxes/alices/checkpoints", "/v1/sandboxes/alices/checkpoints/diff?to=1"} {
 		code, body := get(t, bob, tt.ts.URL+path)
 		if code != http.StatusNotFound && !(code == http.StatusServiceUnavailable && strings.HasPrefix(path, "/v1/snapshots")) {
 			t.Errorf("bob GET %s: %d %s", path, code, body)
