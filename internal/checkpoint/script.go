@@ -21,7 +21,7 @@ package checkpoint
 // whose tree holds the transcript's blob, so that it stays reachable and travels with
 // the repository. refs/paddock/checkpoints/SEQ points at C. It prints KEY VALUE lines,
 // then, when the conversation changed since the session's last checkpoint, "tail" and
-// the transcript's last 256 KiB (for the turn's prompt).
+// the transcript's last MiB (for the turn's prompt: tailBytes).
 const takeScript = `set -e
 base=$1 last_tree=$2 last_blob=$3 skip_same=$4 tglob=$5 meta=$6 conv=$7 seq=$8 now=$9
 shift 9
@@ -96,9 +96,13 @@ printf 'commit %s\ntree %s\nhead %s\nbranch %s\npath %s\nblob %s\nsize %s\nfiles
   "$c" "$tree" "$head" "$branch" "$tpath" "$blob" "$size" "$files" "$added" "$deleted" "$bytes"
 if [ -n "$blob" ] && [ "$blob" != "$last_blob" ]; then
   echo tail
-  tail -c 262144 -- "$tpath"
+  tail -c 1048576 -- "$tpath"
 fi
 `
+
+// tailBytes is how much of a changed transcript's end takeScript prints: enough to hold
+// the turn's first message past its tools' output.
+const tailBytes = 1 << 20
 
 // pruneScript deletes the refs of pruned checkpoints ($@: their numbers) in the
 // sandbox's repository; the objects only they held go at git's next gc.

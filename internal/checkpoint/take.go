@@ -362,7 +362,7 @@ func promptOf(a *agents.Agent, tail []byte) string {
 		return ""
 	}
 	// The tail starts part way into a line: the lines from the first whole one.
-	if i := bytes.IndexByte(tail, '\n'); i >= 0 && len(tail) >= 262144 {
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 && len(tail) >= tailBytes {
 		tail = tail[i+1:]
 	}
 	entries, _ := a.Parse(bytes.NewReader(tail))
