@@ -159,16 +159,10 @@ cat "$log"
 rm -f "$log"
 exit $code`
 
-// restoreFiles puts the workspace of the sandbox c reaches back to checkpoint cp's
-// files (and its HEAD and branch), writing only beneath /workspace, without following
-// a symbolic link the sandbox made; ignored files stay as they are.
-func restoreFiles(ctx context.Context, c *guestclient.Client, cp wire.Checkpoint) error {
-	_, err := restoreFilesIn(ctx, c, inside.Workspace, cp, nil)
-	return err
-}
-
-// restoreFilesIn is restoreFiles of the repository at dir, leaving out the pathspecs
-// excludes (as a checkpoint leaves them out), and returns how many files it wrote or
+// restoreFilesIn puts the workspace of the repository at dir back to checkpoint cp's
+// files (and its HEAD and branch), writing only beneath dir, without following a
+// symbolic link the sandbox made; ignored files and the pathspecs excludes (as a
+// checkpoint leaves them out) stay as they are. It returns how many files it wrote or
 // deleted.
 func restoreFilesIn(ctx context.Context, c *guestclient.Client, dir string, cp wire.Checkpoint, excludes []string) (int, error) {
 	return restoreFilesFor(ctx, c, dir, cp, 0, excludes)
