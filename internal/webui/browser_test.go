@@ -450,6 +450,18 @@ func TestBrowser(t *testing.T) {
 	if code := d.inside("test", "-e", "/workspace/turn2.txt"); code == 0 {
 		t.Error("turn2.txt is still in the workspace after the rewind to the checkpoint before it")
 	}
+	// Fork… on the newest makes a sandbox from it, under the name typed, linked once made.
+	b.tap(turn(after) + ` [data-act="fork"]`)
+	eval[any](b, `document.querySelector('`+turn(after)+` input[name="fork-name"]').value = ''`)
+	b.typeIn(turn(after)+` input[name="fork-name"]`, "repo-fork")
+	b.tap(turn(after) + ` [data-act="fork-go"]`)
+	b.waitFor("the fork made, linked", `!!document.querySelector('.timeline-note a[href="/s/repo-fork"]')`)
+	if got, err := d.client.Get(context.Background(), "repo-fork"); err != nil || got.State != "running" {
+		t.Fatalf("the fork from the web: %+v, %v", got, err)
+	}
+	if code, err := d.client.Exec(context.Background(), "repo-fork", wire.ExecRequest{Argv: []string{"test", "-e", "/workspace/turn2.txt"}}, wire.ExecIO{Stdout: io.Discard, Stderr: io.Discard}); err != nil || code != 0 {
+		t.Errorf("the fork lacks the checkpoint's turn2.txt: exit %d, %v", code, err)
+	}
 
 	if !haveClaude {
 		t.Log("claude is not installed: the conversation is not tested")
