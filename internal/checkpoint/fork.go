@@ -245,13 +245,18 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 		return fmt.Errorf("read the egress rules of %s: %w", parent.Name, err)
 	}
 	req.Seeded = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, _ sandbox.Progress) error {
-		say(fmt.Sprintf("%s: putting the files at checkpoint #%d (turn %d)", name, cp.Seq, cp.Turn))
+		start := time.Now()
 		if err := fillWorkspace(ctx, c, archive.reader()); err != nil {
 			return err
 		}
-		if _, err := restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude)); err != nil {
+		say(fmt.Sprintf("%s: copied the workspace in (%s) in %.1fs; putting the files at checkpoint #%d (turn %d)",
+			name, termtext.Size(archive.size), time.Since(start).Seconds(), cp.Seq, cp.Turn))
+		start = time.Now()
+		files, err := restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude))
+		if err != nil {
 			return fmt.Errorf("put the files of checkpoint #%d in %s: %w", cp.Seq, name, err)
 		}
+		say(fmt.Sprintf("%s: %d files put back at checkpoint #%d in %.1fs", name, files, cp.Seq, time.Since(start).Seconds()))
 		if cp.Conversation != nil && se != nil && cp.Session == se.Name {
 			if err := restoreConversation(ctx, c, cp); err != nil {
 				return fmt.Errorf("put the conversation of checkpoint #%d in %s: %w", cp.Seq, name, err)
