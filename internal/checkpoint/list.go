@@ -139,6 +139,12 @@ func (s *Service) Diff(ctx context.Context, sandboxName, sessionName, from, to s
 	if err != nil {
 		return "", err
 	}
+	if sessionName != "" {
+		// The state before a turn is the last checkpoint's, whichever session's.
+		if all, err = s.opts.Store.ListCheckpoints(ctx, sb.ID, ""); err != nil {
+			return "", err
+		}
+	}
 	var fromTree string
 	if from != "" {
 		fromCp, err := resolveIn(all, sandboxName, sessionName, from)
@@ -184,16 +190,36 @@ func treeOf(cp wire.Checkpoint) string {
 // emptyTree is git's tree of nothing.
 const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
-// before is the tree a checkpoint's changes are counted from: the checkpoint before
-// it (of the same session when it has one), else the commit HEAD was at, else nothing.
+// before is the tree a checkpoint's changes are counted from: the workspace as the
+// checkpoint before it (of any session) left it, else the commit HEAD was at, else
+// nothing. all holds every checkpoint of the sandbox, the oldest first.
 func before(all []wire.Checkpoint, cp wire.Checkpoint) string {
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Seq < cp.Seq && (cp.Session == "" || all[i].Session == cp.Session || all[i].Session == "") {
-			return treeOf(all[i])
-		}
+	if tree, ok := stateBefore(all, cp.Seq); ok {
+		return tree
 	}
 	if cp.Head != "" {
 		return cp.Head + "^{tree}"
 	}
 	return emptyTree
+}
+
+// stateBefore is the tree of the workspace as the newest checkpoint before number seq
+// left it: its own, or, for a rewind's undo point (the state the rewind left behind),
+// the tree of the checkpoint the rewind went to. ok is false when none came before.
+func stateBefore(all []wire.Checkpoint, seq int) (tree string, ok bool) {
+	for i := len(all) - 1; i >= 0; i-- {
+		c := all[i]
+		if c.Seq >= seq {
+			continue
+		}
+		if c.Kind == wire.CheckpointRewind && c.RewoundTo > 0 {
+			for _, to := range all {
+				if to.Seq == c.RewoundTo {
+					return treeOf(to), true
+				}
+			}
+		}
+		return treeOf(c), true
+	}
+	return "", false
 }

@@ -116,10 +116,8 @@ func (s *Service) take(ctx context.Context, sb store.Sandbox, o takeOpts) (cp wi
 	}
 	cp = wire.Checkpoint{Seq: seq, Sandbox: sb.Name, Session: o.session, Kind: o.kind, Name: o.name,
 		RewoundTo: o.rewoundTo, Time: s.opts.Now().UTC().Truncate(1e9)}
-	var base string
-	if len(all) > 0 {
-		base = all[len(all)-1].Tree
-	}
+	// The counts are against the workspace as the checkpoint before left it.
+	base, _ := stateBefore(all, seq)
 	var last *wire.Checkpoint
 	if o.session != "" {
 		cp.Turn = nextTurn(all, o.session)

@@ -144,4 +144,12 @@ func TestNextTurn(t *testing.T) {
 	if n := nextTurn(all, "c"); n != 1 {
 		t.Errorf("a new session's: %d, want 1", n)
 	}
+	// What the next turn changed is counted against the files the rewind put back.
+	all[0].Tree, all[4].Tree = "t1", "t-undo"
+	if tree, ok := stateBefore(all, 6); !ok || tree != "t1" {
+		t.Errorf("the state after the rewind is %q, want turn 1's tree", tree)
+	}
+	if _, ok := stateBefore(all, 1); ok {
+		t.Errorf("a state before the first checkpoint")
+	}
 }
