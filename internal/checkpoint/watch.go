@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestproto"
 )
@@ -103,6 +104,8 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 	}
 	cp, taken, err := s.take(ctx, sb, takeOpts{session: sessionName, kind: wire.CheckpointTurn, ifChanged: true})
 	switch {
+	case apperr.KindOf(err) == apperr.KindInvalid:
+		s.log.Debug("no checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
 	case err != nil:
 		s.setWorked(key, true) // the next end of a turn tries again
 		s.log.Warn("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
