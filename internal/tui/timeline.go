@@ -262,7 +262,7 @@ func (m *Model) askRewind(cp wire.Checkpoint) tea.Cmd {
 		return nil
 	}
 	m.confirm = confirmation{
-		text: fmt.Sprintf("Rewind %s to %s? Files and conversation go back; its agent is restarted there. The state now is kept as a checkpoint: a rewind to it undoes this. [y/N]", target, label),
+		text: fmt.Sprintf("Rewind %s to %s? Files and conversation go back (the agent restarts there); the state now is kept, to undo it. [y/N]", target, label),
 		action: func() tea.Cmd {
 			d := m.d
 			return m.call(fmt.Sprintf("rewinding %s to %s", target, label), func(ctx context.Context) doneMsg {
