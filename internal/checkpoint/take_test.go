@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/internal/agents/claude"
+	_ "github.com/paddockhq/paddock/internal/agents/codex"
+	_ "github.com/paddockhq/paddock/internal/agents/shell"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
+	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/testenv"
 )
 
@@ -151,5 +154,30 @@ func TestNextTurn(t *testing.T) {
 	}
 	if _, ok := stateBefore(all, 1); ok {
 		t.Errorf("a state before the first checkpoint")
+	}
+}
+
+// TestIdleEndsTurns: Codex, which says idle only at a turn's end (and nothing when the
+// user types into its terminal), ends a turn at each idle; Claude Code, idle at its
+// prompt after it starts too, and a shell session need to be seen at work first.
+func TestIdleEndsTurns(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sb := store.Sandbox{ID: "s1", Name: "sb", Backend: "none", State: "running"}
+	if err := st.CreateSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: st})
+	for agent, want := range map[string]bool{"codex": true, "claude": false, "shell": false} {
+		if err := st.CreateSession(ctx, store.Session{SandboxID: sb.ID, Name: agent, Agent: agent}); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.idleEndsTurns(ctx, sb, agent); got != want {
+			t.Errorf("%s: an idle ends a turn: %v, want %v", agent, got, want)
+		}
 	}
 }

@@ -3,10 +3,12 @@ package checkpoint
 import (
 	"context"
 
+	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
 	"github.com/paddockhq/paddock/internal/guestproto"
+	"github.com/paddockhq/paddock/internal/store"
 )
 
 // turnEnd says whether an event is the end of a session's turn: its agent idle or
@@ -24,8 +26,9 @@ func atWork(ev events.Event) bool {
 // watch takes a checkpoint at the end of each agent's turn: the files and the
 // conversation, when either changed since the session's last checkpoint. A turn is one
 // the agent was seen at work on (status working): an agent idle at its start, or one
-// stopped and started again, ended none. A turn under way while the daemon was down
-// is not seen (its end takes no checkpoint); the next one is.
+// stopped and started again, ended none; an agent that says idle only at a turn's end
+// (Codex) ends a turn at each idle. A turn under way while the daemon was down is not
+// seen (its end takes no checkpoint); the next one is.
 func (s *Service) watch(ctx context.Context) {
 	if s.opts.Bus == nil {
 		<-ctx.Done()
@@ -42,7 +45,8 @@ func (s *Service) watch(ctx context.Context) {
 				return
 			}
 			// A sandbox slow to answer holds up no other.
-			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session) })
+			idle := ev.Kind == guestproto.EventSessionStatus
+			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session, idle) })
 		})
 }
 
@@ -89,15 +93,19 @@ func (s *Service) setWorked(key string, v bool) (was bool) {
 	return was
 }
 
-// turnEnded takes the checkpoint of the turn a session's agent just ended.
-func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string) {
+// turnEnded takes the checkpoint of the turn a session's agent just ended (idle: at its
+// prompt or waiting, rather than exited).
+func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string, idle bool) {
 	sb, err := s.opts.Store.GetSandbox(ctx, sandboxName)
 	if err != nil {
 		return
 	}
 	key := sandboxName + "/" + sessionName
-	if s.isHushed(key) || !s.setWorked(key, false) {
-		return // an agent at its prompt after its start, or stopped and started again
+	if s.isHushed(key) {
+		return // stopped and started again
+	}
+	if !s.setWorked(key, false) && !(idle && s.idleEndsTurns(ctx, sb, sessionName)) {
+		return // an agent at its prompt after its start
 	}
 	if s.settle(ctx, sandboxName, sessionName); s.isHushed(key) {
 		return // a rewind began meanwhile
@@ -144,4 +152,16 @@ func (s *Service) renamed(ctx context.Context, sandboxName, from, to string) {
 	if s.setWorked(sandboxName+"/"+from, false) {
 		s.setWorked(sandboxName+"/"+to, true)
 	}
+}
+
+// idleEndsTurns says whether the session's agent says it is idle only at the end of a
+// turn (Codex: its notify program), never at its prompt after it starts, and nothing at
+// a turn's start when the user types into its terminal: each idle is a turn's end.
+func (s *Service) idleEndsTurns(ctx context.Context, sb store.Sandbox, sessionName string) bool {
+	se, err := s.opts.Store.GetSession(ctx, sb.ID, sessionName)
+	if err != nil {
+		return false
+	}
+	a, err := agents.Get(se.Agent)
+	return err == nil && a.Status.Idle && !a.Status.Ready
 }
