@@ -441,8 +441,6 @@ func TestBrowser(t *testing.T) {
 	b.waitFor("both checkpoints, the newest where the session stands", `!!document.querySelector('`+turn(before)+`') && !!document.querySelector('`+turn(after)+`.here')`)
 	b.tap(turn(after) + ` summary`)
 	b.waitFor("the newest's stat and diff", `!!document.querySelector('`+turn(after)+` pre.stat')?.textContent.includes('turn2.txt') && !!document.querySelector('`+turn(after)+` .diff summary')?.textContent.includes('turn2.txt')`)
-	b.fits("the turns")
-	b.shot("turns")
 	b.tap(turn(before) + ` summary`)
 	eval[any](b, `window.confirm = () => true`)
 	b.tap(turn(before) + ` [data-act="rewind"]`)
@@ -450,6 +448,8 @@ func TestBrowser(t *testing.T) {
 	if code := d.inside("test", "-e", "/workspace/turn2.txt"); code == 0 {
 		t.Error("turn2.txt is still in the workspace after the rewind to the checkpoint before it")
 	}
+	b.fits("the turns")
+	b.shot("turns")
 	// Fork… on the newest makes a sandbox from it, under the name typed, linked once made.
 	b.tap(turn(after) + ` [data-act="fork"]`)
 	eval[any](b, `document.querySelector('`+turn(after)+` input[name="fork-name"]').value = ''`)
