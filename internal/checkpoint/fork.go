@@ -32,9 +32,9 @@ const MaxForks = 8
 // sandbox gets: its own placeholder credentials, guest, machine id and hostname. Its
 // workspace is the parent's, copied out once and into each fork, then put at the
 // checkpoint's files; its conversation is the checkpoint's, which its session resumes.
-// All of that happens while the sandbox is being made: a failure, or a daemon killed
-// meanwhile, leaves no half-made fork (a restart removes a sandbox still being made),
-// and a failure of one fork removes the others.
+// All of that, the session's start included, happens while the sandbox is being made: a
+// failure, or a daemon killed meanwhile, leaves no half-made fork (a restart removes a
+// sandbox still being made), and a failure of one fork removes the others.
 func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkRequest, progress func(string)) (wire.ForkResult, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -279,6 +279,12 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 			if err := s.opts.Store.CreateSession(ctx, rec); err != nil {
 				return fmt.Errorf("record session %s in %s: %w", se.Name, name, err)
 			}
+			// Started while the sandbox is still being made: a daemon killed before it
+			// is made leaves no fork, and after, a fork whose session runs.
+			say(fmt.Sprintf("starting session %s/%s (%s)", name, se.Name, se.Agent))
+			if _, err := s.opts.Sessions.Restart(ctx, name, se.Name); err != nil {
+				return fmt.Errorf("start session %s in %s: %w", se.Name, name, err)
+			}
 		}
 		return nil
 	}
@@ -292,13 +298,6 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 		return fmt.Errorf("make %s: %w", name, err)
 	}
 	say(fmt.Sprintf("made %s in %.1fs", name, time.Since(start).Seconds()))
-	if se != nil {
-		say(fmt.Sprintf("starting session %s/%s (%s)", name, se.Name, se.Agent))
-		if _, err := s.opts.Sessions.Restart(ctx, name, se.Name); err != nil {
-			s.removeForks(ctx, []string{name})
-			return fmt.Errorf("start session %s in %s: %w", se.Name, name, err)
-		}
-	}
 	return nil
 }
 
