@@ -233,7 +233,7 @@ func (m *Model) timelineKey(k string) tea.Cmd {
 		name := v.sandbox + "-" + strings.ReplaceAll(strings.TrimPrefix(cpLabel(cp), "#"), " ", "")
 		m.input.SetValue(name)
 		m.input.CursorEnd()
-		m.input.Prompt = fmt.Sprintf("fork %s/%s at %s into a new sandbox named: ", v.sandbox, v.session, cpLabel(cp))
+		m.input.Prompt = fmt.Sprintf("fork %s/%s at %s into a new sandbox (NAME, or NAME BACKEND for another backend): ", v.sandbox, v.session, cpLabel(cp))
 		m.mode = modeForkName
 		return m.input.Focus()
 	}
@@ -285,7 +285,8 @@ func (m *Model) askRewind(cp wire.Checkpoint) tea.Cmd {
 	return nil
 }
 
-// forkNameKey handles a key while a fork's new sandbox is named: enter forks, esc drops it.
+// forkNameKey handles a key while a fork's new sandbox is named (and, after the name, a
+// backend other than its parent's): enter forks, esc drops it.
 func (m *Model) forkNameKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch msg.String() {
 	case "esc":
@@ -295,16 +296,24 @@ func (m *Model) forkNameKey(msg tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		m.mode = m.listMode()
 		m.input.Blur()
-		newName := strings.TrimSpace(m.input.Value())
 		v := m.timeline
-		if newName == "" || v == nil {
+		words := strings.Fields(m.input.Value())
+		if len(words) == 0 || v == nil {
 			return nil
+		}
+		if len(words) > 2 {
+			m.errLine = "type the new sandbox's name, and a backend after it for another: NAME [BACKEND]"
+			return nil
+		}
+		newName, backend := words[0], ""
+		if len(words) == 2 {
+			backend = words[1]
 		}
 		sb, name, cp := v.sandbox, v.session, v.forkFrom
 		label := cpLabel(&cp)
 		d := m.d
 		return m.call(fmt.Sprintf("forking %s/%s at %s into %s", sb, name, label, newName), func(ctx context.Context) doneMsg {
-			res, err := d.Fork(ctx, sb, wire.ForkRequest{Session: name, At: fmt.Sprintf("#%d", cp.Seq), New: newName}, nil)
+			res, err := d.Fork(ctx, sb, wire.ForkRequest{Session: name, At: fmt.Sprintf("#%d", cp.Seq), New: newName, Backend: backend}, nil)
 			if err != nil {
 				return doneMsg{err: fmt.Errorf("fork %s/%s: %w", sb, name, err)}
 			}

@@ -61,7 +61,7 @@ func (f *fakeDaemon) Rewind(ctx context.Context, sb, name string, req wire.Rewin
 }
 
 func (f *fakeDaemon) Fork(ctx context.Context, sb string, req wire.ForkRequest, progress func(string)) (wire.ForkResult, error) {
-	f.record("fork %s session=%s at=%s new=%s", sb, req.Session, req.At, req.New)
+	f.record("fork %s session=%s at=%s new=%s backend=%s", sb, req.Session, req.At, req.New, req.Backend)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	from := f.sandboxes[sb]
@@ -111,6 +111,11 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 	u.press("up")
 	u.waitFor("title.txt | 2 +-")
 	u.waitFor("+Hello")
+	// enter shows the whole diff in the pager; q comes back to the turns.
+	u.press("enter")
+	u.waitFor("api/main turn 2  ↑/↓ pgup/pgdn scroll · q back")
+	u.press("q")
+	u.waitFor("r rewind to it")
 
 	// r asks first; n leaves everything as it was.
 	u.press("r")
@@ -138,11 +143,11 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 
 	// f on turn 1 asks the new sandbox's name, then forks.
 	u.press("up", "f")
-	u.waitFor("fork api/main at turn 1 into a new sandbox named: api-turn1")
+	u.waitFor("fork api/main at turn 1 into a new sandbox (NAME, or NAME BACKEND for another backend): api-turn1")
 	u.press("ctrl+u")
-	u.typeText("api-try")
+	u.typeText("api-try docker")
 	u.press("enter")
-	waitCalls(t, f, "rewind api/main to=#2", "fork api session=main at=#1 new=api-try")
+	waitCalls(t, f, "rewind api/main to=#2", "fork api session=main at=#1 new=api-try backend=docker")
 	u.waitFor("forked api/main at turn 1 into api-try, with its conversation")
 
 	// The agent's next turn: its checkpoint shows when its event arrives.

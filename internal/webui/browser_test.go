@@ -452,6 +452,7 @@ func TestBrowser(t *testing.T) {
 	b.shot("turns")
 	// Fork… on the newest makes a sandbox from it, under the name typed, linked once made.
 	b.tap(turn(after) + ` [data-act="fork"]`)
+	b.waitFor("the fork's backends, its parent's first", `document.querySelector('`+turn(after)+` select[name="fork-backend"] option')?.textContent === 'the same (bwrap)'`)
 	eval[any](b, `document.querySelector('`+turn(after)+` input[name="fork-name"]').value = ''`)
 	b.typeIn(turn(after)+` input[name="fork-name"]`, "repo-fork")
 	b.tap(turn(after) + ` [data-act="fork-go"]`)

@@ -8,7 +8,7 @@ import { FileDiff, parseDiff } from './changes.jsx';
 import { Tabs } from './conversation.jsx';
 import { onCatchUp, onEvent } from './events.js';
 import { Link, urls } from './router.jsx';
-import { refreshAll, refreshSessions, session, useStore } from './store.js';
+import { refreshAll, refreshSessions, sandbox, session, useStore } from './store.js';
 import { Action, Bar, ErrorText, Status, ago } from './ui.jsx';
 
 const enc = encodeURIComponent;
@@ -228,13 +228,24 @@ function Turn({ sb, name, cp, here, onNote, onDone }) {
   );
 }
 
-/** The new sandbox's name, and Fork. */
+/** The new sandbox's name and backend (the same as its parent's, or another here), and Fork. */
 function ForkForm({ sb, name, cp, onNote, onDone }) {
   const [to, setTo] = useState(`${sb}-${cp.turn ? 'turn' + cp.turn : cp.seq}`);
+  const [backend, setBackend] = useState('');
+  const [backends, setBackends] = useState([]);
   const [step, setStep] = useState('');
+  const own = sandbox(sb);
+  useEffect(() => {
+    api('GET', '/v1/doctor').then(
+      (d) => setBackends((d.backends || []).filter((b) => b.available).map((b) => b.name)),
+      () => setBackends([]),
+    );
+  }, []);
   const fork = async () => {
     setStep('');
-    const last = await apiStream(`${sandboxPath(sb)}/fork`, { session: name, at: `#${cp.seq}`, new: to.trim() }, setStep);
+    const body = { session: name, at: `#${cp.seq}`, new: to.trim() };
+    if (backend) body.backend = backend;
+    const last = await apiStream(`${sandboxPath(sb)}/fork`, body, setStep);
     const made = (last.fork && last.fork.sandboxes) || [to.trim()];
     onNote(
       <>
@@ -263,6 +274,19 @@ function ForkForm({ sb, name, cp, onNote, onDone }) {
           spellcheck={false}
           onInput={(e) => setTo(e.currentTarget.value)}
         />
+      </label>
+      <label>
+        Backend
+        <select name="fork-backend" value={backend} onChange={(e) => setBackend(e.currentTarget.value)}>
+          <option value="">{own ? `the same (${own.backend})` : 'the same'}</option>
+          {backends
+            .filter((b) => !own || b !== own.backend)
+            .map((b) => (
+              <option key={b} value={b}>
+                {b}
+              </option>
+            ))}
+        </select>
       </label>
       <div class="buttons">
         <Action class="primary small" run={fork} data-act="fork-go">
