@@ -188,6 +188,11 @@ func TestCheckpointClaude(t *testing.T) {
 // and a rewind to the session's first turn puts that file back and makes Codex's next
 // request carry the first turn and nothing after it.
 func codexCheckpoints(t *testing.T, must mustRun, model scriptedModel) {
+	defer func() {
+		if t.Failed() {
+			t.Logf("checkpoints:\n%s", must("", "checkpoints", "repo/codex"))
+		}
+	}()
 	waitUntil(t, 60*time.Second, "the restarted turn's checkpoint", func() bool {
 		for _, cp := range checkpointsOf(t, must, "repo/codex") {
 			if strings.Contains(cp.Prompt, "after the restart") {

@@ -99,6 +99,7 @@ func TestCodexEndToEnd(t *testing.T) {
 
 	// The real key is nowhere in the sandbox: no process's environment, no file.
 	nothingInside(t, must, "e2e-REA[L]", "the real key")
+	codexCheckpoints(t, must, model)
 
 	// A question to a sandbox with no session starts one of its agent to take it.
 	must("", "chat", "repo/codex", "--rm")
