@@ -82,4 +82,3 @@ func sameTail(a, b []transcript.Entry) bool {
 	x, y := a[len(a)-1], b[len(b)-1]
 	return x.Kind == y.Kind && x.Text == y.Text && x.Output == y.Output && x.Time.Equal(y.Time)
 }
-
