@@ -46,7 +46,8 @@ func (s *Service) watch(ctx context.Context) {
 			}
 			// A sandbox slow to answer holds up no other.
 			idle := ev.Kind == guestproto.EventSessionStatus
-			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session, idle) })
+			waiting := idle && ev.Attrs["status"] == "waiting"
+			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session, idle, waiting) })
 		})
 }
 
@@ -94,8 +95,10 @@ func (s *Service) setWorked(key string, v bool) (was bool) {
 }
 
 // turnEnded takes the checkpoint of the turn a session's agent just ended (idle: at its
-// prompt or waiting, rather than exited).
-func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string, idle bool) {
+// prompt or waiting, rather than exited). An agent waiting for an answer (a permission,
+// a question) goes on with its work once answered, saying nothing at that moment: it
+// stays at work, so that the end of what it does then is a turn too.
+func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string, idle, waiting bool) {
 	sb, err := s.opts.Store.GetSandbox(ctx, sandboxName)
 	if err != nil {
 		return
@@ -104,7 +107,11 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 	if s.isHushed(key) {
 		return // stopped and started again
 	}
-	if !s.setWorked(key, false) && !(idle && s.idleEndsTurns(ctx, sb, sessionName)) {
+	worked := s.worksAgain(key)
+	if !waiting {
+		worked = s.setWorked(key, false)
+	}
+	if !worked && !(idle && s.idleEndsTurns(ctx, sb, sessionName)) {
 		return // an agent at its prompt after its start
 	}
 	if s.settle(ctx, sandboxName, sessionName); s.isHushed(key) {
