@@ -449,6 +449,7 @@ func TestBrowser(t *testing.T) {
 		t.Error("turn2.txt is still in the workspace after the rewind to the checkpoint before it")
 	}
 	b.fits("the turns")
+	b.smallTargets("the turns")
 	b.shot("turns")
 	// Fork… on the newest makes a sandbox from it, under the name typed, linked once made.
 	b.tap(turn(after) + ` [data-act="fork"]`)
