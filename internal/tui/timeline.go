@@ -38,7 +38,13 @@ type timelineView struct {
 type cpDiff struct {
 	stat, diff string
 	err        string
+	// statHead and head are the stat's and the diff's first lines, all the preview can show.
+	statHead, head []string
+	done           bool
 }
+
+// diffHead is how many of a diff's lines the preview keeps: more than any pane's height.
+const diffHead = 300
 
 // Messages of the timeline.
 type (
@@ -133,7 +139,8 @@ func (m *Model) timelineUpdate(msg tea.Msg) (tea.Cmd, bool) {
 		if v == nil || msg.sandbox != v.sandbox || msg.session != v.session {
 			return nil, true
 		}
-		dt := &cpDiff{stat: termtext.Escape(msg.stat), diff: termtext.Escape(msg.diff)}
+		dt := &cpDiff{stat: termtext.Escape(msg.stat), diff: termtext.Escape(msg.diff), done: true}
+		dt.statHead, dt.head = headLines(dt.stat), headLines(dt.diff)
 		if msg.err != nil {
 			dt.err = msg.err.Error()
 		}
@@ -141,6 +148,17 @@ func (m *Model) timelineUpdate(msg tea.Msg) (tea.Cmd, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// headLines is text's first diffHead lines.
+func headLines(text string) []string {
+	var out []string
+	for rest := strings.TrimRight(text, "\n"); rest != "" && len(out) < diffHead; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		out = append(out, line)
+	}
+	return out
 }
 
 // timelineEvents reads the checkpoints again when the timeline's sandbox took one, or
@@ -216,7 +234,7 @@ func (m *Model) timelineKey(k string) tea.Cmd {
 	switch k {
 	case "enter", "D":
 		dt := v.diffs[cp.Seq]
-		if dt == nil || (dt.stat == "" && dt.diff == "" && dt.err == "") {
+		if dt == nil || !dt.done {
 			m.infoLine = "reading the diff…"
 			return nil
 		}
@@ -393,18 +411,18 @@ func (m *Model) renderCpDiff(w, h int) string {
 	lines = append(lines, "")
 	dt := v.diffs[cp.Seq]
 	switch {
-	case dt == nil || (dt.stat == "" && dt.diff == "" && dt.err == ""):
+	case dt == nil || !dt.done:
 		lines = append(lines, styleDim.Render(m.spin.View()+" reading the diff…"))
 	case dt.err != "":
 		lines = append(lines, styleError.Render(wrap("✕ "+termtext.Escape(dt.err), w)))
-	case strings.TrimSpace(dt.stat) == "" && strings.TrimSpace(dt.diff) == "":
+	case len(dt.statHead) == 0 && len(dt.head) == 0:
 		lines = append(lines, styleDim.Render("(no change to the files)"))
 	default:
-		for _, l := range strings.Split(strings.TrimRight(dt.stat, "\n"), "\n") {
+		for _, l := range dt.statHead {
 			lines = append(lines, styleDim.Render(l))
 		}
 		lines = append(lines, "")
-		for _, l := range strings.Split(strings.TrimRight(dt.diff, "\n"), "\n") {
+		for _, l := range dt.head {
 			switch {
 			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
 				l = styleTitle.Render(l)

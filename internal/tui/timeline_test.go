@@ -91,6 +91,7 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 		"api ..#1": {" login.go | 10 ++++++++++\n", "+++ b/login.go\n+package login\n"},
 		"api ..#2": {" title.txt | 2 +-\n", "--- a/title.txt\n+++ b/title.txt\n-Helo\n+Hello\n"},
 		"api ..#3": {" store.go | 27 ++++++++--------\n 3 files changed\n", "+++ b/store.go\n+func Open() {}\n"},
+		"api ..#4": {"", ""},
 	}
 	u := startTUI(t, f, nil, 200, 20)
 	u.waitFor("main")
@@ -140,6 +141,10 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 	// The session stands at turn 2 now: no rewind to it.
 	u.press("r")
 	u.waitFor("api/main is at turn 2 already")
+	// The undo point changed nothing since the checkpoint before it.
+	u.press("G")
+	u.waitFor("(no change to the files)")
+	u.press("up", "up")
 
 	// f on turn 1 asks the new sandbox's name, then forks.
 	u.press("up", "f")
