@@ -245,6 +245,20 @@ func TestCheckpointKill(t *testing.T) {
 	must("", "up", repo)
 	must("", "chat", "repo", "--new", "w", "--agent", "shell", "--command", "sleep 100000")
 	state := func(sandbox string) string { return must("", "exec", sandbox, "--", "sh", "-c", workspaceState) }
+	// settled is the workspace once nothing changes it any more: a script the daemon
+	// ran in the sandbox goes on after the daemon is killed.
+	settled := func(sandbox string) string {
+		var last string
+		waitUntil(t, 30*time.Second, "the workspace of "+sandbox+" to settle", func() bool {
+			now, _, code := paddock("", "exec", sandbox, "--", "sh", "-c", workspaceState)
+			if code != 0 || now != last {
+				last = now
+				return false
+			}
+			return true
+		})
+		return last
+	}
 	// Two checkpoints 400 files apart: a and b.
 	must("", "exec", "repo", "--", "sh", "-c", "for i in $(seq 400); do echo a$i > f$i.txt; done")
 	must("", "checkpoint", "repo", "--session", "w", "--name", "a")
@@ -295,9 +309,11 @@ func TestCheckpointKill(t *testing.T) {
 		to := map[string]string{"a": "b", "b": "a"}[from]
 		undos := countUndos(wholeCheckpoints(i))
 		cut(took, "rewind", "repo/w", "--to", to)
-		switch now := state("repo"); now {
+		switch now := settled("repo"); now {
 		case target[from]:
+			t.Logf("run %d: the rewind cut short left %s's workspace", i, from)
 		case target[to]:
+			t.Logf("run %d: the rewind cut short had put back %s's workspace", i, to)
 			if countUndos(wholeCheckpoints(i)) != undos+1 {
 				t.Fatalf("run %d: the rewind to %s took effect, but no undo point of it is listed", i, to)
 			}
@@ -317,7 +333,8 @@ func TestCheckpointKill(t *testing.T) {
 		name := fmt.Sprintf("f%d", i)
 		cut(3*took, "fork", "repo/w@a", name)
 		if _, _, code := paddock("", "exec", name, "--", "true"); code == 0 {
-			if got := state(name); got != stateA {
+			t.Logf("run %d: the fork cut short left sandbox %s", i, name)
+			if got := settled(name); got != stateA {
 				t.Fatalf("run %d: a fork cut short left sandbox %s with a workspace that is not a's:\n%s", i, name, got)
 			}
 			must("", "rm", name, "--force")
@@ -420,12 +437,17 @@ func nextRequest(t *testing.T, must mustRun, model scriptedModel, target, msg st
 	return req
 }
 
-// claudeRewindFirstTurn runs on claudeEndToEndIn's session repo/claude, several turns in:
-// a turn that removes whoami.txt by a Bash command, then a rewind to turn 1 (the turn
-// that wrote it) puts the file back and makes Claude's next request carry turn 1 and
-// nothing after it. Every wait is slow times longer.
-func claudeRewindFirstTurn(t *testing.T, must mustRun, model scriptedModel, slow time.Duration) {
+// claudeRewindFirstTurn runs on claudeEndToEndIn's session repo/claude, several turns in,
+// once the turn of the message last has its checkpoint: a turn that removes whoami.txt
+// by a Bash command, then a rewind to turn 1 (the turn that wrote it) puts the file back
+// and makes Claude's next request carry turn 1 and nothing after it. Every wait is slow
+// times longer.
+func claudeRewindFirstTurn(t *testing.T, must mustRun, model scriptedModel, last string, slow time.Duration) {
 	t.Helper()
+	waitUntil(t, slow*60*time.Second, "the checkpoint of the turn of "+last, func() bool {
+		cps := checkpointsOf(t, must, "repo/claude")
+		return len(cps) > 0 && strings.Contains(cps[len(cps)-1].Prompt, last)
+	})
 	seq := newestSeq(t, must, "repo/claude")
 	cps := checkpointsOf(t, must, "repo/claude")
 	if first := turnCheckpoint(cps, 1); first == nil || !strings.Contains(first.Prompt, "RUN: id -un") {
