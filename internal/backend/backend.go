@@ -333,6 +333,17 @@ type DockerfileBuilder interface {
 	BuildDockerfile(ctx context.Context, contextDir, dockerfile, tag string, progress func(string)) error
 }
 
+// WorkspaceCloner is implemented by backends that copy one sandbox's workspace into
+// another's of the same backend on their own (a fork), faster than an archive through
+// both guests. The copy is a copy: nothing of it is shared with the source afterwards.
+type WorkspaceCloner interface {
+	// CloneWorkspace copies every entry of from's workspace but those named in leave
+	// (top-level names) into to's, which holds nothing else of the same names. No file
+	// outside the two workspaces is read or written, whatever links from's holds or
+	// gets meanwhile.
+	CloneWorkspace(ctx context.Context, from, to ID, leave []string) error
+}
+
 // FileSHA256 is the hex sha256 of a file's content, as Spec.GuestSHA256 holds it.
 func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

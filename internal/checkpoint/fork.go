@@ -14,6 +14,7 @@ import (
 	"github.com/paddockhq/paddock/internal/agents"
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/backend"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/sandbox"
@@ -70,15 +71,36 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 	if err != nil {
 		return wire.ForkResult{}, err
 	}
-	archive, err := s.copyOut(ctx, parent, progress)
-	if err != nil {
-		return wire.ForkResult{}, err
-	}
-	defer archive.Close()
-
 	backendName := req.Backend
 	if backendName == "" {
 		backendName = parent.Backend
+	}
+	var fill filler
+	if cloner := s.cloner(ctx, parent, backendName); cloner != nil {
+		// Each fork's backend copies the parent's workspace itself, all at once, under
+		// the parent's lock: no checkpoint pruned, nor rewind, while it is read.
+		defer s.lock(parent.ID)()
+		fill = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client) (string, error) {
+			if err := forkScript(ctx, c, forkFillScript); err != nil {
+				return "", err
+			}
+			if err := cloner.CloneWorkspace(ctx, backend.ID(parent.ID), backend.ID(sb.ID), []string{".mcp.json"}); err != nil {
+				return "", err
+			}
+			return "copied the workspace of " + parent.Name, nil
+		}
+	} else {
+		archive, err := s.copyOut(ctx, parent, progress)
+		if err != nil {
+			return wire.ForkResult{}, err
+		}
+		defer archive.Close()
+		fill = func(ctx context.Context, _ store.Sandbox, c *guestclient.Client) (string, error) {
+			if err := fillWorkspace(ctx, c, archive.reader()); err != nil {
+				return "", err
+			}
+			return "copied the workspace in (" + termtext.Size(archive.size) + ")", nil
+		}
 	}
 	var mu sync.Mutex
 	say := func(line string) { mu.Lock(); progress(line); mu.Unlock() }
@@ -88,7 +110,7 @@ func (s *Service) Fork(ctx context.Context, sandboxName string, req wire.ForkReq
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.makeFork(ctx, parent, cp, se, name, backendName, archive, say)
+			errs[i] = s.makeFork(ctx, parent, cp, se, name, backendName, fill, say)
 		}()
 	}
 	wg.Wait()
@@ -171,6 +193,24 @@ func (s *Service) forkSession(ctx context.Context, parent store.Sandbox, cp wire
 	return &se, nil
 }
 
+// filler puts the parent's workspace into a fork's, as its sandbox is made, and says
+// what it did.
+type filler func(ctx context.Context, sb store.Sandbox, c *guestclient.Client) (string, error)
+
+// cloner is the backend's own copy of workspaces, when the forks are on the parent's
+// backend and it has one; nil otherwise (the workspace goes through an archive).
+func (s *Service) cloner(ctx context.Context, parent store.Sandbox, backendName string) backend.WorkspaceCloner {
+	if backendName != parent.Backend {
+		return nil
+	}
+	b, err := s.opts.Sandboxes.PickBackend(ctx, backendName)
+	if err != nil {
+		return nil
+	}
+	c, _ := b.(backend.WorkspaceCloner)
+	return c
+}
+
 // workspaceArchive is the archive of a parent's /workspace: a file on the host with no
 // name (removed as soon as made, so that a daemon killed meanwhile leaves nothing behind),
 // which every fork reads at once.
@@ -225,7 +265,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // makeFork makes one fork: a sandbox like its parent on backendName, filled while it is
 // made with the parent's workspace at the checkpoint, the conversation and the session's
 // record.
-func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Checkpoint, se *store.Session, name, backendName string, archive *workspaceArchive, say func(string)) error {
+func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Checkpoint, se *store.Session, name, backendName string, fill filler, say func(string)) error {
 	say(fmt.Sprintf("making %s on %s", name, backendName))
 	req := sandbox.CreateRequest{SandboxCreateRequest: wire.SandboxCreateRequest{Name: name, Backend: backendName,
 		SourcePath: parent.SourcePath, SourceURL: parent.SourceURL, Commit: parent.BaseCommit, Network: parent.Network,
@@ -246,11 +286,12 @@ func (s *Service) makeFork(ctx context.Context, parent store.Sandbox, cp wire.Ch
 	}
 	req.Seeded = func(ctx context.Context, sb store.Sandbox, c *guestclient.Client, _ sandbox.Progress) error {
 		start := time.Now()
-		if err := fillWorkspace(ctx, c, archive.reader()); err != nil {
-			return err
+		did, err := fill(ctx, sb, c)
+		if err != nil {
+			return fmt.Errorf("copy the workspace into %s: %w", name, err)
 		}
-		say(fmt.Sprintf("%s: copied the workspace in (%s) in %.1fs; putting the files at checkpoint #%d (turn %d)",
-			name, termtext.Size(archive.size), time.Since(start).Seconds(), cp.Seq, cp.Turn))
+		say(fmt.Sprintf("%s: %s in %.1fs; putting the files at checkpoint #%d (turn %d)",
+			name, did, time.Since(start).Seconds(), cp.Seq, cp.Turn))
 		start = time.Now()
 		files, err := restoreFilesIn(ctx, c, inside.Workspace, cp, excludeSpecs(s.opts.Exclude))
 		if err != nil {
