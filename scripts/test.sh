@@ -24,6 +24,9 @@
 # PADDOCK_TEST_KUBECONFIG already set: that cluster is used as it is, none is made.
 #
 # TEST_P (default 2) and TEST_PARALLEL (default 2) are go test's -p and -parallel.
+# TEST_CLI_PARALLEL is internal/cli's -parallel: TEST_PARALLEL, or 4 under --quick, where
+# nothing keeps the processors busy for long (no emulated VM, cluster or browser) and its
+# two processes, whose tests mostly wait on sandboxes and agents, are the longest.
 set -uo pipefail   # no -e: the teardown and go test's status must survive a failure
 { # bash reads the whole block before it runs it: this file edited during a run leaves the run be
 cd "$(dirname "$0")/.."
@@ -37,6 +40,7 @@ if [ "${1:-}" = --quick ]; then
 	quick=1
 	shift
 fi
+if [ $quick = 1 ]; then CLI_PARALLEL=${TEST_CLI_PARALLEL:-${TEST_PARALLEL:-4}}; else CLI_PARALLEL=${TEST_CLI_PARALLEL:-$PARALLEL}; fi
 log() { echo "test: $*" >&2; }
 without="the kubernetes backend's tests skip, or fail under PADDOCK_TEST_STRICT=1"
 mod=github.com/paddockhq/paddock
@@ -111,17 +115,24 @@ if [ ${#cached[@]} = 0 ] && [ ${#uncached[@]} = 0 ]; then
 fi
 
 gotest=("$GO" test -json -timeout 40m -parallel "$PARALLEL")
+clitest=("$GO" test -json -timeout 40m -parallel "$CLI_PARALLEL" -count=1)
 # internal/cli in three test processes: its scripts (TestScripts, run in parallel with
 # each other), its heavy end-to-end tests (a name holding MicroVM, Kubernetes or Vagrant:
 # Claude Code in a microVM under TCG is the longest test of all), and its other tests.
-# (Flags that pick tests, -run or -skip, keep it one.)
+# Under --quick the heavy ones skip at once, so they go with the other tests rather than
+# cost a third link of the package's test binary. (Flags that pick tests, -run or -skip,
+# keep it one.)
 heavy_cli='MicroVM|Kubernetes|Vagrant'
 case " $* " in
-*" -run"* | *" -skip"* | *" -test.run"* | *" -test.skip"*) cmds=("${gotest[@]}" -count=1 "$@" $CLI) ;;
+*" -run"* | *" -skip"* | *" -test.run"* | *" -test.skip"*) cmds=("${clitest[@]}" "$@" $CLI) ;;
 *)
-	cmds=("${gotest[@]}" -count=1 -run "$heavy_cli" "$@" $CLI)
-	cmds+=(--- "${gotest[@]}" -count=1 -run '^TestScripts$' "$@" $CLI)
-	cmds+=(--- "${gotest[@]}" -count=1 -skip "^TestScripts\$|$heavy_cli" "$@" $CLI)
+	if [ $quick = 1 ]; then
+		cmds=("${clitest[@]}" -skip '^TestScripts$' "$@" $CLI)
+	else
+		cmds=("${clitest[@]}" -run "$heavy_cli" "$@" $CLI)
+		cmds+=(--- "${clitest[@]}" -skip "^TestScripts\$|$heavy_cli" "$@" $CLI)
+	fi
+	cmds+=(--- "${clitest[@]}" -run '^TestScripts$' "$@" $CLI)
 	;;
 esac
 cmds+=(--- "${gotest[@]}" -count=1 -p "$P" "$@" $HEAVY)
