@@ -439,7 +439,7 @@ func nextRequest(t *testing.T, must mustRun, model scriptedModel, target, msg st
 
 // claudeRewindFirstTurn runs on claudeEndToEndIn's session repo/claude, several turns in,
 // once the turn of the message last has its checkpoint: a turn that removes whoami.txt
-// by a Bash command, then a rewind to turn 1 (the turn that wrote it) puts the file back
+// by a Bash command, which bisect finds; then a rewind to turn 1 (the turn that wrote it) puts the file back
 // and makes Claude's next request carry turn 1 and nothing after it. Every wait is slow
 // times longer.
 func claudeRewindFirstTurn(t *testing.T, must mustRun, model scriptedModel, last string, slow time.Duration) {
@@ -458,6 +458,14 @@ func claudeRewindFirstTurn(t *testing.T, must mustRun, model scriptedModel, last
 	waitTurn(t, must, "repo/claude", turns+1, seq, slow*60*time.Second)
 	if out := must("", "exec", "repo", "--", "sh", "-c", "test -e /workspace/whoami.txt && echo present || echo gone"); out != "gone\n" {
 		t.Fatal("the Bash call did not remove whoami.txt")
+	}
+	// Bisect finds that turn: the first after which whoami.txt is gone.
+	var bisect wire.BisectResult
+	if err := json.Unmarshal([]byte(must("", "bisect", "repo/claude", "--check", "test -f whoami.txt", "--json")), &bisect); err != nil {
+		t.Fatal(err)
+	}
+	if bisect.FirstBad == nil || bisect.FirstBad.Turn != turns+1 || !strings.Contains(bisect.FirstBad.Prompt, "rm /workspace/whoami.txt") {
+		t.Fatalf("bisect, turn %d removed whoami.txt: %+v", turns+1, bisect)
 	}
 	rewindTo(t, must, "repo/claude", "1")
 	if out := must("", "exec", "repo", "--", "cat", "/workspace/whoami.txt"); out != "agent\n/workspace\n" {

@@ -217,6 +217,7 @@ func TestClaudeEndToEndMicroVM(t *testing.T) {
 		}
 		return false
 	})
+	claudeRewindFirstTurn(t, must, model, "after the resume", 10)
 }
 
 // claudeEndToEnd runs the checks on backend, with config (TOML, when not empty) as the
