@@ -176,7 +176,7 @@ func restoreFilesFor(ctx context.Context, c *guestclient.Client, dir string, cp 
 	}
 	argv := append([]string{"sh", "-c", restoreScript, "sh", cp.Commit, cp.Head, cp.Branch, strconv.Itoa(undo)}, excludes...)
 	out := tailbuf.Buffer{Max: 8 << 10}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: append([]string{"RESTORE=" + restoreWork}, gitsync.SandboxGitEnv...),
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: append([]string{"RESTORE=" + restoreWork}, gitEnv...),
 		Dir: dir, Stdout: &out, Stderr: &out})
 	if err != nil {
 		return 0, err

@@ -1,5 +1,21 @@
 package checkpoint
 
+// gitEnv is the environment of the scripts that stage the workspace into the
+// checkpoints' own index (take, restore): hooks and fsmonitor off, as every git run in a
+// sandbox for paddock (gitsync.SandboxGitEnv), and a file's stat compared by its time,
+// size and mode only (core.checkStat=minimal, core.trustctime=false). A fork's copy of
+// the workspace and of that index has other inodes and change times than its parent's
+// files, and git would otherwise read and hash every file again (2 to 3 s for 500 MB)
+// before the fork's first checkpoint or restore; git's check of racily clean entries
+// (a file changed in the second the index was written) still reads those again.
+var gitEnv = []string{
+	"GIT_CONFIG_COUNT=4",
+	"GIT_CONFIG_KEY_0=core.hooksPath", "GIT_CONFIG_VALUE_0=/dev/null",
+	"GIT_CONFIG_KEY_1=core.fsmonitor", "GIT_CONFIG_VALUE_1=false",
+	"GIT_CONFIG_KEY_2=core.checkStat", "GIT_CONFIG_VALUE_2=minimal",
+	"GIT_CONFIG_KEY_3=core.trustctime", "GIT_CONFIG_VALUE_3=false",
+}
+
 // takeScript records a checkpoint inside the sandbox, run in /workspace in one round
 // trip to the guest, with git's hooks and fsmonitor off (gitsync.SandboxGitEnv):
 //

@@ -14,7 +14,6 @@ import (
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/events"
-	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
 	"github.com/paddockhq/paddock/internal/session"
@@ -279,7 +278,7 @@ func (s *Service) runTakeIn(ctx context.Context, c *guestclient.Client, dir stri
 		strconv.Itoa(cp.Seq), strconv.FormatInt(cp.Time.Unix(), 10)}, s.opts.Exclude...)
 	var stdout bytes.Buffer
 	stderr := tailbuf.Buffer{Max: 4 << 10}
-	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitsync.SandboxGitEnv, Dir: dir, Stdout: &stdout, Stderr: &stderr})
+	code, err := c.Exec(ctx, guestclient.ExecOptions{Argv: argv, Env: gitEnv, Dir: dir, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return takeOut{}, err
 	}

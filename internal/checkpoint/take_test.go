@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	_ "github.com/paddockhq/paddock/internal/agents/codex"
 	_ "github.com/paddockhq/paddock/internal/agents/shell"
 	"github.com/paddockhq/paddock/internal/api/wire"
+	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient/guesttest"
 	"github.com/paddockhq/paddock/internal/store"
 	"github.com/paddockhq/paddock/internal/testenv"
@@ -178,6 +180,16 @@ func TestIdleEndsTurns(t *testing.T) {
 		}
 		if got := s.idleEndsTurns(ctx, sb, agent); got != want {
 			t.Errorf("%s: an idle ends a turn: %v, want %v", agent, got, want)
+		}
+	}
+}
+
+// TestGitEnvKeepsTheSandboxRules: the take and restore scripts' environment turns off
+// what every git run in a sandbox for paddock turns off (hooks, fsmonitor).
+func TestGitEnvKeepsTheSandboxRules(t *testing.T) {
+	for _, kv := range gitsync.SandboxGitEnv {
+		if !strings.HasPrefix(kv, "GIT_CONFIG_COUNT=") && !slices.Contains(gitEnv, kv) {
+			t.Errorf("gitEnv lacks %s", kv)
 		}
 	}
 }
