@@ -491,3 +491,31 @@ func daemonLogTail(t *testing.T, home, word string) {
 	}
 	t.Logf("the daemon's log on %s:\n%s", word, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 }
+
+// forkOutOf forks turn 1 of repo/claude (after claudeRewindFirstTurn) onto bwrap as
+// sandbox "out": the fork has turn 1's whoami.txt and its Claude resumes turn 1's
+// conversation. Every wait is slow times longer.
+func forkOutOf(t *testing.T, must mustRun, model scriptedModel, slow time.Duration) {
+	t.Helper()
+	testenv.Program(t, "bwrap", "apt-get install bubblewrap")
+	var fork wire.ForkResult
+	if err := json.Unmarshal([]byte(must("", "fork", "repo/claude@1", "out", "--backend", "bwrap", "--json")), &fork); err != nil {
+		t.Fatal(err)
+	}
+	if len(fork.Sessions) != 1 || fork.From.Turn != 1 {
+		t.Fatalf("fork: %+v", fork)
+	}
+	if out := must("", "exec", "out", "--", "cat", "/workspace/whoami.txt"); out != "agent\n/workspace\n" {
+		t.Fatalf("the fork's whoami.txt holds %q", out)
+	}
+	waitUntil(t, slow*60*time.Second, "the fork's Claude at its prompt", func() bool {
+		return strings.Contains(must("", "exec", "out", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", fork.Sessions[0]), "❯")
+	})
+	r := nextRequest(t, must, model, "out/"+fork.Sessions[0], "in the fork out of it", slow*60*time.Second)
+	if err := inOrder(r, "RUN: id -un", "in the fork out of it"); err != nil {
+		t.Fatalf("the fork's request lacks turn 1: %v", err)
+	}
+	if r.Contains("what is the status?") || r.Contains("after the rewind to turn 1") {
+		t.Fatalf("the fork's request carries turns after turn 1: %+v", r.Messages)
+	}
+}

@@ -174,7 +174,8 @@ func TestClaudeEndToEndDockerRunsc(t *testing.T) {
 
 // TestClaudeEndToEndMicroVM is the same in a microVM under QEMU (under TCG here, where
 // everything in the VM runs tens of times slower: its waits are ten times longer), its
-// root made from the paddock/sandbox image, which has Claude Code.
+// root made from the paddock/sandbox image, which has Claude Code. Its checkpoints are
+// bisected and rewound there, and turn 1 forked out of the VM onto bwrap.
 func TestClaudeEndToEndMicroVM(t *testing.T) {
 	t.Parallel()
 	testenv.Heavy(t, "a microVM")
@@ -218,6 +219,7 @@ func TestClaudeEndToEndMicroVM(t *testing.T) {
 		return false
 	})
 	claudeRewindFirstTurn(t, must, model, "after the resume", 10)
+	forkOutOf(t, must, model, 10)
 }
 
 // claudeEndToEnd runs the checks on backend, with config (TOML, when not empty) as the
