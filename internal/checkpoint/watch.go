@@ -132,29 +132,12 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 // sessionRenamed is the event of a session's new name (Attrs from: the old one).
 const sessionRenamed = "session-renamed"
 
-// renamed gives a renamed session's checkpoints its new name, so that its turns go on
-// being numbered, listed and rewound under it.
-func (s *Service) renamed(ctx context.Context, sandboxName, from, to string) {
+// renamed carries what the watch knows of a renamed session (whether its agent was seen
+// at work) over to its new name; its checkpoints' records were renamed with it (the
+// store's RenameSession).
+func (s *Service) renamed(_ context.Context, sandboxName, from, to string) {
 	if from == "" || to == "" {
 		return
-	}
-	sb, err := s.opts.Store.GetSandbox(ctx, sandboxName)
-	if err != nil {
-		return
-	}
-	defer s.lock(sb.ID)()
-	all, err := s.opts.Store.ListCheckpoints(ctx, sb.ID, from)
-	if err != nil {
-		return
-	}
-	for _, cp := range all {
-		if cp.Session != from {
-			continue
-		}
-		cp.Session = to
-		if err := s.opts.Store.PutCheckpoint(ctx, sb.ID, cp); err != nil {
-			s.log.Warn("rename a session's checkpoint", "sandbox", sandboxName, "seq", cp.Seq, "err", err)
-		}
 	}
 	if s.setWorked(sandboxName+"/"+from, false) {
 		s.setWorked(sandboxName+"/"+to, true)

@@ -92,7 +92,12 @@ func (s *Store) SetSessionEnded(ctx context.Context, sandboxID, name string, end
 
 // RenameSession renames a session; ErrNameTaken if the new name is in use.
 func (s *Store) RenameSession(ctx context.Context, sandboxID, from, to string) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE sessions SET name = ?, updated_at = ? WHERE sandbox_id = ? AND name = ?",
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, "UPDATE sessions SET name = ?, updated_at = ? WHERE sandbox_id = ? AND name = ?",
 		to, now(), sandboxID, from)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") {
 		return fmt.Errorf("session %q: %w", to, ErrNameTaken)
@@ -103,7 +108,13 @@ func (s *Store) RenameSession(ctx context.Context, sandboxID, from, to string) e
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("session %q: %w", from, ErrNotFound)
 	}
-	return nil
+	// Its checkpoints go with it, in the same write: their turns go on being numbered,
+	// listed and rewound under the new name.
+	if _, err := tx.ExecContext(ctx, "UPDATE checkpoints SET session = ?, doc = json_set(doc, '$.session', ?) WHERE sandbox_id = ? AND session = ?",
+		to, to, sandboxID, from); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // DeleteSession removes a session.
