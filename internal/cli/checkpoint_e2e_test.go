@@ -337,6 +337,9 @@ func TestCheckpointKill(t *testing.T) {
 			if got := settled(name); got != stateA {
 				t.Fatalf("run %d: a fork cut short left sandbox %s with a workspace that is not a's:\n%s", i, name, got)
 			}
+			if list := must("", "chat", name, "--list"); !strings.Contains(list, name+"/w") || strings.Contains(list, "exited") {
+				t.Fatalf("run %d: a fork cut short left sandbox %s without its session running:\n%s", i, name, list)
+			}
 			must("", "rm", name, "--force")
 		} else if ls := must("", "ls"); strings.Contains(ls, name) {
 			t.Fatalf("run %d: a fork cut short left sandbox %s that does not answer:\n%s", i, name, ls)
