@@ -86,9 +86,11 @@ func New(opts Options) *Service {
 	return &Service{opts: opts, log: log, locks: map[string]*sync.Mutex{}}
 }
 
-// Start follows the event bus: a session's agent ending its turn takes a checkpoint.
+// Start follows the event bus (a session's agent ending its turn takes a checkpoint)
+// and finishes the rewinds a killed daemon cut off.
 func (s *Service) Start(ctx context.Context) {
 	s.go_(func() { s.watch(ctx) })
+	s.go_(func() { s.finishRewinds(ctx) })
 }
 
 // Wait waits for the service's goroutines, once the context given to Start has ended.

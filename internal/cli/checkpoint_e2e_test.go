@@ -242,6 +242,16 @@ func TestCheckpointKill(t *testing.T) {
 	paddock := newPaddock(h)
 	must := mustSucceed(t, paddock)
 	kill := func() { killWait(t, clitest.DaemonPID(h.Dir)) }
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(filepath.Join(h.Dir, "state", "daemon.log"))
+			for _, l := range strings.Split(string(data), "\n") {
+				if strings.Contains(l, "rewind") || strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+					t.Log(l)
+				}
+			}
+		}
+	})
 	must("", "up", repo)
 	must("", "chat", "repo", "--new", "w", "--agent", "shell", "--command", "sleep 100000")
 	state := func(sandbox string) string { return must("", "exec", sandbox, "--", "sh", "-c", workspaceState) }
@@ -317,6 +327,13 @@ func TestCheckpointKill(t *testing.T) {
 			if countUndos(wholeCheckpoints(i)) != undos+1 {
 				t.Fatalf("run %d: the rewind to %s took effect, but no undo point of it is listed", i, to)
 			}
+			// The daemon that comes back finishes it: the agent it stopped runs again
+			// and the rewind's mark is gone, with nothing asked of the user.
+			waitUntil(t, 60*time.Second, "the daemon to finish the rewind cut short", func() bool {
+				list, _, _ := paddock("", "chat", "repo", "--list")
+				_, _, marked := paddock("", "exec", "repo", "--", "sh", "-c", `test -f "$(git rev-parse --git-path paddock/rewind)"`)
+				return strings.Contains(list, "repo/w") && !strings.Contains(list, "exited") && marked != 0
+			})
 		default:
 			t.Fatalf("run %d: a rewind from %s to %s cut short left a workspace of neither:\n%s", i, from, to, now)
 		}
