@@ -198,7 +198,7 @@ func (s *Service) startTurn(ctx context.Context, t *target, text string, wait ti
 	if !t.agent.Status.Ready {
 		settled(ctx, t.client, name, wait)
 	}
-	if err := s.Send(ctx, t.sb.Name, name, text); err != nil {
+	if err := s.send(ctx, t, text, 0); err != nil {
 		if t.agent.Status.Idle {
 			setStatus(context.WithoutCancel(ctx), t.client, name, "idle")
 		}

@@ -80,6 +80,10 @@ func waitTaken(ctx context.Context, c *guestclient.Client, name, before, text st
 	}
 }
 
+// sendSettle bounds how long Send waits for the screen of an agent without a readiness
+// hook to settle before it types.
+const sendSettle = 10 * time.Second
+
 // How long Send waits for typed text to show: a program busy when the text came (an
 // agent starting, or a slow VM) shows nothing until it reads it, and an Enter pressed
 // before then is read with the text as one paste and submits nothing.
@@ -107,6 +111,13 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if err != nil {
 		return err
 	}
+	return s.send(ctx, t, text, sendSettle)
+}
+
+// send is Send to a resolved session; an agent without a readiness hook is given up to
+// settle for its screen to be still first (0: its caller waited for that).
+func (s *Service) send(ctx context.Context, t *target, text string, settle time.Duration) error {
+	sandboxName, name := t.sb.Name, t.se.Name
 	l, err := readLive(ctx, t.client, name)
 	if err != nil {
 		return err
@@ -127,6 +138,14 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	if st == "exited" {
 		return apperr.Conflict(fmt.Sprintf("bring it back with `paddock restart %s/%s`", sandboxName, name), "session %q has exited", name)
 	}
+	if t.agent.Status.Idle && !t.agent.Status.Ready && settle > 0 {
+		// An agent whose hooks do not say it is at its prompt (Codex) may still be
+		// drawing its first screen (just started, or brought back by a restart or a
+		// rewind): a message pasted then shows in its input and the Enter after it is
+		// lost. Its screen still for a moment says it is there (or busy at a turn, whose
+		// screen moves: then at most settle).
+		settled(ctx, t.client, name, settle)
+	}
 	text = strings.TrimRight(text, "\n")
 	before := screenOf(ctx, t.client, name)
 	if err := paste(ctx, t.client, name, closeCompletion(text)); err != nil {
@@ -137,11 +156,11 @@ func (s *Service) Send(ctx context.Context, sandboxName, name, text string) erro
 	// of it, and nothing is submitted. A fixed pause was not enough on a loaded machine.
 	waitTaken(ctx, t.client, name, before, text)
 	// And a moment after it shows (longer for an agent that needs it).
-	settle := 100 * time.Millisecond
+	pause := 100 * time.Millisecond
 	if t.agent.EnterAfter > 0 {
-		settle = t.agent.EnterAfter
+		pause = t.agent.EnterAfter
 	}
-	time.Sleep(settle)
+	time.Sleep(pause)
 	// A program that is still busy (loading a resumed conversation) can drop the Enter,
 	// and then nothing on the screen changes. Press it again, as a person would, while the
 	// screen stays as it was (a few times, a couple of seconds apart).
