@@ -193,6 +193,19 @@ func (b *browser) tap(sel string) {
 
 // typeIn types into the element a CSS selector finds, as a phone's keyboard does: text
 // arrives as input (Input.insertText), and "\r" as the Enter key.
+// replaceIn types text over what a field holds, as a person selecting it all and
+// typing does: a value cleared by script is put back by a re-render of the page, which
+// holds the field's value, before the typing reaches it (a fork was named
+// "repo-2repo-fork" so).
+func (b *browser) replaceIn(sel, text string) {
+	b.t.Helper()
+	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	eval[any](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.focus(); e.select(); })()`, sel))
+	if _, err := chromedp.Call(b.ctx, input.InsertText, input.InsertTextParams{Text: text}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 func (b *browser) typeIn(sel, text string) {
 	b.t.Helper()
 	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
@@ -454,8 +467,7 @@ func TestBrowser(t *testing.T) {
 	// Fork… on the newest makes a sandbox from it, under the name typed, linked once made.
 	b.tap(turn(after) + ` [data-act="fork"]`)
 	b.waitFor("the fork's backends, its parent's first", `document.querySelector('`+turn(after)+` select[name="fork-backend"] option')?.textContent === 'the same (bwrap)'`)
-	eval[any](b, `document.querySelector('`+turn(after)+` input[name="fork-name"]').value = ''`)
-	b.typeIn(turn(after)+` input[name="fork-name"]`, "repo-fork")
+	b.replaceIn(turn(after)+` input[name="fork-name"]`, "repo-fork")
 	b.tap(turn(after) + ` [data-act="fork-go"]`)
 	b.waitFor("the fork made, linked", `!!document.querySelector('.timeline-note a[href="/s/repo-fork"]')`)
 	if got, err := d.client.Get(context.Background(), "repo-fork"); err != nil || got.State != "running" {
