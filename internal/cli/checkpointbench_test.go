@@ -120,8 +120,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	cb := &cpBench{h: h, repo: repo}
 	cb.run(b, "up", repo, "--name", cpBenchSandbox)
 	cb.run(b, "chat", cpBenchSandbox, "--new", cpBenchSession, "--agent", "shell", "--command", "sleep 100000")
-	var made time.Duration
-	made = timed(func() { cb.base = cb.sh(b, cpBenchGenerate) })
+	made := timed(func() { cb.base = cb.sh(b, cpBenchGenerate) })
 	b.Logf("the 500 MB workspace written and committed in %v", made.Round(time.Millisecond))
 	// The first checkpoint of the sandbox: its index starts empty, so it reads every file.
 	warm := timed(func() { cb.sh(b, cpBenchBaseline) })
