@@ -78,8 +78,12 @@ func (s *Service) Bisect(ctx context.Context, sandboxName, sessionName string, r
 		progress(fmt.Sprintf("turn %d: exit %d (%.1fs)", st.Turn, st.Exit, st.Took.Seconds()))
 		return st, nil
 	}
-	progress(fmt.Sprintf("bisecting turns %d to %d of %s/%s (%d checkpoints), the newest first",
-		line[0].Turn, line[len(line)-1].Turn, sandboxName, sessionName, len(line)))
+	if len(line) == 1 {
+		progress(fmt.Sprintf("checking turn %d of %s/%s, its only turn", line[0].Turn, sandboxName, sessionName))
+	} else {
+		progress(fmt.Sprintf("bisecting turns %d to %d of %s/%s (%d checkpoints), the newest first",
+			line[0].Turn, line[len(line)-1].Turn, sandboxName, sessionName, len(line)))
+	}
 	res, err := search(ctx, line, try)
 	if err != nil || res.FirstBad == nil {
 		return res, err
