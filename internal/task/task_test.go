@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,26 @@ type harness struct {
 
 	tasks  *task.Service
 	cancel context.CancelFunc
+	// log is what the task service logged, shown when the test fails.
+	log lockedBuffer
+}
+
+// lockedBuffer is a buffer the service's goroutines write to at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -83,6 +104,9 @@ func newHarness(t *testing.T) *harness {
 		repo: filepath.Join(dir, "repo")}
 	t.Cleanup(func() {
 		h.stop()
+		if t.Failed() {
+			t.Logf("the task service's log:\n%s", h.log.String())
+		}
 		// Whatever a failing test left running.
 		sbs, _ := st.ListSandboxes(context.Background())
 		for _, sb := range sbs {
@@ -117,7 +141,7 @@ func (h *harness) write(name, content string) {
 func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.tasks = task.New(ctx, task.Options{Sandboxes: h.sandboxes, Sessions: h.sessions, Store: h.st,
-		Bus: h.evlog.Bus(), Emit: h.evlog.Emit})
+		Bus: h.evlog.Bus(), Emit: h.evlog.Emit, Logger: slog.New(slog.NewTextHandler(&h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	h.tasks.Start(ctx)
 	h.cancel = cancel
 }
