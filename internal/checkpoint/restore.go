@@ -143,12 +143,17 @@ if git rev-parse -q --verify HEAD >/dev/null; then git reset -q; else git read-t
 `
 
 // restoreScript runs restoreWork ($RESTORE) in a session of its own, its output in a
-// file: the guest kills an exec's process group when the daemon that asked for it goes
+// file, under a lock a second restore waits for: the guest kills an exec's process group when the daemon that asked for it goes
 // away (killed), and a restore cut off there would leave the workspace part way; in its
 // own session it runs to its end, and the workspace is the checkpoint's. (Where there
 // is no setsid that waits, it runs in the exec's group.)
 const restoreScript = `log=$(git rev-parse --git-path paddock/rewind-log)
 mkdir -p "$(dirname "$log")" || exit
+# One restore at a time: the lock is held by the restore's own session too, so a
+# rewind run again by a daemon that came back waits for the one its killed
+# predecessor left running to its end (it held the restore's index lock).
+exec 9>"$(git rev-parse --git-path paddock/rewind.lock)"
+if command -v flock >/dev/null 2>&1; then flock 9; fi
 if setsid -w true 2>/dev/null; then
   setsid -w sh -c "$RESTORE" sh "$@" >"$log" 2>&1 </dev/null
 else

@@ -4,16 +4,18 @@ import (
 	"context"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/apperr"
 	"github.com/paddockhq/paddock/internal/transcript"
 )
 
 // How long a turn's checkpoint waits for the agent's transcript: until it has been
 // still for settleQuiet with the agent's answer last, polled every settlePoll, for at
-// most settleWait.
+// most settleWait (10 s was not enough for Claude Code's last write on a machine loaded
+// by a whole test run).
 const (
 	settleQuiet = time.Second
 	settlePoll  = 250 * time.Millisecond
-	settleWait  = 10 * time.Second
+	settleWait  = 30 * time.Second
 )
 
 // settle waits until the session's transcript holds the whole turn its agent just said
@@ -36,10 +38,23 @@ func (s *Service) settle(ctx context.Context, sandboxName, sessionName string) {
 	)
 	for {
 		entries, err := s.opts.Sessions.Transcript(ctx, sandboxName, sessionName)
-		if err != nil {
-			return
-		}
 		now := time.Now()
+		switch k := apperr.KindOf(err); {
+		case err == nil:
+		case k == apperr.KindNotFound || k == apperr.KindInvalid:
+			return // no transcript paddock can read: nothing to wait for
+		case now.After(deadline):
+			return
+		default:
+			// A read that failed (a sandbox slow to answer on a loaded machine) is
+			// tried again, as long as the wait lasts.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(settlePoll):
+			}
+			continue
+		}
 		if last == nil || !sameTail(entries, last) {
 			last, since = entries, now
 		}
