@@ -96,7 +96,9 @@ func TestTimelineRewindsAndForks(t *testing.T) {
 	u := startTUI(t, f, nil, 200, 20)
 	u.waitFor("main")
 	u.press("G", "t")
-	s := u.waitFor("api/main · turns")
+	u.waitFor("api/main · turns")
+	// The lines come with the checkpoints' read, a moment after the view opens.
+	s := u.waitFor("Refactor the session store")
 	if l := listLine(s, "turn 1"); !strings.Contains(l, "2 files") || !strings.Contains(l, "+10") || !strings.Contains(l, "Add a login page") {
 		t.Errorf("turn 1's line: %q", l)
 	}
