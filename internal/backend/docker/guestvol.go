@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"time"
 
 	errdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -114,17 +115,30 @@ func (d *Docker) fillGuestVolume(ctx context.Context, vol, image, src, sum strin
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if err := d.cli.CopyToContainer(ctx, resp.ID, guestVolumeTarget, &buf, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("copy the guest into its volume: %w", err)
+	// Another daemon on the same engine may be filling the same volume at the same
+	// time (each test of a whole run has its own): both write the same bytes, but a
+	// read back in the middle of the other's write sees part of it. Written and read
+	// again, a moment later, it holds the guest whole.
+	var got string
+	for try := 1; ; try++ {
+		if err := d.cli.CopyToContainer(ctx, resp.ID, guestVolumeTarget, bytes.NewReader(buf.Bytes()), container.CopyToContainerOptions{}); err != nil {
+			return fmt.Errorf("copy the guest into its volume: %w", err)
+		}
+		if got, err = d.readSHA256(ctx, resp.ID, file); err != nil {
+			return fmt.Errorf("read the guest back from its volume: %w", err)
+		}
+		if got == sum {
+			return nil
+		}
+		if try == 3 {
+			return fmt.Errorf("the guest in the volume %s has sha256 %s, want %s: remove the volume (docker volume rm %s) and try again", vol, got, sum, vol)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try) * 500 * time.Millisecond):
+		}
 	}
-	got, err := d.readSHA256(ctx, resp.ID, file)
-	if err != nil {
-		return fmt.Errorf("read the guest back from its volume: %w", err)
-	}
-	if got != sum {
-		return fmt.Errorf("the guest in the volume %s has sha256 %s, want %s: remove the volume (docker volume rm %s) and try again", vol, got, sum, vol)
-	}
-	return nil
 }
 
 // readSHA256 is the sha256 of one regular file in a container, read through the engine.
