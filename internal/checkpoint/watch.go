@@ -112,6 +112,7 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 		worked = s.setWorked(key, false)
 	}
 	if !worked && !(idle && s.idleEndsTurns(ctx, sb, sessionName)) {
+		s.log.Info("an idle session ended no turn: its agent was not seen at work", "sandbox", sandboxName, "session", sessionName)
 		return // an agent at its prompt after its start
 	}
 	if s.settle(ctx, sandboxName, sessionName); s.isHushed(key) {
@@ -125,7 +126,9 @@ func (s *Service) turnEnded(ctx context.Context, sandboxName, sessionName string
 		s.setWorked(key, true) // the next end of a turn tries again
 		s.log.Warn("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "err", err)
 	case taken:
-		s.log.Debug("checkpoint", "sandbox", sandboxName, "session", sessionName, "seq", cp.Seq, "turn", cp.Turn)
+		s.log.Info("checkpoint at the end of a turn", "sandbox", sandboxName, "session", sessionName, "seq", cp.Seq, "turn", cp.Turn)
+	default:
+		s.log.Info("no checkpoint at the end of a turn: nothing changed", "sandbox", sandboxName, "session", sessionName)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestCheckpointClaude(t *testing.T) {
 			out, _, _ := paddock("", "exec", "repo", "--", "tmux", "-S", "/run/paddock/tmux.sock", "capture-pane", "-p", "-t", "claude")
 			list, _, _ := paddock("", "checkpoints", "repo")
 			t.Logf("Claude's screen at the end (the model had %d requests):\n%s\ncheckpoints:\n%s", len(model.Requests()), out, list)
-			daemonLogTail(t, h.Dir, "checkpoint")
+			daemonLogTail(t, h.Dir, "claude")
 		}
 	})
 	waitUntil(t, 90*time.Second, "Claude's prompt", func() bool { return strings.Contains(pane("repo"), "❯") })
