@@ -1,13 +1,12 @@
 package checkpoint
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/gitsync"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
@@ -20,28 +19,7 @@ func tarWorkspace(ctx context.Context, c *guestclient.Client, w io.Writer) error
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(c.TarOut(ctx, "/", inside.Workspace, pw)) }()
 	defer pr.Close()
-	tr, tw := tar.NewReader(pr), tar.NewWriter(w)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		rel, ok := strings.CutPrefix(h.Name, "workspace/")
-		if !ok || rel == "" || rel == ".mcp.json" {
-			continue
-		}
-		h.Name = rel
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
+	return archive.Subtree(w, pr, "workspace", ".mcp.json")
 }
 
 // forkScript runs a shell script in /workspace with args as $1...; a failure says what

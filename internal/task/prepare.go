@@ -1,7 +1,6 @@
 package task
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/paddockhq/paddock/internal/api/wire"
 	"github.com/paddockhq/paddock/internal/apperr"
+	"github.com/paddockhq/paddock/internal/archive"
 	"github.com/paddockhq/paddock/internal/gitsrc"
 	"github.com/paddockhq/paddock/internal/guestclient"
 	"github.com/paddockhq/paddock/internal/inside"
@@ -262,7 +262,7 @@ func (s *Service) prepareBase(ctx context.Context, t wire.Task, seed *seedSource
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(c.TarOut(ctx, "/", inside.Workspace, pw)) }()
-	err = rebase(f, pr, "workspace")
+	err = archive.Subtree(f, pr, "workspace")
 	pr.Close()
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -285,33 +285,6 @@ exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 git ls-files --others --exclude-standard --directory | sed 's/[][*?\\!#]/\\&/g; s/ $/\\ /; s/^/\//' >> "$exclude"
 `
-
-// rebase copies a tar archive whose entries are under top/ to w, with names relative to
-// top (top itself left out).
-func rebase(w io.Writer, r io.Reader, top string) error {
-	tr, tw := tar.NewReader(r), tar.NewWriter(w)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		rel, ok := strings.CutPrefix(h.Name, top+"/")
-		if !ok || rel == "" {
-			continue
-		}
-		h.Name = rel
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
 
 // fillScript empties /workspace but for the sandbox's own .mcp.json, for the prepared
 // base's copy.
