@@ -101,8 +101,23 @@ func (d *Docker) fillGuestVolume(ctx context.Context, vol, image, src, sum strin
 	}
 	defer d.cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
 	file := guestVolumeTarget + "/" + path.Base(guestPath)
-	if got, err := d.readSHA256(ctx, resp.ID, file); err == nil && got == sum {
-		return nil
+	// A guest there but not whole is another daemon's write under way (on the same
+	// engine): writing over it would replace the file a container of that daemon is
+	// about to start from ("failed to load /opt/paddock/bin/paddock: bad address" under
+	// gVisor). Give that write a moment to end before writing it ourselves.
+	for try := 1; ; try++ {
+		got, err := d.readSHA256(ctx, resp.ID, file)
+		if err == nil && got == sum {
+			return nil
+		}
+		if err != nil || try == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try) * 500 * time.Millisecond):
+		}
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
