@@ -165,15 +165,40 @@ func (s *Service) send(ctx context.Context, t *target, text string, settle time.
 	// and then nothing on the screen changes. Press it again, as a person would, while the
 	// screen stays as it was (a few times, a couple of seconds apart).
 	before = screenOf(ctx, t.client, name)
+	// An agent whose hooks report its prompt and a turn's start, idle when the text
+	// came, says itself whether the Enter was taken.
+	hooked := t.agent.Status.Ready && t.agent.Status.Idle && st == "idle"
 	for try := 0; try < 5; try++ {
 		if out, code, err := run(ctx, t.client, "tmux", "-S", Socket, "send-keys", "-t", "="+name+":", "Enter"); err != nil || code != 0 {
 			return fmt.Errorf("press Enter in session %q: %v %s", name, err, out)
+		}
+		if hooked {
+			// Its hook says the turn started: the Enter was taken. A screen that
+			// changed says less: on a loaded machine the late drawing of the paste
+			// itself passed for it, and the message stayed in Gemini CLI's input.
+			if turnStarts(ctx, t, 3*time.Second) {
+				return nil
+			}
+			continue
 		}
 		if before == "" || screenChanged(ctx, t.client, name, before, 2*time.Second) {
 			return nil
 		}
 	}
 	return nil
+}
+
+// turnStarts says whether the session's agent, idle when a message was typed, reports
+// itself at work (or anything but idle) within timeout.
+func turnStarts(ctx context.Context, t *target, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		if l, err := readLive(ctx, t.client, t.se.Name); err == nil {
+			if st, _ := statusOf(l, t.se.Name); st != "idle" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SendTurn types text into a session as the next turn of its agent's conversation, as
