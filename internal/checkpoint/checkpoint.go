@@ -89,20 +89,12 @@ func New(opts Options) *Service {
 // Start follows the event bus (a session's agent ending its turn takes a checkpoint)
 // and finishes the rewinds a killed daemon cut off.
 func (s *Service) Start(ctx context.Context) {
-	s.go_(func() { s.watch(ctx) })
-	s.go_(func() { s.finishRewinds(ctx) })
+	s.work.Go(func() { s.watch(ctx) })
+	s.work.Go(func() { s.finishRewinds(ctx) })
 }
 
 // Wait waits for the service's goroutines, once the context given to Start has ended.
 func (s *Service) Wait() { s.work.Wait() }
-
-func (s *Service) go_(fn func()) {
-	s.work.Add(1)
-	go func() {
-		defer s.work.Done()
-		fn()
-	}()
-}
 
 // lock holds the sandbox's lock: one checkpoint, rewind or fork of a sandbox at a time.
 func (s *Service) lock(sandboxID string) func() {

@@ -35,7 +35,7 @@ func (s *Service) finishRewinds(ctx context.Context) {
 		if undo.Kind != wire.CheckpointRewind || undo.Session == "" || undo.RewoundTo == 0 {
 			continue
 		}
-		s.go_(func() { s.finishRewind(ctx, sb.Name, undo) })
+		s.work.Go(func() { s.finishRewind(ctx, sb.Name, undo) })
 	}
 }
 

@@ -47,7 +47,7 @@ func (s *Service) watch(ctx context.Context) {
 			// A sandbox slow to answer holds up no other.
 			idle := ev.Kind == guestproto.EventSessionStatus
 			waiting := idle && ev.Attrs["status"] == "waiting"
-			s.go_(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session, idle, waiting) })
+			s.work.Go(func() { s.turnEnded(ctx, ev.Sandbox, ev.Session, idle, waiting) })
 		})
 }
 

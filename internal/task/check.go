@@ -92,7 +92,7 @@ func (s *Service) requestChecks(ctx context.Context, name string, n int) {
 	}
 	s.runs.again[key] = false
 	s.runs.mu.Unlock()
-	s.go_(func() {
+	s.work.Go(func() {
 		for {
 			s.checkAttempt(ctx, name, n)
 			s.runs.mu.Lock()

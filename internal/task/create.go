@@ -43,7 +43,7 @@ func (s *Service) Create(ctx context.Context, req wire.TaskCreateRequest, progre
 		return wire.Task{}, apperr.Conflict("choose another name with --name", "%v", err)
 	}
 	progress(fmt.Sprintf("task %s: %d attempts on %s at %s", t.Name, len(t.Attempts), t.Repo, short(t.Base)))
-	s.go_(func() { s.prepare(s.base, t.Name) })
+	s.work.Go(func() { s.prepare(s.base, t.Name) })
 	return t, nil
 }
 

@@ -173,7 +173,7 @@ func (s *Service) judgeLeft(ctx context.Context) {
 		}
 		for _, a := range t.Attempts {
 			if a.State == wire.AttemptDone && a.CheckRuns > 0 && !judgedNow(&a) {
-				s.go_(func() {
+				s.work.Go(func() {
 					s.judgeAttempt(ctx, t.Name, a.N)
 					s.finishIfDone(ctx, t.Name)
 				})

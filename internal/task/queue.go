@@ -191,7 +191,7 @@ func (s *Service) dispatch(ctx context.Context) {
 		q.mu.Lock()
 		q.busy[lane], q.cancels[e.ID] = true, cancel
 		q.mu.Unlock()
-		s.go_(func() {
+		s.work.Go(func() {
 			defer func() {
 				cancel()
 				q.mu.Lock()

@@ -102,21 +102,13 @@ func New(base context.Context, opts Options) *Service {
 // a restart cut short: tasks still preparing, attempts whose checks had not run, and the
 // merge queue's open entries.
 func (s *Service) Start(ctx context.Context) {
-	s.go_(func() { s.watch(ctx) })
-	s.go_(func() { s.resume(ctx) })
-	s.go_(func() { s.runQueue(ctx) })
+	s.work.Go(func() { s.watch(ctx) })
+	s.work.Go(func() { s.resume(ctx) })
+	s.work.Go(func() { s.runQueue(ctx) })
 }
 
 // Wait waits for the service's goroutines, once the context given to Start has ended.
 func (s *Service) Wait() { s.work.Wait() }
-
-func (s *Service) go_(fn func()) {
-	s.work.Add(1)
-	go func() {
-		defer s.work.Done()
-		fn()
-	}()
-}
 
 // List returns every task, each with its attempts ranked.
 func (s *Service) List(ctx context.Context) ([]wire.Task, error) {

@@ -28,7 +28,7 @@ func (s *Service) watch(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	s.go_(func() {
+	s.work.Go(func() {
 		tick := time.NewTicker(sweepEvery)
 		defer tick.Stop()
 		for {
@@ -58,7 +58,7 @@ func (s *Service) handle(ctx context.Context, ev events.Event) {
 		// over: an idle that comes late (the agent at its prompt before the prompt was
 		// sent) is not the end of the turn under way.
 		if ev.Session == a.Session && a.State == wire.AttemptWorking {
-			s.go_(func() { s.checkIfTurnEnded(ctx, t.Name, n) }) // a sandbox slow to answer holds up no other
+			s.work.Go(func() { s.checkIfTurnEnded(ctx, t.Name, n) }) // a sandbox slow to answer holds up no other
 		}
 	case ev.Kind == guestproto.EventBranchMoved:
 		// A commit while the agent is not at work (a commit made by hand, or after its
@@ -139,7 +139,7 @@ func (s *Service) resume(ctx context.Context) {
 	}
 	for _, t := range ts {
 		if t.State == wire.TaskPreparing {
-			s.go_(func() { s.prepare(ctx, t.Name) })
+			s.work.Go(func() { s.prepare(ctx, t.Name) })
 			continue
 		}
 		for _, a := range t.Attempts {
